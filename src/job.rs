@@ -1,0 +1,354 @@
+//! Job specs: a TOML file (raw form, every field optional but the inputs) validated into a [`Plan`].
+//!
+//! Relative paths in a job file are relative to the directory holding the job file, so a job runs the
+//! same from any working directory. Unknown keys are errors, so a typo never silently falls back to a
+//! default.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, ensure, Context};
+use serde::Deserialize;
+
+use crate::exec::Exec;
+use crate::features::FeatureConfig;
+use crate::input::{discover, Fields, DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS};
+use crate::pipeline::{LayoutChoice, PairStage, Plan, Source, SourceKind};
+use crate::tables::TableLayout;
+
+/// Default longest record: 64 MiB.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
+/// Default byte range per split of a plain file: 64 MiB.
+pub const DEFAULT_SPLIT_MIB: u64 = 64;
+/// Default memory budget for the `auto` layout planner: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
+
+/// `[input]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    /// Files, directories or glob patterns.
+    pub paths: Vec<PathBuf>,
+    /// `jsonl` (documents) or `fingerprints` (a fingerprints file).
+    #[serde(default = "default_format")]
+    pub format: String,
+    /// Field holding the id.
+    #[serde(default = "default_id")]
+    pub id_field: String,
+    /// Field holding the text.
+    #[serde(default = "default_text")]
+    pub text_field: String,
+    /// Field holding the URL; empty to ignore URLs.
+    #[serde(default = "default_url")]
+    pub url_field: String,
+    /// Longest record accepted.
+    #[serde(default = "default_max_record")]
+    pub max_record_bytes: usize,
+    /// Byte range per split of a plain file, in MiB.
+    #[serde(default = "default_split")]
+    pub split_mib: u64,
+}
+
+fn default_format() -> String {
+    "jsonl".into()
+}
+fn default_id() -> String {
+    "id".into()
+}
+fn default_text() -> String {
+    "text".into()
+}
+fn default_url() -> String {
+    "url".into()
+}
+fn default_max_record() -> usize {
+    DEFAULT_MAX_RECORD_BYTES
+}
+fn default_split() -> u64 {
+    DEFAULT_SPLIT_MIB
+}
+
+/// `[features]`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeaturesSpec {
+    /// Tokens per shingle.
+    pub shingle: Option<usize>,
+}
+
+/// `[simhash]`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimhashSpec {
+    /// Fingerprint bits; only 64.
+    pub f: Option<u32>,
+    /// Hamming threshold (default 3).
+    pub k: Option<u32>,
+    /// Table layout name or `auto` (default).
+    pub layout: Option<String>,
+    /// Memory budget for the planner, in MiB.
+    pub memory_budget_mib: Option<u64>,
+}
+
+/// `[run]`
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    /// Worker threads per process (default 1).
+    pub workers: Option<usize>,
+}
+
+/// `[output]`
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Directory the other output paths are relative to.
+    #[serde(default = "default_out_dir")]
+    pub dir: PathBuf,
+    /// Pairs file; empty to skip pair finding.
+    #[serde(default = "default_pairs")]
+    pub pairs: String,
+    /// Fingerprints file, if wanted.
+    pub fingerprints: Option<String>,
+    /// Exact-duplicate groups file; when set, pairs join group representatives only.
+    pub exact_groups: Option<String>,
+    /// Summary file.
+    #[serde(default = "default_summary")]
+    pub summary: String,
+}
+
+fn default_out_dir() -> PathBuf {
+    "out".into()
+}
+fn default_pairs() -> String {
+    "pairs.tsv".into()
+}
+fn default_summary() -> String {
+    "summary.json".into()
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            dir: default_out_dir(),
+            pairs: default_pairs(),
+            fingerprints: None,
+            exact_groups: None,
+            summary: default_summary(),
+        }
+    }
+}
+
+/// A job file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Inputs.
+    pub input: InputSpec,
+    /// Feature options.
+    #[serde(default)]
+    pub features: FeaturesSpec,
+    /// Simhash and table options.
+    #[serde(default)]
+    pub simhash: SimhashSpec,
+    /// Execution.
+    #[serde(default)]
+    pub run: RunSpec,
+    /// Outputs.
+    #[serde(default)]
+    pub output: OutputSpec,
+}
+
+/// A validated job: the plan plus where the summary goes.
+#[derive(Debug)]
+pub struct Job {
+    /// What to run.
+    pub plan: Plan,
+    /// Where `summary.json` goes.
+    pub summary_out: PathBuf,
+}
+
+/// Checks f and k and resolves the layout name.
+pub fn layout_choice(
+    f: u32,
+    k: u32,
+    layout: &str,
+    memory_budget_mib: u64,
+) -> anyhow::Result<LayoutChoice> {
+    ensure!(
+        f == 64,
+        "only f = 64 bit fingerprints are supported, got f = {f}"
+    );
+    ensure!(
+        k <= crate::tables::MAX_K,
+        "k must be at most {}, got {k}",
+        crate::tables::MAX_K
+    );
+    Ok(if layout == "auto" {
+        LayoutChoice::Auto {
+            memory_budget: memory_budget_mib << 20,
+        }
+    } else {
+        LayoutChoice::Fixed(TableLayout::parse(layout, k).map_err(anyhow::Error::msg)?)
+    })
+}
+
+/// `base.join(p)` with `.` and `name/..` removed lexically, so messages show `out/x`, not `jobs/../out/x`.
+fn resolve(base: &Path, p: &Path) -> PathBuf {
+    use std::path::Component;
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+impl JobSpec {
+    /// Reads and parses a job file.
+    pub fn load(path: &Path) -> anyhow::Result<JobSpec> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading job {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("invalid job file {}", path.display()))
+    }
+
+    /// Validates the spec into a runnable job; relative paths are taken from `base`.
+    pub fn validate(
+        self,
+        base: &Path,
+        exec: Exec,
+        out_dir: Option<PathBuf>,
+    ) -> anyhow::Result<Job> {
+        let inp = self.input;
+        ensure!(!inp.paths.is_empty(), "[input] paths is empty");
+        let paths: Vec<PathBuf> = inp.paths.iter().map(|p| resolve(base, p)).collect();
+        let kind = match inp.format.as_str() {
+            "jsonl" => {
+                let features = FeatureConfig {
+                    shingle: self
+                        .features
+                        .shingle
+                        .unwrap_or(crate::features::DEFAULT_SHINGLE),
+                };
+                features.validate().map_err(anyhow::Error::msg)?;
+                SourceKind::Jsonl {
+                    fields: Fields {
+                        id: inp.id_field,
+                        text: inp.text_field,
+                        url: Some(inp.url_field).filter(|u| !u.is_empty()),
+                    },
+                    features,
+                }
+            }
+            "fingerprints" => SourceKind::Fingerprints,
+            other => bail!("[input] format must be \"jsonl\" or \"fingerprints\", got {other:?}"),
+        };
+        let exts = match kind {
+            SourceKind::Jsonl { .. } => DOCUMENT_EXTENSIONS,
+            SourceKind::Fingerprints => FINGERPRINT_EXTENSIONS,
+        };
+        let files = discover(&paths, exts)?;
+        ensure!(
+            inp.max_record_bytes > 0,
+            "[input] max_record_bytes must be positive"
+        );
+        ensure!(inp.split_mib > 0, "[input] split_mib must be positive");
+        let source = Source {
+            kind,
+            files,
+            max_record_bytes: inp.max_record_bytes,
+            split_bytes: inp.split_mib << 20,
+        };
+        let out = self.output;
+        let dir = out_dir.unwrap_or_else(|| resolve(base, &out.dir));
+        let pairs = if out.pairs.is_empty() {
+            ensure!(
+                out.exact_groups.is_none(),
+                "[output] exact_groups needs pairs"
+            );
+            None
+        } else {
+            let s = self.simhash;
+            Some(PairStage {
+                k: s.k.unwrap_or(3),
+                layout: layout_choice(
+                    s.f.unwrap_or(64),
+                    s.k.unwrap_or(3),
+                    s.layout.as_deref().unwrap_or("auto"),
+                    s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+                )?,
+                out: dir.join(&out.pairs),
+                groups_out: out.exact_groups.map(|g| dir.join(g)),
+            })
+        };
+        ensure!(
+            pairs.is_some() || out.fingerprints.is_some(),
+            "the job writes nothing: set [output] pairs or fingerprints"
+        );
+        let exec = Exec {
+            workers: if exec.workers == 0 {
+                self.run.workers.unwrap_or(1)
+            } else {
+                exec.workers
+            },
+            ..exec
+        };
+        Ok(Job {
+            plan: Plan {
+                command: "run".into(),
+                source,
+                fingerprints_out: out.fingerprints.map(|f| dir.join(f)),
+                pairs,
+                exec,
+                verbose: true,
+            },
+            summary_out: dir.join(out.summary),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("d.jsonl"), "{\"id\":1,\"text\":\"a\"}\n").unwrap();
+        let parse = |s: &str| -> anyhow::Result<Job> {
+            let spec: JobSpec = toml::from_str(s)?;
+            spec.validate(
+                dir.path(),
+                Exec {
+                    workers: 0,
+                    ..Exec::default()
+                },
+                None,
+            )
+        };
+        assert!(parse("[input]\npaths=[\"d.jsonl\"]\n").is_ok());
+        assert!(parse("[input]\npaths=[\"d.jsonl\"]\ntypo=1\n").is_err());
+        assert!(parse("[input]\npaths=[\"missing.jsonl\"]\n").is_err());
+        assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nf=32\n").is_err());
+        assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nlayout=\"9x9\"\n").is_err());
+        assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[features]\nshingle=0\n").is_err());
+        let job =
+            parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=3\n[output]\ndir=\"o\"\n").unwrap();
+        assert_eq!(job.plan.exec.workers, 3);
+        assert_eq!(job.summary_out, dir.path().join("o/summary.json"));
+    }
+}

@@ -1,0 +1,309 @@
+//! The `neardup` command line: a thin layer over the library.
+//!
+//! Exit codes: 0 success; 3 finished, but some records were skipped (see the summary); 1 error;
+//! 2 bad command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use neardup::exec::Exec;
+use neardup::features::{FeatureConfig, DEFAULT_SHINGLE};
+use neardup::input::{discover, Fields, DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS};
+use neardup::job::{
+    layout_choice, JobSpec, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_SPLIT_MIB,
+};
+use neardup::pipeline::{execute, PairStage, Plan, Source, SourceKind};
+use neardup::summary::Summary;
+
+/// Exit code when the run finished but skipped some records.
+const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "neardup",
+    version,
+    about = "Find near-duplicate documents with simhash and Manku tables"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a job file (inputs, features, k, layout, workers, outputs).
+    Run {
+        /// The job file (TOML).
+        job: PathBuf,
+        /// Write the outputs to this directory instead of the job's [output] dir.
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Fingerprint JSON Lines documents: writes id<TAB>simhash (or JSON Lines for a .jsonl path).
+    Fingerprint {
+        /// Input files, directories or glob patterns (plain, .gz or .zst).
+        #[arg(long, required = true, num_args = 1..)]
+        input: Vec<PathBuf>,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        fields: FieldArgs,
+        /// Tokens per shingle.
+        #[arg(long, default_value_t = DEFAULT_SHINGLE)]
+        shingle: usize,
+        /// Also write the run summary (JSON) here.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard >= threshold
+    /// (single-threaded, exact; for evaluation corpora of thousands of documents).
+    Truth {
+        /// Input files, directories or glob patterns (JSON Lines).
+        #[arg(long, required = true, num_args = 1..)]
+        input: Vec<PathBuf>,
+        /// Output: id_a<TAB>id_b<TAB>jaccard, sorted.
+        #[arg(long)]
+        out: PathBuf,
+        /// Smallest Jaccard similarity reported.
+        #[arg(long, default_value_t = 0.8)]
+        threshold: f64,
+        #[command(flatten)]
+        fields: FieldArgs,
+    },
+    /// Find every pair of fingerprints within Hamming distance k.
+    Pairs {
+        /// Fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
+        #[arg(long, required = true, num_args = 1..)]
+        fingerprints: Vec<PathBuf>,
+        /// Hamming threshold.
+        #[arg(long, default_value_t = 3)]
+        k: u32,
+        /// Table layout: auto, 4x16, 10x26, 16x28, 20x32 (for k=3), single:B or two:B1,B2.
+        #[arg(long, default_value = "auto")]
+        layout: String,
+        /// Memory budget for the auto planner, in MiB.
+        #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB)]
+        memory_budget_mib: u64,
+        /// Output: id_a<TAB>id_b<TAB>distance (JSON Lines for a .jsonl path).
+        #[arg(long)]
+        out: PathBuf,
+        /// Write exact-duplicate groups to this file and list pairs between group representatives only.
+        #[arg(long, value_name = "GROUPS_FILE")]
+        collapse_exact: Option<PathBuf>,
+        /// Also write the run summary (JSON) here.
+        #[arg(long)]
+        summary: Option<PathBuf>,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+}
+
+#[derive(Args)]
+struct FieldArgs {
+    /// JSON field holding the document id (string or number).
+    #[arg(long, default_value = "id")]
+    id_field: String,
+    /// JSON field holding the text.
+    #[arg(long, default_value = "text")]
+    text_field: String,
+    /// JSON field holding the URL (empty: none).
+    #[arg(long, default_value = "url")]
+    url_field: String,
+    /// Longest record accepted, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_RECORD_BYTES)]
+    max_record_bytes: usize,
+}
+
+#[derive(Args)]
+struct ClusterArgs {
+    /// Worker threads per process (run: default from the job, else 1).
+    #[arg(short = 'w', long)]
+    workers: Option<usize>,
+    /// Number of processes in a timely cluster.
+    #[arg(long, default_value_t = 1)]
+    processes: usize,
+    /// This process's index, 0..processes.
+    #[arg(long, default_value_t = 0)]
+    process: usize,
+    /// One host:port per line, in process order (default localhost:2101+i).
+    #[arg(long)]
+    hostfile: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    fn exec(&self, default_workers: usize) -> Exec {
+        Exec {
+            workers: self.workers.unwrap_or(default_workers),
+            processes: self.processes,
+            process: self.process,
+            hostfile: self.hostfile.clone(),
+        }
+    }
+}
+
+fn source(kind: SourceKind, inputs: &[PathBuf], max_record_bytes: usize) -> anyhow::Result<Source> {
+    let exts = match kind {
+        SourceKind::Jsonl { .. } => DOCUMENT_EXTENSIONS,
+        SourceKind::Fingerprints => FINGERPRINT_EXTENSIONS,
+    };
+    Ok(Source {
+        files: discover(inputs, exts)?,
+        kind,
+        max_record_bytes,
+        split_bytes: DEFAULT_SPLIT_MIB << 20,
+    })
+}
+
+fn finish(summary: Option<Summary>, summary_out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let Some(mut summary) = summary else {
+        return Ok(ExitCode::SUCCESS); // not process 0: process 0 reports
+    };
+    if let Some(path) = summary_out {
+        summary
+            .outputs
+            .insert("summary".into(), path.display().to_string());
+        let json = serde_json::to_string_pretty(&summary)?;
+        neardup::output::write_atomic(path, |w| writeln!(w, "{json}"))?;
+    }
+    eprintln!("{}", summary.human());
+    if summary.documents.skipped > 0 {
+        eprintln!(
+            "neardup: {} record(s) skipped; outputs are complete for the rest (exit code {EXIT_PARTIAL})",
+            summary.documents.skipped
+        );
+        return Ok(ExitCode::from(EXIT_PARTIAL));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run {
+            job,
+            out_dir,
+            cluster,
+        } => {
+            let spec = JobSpec::load(&job)?;
+            let base = job.parent().unwrap_or(Path::new("."));
+            let job = spec
+                .validate(base, cluster.exec(0), out_dir)
+                .with_context(|| format!("invalid job {}", job.display()))?;
+            let summary = execute(job.plan)?;
+            finish(summary, Some(&job.summary_out))
+        }
+        Command::Fingerprint {
+            input,
+            out,
+            fields,
+            shingle,
+            summary,
+            cluster,
+        } => {
+            let features = FeatureConfig { shingle };
+            features.validate().map_err(anyhow::Error::msg)?;
+            let kind = SourceKind::Jsonl {
+                fields: Fields {
+                    id: fields.id_field,
+                    text: fields.text_field,
+                    url: Some(fields.url_field).filter(|u| !u.is_empty()),
+                },
+                features,
+            };
+            let plan = Plan {
+                command: "fingerprint".into(),
+                source: source(kind, &input, fields.max_record_bytes)?,
+                fingerprints_out: Some(out),
+                pairs: None,
+                exec: cluster.exec(1),
+                verbose: false,
+            };
+            finish(execute(plan)?, summary.as_deref())
+        }
+        Command::Truth {
+            input,
+            out,
+            threshold,
+            fields,
+        } => {
+            anyhow::ensure!(
+                threshold > 0.0 && threshold <= 1.0,
+                "threshold must be in (0, 1]"
+            );
+            let files = discover(&input, DOCUMENT_EXTENSIONS)?;
+            let fields = Fields {
+                id: fields.id_field,
+                text: fields.text_field,
+                url: None,
+            };
+            let mut counters = neardup::summary::Counters::default();
+            let sets = neardup::truth::load_sets(&files, &fields, &mut counters);
+            let pairs = neardup::truth::similar_pairs(&sets, threshold);
+            neardup::output::write_atomic(&out, |w| {
+                for (a, b, j) in &pairs {
+                    writeln!(w, "{a}\t{b}\t{j:.4}")?;
+                }
+                Ok(())
+            })?;
+            eprintln!(
+                "neardup truth: {} documents, {} skipped, {} pairs with Jaccard >= {threshold}: {}",
+                counters.processed,
+                counters.skipped_total(),
+                pairs.len(),
+                out.display()
+            );
+            Ok(if counters.skipped_total() > 0 {
+                ExitCode::from(EXIT_PARTIAL)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Pairs {
+            fingerprints,
+            k,
+            layout,
+            memory_budget_mib,
+            out,
+            collapse_exact,
+            summary,
+            cluster,
+        } => {
+            let plan = Plan {
+                command: "pairs".into(),
+                source: source(
+                    SourceKind::Fingerprints,
+                    &fingerprints,
+                    DEFAULT_MAX_RECORD_BYTES,
+                )?,
+                fingerprints_out: None,
+                pairs: Some(PairStage {
+                    k,
+                    layout: layout_choice(64, k, &layout, memory_budget_mib)?,
+                    out,
+                    groups_out: collapse_exact,
+                }),
+                exec: cluster.exec(1),
+                verbose: true,
+            };
+            finish(execute(plan)?, summary.as_deref())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("neardup: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Outputs: atomic (temp file + rename), sorted, in TSV or JSON Lines by the path's extension.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+/// Output format, chosen by extension: `.jsonl`/`.json`/`.ndjson` give JSON Lines, anything else TSV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Tab-separated values.
+    Tsv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl Format {
+    /// The format a path asks for.
+    pub fn of(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("jsonl" | "json" | "ndjson") => Format::Jsonl,
+            _ => Format::Tsv,
+        }
+    }
+}
+
+/// Writes `path` through a temporary file in the same directory, renamed into place only when
+/// complete, so readers never see a partial output and a crashed run leaves the old file intact.
+pub fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating directory {}", dir.display()))?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let result = (|| -> io::Result<()> {
+        let file = File::create(&tmp)?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}
+
+#[derive(Serialize)]
+struct PairLine<'a> {
+    id_a: &'a str,
+    id_b: &'a str,
+    distance: u8,
+}
+
+/// Writes sorted pairs: `id_a<TAB>id_b<TAB>distance` or `{"id_a","id_b","distance"}`.
+pub fn write_pairs(path: &Path, pairs: &[(String, String, u8)]) -> anyhow::Result<()> {
+    let format = Format::of(path);
+    write_atomic(path, |out| {
+        for (a, b, d) in pairs {
+            match format {
+                Format::Tsv => writeln!(out, "{a}\t{b}\t{d}")?,
+                Format::Jsonl => {
+                    serde_json::to_writer(
+                        &mut *out,
+                        &PairLine {
+                            id_a: a,
+                            id_b: b,
+                            distance: *d,
+                        },
+                    )?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+#[derive(Serialize)]
+struct FingerprintLine<'a> {
+    id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    simhash: String,
+}
+
+/// Writes fingerprints sorted by id: `id<TAB>simhash` or `{"id","url","simhash"}`.
+pub fn write_fingerprints(
+    path: &Path,
+    fps: &[(String, Option<String>, u64)],
+) -> anyhow::Result<()> {
+    let format = Format::of(path);
+    write_atomic(path, |out| {
+        for (id, url, fp) in fps {
+            match format {
+                Format::Tsv => writeln!(out, "{id}\t{fp:016x}")?,
+                Format::Jsonl => {
+                    let line = FingerprintLine {
+                        id,
+                        url: url.as_deref(),
+                        simhash: format!("{fp:016x}"),
+                    };
+                    serde_json::to_writer(&mut *out, &line)?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+#[derive(Serialize)]
+struct GroupLine<'a> {
+    simhash: String,
+    ids: &'a [String],
+}
+
+/// Writes exact-duplicate groups sorted by their first (representative) id:
+/// `simhash<TAB>id1<TAB>id2...` or `{"simhash","ids"}`.
+pub fn write_groups(path: &Path, groups: &[(u64, Vec<String>)]) -> anyhow::Result<()> {
+    let format = Format::of(path);
+    write_atomic(path, |out| {
+        for (fp, ids) in groups {
+            match format {
+                Format::Tsv => writeln!(out, "{fp:016x}\t{}", ids.join("\t"))?,
+                Format::Jsonl => {
+                    serde_json::to_writer(
+                        &mut *out,
+                        &GroupLine {
+                            simhash: format!("{fp:016x}"),
+                            ids,
+                        },
+                    )?;
+                    out.write_all(b"\n")?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/pairs.tsv");
+        write_pairs(&path, &[("a".into(), "b".into(), 1)]).unwrap();
+        write_pairs(
+            &path,
+            &[("a".into(), "c".into(), 0), ("b".into(), "c".into(), 2)],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "a\tc\t0\nb\tc\t2\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        let jl = dir.path().join("p.jsonl");
+        write_pairs(&jl, &[("a\"".into(), "b".into(), 3)]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&jl).unwrap(),
+            "{\"id_a\":\"a\\\"\",\"id_b\":\"b\",\"distance\":3}\n"
+        );
+    }
+}

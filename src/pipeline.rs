@@ -1,0 +1,465 @@
+//! A whole run: read -> fingerprint -> collapse -> table rounds -> expand -> write, on every worker.
+//!
+//! Every worker executes [`run_worker`] with the same [`Plan`]; the shuffles keep them in step. Worker 0
+//! (in process 0) gathers and writes the outputs, sorted, so the files are byte-identical whatever the
+//! number of workers and processes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use timely::worker::Worker;
+
+use crate::dataflow::{all_gather, gather, shuffle, table_rounds};
+use crate::exec::Exec;
+use crate::features::FeatureConfig;
+use crate::group::{exact_pairs, ordered, owner, Groups};
+use crate::input::{self, Fields, InputFile, LineEvent, LineLocator, Split};
+use crate::output;
+use crate::simhash::Fingerprinter;
+use crate::summary::{
+    peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary, PairSummary,
+    SkipReason, StageTimes, Summary,
+};
+use crate::tables::{self, TableLayout};
+
+/// What the input files hold.
+#[derive(Clone, Debug)]
+pub enum SourceKind {
+    /// JSON Lines documents, fingerprinted with these options.
+    Jsonl {
+        /// Field names.
+        fields: Fields,
+        /// Feature options.
+        features: FeatureConfig,
+    },
+    /// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
+    Fingerprints,
+}
+
+/// The inputs of a run.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Record format.
+    pub kind: SourceKind,
+    /// Files, sorted.
+    pub files: Vec<InputFile>,
+    /// Longest record accepted, in bytes; longer ones are skipped as `too_large`.
+    pub max_record_bytes: usize,
+    /// Largest byte range of a plain file one worker reads at a time.
+    pub split_bytes: u64,
+}
+
+/// How to choose the table layout.
+#[derive(Clone, Debug)]
+pub enum LayoutChoice {
+    /// A fixed layout.
+    Fixed(TableLayout),
+    /// Let [`plan`] choose from the number of distinct fingerprints.
+    Auto {
+        /// Memory the planner may assume for one round, in bytes.
+        memory_budget: u64,
+    },
+}
+
+/// The pair-finding stage.
+#[derive(Clone, Debug)]
+pub struct PairStage {
+    /// Hamming threshold.
+    pub k: u32,
+    /// Layout.
+    pub layout: LayoutChoice,
+    /// Pairs output.
+    pub out: PathBuf,
+    /// With `Some(path)`, exact-duplicate groups go to `path` and pairs join only their representatives
+    /// (smallest id); otherwise every distance-0 pair is listed.
+    pub groups_out: Option<PathBuf>,
+}
+
+/// Everything a run does.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Sub-command name, for the summary.
+    pub command: String,
+    /// Inputs.
+    pub source: Source,
+    /// Fingerprints output, if wanted.
+    pub fingerprints_out: Option<PathBuf>,
+    /// Pair finding, if wanted.
+    pub pairs: Option<PairStage>,
+    /// Threads and processes.
+    pub exec: Exec,
+    /// Print the planner's reasoning on stderr.
+    pub verbose: bool,
+}
+
+/// One loaded document: fingerprint, id, url.
+type Loaded = (u64, String, Option<String>);
+
+/// Reads this worker's splits into fingerprinted documents, counting and reporting every skip.
+fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
+    let src = &plan.source;
+    let mut out = Vec::new();
+    let mut fingerprinter = match &src.kind {
+        SourceKind::Jsonl { features, .. } => Some(Fingerprinter::new(*features)),
+        SourceKind::Fingerprints => None,
+    };
+    for split in splits {
+        let file = &src.files[split.file];
+        let mut locator = LineLocator::new();
+        let mut report =
+            |counters: &mut Counters, reason: SkipReason, offset: u64, message: &str| {
+                if counters.skip(reason) {
+                    let line = match locator.line_of(file, offset) {
+                        Some(l) => format!(":{l}"),
+                        None => String::new(),
+                    };
+                    let text = format!(
+                        "{}{line}: {reason}: {message} (byte {offset})",
+                        file.path.display()
+                    );
+                    eprintln!("warning: {text}");
+                    counters
+                        .messages
+                        .push((file.path.display().to_string(), offset, text));
+                }
+            };
+        let result = input::read_split(file, split, src.max_record_bytes, |event| match event {
+            LineEvent::Line { bytes, offset } => {
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    counters.blank_lines += 1;
+                    return;
+                }
+                counters.bytes += bytes.len() as u64 + 1;
+                match &src.kind {
+                    SourceKind::Jsonl { fields, .. } => match input::parse_jsonl_doc(bytes, fields)
+                    {
+                        Err(skip) => report(counters, skip.reason, offset, &skip.message),
+                        Ok(doc) if doc.text.trim().is_empty() => {
+                            report(counters, SkipReason::EmptyText, offset, "empty text")
+                        }
+                        Ok(doc) => {
+                            let fp = fingerprinter.as_mut().expect("jsonl has a fingerprinter");
+                            match fp.fingerprint(&doc.text) {
+                                None => report(
+                                    counters,
+                                    SkipReason::NoTokens,
+                                    offset,
+                                    "no word or CJK token",
+                                ),
+                                Some(f) => {
+                                    let id = match doc.id {
+                                        Some(id) => id.into_owned(),
+                                        None => {
+                                            counters.generated_ids += 1;
+                                            format!("{}@{offset}", file.path.display())
+                                        }
+                                    };
+                                    counters.read += 1;
+                                    counters.processed += 1;
+                                    out.push((f.simhash, id, doc.url.map(|u| u.into_owned())));
+                                }
+                            }
+                        }
+                    },
+                    SourceKind::Fingerprints => match input::parse_fingerprint_line(bytes) {
+                        Err(skip) => report(counters, skip.reason, offset, &skip.message),
+                        Ok(r) => {
+                            counters.read += 1;
+                            counters.processed += 1;
+                            out.push((r.simhash, r.id.into_owned(), r.url.map(|u| u.into_owned())));
+                        }
+                    },
+                }
+            }
+            LineEvent::TooLong { offset, len } => report(
+                counters,
+                SkipReason::TooLarge,
+                offset,
+                &format!(
+                    "record of {len} bytes exceeds max_record_bytes={}",
+                    src.max_record_bytes
+                ),
+            ),
+            LineEvent::ReadError { offset, error } => report(
+                counters,
+                SkipReason::ReadError,
+                offset,
+                &format!("{error}; the rest of this file could not be read"),
+            ),
+        });
+        if let Err(error) = result {
+            report(
+                counters,
+                SkipReason::ReadError,
+                split.start,
+                &format!("cannot open: {error}"),
+            );
+        }
+    }
+    out
+}
+
+/// Per-worker facts gathered at the end.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct WorkerReport {
+    counters: Counters,
+    process: usize,
+    peak_rss: u64,
+    comparisons: u64,
+    largest_group: u64,
+}
+
+/// Global facts about the collapsed fingerprints, identical on every worker.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct GroupStats {
+    distinct: u64,
+    groups: u64,
+    docs_in_groups: u64,
+    largest: u64,
+}
+
+fn group_stats(groups: &Groups) -> GroupStats {
+    let mut s = GroupStats {
+        distinct: groups.len() as u64,
+        ..Default::default()
+    };
+    for g in 0..groups.len() {
+        let m = groups.members(g).len() as u64;
+        if m >= 2 {
+            s.groups += 1;
+            s.docs_in_groups += m;
+            s.largest = s.largest.max(m);
+        }
+    }
+    s
+}
+
+/// What worker 0 returns: the summary; other workers return `None`.
+pub type WorkerResult = Result<Option<Summary>, String>;
+
+/// The whole run, as executed by one worker.
+pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
+    let started = Instant::now();
+    let (me, peers) = (worker.index(), worker.peers());
+    let leader = me == 0;
+    let mut times = StageTimes::default();
+    let mut first_error: Option<String> = None;
+    let mut outputs = std::collections::BTreeMap::new();
+    let mut lap = Instant::now();
+    let mut stage = |slot: &mut f64| {
+        *slot = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+    };
+
+    // read + fingerprint
+    let splits = input::plan_splits(&plan.source.files, peers, plan.source.split_bytes);
+    let mut counters = Counters::default();
+    let docs = load(plan, &splits[me], &mut counters);
+    stage(&mut times.read_fingerprint);
+
+    // fingerprints output
+    let docs: Vec<(u64, String)> = if let Some(path) = &plan.fingerprints_out {
+        let (keys, rows): (Vec<(u64, String)>, Vec<(String, Option<String>, u64)>) = docs
+            .into_iter()
+            .map(|(fp, id, url)| ((fp, id.clone()), (id, url, fp)))
+            .unzip();
+        let mut all = gather(worker, rows);
+        if leader {
+            all.sort_unstable();
+            match output::write_fingerprints(path, &all) {
+                Ok(()) => {
+                    outputs.insert("fingerprints".to_string(), path.display().to_string());
+                }
+                Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
+            }
+        }
+        keys
+    } else {
+        docs.into_iter().map(|(fp, id, _)| (fp, id)).collect()
+    };
+    stage(&mut times.write_fingerprints);
+
+    let mut fingerprints = None;
+    let mut layout_summary = None;
+    let mut pair_summary = None;
+    let mut comparisons = 0;
+    let mut largest_group = 0;
+    if let Some(stage_plan) = &plan.pairs {
+        // collapse identical fingerprints at their owner
+        let groups = Groups::build(shuffle(worker, docs, move |(fp, _)| owner(*fp, peers)));
+        let stats = all_gather(worker, group_stats(&groups));
+        let total = stats.iter().fold(GroupStats::default(), |a, s| GroupStats {
+            distinct: a.distinct + s.distinct,
+            groups: a.groups + s.groups,
+            docs_in_groups: a.docs_in_groups + s.docs_in_groups,
+            largest: a.largest.max(s.largest),
+        });
+        fingerprints = Some(FingerprintSummary {
+            distinct: total.distinct,
+            exact_duplicate_groups: total.groups,
+            documents_in_exact_groups: total.docs_in_groups,
+            largest_exact_group: total.largest,
+        });
+        stage(&mut times.collapse);
+
+        // layout: every worker computes the same plan from the same global count
+        let (layout, reasoning) = match &stage_plan.layout {
+            LayoutChoice::Fixed(l) => (l.clone(), None),
+            LayoutChoice::Auto { memory_budget } => {
+                let p = tables::plan(stage_plan.k, total.distinct, *memory_budget);
+                if leader && plan.verbose {
+                    eprintln!("{}", p.reasoning);
+                }
+                (p.layout, Some(p.reasoning))
+            }
+        };
+        layout_summary = Some(LayoutSummary {
+            name: layout.name(),
+            design: layout.design.to_string(),
+            k: stage_plan.k,
+            tables: layout.tables.len(),
+            p_min: layout.min_p(),
+            p_max: layout.tables.iter().map(|t| t.p).max().unwrap_or(0),
+            auto_reasoning: reasoning,
+        });
+
+        // table rounds
+        let rounds = table_rounds(worker, &layout, &groups.fps);
+        comparisons = rounds.stats.comparisons;
+        largest_group = rounds.stats.largest_group;
+        stage(&mut times.tables);
+
+        // expand fingerprint pairs into document pairs
+        let collapse = stage_plan.groups_out.is_some();
+        let at_x = shuffle(worker, rounds.pairs, move |(x, _, _)| owner(*x, peers));
+        let mut half: Vec<(u64, String, u8)> = Vec::new();
+        for (x, y, d) in at_x {
+            let members = groups.members_of(x);
+            let members = if collapse { &members[..1] } else { members };
+            half.extend(members.iter().map(|a| (y, a.clone(), d)));
+        }
+        let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
+        let mut pairs: Vec<(String, String, u8)> = Vec::new();
+        for (y, a, d) in at_y {
+            let members = groups.members_of(y);
+            let members = if collapse { &members[..1] } else { members };
+            pairs.extend(members.iter().map(|b| ordered(a.clone(), b.clone(), d)));
+        }
+        if !collapse {
+            exact_pairs(&groups, |a, b| {
+                pairs.push(ordered(a.to_string(), b.to_string(), 0))
+            });
+        }
+        let mut pairs = gather(worker, pairs);
+        let exact_groups: Vec<(u64, Vec<String>)> = if collapse {
+            let mine = (0..groups.len())
+                .filter(|&g| groups.members(g).len() >= 2)
+                .map(|g| (groups.fps[g], groups.members(g).to_vec()));
+            gather(worker, mine.collect::<Vec<_>>())
+        } else {
+            Vec::new()
+        };
+        drop(groups);
+        stage(&mut times.expand);
+
+        if leader {
+            pairs.sort_unstable();
+            let mut by_distance = vec![0u64; stage_plan.k as usize + 1];
+            for (_, _, d) in &pairs {
+                by_distance[*d as usize] += 1;
+            }
+            pair_summary = Some(PairSummary {
+                total: pairs.len() as u64,
+                by_distance,
+                comparisons: 0,
+                largest_group: 0,
+            });
+            match output::write_pairs(&stage_plan.out, &pairs) {
+                Ok(()) => {
+                    outputs.insert("pairs".to_string(), stage_plan.out.display().to_string());
+                }
+                Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
+            }
+            if let Some(path) = &stage_plan.groups_out {
+                let mut exact_groups = exact_groups;
+                exact_groups.sort_unstable_by(|a, b| a.1.cmp(&b.1));
+                match output::write_groups(path, &exact_groups) {
+                    Ok(()) => {
+                        outputs.insert("exact_groups".to_string(), path.display().to_string());
+                    }
+                    Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
+                }
+            }
+        }
+        stage(&mut times.write_pairs);
+    }
+
+    // Gather every worker's accounting (also the final barrier: no worker leaves early).
+    let report = WorkerReport {
+        counters,
+        process: me / plan.exec.workers,
+        peak_rss: peak_rss_bytes(),
+        comparisons,
+        largest_group,
+    };
+    let reports = gather(worker, vec![report]);
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if !leader {
+        return Ok(None);
+    }
+    let mut merged = Counters::default();
+    let mut peak = vec![0u64; plan.exec.processes];
+    let (mut comparisons, mut largest_group) = (0, 0);
+    for r in reports {
+        merged.merge(r.counters);
+        peak[r.process] = peak[r.process].max(r.peak_rss);
+        comparisons += r.comparisons;
+        largest_group = largest_group.max(r.largest_group);
+    }
+    if let Some(p) = &mut pair_summary {
+        p.comparisons = comparisons;
+        p.largest_group = largest_group;
+    }
+    times.total = started.elapsed().as_secs_f64();
+    Ok(Some(Summary {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: plan.command.clone(),
+        inputs: plan
+            .source
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect(),
+        workers: plan.exec.workers,
+        processes: plan.exec.processes,
+        documents: DocumentSummary::from_counters(&merged),
+        fingerprints,
+        layout: layout_summary,
+        pairs: pair_summary,
+        seconds: times,
+        peak_memory_bytes_by_process: peak,
+        outputs,
+    }))
+}
+
+/// Runs `plan` on the threads and processes it names. Returns the summary in process 0, `None` in
+/// the others.
+pub fn execute(plan: Plan) -> anyhow::Result<Option<Summary>> {
+    let config = plan.exec.timely_config()?;
+    let plan = Arc::new(plan);
+    let guards = timely::execute(config, move |worker| run_worker(worker, &plan))
+        .map_err(|e| anyhow::anyhow!("starting workers: {e}"))?;
+    let mut summary = None;
+    for result in guards.join() {
+        match result {
+            Ok(Ok(Some(s))) => summary = Some(s),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => anyhow::bail!(e),
+            Err(panic) => anyhow::bail!("a worker panicked: {panic}"),
+        }
+    }
+    Ok(summary)
+}

@@ -1,0 +1,192 @@
+//! Charikar's simhash: a 64-bit fingerprint whose Hamming distances track the angle between two
+//! documents' weighted feature vectors.
+//!
+//! Morally: `bit i = sign(sum over features of (w if bit i of hash(feature) else -w))`. With unit weight
+//! per feature occurrence the sum is `2 * ones[i] - total`, so the accumulator only counts ones per lane
+//! (64 `u32` lanes the compiler vectorises) and compares against half the total at the end.
+
+use crate::features::{for_each_shingle, FeatureConfig, Scratch};
+
+/// Fingerprint width f in bits. Only 64 is supported.
+pub const F: u32 = 64;
+
+/// Accumulates feature hashes into a simhash.
+#[derive(Clone)]
+pub struct Accumulator {
+    ones: [u32; 64],
+    total: u32,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Accumulator {
+            ones: [0; 64],
+            total: 0,
+        }
+    }
+}
+
+impl Accumulator {
+    /// Adds one occurrence of a feature.
+    #[inline]
+    pub fn push(&mut self, hash: u64) {
+        for (i, lane) in self.ones.iter_mut().enumerate() {
+            *lane += ((hash >> i) & 1) as u32;
+        }
+        self.total += 1;
+    }
+
+    /// Number of features added.
+    pub fn len(&self) -> u32 {
+        self.total
+    }
+
+    /// True if no feature was added.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The fingerprint: bit i is set where more than half of the features have bit i set.
+    pub fn finish(&self) -> u64 {
+        let mut out = 0u64;
+        for (i, &ones) in self.ones.iter().enumerate() {
+            out |= ((2 * ones as u64 > self.total as u64) as u64) << i;
+        }
+        out
+    }
+
+    /// Resets the accumulator for the next document.
+    pub fn clear(&mut self) {
+        self.ones = [0; 64];
+        self.total = 0;
+    }
+}
+
+/// Fingerprints documents, reusing its buffers between calls.
+#[derive(Default)]
+pub struct Fingerprinter {
+    config: FeatureConfig,
+    scratch: Scratch,
+    acc: Accumulator,
+}
+
+/// A document's fingerprint and how many tokens it had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// The 64-bit simhash.
+    pub simhash: u64,
+    /// Number of normalized tokens in the document.
+    pub tokens: usize,
+}
+
+impl Fingerprinter {
+    /// A fingerprinter with the given feature options.
+    pub fn new(config: FeatureConfig) -> Self {
+        Fingerprinter {
+            config,
+            ..Default::default()
+        }
+    }
+
+    /// Fingerprints `text`; `None` if it has no tokens at all.
+    pub fn fingerprint(&mut self, text: &str) -> Option<Fingerprint> {
+        self.acc.clear();
+        let acc = &mut self.acc;
+        let tokens = for_each_shingle(text, &self.config, &mut self.scratch, |h| acc.push(h));
+        if tokens == 0 {
+            return None;
+        }
+        Some(Fingerprint {
+            simhash: self.acc.finish(),
+            tokens,
+        })
+    }
+}
+
+/// Hamming distance between two fingerprints.
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// Formats a fingerprint as 16 lowercase hex digits.
+pub fn to_hex(simhash: u64) -> String {
+    format!("{simhash:016x}")
+}
+
+/// Parses 16 hex digits (either case) into a fingerprint.
+pub fn from_hex(s: &str) -> Option<u64> {
+    if s.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(s, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The obviously correct version: signed sums per bit.
+    fn naive(hashes: &[u64]) -> u64 {
+        let mut out = 0;
+        for i in 0..64 {
+            let sum: i64 = hashes
+                .iter()
+                .map(|h| if (h >> i) & 1 == 1 { 1 } else { -1 })
+                .sum();
+            if sum > 0 {
+                out |= 1 << i;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn accumulator_matches_signed_sums() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for len in [1usize, 2, 3, 10, 101] {
+            let hashes: Vec<u64> = (0..len)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    x
+                })
+                .collect();
+            let mut acc = Accumulator::default();
+            hashes.iter().for_each(|&h| acc.push(h));
+            assert_eq!(acc.finish(), naive(&hashes), "len {len}");
+        }
+    }
+
+    #[test]
+    fn similar_texts_are_close_and_different_texts_far() {
+        let base = "the quick brown fox jumps over the lazy dog while the cat sleeps on the warm \
+                    windowsill and the birds sing in the tall trees near the river bank all day long";
+        let edited = base.replace("lazy", "sleepy");
+        let other = "completely unrelated text about database indexes and query planning in \
+                     postgresql with btree and hash access methods for many different workloads";
+        let mut fp = Fingerprinter::new(FeatureConfig { shingle: 1 });
+        let a = fp.fingerprint(base).unwrap().simhash;
+        let b = fp.fingerprint(&edited).unwrap().simhash;
+        let c = fp.fingerprint(other).unwrap().simhash;
+        assert_eq!(fp.fingerprint(&base.to_uppercase()).unwrap().simhash, a);
+        assert!(
+            hamming(a, b) < hamming(a, c),
+            "{} vs {}",
+            hamming(a, b),
+            hamming(a, c)
+        );
+        assert!(hamming(a, c) > 10);
+        assert!(fp.fingerprint("  ...  ").is_none());
+    }
+
+    #[test]
+    fn hex_round_trip() {
+        for x in [0u64, 1, u64::MAX, 0xdead_beef_0000_0001] {
+            assert_eq!(from_hex(&to_hex(x)), Some(x));
+        }
+        assert_eq!(from_hex("xyz"), None);
+        assert_eq!(from_hex("0123456789abcdeF"), Some(0x0123456789abcdef));
+    }
+}

@@ -1,0 +1,306 @@
+//! Accounting: every record read is processed or skipped for a named reason, and the run summary.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a record was not processed. The names are stable: they appear in `summary.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The line is not valid UTF-8.
+    InvalidUtf8,
+    /// The line is not one JSON object.
+    InvalidJson,
+    /// The text field is missing, null or not a string.
+    MissingText,
+    /// The id is empty, contains a tab or newline, or is not a string or number.
+    BadId,
+    /// The text is empty (or only whitespace).
+    EmptyText,
+    /// The text has no word or CJK token (only punctuation, symbols or binary junk).
+    NoTokens,
+    /// The record is longer than `max_record_bytes`.
+    TooLarge,
+    /// Reading the file failed here (I/O error, truncated or corrupt compressed data); records after
+    /// this point in the same file could not be read.
+    ReadError,
+    /// A fingerprints-file line without a 16-hex-digit simhash.
+    BadFingerprint,
+}
+
+impl SkipReason {
+    /// Every reason, in summary order.
+    pub const ALL: [SkipReason; 9] = [
+        SkipReason::InvalidUtf8,
+        SkipReason::InvalidJson,
+        SkipReason::MissingText,
+        SkipReason::BadId,
+        SkipReason::EmptyText,
+        SkipReason::NoTokens,
+        SkipReason::TooLarge,
+        SkipReason::ReadError,
+        SkipReason::BadFingerprint,
+    ];
+
+    /// The stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::InvalidUtf8 => "invalid_utf8",
+            SkipReason::InvalidJson => "invalid_json",
+            SkipReason::MissingText => "missing_text",
+            SkipReason::BadId => "bad_id",
+            SkipReason::EmptyText => "empty_text",
+            SkipReason::NoTokens => "no_tokens",
+            SkipReason::TooLarge => "too_large",
+            SkipReason::ReadError => "read_error",
+            SkipReason::BadFingerprint => "bad_fingerprint",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How many skip messages each worker prints per reason before it only counts.
+pub const MESSAGES_PER_REASON: usize = 10;
+
+/// Per-worker counts, merged across workers at the end.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Records read (processed + skipped).
+    pub read: u64,
+    /// Records fingerprinted (or, for a fingerprints file, loaded).
+    pub processed: u64,
+    /// Skipped records by reason.
+    pub skipped: BTreeMap<SkipReason, u64>,
+    /// Empty lines between records (not documents, not counted as read).
+    pub blank_lines: u64,
+    /// Records without an id, given `PATH@OFFSET` as id.
+    pub generated_ids: u64,
+    /// Bytes of input lines read.
+    pub bytes: u64,
+    /// The first messages per reason: `(file, offset, text)`.
+    pub messages: Vec<(String, u64, String)>,
+}
+
+impl Counters {
+    /// Counts a skipped record; returns true if its message should still be shown.
+    pub fn skip(&mut self, reason: SkipReason) -> bool {
+        self.read += 1;
+        let n = self.skipped.entry(reason).or_insert(0);
+        *n += 1;
+        *n as usize <= MESSAGES_PER_REASON
+    }
+
+    /// Total skipped records.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: Counters) {
+        self.read += other.read;
+        self.processed += other.processed;
+        for (r, n) in other.skipped {
+            *self.skipped.entry(r).or_insert(0) += n;
+        }
+        self.blank_lines += other.blank_lines;
+        self.generated_ids += other.generated_ids;
+        self.bytes += other.bytes;
+        self.messages.extend(other.messages);
+    }
+}
+
+/// Document accounting in the summary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DocumentSummary {
+    /// Records read.
+    pub read: u64,
+    /// Records processed.
+    pub processed: u64,
+    /// Records skipped.
+    pub skipped: u64,
+    /// Skipped records per reason (every reason listed, zeros included).
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// Blank lines seen (not documents).
+    pub blank_lines: u64,
+    /// Records given a generated `PATH@OFFSET` id.
+    pub generated_ids: u64,
+    /// Input bytes read (decompressed).
+    pub bytes: u64,
+    /// The first skip messages (file, byte offset, message), sorted.
+    pub sample_messages: Vec<String>,
+}
+
+impl DocumentSummary {
+    /// Builds the document section from merged counters.
+    pub fn from_counters(c: &Counters) -> Self {
+        let mut messages = c.messages.clone();
+        messages.sort();
+        DocumentSummary {
+            read: c.read,
+            processed: c.processed,
+            skipped: c.skipped_total(),
+            skipped_by_reason: SkipReason::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), c.skipped.get(r).copied().unwrap_or(0)))
+                .collect(),
+            blank_lines: c.blank_lines,
+            generated_ids: c.generated_ids,
+            bytes: c.bytes,
+            sample_messages: messages.into_iter().take(50).map(|(_, _, m)| m).collect(),
+        }
+    }
+}
+
+/// Fingerprint statistics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FingerprintSummary {
+    /// Distinct fingerprints.
+    pub distinct: u64,
+    /// Fingerprints shared by two or more documents.
+    pub exact_duplicate_groups: u64,
+    /// Documents in those groups.
+    pub documents_in_exact_groups: u64,
+    /// Size of the largest group.
+    pub largest_exact_group: u64,
+}
+
+/// The table layout used.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LayoutSummary {
+    /// Short name, e.g. `16x28`.
+    pub name: String,
+    /// Block design, e.g. `two:4,4`.
+    pub design: String,
+    /// Hamming threshold k.
+    pub k: u32,
+    /// Number of tables.
+    pub tables: usize,
+    /// Smallest key width.
+    pub p_min: u32,
+    /// Largest key width.
+    pub p_max: u32,
+    /// The planner's reasoning when the layout was `auto`.
+    pub auto_reasoning: Option<String>,
+}
+
+/// Pair statistics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PairSummary {
+    /// Lines in the pairs output.
+    pub total: u64,
+    /// Pairs per Hamming distance 0..=k.
+    pub by_distance: Vec<u64>,
+    /// Candidate comparisons made inside groups, over all tables.
+    pub comparisons: u64,
+    /// Largest group met in any table.
+    pub largest_group: u64,
+}
+
+/// Wall-clock seconds per stage (as seen by worker 0; stages end at global barriers).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StageTimes {
+    /// Reading and fingerprinting (or loading fingerprints).
+    pub read_fingerprint: f64,
+    /// Gathering and writing the fingerprints output.
+    pub write_fingerprints: f64,
+    /// Grouping identical fingerprints.
+    pub collapse: f64,
+    /// Table rounds: exchange, sort, compare.
+    pub tables: f64,
+    /// Expanding fingerprint pairs to document pairs and gathering them.
+    pub expand: f64,
+    /// Sorting and writing pairs (and groups).
+    pub write_pairs: f64,
+    /// Whole run.
+    pub total: f64,
+}
+
+/// Everything `summary.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// neardup version.
+    pub version: String,
+    /// The sub-command that ran.
+    pub command: String,
+    /// Input files.
+    pub inputs: Vec<String>,
+    /// Worker threads per process.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Document accounting.
+    pub documents: DocumentSummary,
+    /// Fingerprints (absent for `fingerprint` alone).
+    pub fingerprints: Option<FingerprintSummary>,
+    /// Layout (absent for `fingerprint` alone).
+    pub layout: Option<LayoutSummary>,
+    /// Pairs (absent for `fingerprint` alone).
+    pub pairs: Option<PairSummary>,
+    /// Stage times in seconds.
+    pub seconds: StageTimes,
+    /// Peak resident memory of each process in bytes (VmHWM).
+    pub peak_memory_bytes_by_process: Vec<u64>,
+    /// Output files written.
+    pub outputs: BTreeMap<String, String>,
+}
+
+impl Summary {
+    /// The short human summary printed on stderr.
+    pub fn human(&self) -> String {
+        let d = &self.documents;
+        let mut s = format!(
+            "neardup {}: {} documents read, {} processed, {} skipped",
+            self.command, d.read, d.processed, d.skipped
+        );
+        let reasons: Vec<String> = d
+            .skipped_by_reason
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(r, n)| format!("{r}={n}"))
+            .collect();
+        if !reasons.is_empty() {
+            s += &format!(" ({})", reasons.join(", "));
+        }
+        if let (Some(f), Some(p), Some(l)) = (&self.fingerprints, &self.pairs, &self.layout) {
+            s += &format!(
+                "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={}); {} pairs",
+                f.distinct, f.exact_duplicate_groups, l.name, l.k, p.total
+            );
+        }
+        s += &format!(
+            "\n  {:.2} s total, peak memory {} MiB; {} worker(s) x {} process(es)",
+            self.seconds.total,
+            self.peak_memory_bytes_by_process
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or(0)
+                >> 20,
+            self.workers,
+            self.processes
+        );
+        for (name, path) in &self.outputs {
+            s += &format!("\n  {name}: {path}");
+        }
+        s
+    }
+}
+
+/// Peak resident set size of this process in bytes, from `/proc/self/status` (0 where unavailable).
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}

@@ -1,0 +1,177 @@
+//! Ground truth: exact Jaccard similarity of 5-token shingle sets, all pairs, no sketching.
+//!
+//! A pair is a true near-duplicate when `|A ∩ B| / |A ∪ B| >= threshold` (0.8 by default) over the sets
+//! of 5-token shingles (the tokenization of [`crate::features`]). Used to compute the expected pairs of
+//! `data-samples/` and to score precision and recall; exact, so only for corpora of thousands.
+
+use std::collections::HashMap;
+
+use crate::features::{for_each_shingle, FeatureConfig, Scratch};
+
+/// Tokens per shingle in the truth definition.
+pub const TRUTH_SHINGLE: usize = 5;
+
+/// The sorted, de-duplicated shingle-hash set of `text` (documents shorter than 5 tokens have one
+/// shingle of all their tokens).
+pub fn shingle_set(text: &str) -> Vec<u64> {
+    let cfg = FeatureConfig {
+        shingle: TRUTH_SHINGLE,
+    };
+    let mut set = Vec::new();
+    for_each_shingle(text, &cfg, &mut Scratch::default(), |h| set.push(h));
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// Exact Jaccard of two sorted sets.
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common as f64 / (a.len() + b.len() - common) as f64
+}
+
+/// Every pair of documents with Jaccard >= `threshold`: `(id_a, id_b, jaccard)` with `id_a < id_b`,
+/// sorted. Candidate pairs come from an inverted index of shingles, so pairs sharing nothing cost nothing.
+pub fn similar_pairs(docs: &[(String, Vec<u64>)], threshold: f64) -> Vec<(String, String, f64)> {
+    let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (i, (_, set)) in docs.iter().enumerate() {
+        for &h in set {
+            postings.entry(h).or_default().push(i as u32);
+        }
+    }
+    let mut out = Vec::new();
+    let mut common: HashMap<u32, u32> = HashMap::new();
+    for (i, (id_a, set)) in docs.iter().enumerate() {
+        common.clear();
+        for h in set {
+            for &j in &postings[h] {
+                if j as usize > i {
+                    *common.entry(j).or_insert(0) += 1;
+                }
+            }
+        }
+        for (&j, &c) in &common {
+            let (id_b, other) = &docs[j as usize];
+            let jac = c as f64 / (set.len() + other.len() - c as usize) as f64;
+            if jac >= threshold {
+                let (a, b) = if id_a <= id_b {
+                    (id_a, id_b)
+                } else {
+                    (id_b, id_a)
+                };
+                out.push((a.clone(), b.clone(), jac));
+            }
+        }
+    }
+    out.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    out
+}
+
+/// Reads JSON Lines documents (single-threaded) into `(id, shingle set)`, skipping bad records
+/// with the same reasons as the pipeline.
+pub fn load_sets(
+    files: &[crate::input::InputFile],
+    fields: &crate::input::Fields,
+    counters: &mut crate::summary::Counters,
+) -> Vec<(String, Vec<u64>)> {
+    use crate::input::{parse_jsonl_doc, read_split, LineEvent, Split};
+    use crate::summary::SkipReason;
+    let mut out = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let whole = Split {
+            file: i,
+            start: 0,
+            end: u64::MAX,
+        };
+        let result = read_split(
+            file,
+            &whole,
+            crate::job::DEFAULT_MAX_RECORD_BYTES,
+            |event| match event {
+                LineEvent::Line { bytes, offset } if !bytes.iter().all(u8::is_ascii_whitespace) => {
+                    match parse_jsonl_doc(bytes, fields) {
+                        Ok(doc) => {
+                            let set = shingle_set(&doc.text);
+                            if set.is_empty() {
+                                counters.skip(SkipReason::NoTokens);
+                            } else {
+                                counters.read += 1;
+                                counters.processed += 1;
+                                let id = doc.id.map_or_else(
+                                    || format!("{}@{offset}", file.path.display()),
+                                    |c| c.into_owned(),
+                                );
+                                out.push((id, set));
+                            }
+                        }
+                        Err(skip) => {
+                            counters.skip(skip.reason);
+                        }
+                    }
+                }
+                LineEvent::Line { .. } => counters.blank_lines += 1,
+                LineEvent::TooLong { .. } => {
+                    counters.skip(SkipReason::TooLarge);
+                }
+                LineEvent::ReadError { .. } => {
+                    counters.skip(SkipReason::ReadError);
+                }
+            },
+        );
+        if result.is_err() {
+            counters.skip(SkipReason::ReadError);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_agrees_with_brute_force() {
+        let texts = [
+            "one two three four five six seven eight nine ten",
+            "one two three four five six seven eight nine eleven",
+            "ONE two, three four five six seven eight nine ten!",
+            "completely different words here for this document ok",
+            "一二三四五六七八九十",
+            "一二三四五六七八九千",
+        ];
+        let docs: Vec<(String, Vec<u64>)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("d{i}"), shingle_set(t)))
+            .collect();
+        for threshold in [0.0001, 0.5, 0.8, 1.0] {
+            let got = similar_pairs(&docs, threshold);
+            let mut want = Vec::new();
+            for i in 0..docs.len() {
+                for j in i + 1..docs.len() {
+                    let jac = jaccard(&docs[i].1, &docs[j].1);
+                    if jac >= threshold {
+                        want.push((docs[i].0.clone(), docs[j].0.clone(), jac));
+                    }
+                }
+            }
+            assert_eq!(got, want, "threshold {threshold}");
+        }
+        assert_eq!(jaccard(&docs[0].1, &docs[2].1), 1.0);
+        assert!((jaccard(&docs[0].1, &docs[1].1) - 5.0 / 7.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,97 @@
+//! Fixtures shared by the integration tests: deterministic fingerprint sets with planted neighbours,
+//! file helpers, and brute-force twins of each stage.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use neardup::group::mix64;
+
+/// A deterministic random stream (splitmix64).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix64(self.0)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Flips `d` distinct random bits of `x`.
+pub fn flip_bits(rng: &mut Rng, x: u64, d: u32) -> u64 {
+    let mut y = x;
+    let mut flipped = 0u64;
+    while flipped.count_ones() < d {
+        let b = 1u64 << rng.below(64);
+        if flipped & b == 0 {
+            flipped |= b;
+            y ^= b;
+        }
+    }
+    y
+}
+
+/// `n` random fingerprints, a third of them with planted neighbours at every distance 0..=max_d
+/// (distance 0 = an exact duplicate under another id), some in chains, ids shuffled by name.
+pub fn planted_fingerprints(seed: u64, n: usize, max_d: u32) -> Vec<(String, u64)> {
+    let mut rng = Rng(seed);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let base = rng.next();
+        out.push((format!("b{:05}", mix64(i as u64 ^ seed) % 100_000), base));
+        if i % 3 == 0 {
+            let mut prev = base;
+            for d in 0..=max_d {
+                let y = flip_bits(&mut rng, if d % 2 == 0 { base } else { prev }, d);
+                out.push((format!("n{i}-{d}"), y));
+                prev = y;
+            }
+        }
+    }
+    // Ids must be unique for the comparison to be meaningful.
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
+}
+
+/// Writes `id<TAB>simhash` lines.
+pub fn write_fingerprints(path: &Path, fps: &[(String, u64)]) {
+    let text: String = fps
+        .iter()
+        .map(|(id, fp)| format!("{id}\t{fp:016x}\n"))
+        .collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Reads `a<TAB>b<TAB>d` lines.
+pub fn read_pairs(path: &Path) -> Vec<(String, String, u8)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.split('\t');
+            let (a, b, d) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+            assert!(it.next().is_none(), "extra column in {l:?}");
+            (a.to_string(), b.to_string(), d.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Asserts a list is sorted and has no duplicate line.
+pub fn assert_sorted_unique<T: Ord + std::fmt::Debug>(v: &[T]) {
+    for w in v.windows(2) {
+        assert!(
+            w[0] < w[1],
+            "not sorted or duplicated: {:?} then {:?}",
+            w[0],
+            w[1]
+        );
+    }
+}

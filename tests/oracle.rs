@@ -1,0 +1,218 @@
+//! The dataflow against brute force: every pair within k, each exactly once, for every layout, several
+//! k and 1, 2, 3 and 4 workers.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use neardup::exec::Exec;
+use neardup::group::brute_force_pairs;
+use neardup::input::discover;
+use neardup::job::layout_choice;
+use neardup::pipeline::{execute, PairStage, Plan, Source, SourceKind};
+
+fn pairs_plan(
+    fps_file: &Path,
+    out: &Path,
+    k: u32,
+    layout: &str,
+    workers: usize,
+    groups: Option<&Path>,
+) -> Plan {
+    Plan {
+        command: "pairs".into(),
+        source: Source {
+            kind: SourceKind::Fingerprints,
+            files: discover(
+                &[fps_file.to_path_buf()],
+                neardup::input::FINGERPRINT_EXTENSIONS,
+            )
+            .unwrap(),
+            max_record_bytes: 1 << 20,
+            split_bytes: 8 << 10, // small splits: several per worker, cut mid-file
+        },
+        fingerprints_out: None,
+        pairs: Some(PairStage {
+            k,
+            layout: layout_choice(64, k, layout, 1 << 10).unwrap(),
+            out: out.to_path_buf(),
+            groups_out: groups.map(Path::to_path_buf),
+        }),
+        exec: Exec {
+            workers,
+            ..Exec::default()
+        },
+        verbose: false,
+    }
+}
+
+fn check(k: u32, layouts: &[&str], workers: &[usize], seed: u64, n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let fps = planted_fingerprints(seed, n, k + 2);
+    let input = dir.path().join("fps.tsv");
+    write_fingerprints(&input, &fps);
+    let want = brute_force_pairs(&fps, k);
+    assert!(
+        want.iter().any(|p| p.2 == 0) && want.iter().any(|p| p.2 == k as u8),
+        "planted distances present"
+    );
+    for layout in layouts {
+        for &w in workers {
+            let out = dir.path().join(format!("pairs-{layout}-{w}.tsv"));
+            let summary = execute(pairs_plan(&input, &out, k, layout, w, None))
+                .unwrap()
+                .unwrap();
+            let got = read_pairs(&out);
+            assert_sorted_unique(&got);
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "k={k} layout={layout} workers={w}: count"
+            );
+            assert_eq!(got, want, "k={k} layout={layout} workers={w}");
+            assert_eq!(summary.documents.processed, fps.len() as u64);
+            assert_eq!(summary.pairs.unwrap().total, want.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn k3_every_builtin_layout_at_1_2_4_workers() {
+    check(
+        3,
+        &["4x16", "10x26", "16x28", "20x32", "auto"],
+        &[1, 2, 4],
+        7,
+        1500,
+    );
+}
+
+#[test]
+fn other_k_with_auto_and_uneven_worker_counts() {
+    for k in [0, 1, 2, 5, 8] {
+        check(k, &["auto"], &[1, 3], 100 + k as u64, 600);
+    }
+    let first = neardup::tables::TableLayout::designs(6)[0].name();
+    check(6, &[first.as_str(), "auto"], &[2], 66, 500);
+}
+
+#[test]
+fn collapse_exact_writes_groups_and_representative_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = 3;
+    let fps = planted_fingerprints(42, 800, 5);
+    let input = dir.path().join("fps.tsv");
+    write_fingerprints(&input, &fps);
+
+    // Brute force: groups of identical fingerprints, representative = smallest id.
+    let mut by_fp: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    for (id, fp) in &fps {
+        by_fp.entry(*fp).or_default().push(id.clone());
+    }
+    let mut want_groups: Vec<(u64, Vec<String>)> = by_fp
+        .iter()
+        .filter(|(_, ids)| ids.len() >= 2)
+        .map(|(fp, ids)| (*fp, ids.clone()))
+        .collect();
+    want_groups.sort_by(|a, b| a.1.cmp(&b.1));
+    let reps: Vec<(String, u64)> = by_fp
+        .iter()
+        .map(|(fp, ids)| (ids[0].clone(), *fp))
+        .collect();
+    let want_pairs = brute_force_pairs(&reps, k);
+    assert!(!want_groups.is_empty());
+
+    for w in [1, 2, 4] {
+        let out = dir.path().join(format!("p{w}.tsv"));
+        let groups = dir.path().join(format!("g{w}.tsv"));
+        execute(pairs_plan(&input, &out, k, "16x28", w, Some(&groups))).unwrap();
+        assert_eq!(read_pairs(&out), want_pairs, "workers {w}");
+        let got_groups: Vec<(u64, Vec<String>)> = std::fs::read_to_string(&groups)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut it = l.split('\t');
+                let fp = u64::from_str_radix(it.next().unwrap(), 16).unwrap();
+                (fp, it.map(String::from).collect())
+            })
+            .collect();
+        assert_eq!(got_groups, want_groups, "workers {w}");
+    }
+}
+
+#[test]
+fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
+    use neardup::features::FeatureConfig;
+    use neardup::input::Fields;
+    use neardup::simhash::Fingerprinter;
+
+    let dir = tempfile::tempdir().unwrap();
+    let docs_path = root().join("data-samples/docs.jsonl");
+    // The twin: fingerprint every document directly.
+    let mut fingerprinter = Fingerprinter::new(FeatureConfig::default());
+    let mut want_fps: Vec<(String, u64)> = std::fs::read_to_string(&docs_path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let fp = fingerprinter
+                .fingerprint(v["text"].as_str().unwrap())
+                .unwrap()
+                .simhash;
+            (v["id"].as_str().unwrap().to_string(), fp)
+        })
+        .collect();
+    want_fps.sort();
+    let want_pairs = brute_force_pairs(&want_fps, 3);
+    assert!(want_pairs.len() > 20);
+
+    let mut outputs = Vec::new();
+    for w in [1, 2, 4] {
+        let fps_out = dir.path().join(format!("fps{w}.tsv"));
+        let pairs_out = dir.path().join(format!("pairs{w}.tsv"));
+        let plan = Plan {
+            command: "run".into(),
+            source: Source {
+                kind: SourceKind::Jsonl {
+                    fields: Fields::default(),
+                    features: FeatureConfig::default(),
+                },
+                files: discover(&[docs_path.clone()], neardup::input::DOCUMENT_EXTENSIONS).unwrap(),
+                max_record_bytes: 1 << 20,
+                split_bytes: 64 << 10,
+            },
+            fingerprints_out: Some(fps_out.clone()),
+            pairs: Some(PairStage {
+                k: 3,
+                layout: layout_choice(64, 3, "auto", 1 << 30).unwrap(),
+                out: pairs_out.clone(),
+                groups_out: None,
+            }),
+            exec: Exec {
+                workers: w,
+                ..Exec::default()
+            },
+            verbose: false,
+        };
+        execute(plan).unwrap();
+        let got_fps: Vec<(String, u64)> = std::fs::read_to_string(&fps_out)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (id, h) = l.split_once('\t').unwrap();
+                (id.to_string(), u64::from_str_radix(h, 16).unwrap())
+            })
+            .collect();
+        assert_eq!(got_fps, want_fps, "workers {w}");
+        assert_eq!(read_pairs(&pairs_out), want_pairs, "workers {w}");
+        outputs.push((
+            std::fs::read(&fps_out).unwrap(),
+            std::fs::read(&pairs_out).unwrap(),
+        ));
+    }
+    assert!(
+        outputs.windows(2).all(|w| w[0] == w[1]),
+        "byte-identical across worker counts"
+    );
+}
