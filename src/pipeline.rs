@@ -95,6 +95,8 @@ pub struct Plan {
 
 /// One loaded document: fingerprint, id, url.
 type Loaded = (u64, String, Option<String>);
+/// A fingerprints-output row: id, url, fingerprint (sorts by id).
+type FingerprintRow = (String, Option<String>, u64);
 
 /// Reads this worker's splits into fingerprinted documents, counting and reporting every skip.
 fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
@@ -260,7 +262,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
 
     // fingerprints output
     let docs: Vec<(u64, String)> = if let Some(path) = &plan.fingerprints_out {
-        let (keys, rows): (Vec<(u64, String)>, Vec<(String, Option<String>, u64)>) = docs
+        let (keys, rows): (Vec<(u64, String)>, Vec<FingerprintRow>) = docs
             .into_iter()
             .map(|(fp, id, url)| ((fp, id.clone()), (id, url, fp)))
             .unzip();

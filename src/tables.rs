@@ -486,8 +486,10 @@ mod tests {
         positions.iter().fold(x, |acc, &b| acc ^ (1u64 << b))
     }
 
-    fn all_layouts() -> Vec<TableLayout> {
-        (0..=8).flat_map(TableLayout::designs).collect()
+    /// Every enumerated layout for k = 0..=8, built once for all proptest cases.
+    fn all_layouts() -> &'static [TableLayout] {
+        static ALL: std::sync::OnceLock<Vec<TableLayout>> = std::sync::OnceLock::new();
+        ALL.get_or_init(|| (0..=8).flat_map(TableLayout::designs).collect())
     }
 
     proptest! {

@@ -178,7 +178,11 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
                     fields: Fields::default(),
                     features: FeatureConfig::default(),
                 },
-                files: discover(&[docs_path.clone()], neardup::input::DOCUMENT_EXTENSIONS).unwrap(),
+                files: discover(
+                    std::slice::from_ref(&docs_path),
+                    neardup::input::DOCUMENT_EXTENSIONS,
+                )
+                .unwrap(),
                 max_record_bytes: 1 << 20,
                 split_bytes: 64 << 10,
             },
