@@ -447,13 +447,50 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     }))
 }
 
+/// Points stdout at stderr until dropped. Timely prints its connection chatter ("awaiting connections")
+/// on stdout while a cluster forms; stdout is for data only.
+struct StdoutToStderr {
+    saved: libc::c_int,
+}
+
+impl StdoutToStderr {
+    fn new() -> Option<Self> {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: plain descriptor duplication; on failure nothing is changed.
+        let saved = unsafe { libc::dup(1) };
+        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
+            return None;
+        }
+        Some(StdoutToStderr { saved })
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: restores the descriptor saved in `new`.
+        unsafe {
+            libc::dup2(self.saved, 1);
+            libc::close(self.saved);
+        }
+    }
+}
+
 /// Runs `plan` on the threads and processes it names. Returns the summary in process 0, `None` in
 /// the others.
 pub fn execute(plan: Plan) -> anyhow::Result<Option<Summary>> {
     let config = plan.exec.timely_config()?;
     let plan = Arc::new(plan);
+    let quiet = matches!(
+        config.communication,
+        timely::CommunicationConfig::Cluster { .. }
+    )
+    .then(StdoutToStderr::new);
     let guards = timely::execute(config, move |worker| run_worker(worker, &plan))
         .map_err(|e| anyhow::anyhow!("starting workers: {e}"))?;
+    drop(quiet);
     let mut summary = None;
     for result in guards.join() {
         match result {

@@ -357,8 +357,8 @@ fn run_cluster(args: &[String], dir: &Path) -> bool {
                 ])
                 .arg(&hostfile)
                 .args(["-w", "1"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
                 .spawn()
                 .unwrap()
         })
@@ -378,6 +378,14 @@ fn run_cluster(args: &[String], dir: &Path) -> bool {
     for c in &mut children {
         let _ = c.kill();
         let _ = c.wait();
+    }
+    for c in &mut children {
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        assert_eq!(
+            stdout, "",
+            "nothing but data on stdout, and these commands write files"
+        );
     }
     ok == vec![Some(true), Some(true)]
 }
