@@ -53,6 +53,26 @@ pub fn write_atomic(
     result.with_context(|| format!("writing {}", path.display()))
 }
 
+/// Writes one JSON value and a newline.
+fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")
+}
+
+/// Writes one line per row, with `tsv` or `json` by the path's format.
+fn write_rows<T>(
+    path: &Path,
+    rows: &[T],
+    tsv: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
+    json: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
+) -> anyhow::Result<()> {
+    let line = match Format::of(path) {
+        Format::Tsv => &tsv as &dyn Fn(&mut dyn Write, &T) -> io::Result<()>,
+        Format::Jsonl => &json,
+    };
+    write_atomic(path, |out| rows.iter().try_for_each(|row| line(out, row)))
+}
+
 #[derive(Serialize)]
 struct PairLine<'a> {
     id_a: &'a str,
@@ -62,26 +82,21 @@ struct PairLine<'a> {
 
 /// Writes sorted pairs: `id_a<TAB>id_b<TAB>distance` or `{"id_a","id_b","distance"}`.
 pub fn write_pairs(path: &Path, pairs: &[(String, String, u8)]) -> anyhow::Result<()> {
-    let format = Format::of(path);
-    write_atomic(path, |out| {
-        for (a, b, d) in pairs {
-            match format {
-                Format::Tsv => writeln!(out, "{a}\t{b}\t{d}")?,
-                Format::Jsonl => {
-                    serde_json::to_writer(
-                        &mut *out,
-                        &PairLine {
-                            id_a: a,
-                            id_b: b,
-                            distance: *d,
-                        },
-                    )?;
-                    out.write_all(b"\n")?;
-                }
-            }
-        }
-        Ok(())
-    })
+    write_rows(
+        path,
+        pairs,
+        |out, (a, b, d)| writeln!(out, "{a}\t{b}\t{d}"),
+        |out, (a, b, d)| {
+            json_line(
+                out,
+                &PairLine {
+                    id_a: a,
+                    id_b: b,
+                    distance: *d,
+                },
+            )
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -92,29 +107,27 @@ struct FingerprintLine<'a> {
     simhash: String,
 }
 
-/// Writes fingerprints sorted by id: `id<TAB>simhash` or `{"id","url","simhash"}`.
+/// Writes fingerprint rows `(id, url, simhash)` sorted by id: `id<TAB>simhash` or
+/// `{"id","url","simhash"}`.
 pub fn write_fingerprints(
     path: &Path,
     fps: &[(String, Option<String>, u64)],
 ) -> anyhow::Result<()> {
-    let format = Format::of(path);
-    write_atomic(path, |out| {
-        for (id, url, fp) in fps {
-            match format {
-                Format::Tsv => writeln!(out, "{id}\t{fp:016x}")?,
-                Format::Jsonl => {
-                    let line = FingerprintLine {
-                        id,
-                        url: url.as_deref(),
-                        simhash: format!("{fp:016x}"),
-                    };
-                    serde_json::to_writer(&mut *out, &line)?;
-                    out.write_all(b"\n")?;
-                }
-            }
-        }
-        Ok(())
-    })
+    write_rows(
+        path,
+        fps,
+        |out, (id, _, fp)| writeln!(out, "{id}\t{fp:016x}"),
+        |out, (id, url, fp)| {
+            json_line(
+                out,
+                &FingerprintLine {
+                    id,
+                    url: url.as_deref(),
+                    simhash: format!("{fp:016x}"),
+                },
+            )
+        },
+    )
 }
 
 #[derive(Serialize)]
@@ -126,25 +139,20 @@ struct GroupLine<'a> {
 /// Writes exact-duplicate groups sorted by their first (representative) id:
 /// `simhash<TAB>id1<TAB>id2...` or `{"simhash","ids"}`.
 pub fn write_groups(path: &Path, groups: &[(u64, Vec<String>)]) -> anyhow::Result<()> {
-    let format = Format::of(path);
-    write_atomic(path, |out| {
-        for (fp, ids) in groups {
-            match format {
-                Format::Tsv => writeln!(out, "{fp:016x}\t{}", ids.join("\t"))?,
-                Format::Jsonl => {
-                    serde_json::to_writer(
-                        &mut *out,
-                        &GroupLine {
-                            simhash: format!("{fp:016x}"),
-                            ids,
-                        },
-                    )?;
-                    out.write_all(b"\n")?;
-                }
-            }
-        }
-        Ok(())
-    })
+    write_rows(
+        path,
+        groups,
+        |out, (fp, ids)| writeln!(out, "{fp:016x}\t{}", ids.join("\t")),
+        |out, (fp, ids)| {
+            json_line(
+                out,
+                &GroupLine {
+                    simhash: format!("{fp:016x}"),
+                    ids,
+                },
+            )
+        },
+    )
 }
 
 #[cfg(test)]

@@ -258,6 +258,17 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     let splits = input::plan_splits(&plan.source.files, peers, plan.source.split_bytes);
     let mut counters = Counters::default();
     let docs = load(plan, &splits[me], &mut counters);
+    // Duplicate ids: 64-bit id hashes meet at their owner (a collision is ~n^2/2^65 likely).
+    let mut id_hashes = shuffle(
+        worker,
+        docs.iter()
+            .map(|(_, id, _)| xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
+            .collect::<Vec<_>>(),
+        move |h| h % peers as u64,
+    );
+    id_hashes.sort_unstable();
+    counters.duplicate_ids = id_hashes.windows(2).filter(|w| w[0] == w[1]).count() as u64;
+    drop(id_hashes);
     stage(&mut times.read_fingerprint);
 
     // fingerprints output

@@ -82,6 +82,8 @@ pub struct Counters {
     pub blank_lines: u64,
     /// Records without an id, given `PATH@OFFSET` as id.
     pub generated_ids: u64,
+    /// Processed records whose id another processed record already has.
+    pub duplicate_ids: u64,
     /// Bytes of input lines read.
     pub bytes: u64,
     /// The first messages per reason: `(file, offset, text)`.
@@ -111,6 +113,7 @@ impl Counters {
         }
         self.blank_lines += other.blank_lines;
         self.generated_ids += other.generated_ids;
+        self.duplicate_ids += other.duplicate_ids;
         self.bytes += other.bytes;
         self.messages.extend(other.messages);
     }
@@ -131,6 +134,8 @@ pub struct DocumentSummary {
     pub blank_lines: u64,
     /// Records given a generated `PATH@OFFSET` id.
     pub generated_ids: u64,
+    /// Processed records sharing their id with an earlier one: their pairs cannot be told apart.
+    pub duplicate_ids: u64,
     /// Input bytes read (decompressed).
     pub bytes: u64,
     /// The first skip messages (file, byte offset, message), sorted.
@@ -152,6 +157,7 @@ impl DocumentSummary {
                 .collect(),
             blank_lines: c.blank_lines,
             generated_ids: c.generated_ids,
+            duplicate_ids: c.duplicate_ids,
             bytes: c.bytes,
             sample_messages: messages.into_iter().take(50).map(|(_, _, m)| m).collect(),
         }
@@ -267,6 +273,12 @@ impl Summary {
             .collect();
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
+        }
+        if d.duplicate_ids > 0 {
+            s += &format!(
+                "\n  warning: {} record(s) reuse an id already used by another record; their pairs are ambiguous",
+                d.duplicate_ids
+            );
         }
         if let (Some(f), Some(p), Some(l)) = (&self.fingerprints, &self.pairs, &self.layout) {
             s += &format!(

@@ -164,6 +164,7 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
             data.extend_from_slice(b"\n   \n");
         }
     }
+    data.extend_from_slice(b"{\"id\":\"good3\",\"text\":\"the same id again\"}\n");
     data.extend_from_slice(b"{\"text\":\"no id at all but fine\"}");
     std::fs::write(dir.path().join("bad.jsonl"), &data).unwrap();
     std::fs::write(
@@ -202,9 +203,11 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     for (reason, n) in want {
         assert_eq!(reasons[reason], n, "{reason}: {reasons}");
     }
-    assert_eq!(s["documents"]["processed"], 41);
+    assert_eq!(s["documents"]["processed"], 42);
     assert_eq!(s["documents"]["skipped"], 9);
-    assert_eq!(s["documents"]["read"], 50);
+    assert_eq!(s["documents"]["read"], 51);
+    assert_eq!(s["documents"]["duplicate_ids"], 1);
+    assert!(stderr.contains("reuse an id"), "{stderr}");
     assert_eq!(s["documents"]["blank_lines"], 2);
     assert_eq!(s["documents"]["generated_ids"], 1);
 
