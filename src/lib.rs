@@ -21,6 +21,7 @@
 pub mod dataflow;
 pub mod exec;
 pub mod features;
+pub mod gen;
 pub mod group;
 pub mod input;
 pub mod job;

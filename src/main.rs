@@ -78,6 +78,9 @@ enum Command {
         #[command(flatten)]
         fields: FieldArgs,
     },
+    /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
+    #[command(subcommand)]
+    Gen(GenCommand),
     /// Find every pair of fingerprints within Hamming distance k.
     Pairs {
         /// Fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
@@ -103,6 +106,52 @@ enum Command {
         summary: Option<PathBuf>,
         #[command(flatten)]
         cluster: ClusterArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum GenCommand {
+    /// JSON Lines documents {"id","text"}: Zipf vocabulary, log-normal lengths, planted near and exact copies.
+    Docs {
+        /// Number of documents.
+        #[arg(long)]
+        n: usize,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Fraction of documents that are edited copies of an earlier one.
+        #[arg(long, default_value_t = 0.1)]
+        near_fraction: f64,
+        /// Per-token edit probability of a near copy.
+        #[arg(long, default_value_t = 0.02)]
+        edit_rate: f64,
+        /// Fraction of documents that are exact copies of an earlier one.
+        #[arg(long, default_value_t = 0.02)]
+        exact_fraction: f64,
+        /// Median length in tokens.
+        #[arg(long, default_value_t = 230.0)]
+        median_tokens: f64,
+    },
+    /// Fingerprints id<TAB>simhash: random, with planted neighbours at distances 0..=max-distance.
+    Fingerprints {
+        /// Number of fingerprints.
+        #[arg(long)]
+        n: usize,
+        /// Output file.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Largest planted distance.
+        #[arg(long, default_value_t = 5)]
+        max_distance: u32,
+        /// Plant neighbours after every this many fingerprints (0: none).
+        #[arg(long, default_value_t = 10)]
+        plant_every: usize,
     },
 }
 
@@ -264,6 +313,46 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Gen(GenCommand::Docs {
+            n,
+            out,
+            seed,
+            near_fraction,
+            edit_rate,
+            exact_fraction,
+            median_tokens,
+        }) => {
+            let opts = neardup::gen::DocOptions {
+                n,
+                seed,
+                near_fraction,
+                edit_rate,
+                exact_fraction,
+                median_tokens,
+                ..Default::default()
+            };
+            neardup::output::write_atomic(&out, |w| {
+                neardup::gen::write_documents(&opts, w).map(|_| ())
+            })?;
+            eprintln!("neardup gen: {n} documents: {}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Gen(GenCommand::Fingerprints {
+            n,
+            out,
+            seed,
+            max_distance,
+            plant_every,
+        }) => {
+            let fps = neardup::gen::fingerprints(n, seed, max_distance, plant_every);
+            neardup::output::write_atomic(&out, |w| {
+                fps.iter()
+                    .enumerate()
+                    .try_for_each(|(i, fp)| writeln!(w, "f{i:010}\t{fp:016x}"))
+            })?;
+            eprintln!("neardup gen: {n} fingerprints: {}", out.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Pairs {
             fingerprints,
