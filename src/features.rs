@@ -171,6 +171,93 @@ pub fn token_hash(token: &str) -> u64 {
     xxh3_64_with_seed(token.as_bytes(), TOKEN_SEED)
 }
 
+/// ASCII byte classes: an alphanumeric byte maps to its lowercase form, anything else to 0.
+static ASCII_LOWER: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = c.to_ascii_lowercase();
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Calls `emit` with the hash of every normalized token of `text`, in order; returns the count.
+///
+/// Equal to hashing each token of [`for_each_token`] with [`token_hash`]; pure-ASCII text takes a path
+/// that lowercases each token into a stack buffer through a byte table and never builds a `String`.
+pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u64)) -> usize {
+    let mut count = 0;
+    if !text.is_ascii() {
+        for_each_token(text, scratch, |t| {
+            count += 1;
+            emit(token_hash(t));
+        });
+        return count;
+    }
+    let bytes = text.as_bytes();
+    let mut buf = [0u8; 64];
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && ASCII_LOWER[bytes[i] as usize] == 0 {
+            i += 1;
+        }
+        let start = i;
+        let mut upper = false;
+        while i < bytes.len() && ASCII_LOWER[bytes[i] as usize] != 0 {
+            upper |= bytes[i].is_ascii_uppercase();
+            i += 1;
+        }
+        if i == start {
+            break;
+        }
+        let token = &bytes[start..i];
+        let h = if !upper {
+            // Most tokens: already lowercase, hashed in place.
+            xxh3_64_with_seed(token, TOKEN_SEED)
+        } else if token.len() <= buf.len() {
+            // Lowercase eight bytes at a time with whole-word stores, so the hash's wide loads
+            // are forwarded from the stores instead of stalling on byte-sized ones.
+            for (chunk, out) in token.chunks(8).zip(buf.chunks_exact_mut(8)) {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                out.copy_from_slice(&ascii_lowercase_word(u64::from_le_bytes(word)).to_le_bytes());
+            }
+            xxh3_64_with_seed(&buf[..token.len()], TOKEN_SEED)
+        } else {
+            let long = &mut scratch.word;
+            long.clear();
+            long.extend(token.iter().map(|&b| ASCII_LOWER[b as usize] as char));
+            xxh3_64_with_seed(long.as_bytes(), TOKEN_SEED)
+        };
+        count += 1;
+        emit(h);
+    }
+    count
+}
+
+/// Lowercases the ASCII letters of eight ASCII bytes at once (SWAR): sets bit 5 of every byte in
+/// `A..=Z`. Bytes must be below 0x80.
+#[inline]
+fn ascii_lowercase_word(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let ge_a = w.wrapping_add(ONES * (0x80 - b'A' as u64)); // high bit set where byte >= 'A'
+    let gt_z = w.wrapping_add(ONES * (0x7f - b'Z' as u64)); // high bit set where byte > 'Z'
+    let upper = ge_a & !gt_z & (ONES * 0x80);
+    w | (upper >> 2)
+}
+
+/// Combines a window of token hashes (oldest first) into a shingle hash: an order-sensitive
+/// rotate-xor fold finished by splitmix64's avalanche, so every input bit reaches every output bit.
+#[inline]
+fn combine(window: impl Iterator<Item = u64>, len: usize) -> u64 {
+    let folded = window.fold(len as u64, |h, t| h.rotate_left(23) ^ t);
+    crate::group::mix64(folded ^ TOKEN_SEED)
+}
+
 /// Calls `emit` with the hash of every shingle occurrence of `text` and returns the number of tokens.
 ///
 /// A document with fewer than `shingle` tokens (but at least one) yields one shingle of all its tokens,
@@ -183,32 +270,25 @@ pub fn for_each_shingle(
 ) -> usize {
     let n = config.shingle;
     if n == 1 {
-        let mut tokens = 0;
-        for_each_token(text, scratch, |t| {
-            tokens += 1;
-            emit(token_hash(t));
-        });
-        return tokens;
+        return for_each_token_hash(text, scratch, emit);
     }
-    // The window holds the last n token hashes as little-endian bytes, oldest first.
-    let mut window = [0u8; 8 * MAX_SHINGLE];
-    let width = 8 * n;
-    let mut tokens = 0usize;
-    for_each_token(text, scratch, |t| {
-        let h = token_hash(t).to_le_bytes();
-        if tokens < n {
-            window[8 * tokens..8 * tokens + 8].copy_from_slice(&h);
-        } else {
-            window.copy_within(8..width, 0);
-            window[width - 8..width].copy_from_slice(&h);
-        }
-        tokens += 1;
-        if tokens >= n {
-            emit(xxh3_64_with_seed(&window[..width], TOKEN_SEED));
+    // Ring buffer of the last n token hashes: `next` is the slot to overwrite, which (once the ring is
+    // full) holds the oldest hash. No division on this path.
+    let mut ring = [0u64; MAX_SHINGLE];
+    let ring = &mut ring[..n];
+    let mut next = 0usize;
+    let mut filled = 0usize;
+    let tokens = for_each_token_hash(text, scratch, |h| {
+        ring[next] = h;
+        next = if next + 1 == n { 0 } else { next + 1 };
+        filled += 1;
+        if filled >= n {
+            let (newer, older) = ring.split_at(next);
+            emit(combine(older.iter().chain(newer).copied(), n));
         }
     });
     if tokens > 0 && tokens < n {
-        emit(xxh3_64_with_seed(&window[..8 * tokens], TOKEN_SEED));
+        emit(combine(ring[..tokens].iter().copied(), tokens));
     }
     tokens
 }
@@ -265,6 +345,37 @@ mod tests {
             ];
             let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
             proptest::prop_assert_eq!(tokens(&text), reference_tokens(&text), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn swar_lowercase_matches_bytewise() {
+        for b in 0u8..128 {
+            for pos in 0..8 {
+                let mut bytes = *b"aZ09@[`{";
+                bytes[pos] = b;
+                let want = bytes.map(|c| c.to_ascii_lowercase());
+                let got = ascii_lowercase_word(u64::from_le_bytes(bytes)).to_le_bytes();
+                assert_eq!(got, want, "{bytes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn token_hash_fast_path_equals_the_string_path() {
+        let texts = [
+            "Hello, World! It's 2024-01-02.",
+            "a",
+            "",
+            "...",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 Zz9 HELLO Hello",
+            "MiXeD-case_words and numbers 12345 and a very long token xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx end",
+        ];
+        for t in texts {
+            let mut fast = Vec::new();
+            let n = for_each_token_hash(t, &mut Scratch::default(), |h| fast.push(h));
+            let slow: Vec<u64> = tokens(t).iter().map(|s| token_hash(s)).collect();
+            assert_eq!((n, &fast), (slow.len(), &slow), "{t:?}");
         }
     }
 
