@@ -572,7 +572,9 @@ def fmt_s(x):
 
 
 def fmt_n(x):
-    return "–" if x is None else f"{x:,}"
+    if x is None:
+        return "–"
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.1f}"
 
 
 def fmt_mib(kb):
@@ -585,6 +587,10 @@ def fmt_ratio(a, b):
 
 def runs_list(res):
     return ", ".join(fmt_s(r["wall_s"]) for r in res["runs"])
+
+
+def one_line(text):
+    return " ".join(text.split()).replace("|", "/")
 
 
 def table(header, rows):
@@ -602,9 +608,9 @@ def report(results: dict) -> str:
               f"{', dirty tree' if info['git_dirty'] else ''}) · runs per measurement: {results['runs']} · "
               f"load average {info['loadavg_start'][0]:.2f} at start, {info['loadavg_end'][0]:.2f} at end\n")
     peers = results["peers"]
+    status = {n: f"unavailable: {one_line(p['error'])[:300]}" if p["error"] else "ok" for n, p in peers.items()}
     md.append(table(["peer", "version", "status"],
-                    [[n, p["version"] or "–", "ok" if not p["error"] else f"unavailable: {p['error'][:200]}"]
-                     for n, p in peers.items()]) + "\n")
+                    [[n, p["version"] or "–", status[n]] for n, p in peers.items()]) + "\n")
 
     if results.get("pairs"):
         md.append(f"## Pairs at scale: every fingerprint pair within Hamming distance {K}\n")
@@ -622,7 +628,7 @@ def report(results: dict) -> str:
             for blocks, res in r.get("simhash-pybind", {}).items():
                 if "error" in res:
                     rows.append([fmt_n(int(size)), f"simhash-pybind find_all blocks={blocks}", "failed", "", "",
-                                 "", "", "", res["error"][:120]])
+                                 "", "", "", one_line(res["error"])[:300]])
                     continue
                 m = res["median"]
                 rows.append([fmt_n(int(size)), f"simhash-pybind find_all(…, {blocks}, {K})", fmt_s(m["wall_s"]),
@@ -653,13 +659,13 @@ def report(results: dict) -> str:
                          fmt_mib(m["peak_rss_kb"]), fmt_s(m["cpu_s"]), "simhash of 3-shingles, k=3"])
         for name, res in d["peers"].items():
             if "error" in res:
-                rows.append([name, "failed", "", "", "", "", "", "", res["error"][:120]])
+                rows.append([name, "failed", "", "", "", "", "", "", one_line(res["error"])[:300]])
                 continue
             m = res["median"]
             note = f"LSH {d['bands']}×{d['num_perm'] // d['bands']}, verified J≥{JACCARD}"
             if res.get("limit"):
-                note += (f"; ran on the first {fmt_n(res['limit'])} docs, times scaled ×{res['scale']:.1f} "
-                         f"(linear) in the ratios")
+                note += (f"; ran on the first {fmt_n(res['limit'])} docs (numbers here); the ratios scale its "
+                         f"compute ×{res['scale']:.1f} (linear), and add start-up and import once")
             rows.append([name, fmt_s(m["wall_s"]), runs_list(res), fmt_s(m["compute_s"]), fmt_n(m["pairs"]),
                          fmt_n(m["candidate_pairs"]), fmt_mib(m["peak_rss_kb"]), fmt_s(m["cpu_s"]), note])
         md.append(table(["tool", "wall s (median)", "wall s (runs)", "compute s (median)", "pairs",
@@ -705,18 +711,27 @@ NOTES = [
     "opening the file to the final set of verified pairs (read JSON, shingle, MinHash, LSH insert, query every "
     "document, verify); writing the pairs file for the accuracy check comes after the timing.",
     "**pairs**, fingerprints: neardup lists document (id) pairs, including distance-0 pairs between exact "
-    "duplicates, and expands a group of k identical fingerprints into k(k-1)/2 pairs. simhash-pybind "
+    "duplicates, and expands a group of m identical fingerprints into m(m-1)/2 pairs. simhash-pybind "
     "`find_all` first turns the hashes into a set, so it returns pairs of *distinct* fingerprint values "
     "only: no distance-0 pairs and no expansion. `neardup pairs --collapse-exact` lists pairs between "
     "exact-group representatives only, which is the same set, so its count is the one compared.",
     "**pairs**, documents: neardup finds simhash pairs within Hamming distance 3 (tf-weighted 3-token "
     "shingles, its own tokenizer); the peers find MinHash-LSH candidates with an estimated Jaccard ≥ 0.8 of "
     "lowercased word 5-shingles (tokens split on ASCII whitespace and punctuation). Different criteria, so "
-    "the counts are not expected to match; the accuracy table (small inputs) scores every tool against the same exact-Jaccard truth.",
+    "the counts are not expected to match; the accuracy table (small inputs) scores every tool against the "
+    "same exact-Jaccard truth.",
+    "**LSH**, documents: the same banding for the three peers, 16 bands × 8 rows of the 128 MinHash values by "
+    "default (a pair at Jaccard 0.8 becomes a candidate with probability ≈ 0.95; rensa needs the bands to "
+    "divide 128; datasketch's own choice for 0.8 would be 9 × 13, which finds a 0.8 pair only ≈ 40% of the "
+    "time). rensa and datasketch candidates are then kept when the MinHash-estimated Jaccard is ≥ 0.8, which "
+    "is what gaoya's query does inside the index. gaoya's query re-tokenizes and re-hashes each document "
+    "(its API queries by text). With --datasketch-docs, datasketch runs on a prefix and only its compute time "
+    "is scaled linearly in the ratios.",
     "**threads**: neardup runs with the workers shown; gaoya's par_bulk_* calls use its own thread pool "
     "(default: all cores); rensa may parallelise large batch calls internally; datasketch and simhash-pybind "
     "run on one thread. CPU s (user + sys from /usr/bin/time) shows how many cores each used.",
-    "**peak RSS**: maximum resident set size of the measured process from /usr/bin/time (%M).",
+    "**peak RSS**: maximum resident set size of the measured process from /usr/bin/time (%M), or the growth "
+    "of getrusage(RUSAGE_CHILDREN).ru_maxrss where /usr/bin/time is missing (then '–' if it did not grow).",
 ]
 
 # ---------------------------------------------------------------------------------------------------
@@ -789,8 +804,11 @@ def bench_pairs(args, peers, results):
             counts = {int(x["median"]["pairs"]) for x in ok.values()}
             same = counts == {int(ndc["pairs"])}
             first = r["neardup"]["runs"][0]
-            found = fmt_n(counts.pop()) if len(counts) == 1 else "different counts per blocks value: " + ", ".join(
-                f"{b}: {fmt_n(int(x['median']['pairs']))}" for b, x in ok.items())
+            if len(counts) == 1:
+                found = fmt_n(counts.pop())
+            else:
+                found = "different counts per blocks value: " + ", ".join(
+                    f"{b}: {fmt_n(int(x['median']['pairs']))}" for b, x in ok.items())
             r["count_check"] = (
                 f"simhash-pybind find_all returned {found} pairs of distinct fingerprints; neardup "
                 f"--collapse-exact {fmt_n(int(ndc['pairs']))} (**{'same' if same else 'DIFFERENT'}**). "
@@ -803,11 +821,13 @@ def bench_pairs(args, peers, results):
                 "baseline": "neardup pairs -w 2 (compute: tables)",
                 "peer_wall": best["median"]["wall_s"], "neardup_wall": nd["wall_s"],
                 "peer_compute": best["median"]["compute_s"], "neardup_compute": nd["compute_s"]})
-            results["ratios"].append({
-                "input": f"{fmt_n(n)} fingerprints", "peer": f"simhash-pybind (blocks={best_b}, fastest)",
-                "baseline": "neardup pairs -w 2 --collapse-exact (compute: tables)",
-                "peer_wall": best["median"]["wall_s"], "neardup_wall": ndc["wall_s"],
-                "peer_compute": best["median"]["compute_s"], "neardup_compute": ndc["compute_s"]})
+            for stage in ("tables", "total"):
+                results["ratios"].append({
+                    "input": f"{fmt_n(n)} fingerprints", "peer": f"simhash-pybind (blocks={best_b}, fastest)",
+                    "baseline": f"neardup pairs -w 2 --collapse-exact (compute: {stage})",
+                    "peer_wall": best["median"]["wall_s"], "neardup_wall": ndc["wall_s"],
+                    "peer_compute": best["median"]["compute_s"],
+                    "neardup_compute": ndc["compute_s" if stage == "tables" else "total_s"]})
 
 
 def bench_docs(args, peers, results):
@@ -840,7 +860,8 @@ def bench_docs(args, peers, results):
                 "input": f"{fmt_n(args.docs)} docs",
                 "peer": name + (f" (first {fmt_n(limit)} docs, ×{res['scale']:.1f})" if limit else ""),
                 "baseline": f"neardup run -w {w} (compute: total)",
-                "peer_wall": m["wall_s"] * res["scale"], "neardup_wall": nd["wall_s"],
+                # only the compute part scales; start-up and import are paid once
+                "peer_wall": m["wall_s"] + m["compute_s"] * (res["scale"] - 1), "neardup_wall": nd["wall_s"],
                 "peer_compute": m["compute_s"] * res["scale"], "neardup_compute": nd["compute_s"]})
     if args.docs <= args.truth_max_docs:
         tools = {"neardup": (d["neardup"]["2"]["pairs_file"], 0)}

@@ -18,7 +18,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 use timely::ExchangeData;
 
-use crate::group::{compare_sorted, mix64, CompareStats};
+use crate::group::{compare_sorted, mix64, sort_by_leading_bits, CompareStats};
 use crate::tables::TableLayout;
 
 /// Records sent per batch before the worker steps, bounding what sits in channel buffers.
@@ -109,6 +109,7 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
                 "CompareGroups",
                 move |_, _| {
                     let mut stash: Vec<(Capability<u64>, Vec<u64>)> = Vec::new();
+                    let mut scratch: Vec<u64> = Vec::new();
                     move |(input, frontier), output| {
                         input.for_each_stamp(|cap, data| {
                             let Some(cap) = cap.retain_least(output.output_index()) else {
@@ -130,7 +131,7 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
                                 return true;
                             }
                             let t = *cap.time() as usize;
-                            records.sort_unstable();
+                            sort_by_leading_bits(records, shared.tables[t].p, &mut scratch);
                             let mut out = sink.borrow_mut();
                             let RoundsOutput { pairs, stats } = &mut *out;
                             let s = compare_sorted(&shared, t, records, k, |x, y, d| {

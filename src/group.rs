@@ -95,6 +95,53 @@ pub fn exact_pairs(groups: &Groups, mut emit: impl FnMut(&str, &str)) {
     }
 }
 
+/// Orders `v` by its leading `p` bits (1..=64), so that each table group is a contiguous run; the
+/// lower bits keep their input order. LSD radix over digits of at most 11 bits, all histograms taken
+/// in one read, passes where every value shares the digit skipped; `tmp` is scratch space.
+///
+/// Morally: `v.sort_by_key(|x| x >> (64 - p))`.
+pub fn sort_by_leading_bits(v: &mut Vec<u64>, p: u32, tmp: &mut Vec<u64>) {
+    debug_assert!((1..=64).contains(&p));
+    if v.len() < 512 {
+        v.sort_by_key(|x| x >> (64 - p));
+        return;
+    }
+    let passes = p.div_ceil(11);
+    let width = p.div_ceil(passes);
+    let digits: Vec<(u32, u64)> = (0..passes)
+        .map(|j| {
+            let lo = 64 - p + j * width;
+            let w = width.min(64 - lo);
+            (lo, (1u64 << w) - 1)
+        })
+        .collect();
+    let mut counts = vec![[0usize; 1 << 11]; passes as usize];
+    for &x in v.iter() {
+        for (c, &(lo, mask)) in counts.iter_mut().zip(&digits) {
+            c[((x >> lo) & mask) as usize] += 1;
+        }
+    }
+    tmp.clear();
+    tmp.resize(v.len(), 0);
+    for (c, &(lo, mask)) in counts.iter_mut().zip(&digits) {
+        if c.contains(&v.len()) {
+            continue;
+        }
+        let mut sum = 0;
+        for n in c.iter_mut() {
+            let here = *n;
+            *n = sum;
+            sum += here;
+        }
+        for &x in v.iter() {
+            let d = ((x >> lo) & mask) as usize;
+            tmp[c[d]] = x;
+            c[d] += 1;
+        }
+        std::mem::swap(v, tmp);
+    }
+}
+
 /// What comparing a table's groups cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompareStats {
@@ -105,7 +152,7 @@ pub struct CompareStats {
 }
 
 /// Compares within the groups of table `t`: `sorted` holds distinct fingerprints permuted by table `t`,
-/// sorted ascending, so each group (equal leading `p` bits) is a run. Emits `(x, y, d)` in original
+/// ordered by their leading `p` bits (see [`sort_by_leading_bits`]), so each group is a run. Emits `(x, y, d)` in original
 /// coordinates with `x < y` for every pair within `k` whose first colliding table is `t`.
 ///
 /// Morally: `for each group, for each pair in it: if hamming <= k && first_collision == t { emit }`.
@@ -176,6 +223,40 @@ mod tests {
     }
 
     #[test]
+    fn radix_grouping_orders_by_leading_bits_and_keeps_the_multiset() {
+        let mut x = 5u64;
+        for (n, p) in [
+            (100usize, 16u32),
+            (5000, 16),
+            (5000, 26),
+            (20_000, 33),
+            (3000, 64),
+            (3000, 1),
+        ] {
+            let mut v: Vec<u64> = (0..n)
+                .map(|i| {
+                    x = mix64(x ^ i as u64);
+                    // Some shared prefixes, so groups exist.
+                    if i % 3 == 0 {
+                        x & 0xffff_0000_0000_0000
+                    } else {
+                        x
+                    }
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_by_key(|y| y >> (64 - p));
+            sort_by_leading_bits(&mut v, p, &mut Vec::new());
+            let keys = |s: &[u64]| s.iter().map(|y| y >> (64 - p)).collect::<Vec<_>>();
+            assert_eq!(keys(&v), keys(&want), "n={n} p={p}");
+            let (mut a, mut b) = (v.clone(), want.clone());
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
     fn compare_over_all_tables_equals_brute_force() {
         let layout = TableLayout::parse("4x16", 3).unwrap();
         let mut x = 99u64;
@@ -192,7 +273,7 @@ mod tests {
         let mut got = Vec::new();
         for t in 0..layout.tables.len() {
             let mut permuted: Vec<u64> = fps.iter().map(|&f| layout.tables[t].permute(f)).collect();
-            permuted.sort_unstable();
+            sort_by_leading_bits(&mut permuted, layout.tables[t].p, &mut Vec::new());
             compare_sorted(&layout, t, &permuted, 3, |a, b, d| got.push((a, b, d)));
         }
         got.sort_unstable();

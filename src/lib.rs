@@ -18,6 +18,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod dataflow;
 pub mod exec;
 pub mod features;

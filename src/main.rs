@@ -78,6 +78,27 @@ enum Command {
         #[command(flatten)]
         fields: FieldArgs,
     },
+    /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
+    Bench {
+        /// What to measure: pairs (table rounds on planted fingerprints) or fingerprint (JSONL to simhash).
+        #[arg(value_parser = ["pairs", "fingerprint"])]
+        what: String,
+        /// Sizes: fingerprints for pairs, documents for fingerprint (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1000000")]
+        n: Vec<usize>,
+        /// Worker counts to run (comma-separated).
+        #[arg(short = 'w', long, value_delimiter = ',', default_value = "2")]
+        workers: Vec<usize>,
+        /// Table layout for pairs.
+        #[arg(long, default_value = "auto")]
+        layout: String,
+        /// Runs per configuration (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Where generated inputs and results go.
+        #[arg(long, default_value = "bench-results")]
+        out_dir: PathBuf,
+    },
     /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -313,6 +334,43 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Bench {
+            what,
+            n,
+            workers,
+            layout,
+            runs,
+            out_dir,
+        } => {
+            anyhow::ensure!(runs >= 1, "--runs must be at least 1");
+            let mut rows = Vec::new();
+            for &size in &n {
+                let docs = out_dir.join(format!("docs-{size}.jsonl"));
+                if what == "fingerprint" && !docs.exists() {
+                    let opts = neardup::gen::DocOptions {
+                        n: size,
+                        ..Default::default()
+                    };
+                    neardup::output::write_atomic(&docs, |w| {
+                        neardup::gen::write_documents(&opts, w).map(|_| ())
+                    })?;
+                }
+                for &w in &workers {
+                    let row = match what.as_str() {
+                        "pairs" => neardup::bench::pairs(size, w, &layout, runs, 1)?,
+                        _ => neardup::bench::fingerprint(&docs, w, runs, &out_dir)?,
+                    };
+                    eprintln!(
+                        "{} n={} w={}: median {:.3} s",
+                        row.stage, row.items, w, row.median_s
+                    );
+                    rows.push(row);
+                }
+            }
+            let md = neardup::bench::report(&rows, &out_dir, &format!("bench-{what}"))?;
+            eprintln!("neardup bench: {}", md.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Gen(GenCommand::Docs {
             n,

@@ -1,0 +1,235 @@
+//! Benchmarks of whole stages on generated data, printed and written as JSON and Markdown.
+//!
+//! Timings come from release builds only and are medians of several runs; they are figures to read,
+//! never assertions (the tests run these functions at tiny sizes only to prove they work).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::dataflow::{all_gather, table_rounds};
+use crate::exec::Exec;
+use crate::features::FeatureConfig;
+use crate::input::{discover, Fields, DOCUMENT_EXTENSIONS};
+use crate::pipeline::{execute, Plan, Source, SourceKind};
+use crate::summary::peak_rss_bytes;
+use crate::tables::{self, TableLayout};
+
+/// One measured configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    pub stage: String,
+    /// Input size (documents or fingerprints).
+    pub items: u64,
+    /// Input bytes, where meaningful.
+    pub bytes: u64,
+    /// Worker threads.
+    pub workers: usize,
+    /// Table layout, for pair finding.
+    pub layout: String,
+    /// Median seconds.
+    pub median_s: f64,
+    /// Every run's seconds.
+    pub runs_s: Vec<f64>,
+    /// Items per second at the median.
+    pub items_per_s: f64,
+    /// MB/s (10^6 bytes) at the median, where meaningful.
+    pub mb_per_s: f64,
+    /// Output size (pairs found).
+    pub output: u64,
+    /// Peak resident memory of this process so far, in bytes.
+    pub peak_rss: u64,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+/// Pair finding alone: `n` planted fingerprints (distinct), table rounds on `workers` threads.
+pub fn pairs(
+    n: usize,
+    workers: usize,
+    layout: &str,
+    runs: usize,
+    seed: u64,
+) -> anyhow::Result<Row> {
+    let mut fps = crate::gen::fingerprints(n, seed, 5, 10);
+    fps.sort_unstable();
+    fps.dedup();
+    let distinct = fps.len();
+    let layout = if layout == "auto" {
+        tables::plan(3, distinct as u64, u64::MAX).layout
+    } else {
+        TableLayout::parse(layout, 3).map_err(anyhow::Error::msg)?
+    };
+    let fps = Arc::new(fps);
+    let mut times = Vec::new();
+    let mut found = 0;
+    for _ in 0..runs {
+        let (fps, layout) = (Arc::clone(&fps), layout.clone());
+        let exec = Exec {
+            workers,
+            ..Exec::default()
+        };
+        let guards = timely::execute(exec.timely_config()?, move |worker| {
+            let (i, p) = (worker.index(), worker.peers());
+            let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
+            all_gather(worker, ()); // start together
+            let start = Instant::now();
+            let out = table_rounds(worker, &layout, mine);
+            let counts = all_gather(worker, out.pairs.len() as u64);
+            (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
+        })
+        .map_err(anyhow::Error::msg)?;
+        let results: Vec<_> = guards
+            .join()
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?;
+        times.push(results.iter().map(|r| r.0).fold(0.0, f64::max));
+        found = results[0].1;
+    }
+    let m = median(&times);
+    Ok(Row {
+        stage: "pairs".into(),
+        items: distinct as u64,
+        bytes: 0,
+        workers,
+        layout: layout.name(),
+        median_s: m,
+        runs_s: times,
+        items_per_s: distinct as f64 / m,
+        mb_per_s: 0.0,
+        output: found,
+        peak_rss: peak_rss_bytes(),
+    })
+}
+
+/// Reading and fingerprinting a JSONL file on `workers` threads (fingerprints written to `scratch`).
+pub fn fingerprint(
+    input: &Path,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> anyhow::Result<Row> {
+    let files = discover(&[input.to_path_buf()], DOCUMENT_EXTENSIONS)?;
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
+    let mut times = Vec::new();
+    let mut docs = 0;
+    for _ in 0..runs {
+        let plan = Plan {
+            command: "bench".into(),
+            source: Source {
+                kind: SourceKind::Jsonl {
+                    fields: Fields::default(),
+                    features: FeatureConfig::default(),
+                },
+                files: files.clone(),
+                max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
+                split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
+            },
+            fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
+            pairs: None,
+            exec: Exec {
+                workers,
+                ..Exec::default()
+            },
+            verbose: false,
+        };
+        let summary = execute(plan)?.expect("one process");
+        times.push(summary.seconds.read_fingerprint);
+        docs = summary.documents.processed;
+    }
+    let m = median(&times);
+    Ok(Row {
+        stage: "fingerprint".into(),
+        items: docs,
+        bytes,
+        workers,
+        layout: String::new(),
+        median_s: m,
+        runs_s: times,
+        items_per_s: docs as f64 / m,
+        mb_per_s: bytes as f64 / m / 1e6,
+        output: docs,
+        peak_rss: peak_rss_bytes(),
+    })
+}
+
+/// Machine facts for the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// CPU model.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// neardup version.
+    pub version: String,
+}
+
+impl Machine {
+    /// Reads them from `/proc`.
+    pub fn probe() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        Machine {
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// Prints the rows as a Markdown table and writes `DIR/NAME.json` and `DIR/NAME.md`.
+pub fn report(rows: &[Row], dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let machine = Machine::probe();
+    let mut md = format!(
+        "Machine: {} ({} logical CPUs), neardup {}; medians of {} run(s).\n\n",
+        machine.cpu,
+        machine.cpus,
+        machine.version,
+        rows.first().map_or(0, |r| r.runs_s.len())
+    );
+    md += "| stage | items | workers | layout | median s | runs s | items/s | MB/s | output | peak RSS MiB |\n";
+    md += "|---|---|---|---|---|---|---|---|---|---|\n";
+    for r in rows {
+        let runs: Vec<String> = r.runs_s.iter().map(|t| format!("{t:.3}")).collect();
+        md += &format!(
+            "| {} | {} | {} | {} | {:.3} | {} | {:.3e} | {} | {} | {} |\n",
+            r.stage,
+            r.items,
+            r.workers,
+            r.layout,
+            r.median_s,
+            runs.join(" "),
+            r.items_per_s,
+            if r.mb_per_s > 0.0 {
+                format!("{:.0}", r.mb_per_s)
+            } else {
+                "-".into()
+            },
+            r.output,
+            r.peak_rss >> 20
+        );
+    }
+    print!("{md}");
+    std::io::stdout().flush()?;
+    let json =
+        serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))?;
+    crate::output::write_atomic(&dir.join(format!("{name}.json")), |w| writeln!(w, "{json}"))?;
+    let md_path = dir.join(format!("{name}.md"));
+    crate::output::write_atomic(&md_path, |w| w.write_all(md.as_bytes()))?;
+    Ok(md_path)
+}
