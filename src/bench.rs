@@ -51,15 +51,20 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
-/// Pair finding alone: `n` planted fingerprints (distinct), table rounds on `workers` threads.
+/// Pair finding alone: `n` planted fingerprints, plus `hot` fingerprints that share their leading 16
+/// bits (a skewed group, like thousands of boilerplate-heavy pages), made distinct; table rounds on
+/// `workers` threads.
 pub fn pairs(
     n: usize,
+    hot: usize,
     workers: usize,
     layout: &str,
     runs: usize,
     seed: u64,
 ) -> anyhow::Result<Row> {
     let mut fps = crate::gen::fingerprints(n, seed, 5, 10);
+    let mut rng = crate::gen::Rng::new(seed ^ 0x407);
+    fps.extend((0..hot).map(|_| 0x5a5a_0000_0000_0000 | (rng.next_u64() >> 16)));
     fps.sort_unstable();
     fps.dedup();
     let distinct = fps.len();
@@ -97,7 +102,11 @@ pub fn pairs(
     }
     let m = median(&times);
     Ok(Row {
-        stage: "pairs".into(),
+        stage: if hot > 0 {
+            format!("pairs (hot group {hot})")
+        } else {
+            "pairs".into()
+        },
         items: distinct as u64,
         bytes: 0,
         workers,

@@ -166,6 +166,7 @@ pub fn compare_sorted(
     let table = &layout.tables[t];
     let shift = 64 - table.p;
     let mut stats = CompareStats::default();
+    let mut buf = Vec::new();
     let mut i = 0;
     while i < sorted.len() {
         let key = sorted[i] >> shift;
@@ -175,20 +176,82 @@ pub fn compare_sorted(
         }
         let group = &sorted[i..j];
         stats.largest_group = stats.largest_group.max(group.len() as u64);
-        stats.comparisons += (group.len() * (group.len() - 1) / 2) as u64;
-        for (a, &pa) in group.iter().enumerate() {
-            for &pb in &group[a + 1..] {
-                let diff = pa ^ pb;
-                let d = diff.count_ones();
-                if d <= k && layout.is_first_collision(t, diff) {
-                    let (x, y) = (table.unpermute(pa), table.unpermute(pb));
-                    emit(x.min(y), x.max(y), d);
+        let mut check = |pa: u64, pb: u64, extra_ok: &dyn Fn(u64) -> bool| {
+            let diff = pa ^ pb;
+            let d = diff.count_ones();
+            if d <= k && extra_ok(diff) && layout.is_first_collision(t, diff) {
+                let (x, y) = (table.unpermute(pa), table.unpermute(pb));
+                emit(x.min(y), x.max(y), d);
+            }
+        };
+        if group.len() > SUBDIVIDE_ABOVE && shift > k {
+            stats.comparisons += compare_subdivided(group, shift, k, &mut buf, &mut check);
+        } else {
+            stats.comparisons += (group.len() * (group.len() - 1) / 2) as u64;
+            for (a, &pa) in group.iter().enumerate() {
+                for &pb in &group[a + 1..] {
+                    check(pa, pb, &|_| true);
                 }
             }
         }
         i = j;
     }
     stats
+}
+
+/// Checks a candidate pair `(pa, pb)` of permuted fingerprints, with an extra condition on their
+/// difference, and emits it if it qualifies.
+type PairCheck<'a> = dyn FnMut(u64, u64, &dyn Fn(u64) -> bool) + 'a;
+
+/// Groups larger than this are split by sub-blocks instead of compared all-pairs.
+pub const SUBDIVIDE_ABOVE: usize = 256;
+
+/// Pigeonhole inside one group: a pair within `k` differs in at most `k` of the `k + 1` sub-blocks of
+/// the `r` non-key bits, so it agrees exactly on at least one. For each sub-block the group is ordered
+/// by it and compared within runs of equal value; a pair is checked only in its first agreeing
+/// sub-block, so it is still found exactly once. Returns the comparisons made. A hot group of
+/// fingerprints that share a key but differ elsewhere costs about `(k + 1) * g * (g / 2^(r/(k+1)))`
+/// comparisons instead of `g^2 / 2`.
+fn compare_subdivided(
+    group: &[u64],
+    r: u32,
+    k: u32,
+    buf: &mut Vec<u64>,
+    check: &mut PairCheck<'_>,
+) -> u64 {
+    let parts = k + 1;
+    let blocks: Vec<(u32, u64)> = (0..parts)
+        .scan(0u32, |lo, j| {
+            let w = r / parts + u32::from(j < r % parts);
+            let block = (*lo, (1u64 << w) - 1);
+            *lo += w;
+            Some(block)
+        })
+        .collect();
+    let mut comparisons = 0u64;
+    for (j, &(lo, mask)) in blocks.iter().enumerate() {
+        buf.clear();
+        buf.extend_from_slice(group);
+        buf.sort_unstable_by_key(|x| (x >> lo) & mask);
+        let earlier = &blocks[..j];
+        let first_agreeing = |diff: u64| earlier.iter().all(|&(l, m)| (diff >> l) & m != 0);
+        let mut a = 0;
+        while a < buf.len() {
+            let v = (buf[a] >> lo) & mask;
+            let mut b = a + 1;
+            while b < buf.len() && (buf[b] >> lo) & mask == v {
+                b += 1;
+            }
+            comparisons += ((b - a) * (b - a - 1) / 2) as u64;
+            for x in a..b {
+                for y in x + 1..b {
+                    check(buf[x], buf[y], &first_agreeing);
+                }
+            }
+            a = b;
+        }
+    }
+    comparisons
 }
 
 /// Brute force: every pair of `(id, simhash)` records within `k`, ordered and sorted. The oracle the
@@ -254,6 +317,72 @@ mod tests {
             b.sort_unstable();
             assert_eq!(a, b);
         }
+    }
+
+    /// Brute force over every table: the pairs within k, ordered and sorted.
+    fn all_tables(layout: &TableLayout, fps: &[u64]) -> (Vec<(u64, u64, u32)>, CompareStats) {
+        let mut got = Vec::new();
+        let mut stats = CompareStats::default();
+        for t in 0..layout.tables.len() {
+            let mut permuted: Vec<u64> = fps.iter().map(|&f| layout.tables[t].permute(f)).collect();
+            sort_by_leading_bits(&mut permuted, layout.tables[t].p, &mut Vec::new());
+            let s = compare_sorted(layout, t, &permuted, layout.k, |a, b, d| {
+                got.push((a, b, d))
+            });
+            stats.comparisons += s.comparisons;
+            stats.largest_group = stats.largest_group.max(s.largest_group);
+        }
+        got.sort_unstable();
+        (got, stats)
+    }
+
+    fn brute(fps: &[u64], k: u32) -> Vec<(u64, u64, u32)> {
+        let mut want = Vec::new();
+        for i in 0..fps.len() {
+            for j in i + 1..fps.len() {
+                let d = (fps[i] ^ fps[j]).count_ones();
+                if d <= k {
+                    want.push((fps[i].min(fps[j]), fps[i].max(fps[j]), d));
+                }
+            }
+        }
+        want.sort_unstable();
+        want
+    }
+
+    #[test]
+    fn a_hot_group_is_subdivided_and_stays_exact() {
+        // 6000 fingerprints sharing their top 16 bits (one group in the 4x16 table keyed on them),
+        // random elsewhere, plus planted neighbours at distances 1..=4 inside the hot group.
+        let layout = TableLayout::parse("4x16", 3).unwrap();
+        let mut x = 7u64;
+        let mut fps: Vec<u64> = Vec::new();
+        for i in 0..6000u64 {
+            x = mix64(x ^ i);
+            let hot = 0xabcd_0000_0000_0000 | (x & 0x0000_ffff_ffff_ffff);
+            fps.push(hot);
+            if i % 10 == 0 {
+                fps.push(
+                    hot ^ (1 << (i % 48))
+                        ^ (((i % 4 > 1) as u64) << 5)
+                        ^ (((i % 4 > 2) as u64) << 30),
+                );
+                fps.push(hot ^ 0b1011 << 8);
+            }
+        }
+        fps.sort_unstable();
+        fps.dedup();
+        let (got, stats) = all_tables(&layout, &fps);
+        assert_eq!(got, brute(&fps, 3));
+        assert!(got.len() > 1000, "planted pairs present: {}", got.len());
+        let g = stats.largest_group;
+        assert!(g as usize > 6000, "the hot group is one group: {g}");
+        // All-pairs would be g^2/2 = 2.4e7 comparisons in that table alone.
+        assert!(
+            stats.comparisons < g * g / 2 / 20,
+            "{} comparisons for a group of {g}",
+            stats.comparisons
+        );
     }
 
     #[test]

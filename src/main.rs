@@ -92,6 +92,9 @@ enum Command {
         /// Table layout for pairs.
         #[arg(long, default_value = "auto")]
         layout: String,
+        /// For pairs: also plant this many fingerprints sharing their leading 16 bits (a skewed group).
+        #[arg(long, default_value_t = 0)]
+        hot: usize,
         /// Runs per configuration (the median is reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
@@ -340,6 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             n,
             workers,
             layout,
+            hot,
             runs,
             out_dir,
         } => {
@@ -358,7 +362,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 for &w in &workers {
                     let row = match what.as_str() {
-                        "pairs" => neardup::bench::pairs(size, w, &layout, runs, 1)?,
+                        "pairs" => neardup::bench::pairs(size, hot, w, &layout, runs, 1)?,
                         _ => neardup::bench::fingerprint(&docs, w, runs, &out_dir)?,
                     };
                     eprintln!(
