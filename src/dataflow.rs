@@ -160,6 +160,7 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
         batch.clear();
         input.advance_to(t as u64 + 1);
         worker.step_or_park_while(None, || probe.less_than(input.time()));
+        crate::progress::PROGRESS.round(t as u64 + 1, layout.tables.len() as u64);
     }
     drop(input);
     while worker.has_dataflows() {

@@ -28,6 +28,7 @@ pub mod input;
 pub mod job;
 pub mod output;
 pub mod pipeline;
+pub mod progress;
 pub mod simhash;
 pub mod summary;
 pub mod tables;

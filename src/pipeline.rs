@@ -16,6 +16,7 @@ use crate::features::FeatureConfig;
 use crate::group::{exact_pairs, ordered, owner, Groups};
 use crate::input::{self, Fields, InputFile, LineEvent, LineLocator, Split};
 use crate::output;
+use crate::progress::{Reporter, PROGRESS};
 use crate::simhash::Fingerprinter;
 use crate::summary::{
     peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary, PairSummary,
@@ -106,6 +107,7 @@ fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
         SourceKind::Jsonl { features, .. } => Some(Fingerprinter::new(*features)),
         SourceKind::Fingerprints => None,
     };
+    let (mut pending_docs, mut pending_bytes) = (0u64, 0u64);
     for split in splits {
         let file = &src.files[split.file];
         let mut locator = LineLocator::new();
@@ -133,6 +135,12 @@ fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
                     return;
                 }
                 counters.bytes += bytes.len() as u64 + 1;
+                pending_docs += 1;
+                pending_bytes += bytes.len() as u64 + 1;
+                if pending_docs == 256 {
+                    PROGRESS.read(pending_docs, pending_bytes);
+                    (pending_docs, pending_bytes) = (0, 0);
+                }
                 match &src.kind {
                     SourceKind::Jsonl { fields, .. } => match input::parse_jsonl_doc(bytes, fields)
                     {
@@ -199,6 +207,7 @@ fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
             );
         }
     }
+    PROGRESS.read(pending_docs, pending_bytes);
     out
 }
 
@@ -245,6 +254,13 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     let started = Instant::now();
     let (me, peers) = (worker.index(), worker.peers());
     let leader = me == 0;
+    // The first worker of each process moves that process's progress bar along.
+    let local_lead = me % plan.exec.workers == 0;
+    let enter = |stage: usize| {
+        if local_lead {
+            PROGRESS.stage(stage);
+        }
+    };
     let mut times = StageTimes::default();
     let mut first_error: Option<String> = None;
     let mut outputs = std::collections::BTreeMap::new();
@@ -299,6 +315,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     let mut comparisons = 0;
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
+        enter(1);
         // collapse identical fingerprints at their owner
         let groups = Groups::build(shuffle(worker, docs, move |(fp, _)| owner(*fp, peers)));
         let stats = all_gather(worker, group_stats(&groups));
@@ -338,12 +355,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         });
 
         // table rounds
+        enter(2);
         let rounds = table_rounds(worker, &layout, &groups.fps);
         comparisons = rounds.stats.comparisons;
         largest_group = rounds.stats.largest_group;
         stage(&mut times.tables);
 
         // expand fingerprint pairs into document pairs
+        enter(3);
         let collapse = stage_plan.groups_out.is_some();
         let at_x = shuffle(worker, rounds.pairs, move |(x, _, _)| owner(*x, peers));
         let mut half: Vec<(u64, String, u8)> = Vec::new();
@@ -374,6 +393,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
             Vec::new()
         };
         drop(groups);
+        enter(4);
         stage(&mut times.expand);
 
         if leader {
@@ -499,6 +519,7 @@ pub fn execute(plan: Plan) -> anyhow::Result<Option<Summary>> {
         timely::CommunicationConfig::Cluster { .. }
     )
     .then(StdoutToStderr::new);
+    let _bars = Reporter::start(plan.source.files.iter().map(|f| f.size).sum());
     let guards = timely::execute(config, move |worker| run_worker(worker, &plan))
         .map_err(|e| anyhow::anyhow!("starting workers: {e}"))?;
     drop(quiet);
