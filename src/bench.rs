@@ -62,7 +62,14 @@ pub fn pairs(
     runs: usize,
     seed: u64,
 ) -> anyhow::Result<Row> {
-    let mut fps = crate::gen::fingerprints(n, seed, 5, 10);
+    // One value in ten is a planted distance-0 duplicate: generate an eighth more, keep n distinct
+    // (in a pseudo-random order, so the cut is unbiased), then add the hot group.
+    let mut fps = crate::gen::fingerprints(n + n / 8 + 16, seed, 5, 10);
+    fps.sort_unstable();
+    fps.dedup();
+    anyhow::ensure!(fps.len() >= n, "generated too few distinct fingerprints");
+    fps.sort_unstable_by_key(|&x| crate::group::mix64(x));
+    fps.truncate(n);
     let mut rng = crate::gen::Rng::new(seed ^ 0x407);
     fps.extend((0..hot).map(|_| 0x5a5a_0000_0000_0000 | (rng.next_u64() >> 16)));
     fps.sort_unstable();

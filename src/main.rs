@@ -101,6 +101,9 @@ enum Command {
         /// Where generated inputs and results go.
         #[arg(long, default_value = "bench-results")]
         out_dir: PathBuf,
+        /// Base name of the report files (default bench-WHAT).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
     #[command(subcommand)]
@@ -346,6 +349,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             hot,
             runs,
             out_dir,
+            name,
         } => {
             anyhow::ensure!(runs >= 1, "--runs must be at least 1");
             let mut rows = Vec::new();
@@ -372,7 +376,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     rows.push(row);
                 }
             }
-            let md = neardup::bench::report(&rows, &out_dir, &format!("bench-{what}"))?;
+            let name = name.unwrap_or_else(|| format!("bench-{what}"));
+            let md = neardup::bench::report(&rows, &out_dir, &name)?;
             eprintln!("neardup bench: {}", md.display());
             Ok(ExitCode::SUCCESS)
         }
