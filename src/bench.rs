@@ -15,7 +15,7 @@ use crate::exec::Exec;
 use crate::features::FeatureConfig;
 use crate::input::{discover, Fields, DOCUMENT_EXTENSIONS};
 use crate::pipeline::{execute, Plan, Source, SourceKind};
-use crate::summary::peak_rss_bytes;
+use crate::summary::{peak_rss_bytes, reset_peak_rss};
 use crate::tables::{self, TableLayout};
 
 /// One measured configuration.
@@ -41,7 +41,8 @@ pub struct Row {
     pub mb_per_s: f64,
     /// Output size (pairs found).
     pub output: u64,
-    /// Peak resident memory of this process so far, in bytes.
+    /// Peak resident memory of this process during the runs, in bytes (inputs the benchmark holds in
+    /// memory included).
     pub peak_rss: u64,
 }
 
@@ -81,6 +82,7 @@ pub fn pairs(
         TableLayout::parse(layout, 3).map_err(anyhow::Error::msg)?
     };
     let fps = Arc::new(fps);
+    reset_peak_rss();
     let mut times = Vec::new();
     let mut found = 0;
     for _ in 0..runs {
@@ -136,6 +138,7 @@ pub fn fingerprint(
 ) -> anyhow::Result<Row> {
     let files = discover(&[input.to_path_buf()], DOCUMENT_EXTENSIONS)?;
     let bytes: u64 = files.iter().map(|f| f.size).sum();
+    reset_peak_rss();
     let mut times = Vec::new();
     let mut docs = 0;
     for _ in 0..runs {

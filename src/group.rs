@@ -64,6 +64,31 @@ impl Groups {
         &self.ids[self.starts[g]..self.starts[g + 1]]
     }
 
+    /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint
+    /// is `key(item)` (empty if absent). Items are sorted by key and matched by one linear merge with
+    /// the groups, not a binary search each: the lookups of millions of pairs stay sequential.
+    pub fn join<T>(
+        &self,
+        mut items: Vec<T>,
+        key: impl Fn(&T) -> u64,
+        mut f: impl FnMut(&[String], T),
+    ) {
+        items.sort_unstable_by_key(&key);
+        let mut g = 0;
+        for item in items {
+            let k = key(&item);
+            while g < self.fps.len() && self.fps[g] < k {
+                g += 1;
+            }
+            let members = if self.fps.get(g) == Some(&k) {
+                self.members(g)
+            } else {
+                &[]
+            };
+            f(members, item);
+        }
+    }
+
     /// Members of the group with fingerprint `fp` (empty if absent).
     pub fn members_of(&self, fp: u64) -> &[String] {
         match self.fps.binary_search(&fp) {

@@ -164,8 +164,9 @@ const MIN_SPLIT: u64 = 4096;
 
 /// Cuts the files into splits and assigns them to `peers` workers, balancing bytes.
 ///
-/// A plain file is cut into pieces of at most `split_bytes`, and into at least `peers` pieces when it is
-/// large enough, so one huge file still keeps every worker busy. The assignment is greedy (largest split
+/// A plain file is cut into pieces of at most `split_bytes`, and into at least four pieces per worker
+/// when it is large enough, so one huge file still keeps every worker busy and the greedy assignment
+/// evens out (three 64 MiB pieces and a 29 MiB one would leave two workers at 128 and 93 MiB). The assignment is greedy (largest split
 /// to the least loaded worker, ties by index) and depends only on the file list, so every process
 /// computes the same plan.
 pub fn plan_splits(files: &[InputFile], peers: usize, split_bytes: u64) -> Vec<Vec<Split>> {
@@ -183,7 +184,7 @@ pub fn plan_splits(files: &[InputFile], peers: usize, split_bytes: u64) -> Vec<V
             continue;
         }
         let piece = split_bytes
-            .min(f.size.div_ceil(peers as u64))
+            .min(f.size.div_ceil(4 * peers as u64))
             .max(MIN_SPLIT);
         let mut start = 0;
         while start < f.size {

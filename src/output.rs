@@ -85,7 +85,12 @@ pub fn write_pairs(path: &Path, pairs: &[(String, String, u8)]) -> anyhow::Resul
     write_rows(
         path,
         pairs,
-        |out, (a, b, d)| writeln!(out, "{a}\t{b}\t{d}"),
+        |out, (a, b, d)| {
+            out.write_all(a.as_bytes())?;
+            out.write_all(b"\t")?;
+            out.write_all(b.as_bytes())?;
+            writeln!(out, "\t{d}")
+        },
         |out, (a, b, d)| {
             json_line(
                 out,

@@ -211,6 +211,41 @@ fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
     out
 }
 
+/// Merges the sorted runs of `(sender, pair)` records gathered from `peers` workers into one sorted
+/// vector, moving the pairs. Records from one sender arrive in the order it sent them; a run that
+/// is not sorted (which would be a bug) is sorted rather than trusted.
+fn merge_runs(tagged: Vec<(u32, DocPair)>, peers: usize) -> Vec<DocPair> {
+    use std::cmp::Reverse;
+    let total = tagged.len();
+    let mut runs: Vec<Vec<DocPair>> = vec![Vec::new(); peers];
+    for (from, pair) in tagged {
+        runs[from as usize].push(pair);
+    }
+    for run in &mut runs {
+        if !run.windows(2).all(|w| w[0] <= w[1]) {
+            run.sort_unstable();
+        }
+    }
+    let mut iters: Vec<_> = runs.into_iter().map(Vec::into_iter).collect();
+    let mut heap = std::collections::BinaryHeap::with_capacity(peers);
+    for (i, it) in iters.iter_mut().enumerate() {
+        if let Some(p) = it.next() {
+            heap.push(Reverse((p, i)));
+        }
+    }
+    let mut out = Vec::with_capacity(total);
+    while let Some(Reverse((p, i))) = heap.pop() {
+        if let Some(next) = iters[i].next() {
+            heap.push(Reverse((next, i)));
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// A document pair: `(id_a, id_b, distance)` with `id_a <= id_b`.
+type DocPair = (String, String, u8);
+
 /// Per-worker facts gathered at the end.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct WorkerReport {
@@ -366,24 +401,40 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         let collapse = stage_plan.groups_out.is_some();
         let at_x = shuffle(worker, rounds.pairs, move |(x, _, _)| owner(*x, peers));
         let mut half: Vec<(u64, String, u8)> = Vec::new();
-        for (x, y, d) in at_x {
-            let members = groups.members_of(x);
-            let members = if collapse { &members[..1] } else { members };
-            half.extend(members.iter().map(|a| (y, a.clone(), d)));
-        }
+        groups.join(
+            at_x,
+            |p| p.0,
+            |members, (_, y, d)| {
+                let members = if collapse { &members[..1] } else { members };
+                half.extend(members.iter().map(|a| (y, a.clone(), d)));
+            },
+        );
         let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
         let mut pairs: Vec<(String, String, u8)> = Vec::new();
-        for (y, a, d) in at_y {
-            let members = groups.members_of(y);
-            let members = if collapse { &members[..1] } else { members };
-            pairs.extend(members.iter().map(|b| ordered(a.clone(), b.clone(), d)));
-        }
+        groups.join(
+            at_y,
+            |p| p.0,
+            |members, (_, a, d)| {
+                let members = if collapse { &members[..1] } else { members };
+                if let Some((last, rest)) = members.split_last() {
+                    pairs.extend(rest.iter().map(|b| ordered(a.clone(), b.clone(), d)));
+                    pairs.push(ordered(a, last.clone(), d));
+                }
+            },
+        );
         if !collapse {
             exact_pairs(&groups, |a, b| {
                 pairs.push(ordered(a.to_string(), b.to_string(), 0))
             });
         }
-        let mut pairs = gather(worker, pairs);
+        // Every worker sorts its own pairs (in parallel); worker 0 merges the sorted runs.
+        pairs.sort_unstable();
+        let tagged = gather(worker, pairs.into_iter().map(|p| (me as u32, p)));
+        let pairs = if leader {
+            merge_runs(tagged, peers)
+        } else {
+            Vec::new()
+        };
         let exact_groups: Vec<(u64, Vec<String>)> = if collapse {
             let mine = (0..groups.len())
                 .filter(|&g| groups.members(g).len() >= 2)
@@ -397,7 +448,6 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         stage(&mut times.expand);
 
         if leader {
-            pairs.sort_unstable();
             let mut by_distance = vec![0u64; stage_plan.k as usize + 1];
             for (_, _, d) in &pairs {
                 by_distance[*d as usize] += 1;

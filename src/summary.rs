@@ -305,6 +305,12 @@ impl Summary {
     }
 }
 
+/// Resets the peak resident set size (`VmHWM`) to the current size, so the next reading covers only
+/// what follows (Linux 4.0+; silently does nothing elsewhere).
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 /// Peak resident set size of this process in bytes, from `/proc/self/status` (0 where unavailable).
 pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
