@@ -250,12 +250,21 @@ fn ascii_lowercase_word(w: u64) -> u64 {
     w | (upper >> 2)
 }
 
-/// Combines a window of token hashes (oldest first) into a shingle hash: an order-sensitive
-/// rotate-xor fold finished by splitmix64's avalanche, so every input bit reaches every output bit.
+/// Rotation between consecutive tokens of a shingle.
+const ROT: u32 = 23;
+
+/// The order-sensitive fold of a window of token hashes (oldest first):
+/// `sum over i of rotl(t_i, ROT * (len - 1 - i))` with `^` as the sum. Linear, so it can be slid.
 #[inline]
-fn combine(window: impl Iterator<Item = u64>, len: usize) -> u64 {
-    let folded = window.fold(len as u64, |h, t| h.rotate_left(23) ^ t);
-    crate::group::mix64(folded ^ TOKEN_SEED)
+fn fold(window: &[u64]) -> u64 {
+    window.iter().fold(0, |h, &t| h.rotate_left(ROT) ^ t)
+}
+
+/// Finishes a folded window of `len` tokens into a shingle hash with splitmix64's avalanche, so
+/// every input bit reaches every output bit.
+#[inline]
+fn finish(core: u64, len: usize) -> u64 {
+    crate::group::mix64(core ^ TOKEN_SEED ^ (len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// Calls `emit` with the hash of every shingle occurrence of `text` and returns the number of tokens.
@@ -272,23 +281,27 @@ pub fn for_each_shingle(
     if n == 1 {
         return for_each_token_hash(text, scratch, emit);
     }
-    // Ring buffer of the last n token hashes: `next` is the slot to overwrite, which (once the ring is
-    // full) holds the oldest hash. No division on this path.
+    // Ring buffer of the last n token hashes (`next` is the slot of the oldest once full) and the
+    // rolling fold of the window: sliding by one token is `rotl(core) ^ rotl(t_out, ROT n) ^ t_in`,
+    // with no loop and no branch per token.
     let mut ring = [0u64; MAX_SHINGLE];
     let ring = &mut ring[..n];
+    let out_rot = (ROT as usize * n % 64) as u32;
     let mut next = 0usize;
     let mut filled = 0usize;
+    let mut core = 0u64;
     let tokens = for_each_token_hash(text, scratch, |h| {
+        let outgoing = if filled >= n { ring[next] } else { 0 };
+        core = core.rotate_left(ROT) ^ outgoing.rotate_left(out_rot) ^ h;
         ring[next] = h;
         next = if next + 1 == n { 0 } else { next + 1 };
         filled += 1;
         if filled >= n {
-            let (newer, older) = ring.split_at(next);
-            emit(combine(older.iter().chain(newer).copied(), n));
+            emit(finish(core, n));
         }
     });
     if tokens > 0 && tokens < n {
-        emit(combine(ring[..tokens].iter().copied(), tokens));
+        emit(finish(fold(&ring[..tokens]), tokens));
     }
     tokens
 }
@@ -376,6 +389,23 @@ mod tests {
             let n = for_each_token_hash(t, &mut Scratch::default(), |h| fast.push(h));
             let slow: Vec<u64> = tokens(t).iter().map(|s| token_hash(s)).collect();
             assert_eq!((n, &fast), (slow.len(), &slow), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn rolling_fold_equals_the_direct_fold_of_every_window() {
+        let text = "one two three four five six seven eight nine ten eleven twelve thirteen";
+        let hashes: Vec<u64> = tokens(text).iter().map(|t| token_hash(t)).collect();
+        for n in 1..=MAX_SHINGLE.min(hashes.len()) {
+            let cfg = FeatureConfig { shingle: n };
+            let mut got = Vec::new();
+            for_each_shingle(text, &cfg, &mut Scratch::default(), |h| got.push(h));
+            let want: Vec<u64> = if n == 1 {
+                hashes.clone()
+            } else {
+                hashes.windows(n).map(|w| finish(fold(w), n)).collect()
+            };
+            assert_eq!(got, want, "n={n}");
         }
     }
 
