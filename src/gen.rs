@@ -216,6 +216,20 @@ pub fn write_documents(opts: &DocOptions, out: &mut dyn Write) -> io::Result<Vec
     Ok(origins)
 }
 
+/// Flips `d` distinct random bits of `x` (a planted neighbour at distance exactly `d`).
+pub fn flip_bits(rng: &mut Rng, x: u64, d: u32) -> u64 {
+    let mut y = x;
+    let mut flipped = 0u64;
+    while flipped.count_ones() < d {
+        let b = 1u64 << rng.below(64);
+        if flipped & b == 0 {
+            flipped |= b;
+            y ^= b;
+        }
+    }
+    y
+}
+
 /// `n` fingerprints `(index, simhash)`: uniformly random, and for every `plant_every`-th one a
 /// neighbour at each distance `0..=max_distance` (so distance-0 neighbours are exact duplicates).
 pub fn fingerprints(n: usize, seed: u64, max_distance: u32, plant_every: usize) -> Vec<u64> {
@@ -229,16 +243,7 @@ pub fn fingerprints(n: usize, seed: u64, max_distance: u32, plant_every: usize) 
                 if out.len() == n {
                     break;
                 }
-                let mut y = base;
-                let mut flipped = 0u64;
-                while flipped.count_ones() < d {
-                    let b = 1u64 << rng.below(64);
-                    if flipped & b == 0 {
-                        flipped |= b;
-                        y ^= b;
-                    }
-                }
-                out.push(y);
+                out.push(flip_bits(&mut rng, base, d));
             }
         }
     }

@@ -4,42 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
+use neardup::gen::{flip_bits, Rng};
 use neardup::group::mix64;
-
-/// A deterministic random stream (splitmix64).
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        mix64(self.0)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Flips `d` distinct random bits of `x`.
-pub fn flip_bits(rng: &mut Rng, x: u64, d: u32) -> u64 {
-    let mut y = x;
-    let mut flipped = 0u64;
-    while flipped.count_ones() < d {
-        let b = 1u64 << rng.below(64);
-        if flipped & b == 0 {
-            flipped |= b;
-            y ^= b;
-        }
-    }
-    y
-}
 
 /// `n` random fingerprints, a third of them with planted neighbours at every distance 0..=max_d
 /// (distance 0 = an exact duplicate under another id), some in chains, ids shuffled by name.
 pub fn planted_fingerprints(seed: u64, n: usize, max_d: u32) -> Vec<(String, u64)> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut out = Vec::new();
     for i in 0..n {
-        let base = rng.next();
+        let base = rng.next_u64();
         out.push((format!("b{:05}", mix64(i as u64 ^ seed) % 100_000), base));
         if i % 3 == 0 {
             let mut prev = base;
