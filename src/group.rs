@@ -18,20 +18,21 @@ pub fn owner(simhash: u64, peers: usize) -> u64 {
 }
 
 /// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
-/// ids sorted, so the first is the group's representative.
-#[derive(Clone, Debug, Default)]
-pub struct Groups {
+/// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
+/// the documents' global ranks in a run.
+#[derive(Clone, Debug)]
+pub struct Groups<T = String> {
     /// Distinct fingerprints, ascending.
     pub fps: Vec<u64>,
     /// Offsets into `ids`, one more than `fps`.
     pub starts: Vec<usize>,
     /// Member ids, group by group.
-    pub ids: Vec<String>,
+    pub ids: Vec<T>,
 }
 
-impl Groups {
+impl<T: Ord> Groups<T> {
     /// Groups `(simhash, id)` records.
-    pub fn build(mut records: Vec<(u64, String)>) -> Groups {
+    pub fn build(mut records: Vec<(u64, T)>) -> Groups<T> {
         records.sort_unstable();
         let mut g = Groups {
             fps: Vec::new(),
@@ -60,19 +61,14 @@ impl Groups {
     }
 
     /// Members of group `g`.
-    pub fn members(&self, g: usize) -> &[String] {
+    pub fn members(&self, g: usize) -> &[T] {
         &self.ids[self.starts[g]..self.starts[g + 1]]
     }
 
     /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint
     /// is `key(item)` (empty if absent). Items are sorted by key and matched by one linear merge with
     /// the groups, not a binary search each: the lookups of millions of pairs stay sequential.
-    pub fn join<T>(
-        &self,
-        mut items: Vec<T>,
-        key: impl Fn(&T) -> u64,
-        mut f: impl FnMut(&[String], T),
-    ) {
+    pub fn join<I>(&self, mut items: Vec<I>, key: impl Fn(&I) -> u64, mut f: impl FnMut(&[T], I)) {
         items.sort_unstable_by_key(&key);
         let mut g = 0;
         for item in items {
@@ -90,7 +86,7 @@ impl Groups {
     }
 
     /// Members of the group with fingerprint `fp` (empty if absent).
-    pub fn members_of(&self, fp: u64) -> &[String] {
+    pub fn members_of(&self, fp: u64) -> &[T] {
         match self.fps.binary_search(&fp) {
             Ok(g) => self.members(g),
             Err(_) => &[],
@@ -98,9 +94,9 @@ impl Groups {
     }
 }
 
-/// Orders a document pair so that the first id is the smaller (byte order).
+/// Orders a document pair so that the first id is the smaller.
 #[inline]
-pub fn ordered(a: String, b: String, d: u8) -> (String, String, u8) {
+pub fn ordered<T: Ord>(a: T, b: T, d: u8) -> (T, T, u8) {
     if a <= b {
         (a, b, d)
     } else {
@@ -109,7 +105,7 @@ pub fn ordered(a: String, b: String, d: u8) -> (String, String, u8) {
 }
 
 /// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
-pub fn exact_pairs(groups: &Groups, mut emit: impl FnMut(&str, &str)) {
+pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
     for g in 0..groups.len() {
         let m = groups.members(g);
         for i in 0..m.len() {
@@ -301,12 +297,12 @@ mod tests {
 
     #[test]
     fn groups_collect_identical_fingerprints() {
-        let g = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
+        let g: Groups = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
         assert_eq!(g.fps, vec![3, 5]);
         assert_eq!(g.members_of(5), ["a", "b"]);
         assert_eq!(g.members_of(4), [] as [String; 0]);
         let mut pairs = Vec::new();
-        exact_pairs(&g, |a, b| pairs.push((a.to_string(), b.to_string())));
+        exact_pairs(&g, |a, b| pairs.push((a.clone(), b.clone())));
         assert_eq!(pairs, vec![("a".to_string(), "b".to_string())]);
     }
 

@@ -29,6 +29,7 @@ pub mod job;
 pub mod output;
 pub mod pipeline;
 pub mod progress;
+pub mod ranks;
 pub mod simhash;
 pub mod summary;
 pub mod tables;

@@ -80,24 +80,29 @@ struct PairLine<'a> {
     distance: u8,
 }
 
-/// Writes sorted pairs: `id_a<TAB>id_b<TAB>distance` or `{"id_a","id_b","distance"}`.
-pub fn write_pairs(path: &Path, pairs: &[(String, String, u8)]) -> anyhow::Result<()> {
+/// Writes sorted pairs of document ranks with their names: `id_a<TAB>id_b<TAB>distance` or
+/// `{"id_a","id_b","distance"}`.
+pub fn write_pairs<'n>(
+    path: &Path,
+    pairs: &[(u64, u64, u8)],
+    name: &dyn Fn(u64) -> &'n str,
+) -> anyhow::Result<()> {
     write_rows(
         path,
         pairs,
-        |out, (a, b, d)| {
-            out.write_all(a.as_bytes())?;
+        |out, &(a, b, d)| {
+            out.write_all(name(a).as_bytes())?;
             out.write_all(b"\t")?;
-            out.write_all(b.as_bytes())?;
+            out.write_all(name(b).as_bytes())?;
             writeln!(out, "\t{d}")
         },
-        |out, (a, b, d)| {
+        |out, &(a, b, d)| {
             json_line(
                 out,
                 &PairLine {
-                    id_a: a,
-                    id_b: b,
-                    distance: *d,
+                    id_a: name(a),
+                    id_b: name(b),
+                    distance: d,
                 },
             )
         },
@@ -138,22 +143,33 @@ pub fn write_fingerprints(
 #[derive(Serialize)]
 struct GroupLine<'a> {
     simhash: String,
-    ids: &'a [String],
+    ids: Vec<&'a str>,
 }
 
-/// Writes exact-duplicate groups sorted by their first (representative) id:
+/// Writes exact-duplicate groups (members as ranks, sorted) by their first (representative) id:
 /// `simhash<TAB>id1<TAB>id2...` or `{"simhash","ids"}`.
-pub fn write_groups(path: &Path, groups: &[(u64, Vec<String>)]) -> anyhow::Result<()> {
+pub fn write_groups<'n>(
+    path: &Path,
+    groups: &[(u64, Vec<u64>)],
+    name: &dyn Fn(u64) -> &'n str,
+) -> anyhow::Result<()> {
     write_rows(
         path,
         groups,
-        |out, (fp, ids)| writeln!(out, "{fp:016x}\t{}", ids.join("\t")),
+        |out, (fp, ids)| {
+            write!(out, "{fp:016x}")?;
+            for &id in ids {
+                out.write_all(b"\t")?;
+                out.write_all(name(id).as_bytes())?;
+            }
+            writeln!(out)
+        },
         |out, (fp, ids)| {
             json_line(
                 out,
                 &GroupLine {
                     simhash: format!("{fp:016x}"),
-                    ids,
+                    ids: ids.iter().map(|&id| name(id)).collect(),
                 },
             )
         },
@@ -168,12 +184,10 @@ mod tests {
     fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/pairs.tsv");
-        write_pairs(&path, &[("a".into(), "b".into(), 1)]).unwrap();
-        write_pairs(
-            &path,
-            &[("a".into(), "c".into(), 0), ("b".into(), "c".into(), 2)],
-        )
-        .unwrap();
+        let ids = ["a", "b", "c", "a\""];
+        let name = |r: u64| ids[r as usize];
+        write_pairs(&path, &[(0, 1, 1)], &name).unwrap();
+        write_pairs(&path, &[(0, 2, 0), (1, 2, 2)], &name).unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "a\tc\t0\nb\tc\t2\n"
@@ -181,7 +195,7 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(names.len(), 1);
         let jl = dir.path().join("p.jsonl");
-        write_pairs(&jl, &[("a\"".into(), "b".into(), 3)]).unwrap();
+        write_pairs(&jl, &[(3, 1, 3)], &name).unwrap();
         assert_eq!(
             std::fs::read_to_string(&jl).unwrap(),
             "{\"id_a\":\"a\\\"\",\"id_b\":\"b\",\"distance\":3}\n"

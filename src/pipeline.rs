@@ -17,6 +17,7 @@ use crate::group::{exact_pairs, ordered, owner, Groups};
 use crate::input::{self, Fields, InputFile, LineEvent, LineLocator, Split};
 use crate::output;
 use crate::progress::{Reporter, PROGRESS};
+use crate::ranks;
 use crate::simhash::Fingerprinter;
 use crate::summary::{
     peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary, PairSummary,
@@ -211,41 +212,6 @@ fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
     out
 }
 
-/// Merges the sorted runs of `(sender, pair)` records gathered from `peers` workers into one sorted
-/// vector, moving the pairs. Records from one sender arrive in the order it sent them; a run that
-/// is not sorted (which would be a bug) is sorted rather than trusted.
-fn merge_runs(tagged: Vec<(u32, DocPair)>, peers: usize) -> Vec<DocPair> {
-    use std::cmp::Reverse;
-    let total = tagged.len();
-    let mut runs: Vec<Vec<DocPair>> = vec![Vec::new(); peers];
-    for (from, pair) in tagged {
-        runs[from as usize].push(pair);
-    }
-    for run in &mut runs {
-        if !run.windows(2).all(|w| w[0] <= w[1]) {
-            run.sort_unstable();
-        }
-    }
-    let mut iters: Vec<_> = runs.into_iter().map(Vec::into_iter).collect();
-    let mut heap = std::collections::BinaryHeap::with_capacity(peers);
-    for (i, it) in iters.iter_mut().enumerate() {
-        if let Some(p) = it.next() {
-            heap.push(Reverse((p, i)));
-        }
-    }
-    let mut out = Vec::with_capacity(total);
-    while let Some(Reverse((p, i))) = heap.pop() {
-        if let Some(next) = iters[i].next() {
-            heap.push(Reverse((next, i)));
-        }
-        out.push(p);
-    }
-    out
-}
-
-/// A document pair: `(id_a, id_b, distance)` with `id_a <= id_b`.
-type DocPair = (String, String, u8);
-
 /// Per-worker facts gathered at the end.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct WorkerReport {
@@ -265,7 +231,7 @@ struct GroupStats {
     largest: u64,
 }
 
-fn group_stats(groups: &Groups) -> GroupStats {
+fn group_stats<T: Ord>(groups: &Groups<T>) -> GroupStats {
     let mut s = GroupStats {
         distinct: groups.len() as u64,
         ..Default::default()
@@ -351,8 +317,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
         enter(1);
+        // Rank the ids once, then move numbers: rank order is id order, so pairs of ranks sort
+        // like pairs of ids, and only the names a writer needs are fetched back.
+        let fps: Vec<u64> = docs.iter().map(|(fp, _)| *fp).collect();
+        let ranked = ranks::assign(worker, docs);
+        let keyed: Vec<(u64, u64)> = fps.into_iter().zip(ranked.ranks.iter().copied()).collect();
         // collapse identical fingerprints at their owner
-        let groups = Groups::build(shuffle(worker, docs, move |(fp, _)| owner(*fp, peers)));
+        let groups: Groups<u64> =
+            Groups::build(shuffle(worker, keyed, move |(fp, _)| owner(*fp, peers)));
         let stats = all_gather(worker, group_stats(&groups));
         let total = stats.iter().fold(GroupStats::default(), |a, s| GroupStats {
             distinct: a.distinct + s.distinct,
@@ -400,42 +372,30 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         enter(3);
         let collapse = stage_plan.groups_out.is_some();
         let at_x = shuffle(worker, rounds.pairs, move |(x, _, _)| owner(*x, peers));
-        let mut half: Vec<(u64, String, u8)> = Vec::new();
+        let mut half: Vec<(u64, u64, u8)> = Vec::new();
         groups.join(
             at_x,
             |p| p.0,
             |members, (_, y, d)| {
                 let members = if collapse { &members[..1] } else { members };
-                half.extend(members.iter().map(|a| (y, a.clone(), d)));
+                half.extend(members.iter().map(|&a| (y, a, d)));
             },
         );
         let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
-        let mut pairs: Vec<(String, String, u8)> = Vec::new();
+        let mut pairs: Vec<(u64, u64, u8)> = Vec::new();
         groups.join(
             at_y,
             |p| p.0,
             |members, (_, a, d)| {
                 let members = if collapse { &members[..1] } else { members };
-                if let Some((last, rest)) = members.split_last() {
-                    pairs.extend(rest.iter().map(|b| ordered(a.clone(), b.clone(), d)));
-                    pairs.push(ordered(a, last.clone(), d));
-                }
+                pairs.extend(members.iter().map(|&b| ordered(a, b, d)));
             },
         );
         if !collapse {
-            exact_pairs(&groups, |a, b| {
-                pairs.push(ordered(a.to_string(), b.to_string(), 0))
-            });
+            exact_pairs(&groups, |&a, &b| pairs.push(ordered(a, b, 0)));
         }
-        // Every worker sorts its own pairs (in parallel); worker 0 merges the sorted runs.
-        pairs.sort_unstable();
-        let tagged = gather(worker, pairs.into_iter().map(|p| (me as u32, p)));
-        let pairs = if leader {
-            merge_runs(tagged, peers)
-        } else {
-            Vec::new()
-        };
-        let exact_groups: Vec<(u64, Vec<String>)> = if collapse {
+        let mut pairs = gather(worker, pairs);
+        let mut exact_groups: Vec<(u64, Vec<u64>)> = if collapse {
             let mine = (0..groups.len())
                 .filter(|&g| groups.members(g).len() >= 2)
                 .map(|g| (groups.fps[g], groups.members(g).to_vec()));
@@ -444,6 +404,24 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
             Vec::new()
         };
         drop(groups);
+        // The names of the ranks that appear in the outputs, fetched from their owners.
+        let mut needed: Vec<u64> = Vec::new();
+        if leader {
+            pairs.sort_unstable();
+            exact_groups.sort_unstable_by(|a, b| a.1.cmp(&b.1));
+            needed.extend(pairs.iter().flat_map(|&(a, b, _)| [a, b]));
+            needed.extend(exact_groups.iter().flat_map(|(_, ids)| ids.iter().copied()));
+            needed.sort_unstable();
+            needed.dedup();
+        }
+        let names = ranks::resolve(worker, &ranked, needed);
+        drop(ranked);
+        let name = |r: u64| -> &str {
+            let i = names
+                .binary_search_by_key(&r, |(rank, _)| *rank)
+                .expect("every needed name resolved");
+            &names[i].1
+        };
         enter(4);
         stage(&mut times.expand);
 
@@ -458,16 +436,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
                 comparisons: 0,
                 largest_group: 0,
             });
-            match output::write_pairs(&stage_plan.out, &pairs) {
+            match output::write_pairs(&stage_plan.out, &pairs, &name) {
                 Ok(()) => {
                     outputs.insert("pairs".to_string(), stage_plan.out.display().to_string());
                 }
                 Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
             }
             if let Some(path) = &stage_plan.groups_out {
-                let mut exact_groups = exact_groups;
-                exact_groups.sort_unstable_by(|a, b| a.1.cmp(&b.1));
-                match output::write_groups(path, &exact_groups) {
+                match output::write_groups(path, &exact_groups, &name) {
                     Ok(()) => {
                         outputs.insert("exact_groups".to_string(), path.display().to_string());
                     }
