@@ -19,7 +19,7 @@ for arg in "$@"; do
     esac
 done
 cargo build --release --quiet
-bin=target/release/neardup
+bin="${CARGO_TARGET_DIR:-target}/release/neardup"
 out=bench-results
 mkdir -p "$out"
 
