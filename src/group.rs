@@ -84,14 +84,6 @@ impl<T: Ord> Groups<T> {
             f(members, item);
         }
     }
-
-    /// Members of the group with fingerprint `fp` (empty if absent).
-    pub fn members_of(&self, fp: u64) -> &[T] {
-        match self.fps.binary_search(&fp) {
-            Ok(g) => self.members(g),
-            Err(_) => &[],
-        }
-    }
 }
 
 /// Orders a document pair so that the first id is the smaller.
@@ -299,8 +291,19 @@ mod tests {
     fn groups_collect_identical_fingerprints() {
         let g: Groups = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
         assert_eq!(g.fps, vec![3, 5]);
-        assert_eq!(g.members_of(5), ["a", "b"]);
-        assert_eq!(g.members_of(4), [] as [String; 0]);
+        assert_eq!(g.members(1), ["a", "b"]);
+        let mut seen = Vec::new();
+        g.join(
+            vec![4u64, 5, 3],
+            |&k| k,
+            |members, k| seen.push((k, members.to_vec())),
+        );
+        let want: Vec<(u64, Vec<String>)> = vec![
+            (3, vec!["x".into()]),
+            (4, vec![]),
+            (5, vec!["a".into(), "b".into()]),
+        ];
+        assert_eq!(seen, want);
         let mut pairs = Vec::new();
         exact_pairs(&g, |a, b| pairs.push((a.clone(), b.clone())));
         assert_eq!(pairs, vec![("a".to_string(), "b".to_string())]);

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::exec::Exec;
 use crate::features::FeatureConfig;
-use crate::input::{discover, Fields, DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS};
+use crate::input::{discover, Fields};
 use crate::pipeline::{LayoutChoice, PairStage, Plan, Source, SourceKind};
 use crate::tables::TableLayout;
 
@@ -257,11 +257,7 @@ impl JobSpec {
             "fingerprints" => SourceKind::Fingerprints,
             other => bail!("[input] format must be \"jsonl\" or \"fingerprints\", got {other:?}"),
         };
-        let exts = match kind {
-            SourceKind::Jsonl { .. } => DOCUMENT_EXTENSIONS,
-            SourceKind::Fingerprints => FINGERPRINT_EXTENSIONS,
-        };
-        let files = discover(&paths, exts)?;
+        let files = discover(&paths, kind.dir_extensions())?;
         ensure!(
             inp.max_record_bytes > 0,
             "[input] max_record_bytes must be positive"

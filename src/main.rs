@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use neardup::exec::Exec;
 use neardup::features::{FeatureConfig, DEFAULT_SHINGLE};
-use neardup::input::{discover, Fields, DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS};
+use neardup::input::{discover, Fields, DOCUMENT_EXTENSIONS};
 use neardup::job::{
     layout_choice, JobSpec, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_SPLIT_MIB,
 };
@@ -226,12 +226,8 @@ impl ClusterArgs {
 }
 
 fn source(kind: SourceKind, inputs: &[PathBuf], max_record_bytes: usize) -> anyhow::Result<Source> {
-    let exts = match kind {
-        SourceKind::Jsonl { .. } => DOCUMENT_EXTENSIONS,
-        SourceKind::Fingerprints => FINGERPRINT_EXTENSIONS,
-    };
     Ok(Source {
-        files: discover(inputs, exts)?,
+        files: discover(inputs, kind.dir_extensions())?,
         kind,
         max_record_bytes,
         split_bytes: DEFAULT_SPLIT_MIB << 20,

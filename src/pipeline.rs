@@ -39,6 +39,16 @@ pub enum SourceKind {
     Fingerprints,
 }
 
+impl SourceKind {
+    /// The file endings a directory walk picks up for this kind of input.
+    pub fn dir_extensions(&self) -> &'static [&'static str] {
+        match self {
+            SourceKind::Jsonl { .. } => input::DOCUMENT_EXTENSIONS,
+            SourceKind::Fingerprints => input::FINGERPRINT_EXTENSIONS,
+        }
+    }
+}
+
 /// The inputs of a run.
 #[derive(Clone, Debug)]
 pub struct Source {
