@@ -102,6 +102,8 @@ fn push_char(c: char, word: &mut String, emit: &mut impl FnMut(&str)) {
 #[derive(Default)]
 pub struct Scratch {
     word: String,
+    map: Vec<u64>,
+    hashes: Vec<u64>,
 }
 
 /// Calls `emit` with each normalized token of `text`, in order.
@@ -166,32 +168,123 @@ pub fn reference_tokens(text: &str) -> Vec<String> {
 }
 
 /// Hash of one normalized token.
+///
+/// Tokens of at most 16 bytes (nearly all of them) are hashed as xxh3 of the token zero-padded to 16
+/// bytes, seeded with the token's length: one fixed-size xxh3 with no dispatch on the length, so
+/// the hot loop has no branch per token. Longer tokens are xxh3 of their bytes.
 #[inline]
 pub fn token_hash(token: &str) -> u64 {
-    xxh3_64_with_seed(token.as_bytes(), TOKEN_SEED)
+    let bytes = token.as_bytes();
+    if bytes.len() <= 16 {
+        let mut buf = [0u8; 16];
+        buf[..bytes.len()].copy_from_slice(bytes);
+        short_token_hash(
+            u64::from_le_bytes(buf[..8].try_into().unwrap()),
+            u64::from_le_bytes(buf[8..].try_into().unwrap()),
+            bytes.len(),
+        )
+    } else {
+        xxh3_64_with_seed(bytes, TOKEN_SEED)
+    }
 }
 
-/// ASCII byte classes: an alphanumeric byte maps to its lowercase form, anything else to 0.
-static ASCII_LOWER: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut b = 0;
-    while b < 128 {
-        let c = b as u8;
-        if c.is_ascii_alphanumeric() {
-            t[b] = c.to_ascii_lowercase();
+/// [`token_hash`] of a token of `len <= 16` bytes given as two little-endian words, zero past `len`.
+#[inline(always)]
+fn short_token_hash(lo: u64, hi: u64, len: usize) -> u64 {
+    let mut buf = [0u8; 16];
+    buf[..8].copy_from_slice(&lo.to_le_bytes());
+    buf[8..].copy_from_slice(&hi.to_le_bytes());
+    xxh3_64_with_seed(&buf, TOKEN_SEED ^ len as u64)
+}
+
+/// The alphanumeric bitmap of a 64-byte block: bit i set iff byte i is an ASCII letter or digit.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn alnum_mask64(block: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86_64 baseline, and every load reads 16 bytes inside `block`.
+    unsafe {
+        let mut mask = 0u64;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
+            // Bytes >= 0x80 are negative as i8, so they fall outside both ranges.
+            let digit = _mm_and_si128(
+                _mm_cmpgt_epi8(v, _mm_set1_epi8(b'0' as i8 - 1)),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(b'9' as i8 + 1)),
+            );
+            let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let letter = _mm_and_si128(
+                _mm_cmpgt_epi8(folded, _mm_set1_epi8(b'a' as i8 - 1)),
+                _mm_cmplt_epi8(folded, _mm_set1_epi8(b'z' as i8 + 1)),
+            );
+            let bits = _mm_movemask_epi8(_mm_or_si128(digit, letter)) as u16;
+            mask |= (bits as u64) << (16 * k);
         }
-        b += 1;
+        mask
     }
-    t
-};
+}
+
+/// The portable twin of the SSE2 [`alnum_mask64`].
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline]
+fn alnum_mask64_scalar(block: &[u8; 64]) -> u64 {
+    block
+        .iter()
+        .enumerate()
+        .fold(0, |m, (i, b)| m | ((b.is_ascii_alphanumeric() as u64) << i))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+use alnum_mask64_scalar as alnum_mask64;
+
+/// Fills `map` with the alphanumeric bitmap of `bytes` (bit i of word i/64 for byte i), followed by
+/// one all-zero word, so every run of set bits ends inside the map.
+fn alnum_bitmap(bytes: &[u8], map: &mut Vec<u64>) {
+    map.clear();
+    let mut blocks = bytes.chunks_exact(64);
+    map.extend((&mut blocks).map(|b| alnum_mask64(b.try_into().unwrap())));
+    let rest = blocks.remainder();
+    if !rest.is_empty() {
+        let mut block = [0u8; 64];
+        block[..rest.len()].copy_from_slice(rest);
+        map.push(alnum_mask64(&block));
+    }
+    map.push(0);
+}
+
+/// Reads the 16 bytes at `start` as two little-endian words, zero past the end of `bytes`.
+#[inline(always)]
+fn load16(bytes: &[u8], start: usize) -> (u64, u64) {
+    let mut buf = [0u8; 16];
+    let chunk = match bytes.get(start..start + 16) {
+        Some(chunk) => chunk,
+        None => {
+            let rest = &bytes[start..];
+            buf[..rest.len()].copy_from_slice(rest);
+            &buf
+        }
+    };
+    (
+        u64::from_le_bytes(chunk[..8].try_into().unwrap()),
+        u64::from_le_bytes(chunk[8..].try_into().unwrap()),
+    )
+}
+
+/// The low `bytes` bytes of a word set (`bytes` in 0..=8).
+#[inline(always)]
+fn low_bytes_mask(bytes: usize) -> u64 {
+    ((1u128 << (8 * bytes)) - 1) as u64
+}
 
 /// Calls `emit` with the hash of every normalized token of `text`, in order; returns the count.
 ///
-/// Equal to hashing each token of [`for_each_token`] with [`token_hash`]; pure-ASCII text takes a path
-/// that lowercases each token into a stack buffer through a byte table and never builds a `String`.
+/// Equal to hashing each token of [`for_each_token`] with [`token_hash`]. Pure-ASCII text takes a
+/// path without a branch per byte: an SSE2 bitmap of the alphanumeric bytes, tokens found by counting
+/// zeros in it, and each token of at most 16 bytes loaded as two words, lowercased by setting bit 5
+/// (which every ASCII letter and digit may take) and hashed in registers.
 pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u64)) -> usize {
-    let mut count = 0;
     if !text.is_ascii() {
+        let mut count = 0;
         for_each_token(text, scratch, |t| {
             count += 1;
             emit(token_hash(t));
@@ -199,55 +292,49 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnM
         return count;
     }
     let bytes = text.as_bytes();
-    let mut buf = [0u8; 64];
-    let mut i = 0;
-    while i < bytes.len() {
-        while i < bytes.len() && ASCII_LOWER[bytes[i] as usize] == 0 {
-            i += 1;
-        }
-        let start = i;
-        let mut upper = false;
-        while i < bytes.len() && ASCII_LOWER[bytes[i] as usize] != 0 {
-            upper |= bytes[i].is_ascii_uppercase();
-            i += 1;
-        }
-        if i == start {
-            break;
-        }
-        let token = &bytes[start..i];
-        let h = if !upper {
-            // Most tokens: already lowercase, hashed in place.
-            xxh3_64_with_seed(token, TOKEN_SEED)
-        } else if token.len() <= buf.len() {
-            // Lowercase eight bytes at a time with whole-word stores, so the hash's wide loads
-            // are forwarded from the stores instead of stalling on byte-sized ones.
-            for (chunk, out) in token.chunks(8).zip(buf.chunks_exact_mut(8)) {
-                let mut word = [0u8; 8];
-                word[..chunk.len()].copy_from_slice(chunk);
-                out.copy_from_slice(&ascii_lowercase_word(u64::from_le_bytes(word)).to_le_bytes());
+    let map = &mut scratch.map;
+    alnum_bitmap(bytes, map);
+    let mut count = 0;
+    let mut w = 0usize;
+    let mut bits = map[0];
+    loop {
+        // The next token's start: the lowest set bit from here on.
+        while bits == 0 {
+            w += 1;
+            if w == map.len() {
+                return count;
             }
-            xxh3_64_with_seed(&buf[..token.len()], TOKEN_SEED)
+            bits = map[w];
+        }
+        let start = (w << 6) | bits.trailing_zeros() as usize;
+        // Its end: the lowest clear bit after the start (the map ends in a zero word).
+        let mut clear = !map[w] & (u64::MAX << (start & 63));
+        while clear == 0 {
+            w += 1;
+            clear = !map[w];
+        }
+        let end = (w << 6) | clear.trailing_zeros() as usize;
+        bits = map[w] & (u64::MAX << (end & 63));
+        let len = end - start;
+        let h = if len <= 16 {
+            const LOWER: u64 = 0x2020_2020_2020_2020;
+            let (lo, hi) = load16(bytes, start);
+            let lo = (lo | LOWER) & low_bytes_mask(len.min(8));
+            let hi = (hi | LOWER) & low_bytes_mask(len.saturating_sub(8));
+            short_token_hash(lo, hi, len)
         } else {
             let long = &mut scratch.word;
             long.clear();
-            long.extend(token.iter().map(|&b| ASCII_LOWER[b as usize] as char));
+            long.extend(
+                bytes[start..end]
+                    .iter()
+                    .map(|b| b.to_ascii_lowercase() as char),
+            );
             xxh3_64_with_seed(long.as_bytes(), TOKEN_SEED)
         };
         count += 1;
         emit(h);
     }
-    count
-}
-
-/// Lowercases the ASCII letters of eight ASCII bytes at once (SWAR): sets bit 5 of every byte in
-/// `A..=Z`. Bytes must be below 0x80.
-#[inline]
-fn ascii_lowercase_word(w: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let ge_a = w.wrapping_add(ONES * (0x80 - b'A' as u64)); // high bit set where byte >= 'A'
-    let gt_z = w.wrapping_add(ONES * (0x7f - b'Z' as u64)); // high bit set where byte > 'Z'
-    let upper = ge_a & !gt_z & (ONES * 0x80);
-    w | (upper >> 2)
 }
 
 /// Rotation between consecutive tokens of a shingle.
@@ -281,28 +368,26 @@ pub fn for_each_shingle(
     if n == 1 {
         return for_each_token_hash(text, scratch, emit);
     }
-    // Ring buffer of the last n token hashes (`next` is the slot of the oldest once full) and the
-    // rolling fold of the window: sliding by one token is `rotl(core) ^ rotl(t_out, ROT n) ^ t_in`,
-    // with no loop and no branch per token.
-    let mut ring = [0u64; MAX_SHINGLE];
-    let ring = &mut ring[..n];
-    let out_rot = (ROT as usize * n % 64) as u32;
-    let mut next = 0usize;
-    let mut filled = 0usize;
-    let mut core = 0u64;
-    let tokens = for_each_token_hash(text, scratch, |h| {
-        let outgoing = if filled >= n { ring[next] } else { 0 };
-        core = core.rotate_left(ROT) ^ outgoing.rotate_left(out_rot) ^ h;
-        ring[next] = h;
-        next = if next + 1 == n { 0 } else { next + 1 };
-        filled += 1;
-        if filled >= n {
+    // Two passes: the token hashes into a buffer, then the rolling fold of each window over it.
+    // Sliding by one token is `rotl(core) ^ rotl(t_out, ROT n) ^ t_in`, with no loop and no branch
+    // per token; two short loops keep fewer values live than one fused loop.
+    let mut hashes = std::mem::take(&mut scratch.hashes);
+    hashes.clear();
+    let tokens = for_each_token_hash(text, scratch, |h| hashes.push(h));
+    if tokens > 0 && tokens < n {
+        emit(finish(fold(&hashes), tokens));
+    } else if tokens >= n {
+        let out_rot = (ROT as usize * n % 64) as u32;
+        let mut core = fold(&hashes[..n - 1]);
+        for (&t_in, &t_out) in hashes[n - 1..]
+            .iter()
+            .zip(std::iter::once(&0).chain(hashes.iter()))
+        {
+            core = core.rotate_left(ROT) ^ t_out.rotate_left(out_rot) ^ t_in;
             emit(finish(core, n));
         }
-    });
-    if tokens > 0 && tokens < n {
-        emit(finish(fold(&ring[..tokens]), tokens));
     }
+    scratch.hashes = hashes;
     tokens
 }
 
@@ -361,17 +446,54 @@ mod tests {
         }
     }
 
-    #[test]
-    fn swar_lowercase_matches_bytewise() {
-        for b in 0u8..128 {
-            for pos in 0..8 {
-                let mut bytes = *b"aZ09@[`{";
-                bytes[pos] = b;
-                let want = bytes.map(|c| c.to_ascii_lowercase());
-                let got = ascii_lowercase_word(u64::from_le_bytes(bytes)).to_le_bytes();
-                assert_eq!(got, want, "{bytes:?}");
-            }
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        #[test]
+        fn sse2_bitmap_equals_the_scalar_twin(block in proptest::array::uniform32(0u8..=255)) {
+            // Two copies of a random 32-byte half, plus all 256 byte values across several blocks.
+            let mut whole = [0u8; 64];
+            whole[..32].copy_from_slice(&block);
+            whole[32..].copy_from_slice(&block.map(|b| b.wrapping_mul(7)));
+            proptest::prop_assert_eq!(alnum_mask64(&whole), alnum_mask64_scalar(&whole));
         }
+
+        #[test]
+        fn token_hashes_of_the_fast_path_equal_the_string_path(
+            picks in proptest::collection::vec(0usize..12, 0..300),
+        ) {
+            // Short and long tokens, mixed case, digits, separators, and a text end inside a token.
+            const PIECES: [&str; 12] = [
+                "a", "Z", "0", "9", " ", ",", "\n", "Hello", "WORLD", "x1y2",
+                "ABCDEFGHIJKLMNOPQ", "abcdefghijklmnop",
+            ];
+            let text: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let mut fast = Vec::new();
+            let n = for_each_token_hash(&text, &mut Scratch::default(), |h| fast.push(h));
+            let slow: Vec<u64> = tokens(&text).iter().map(|s| token_hash(s)).collect();
+            proptest::prop_assert_eq!((n, &fast), (slow.len(), &slow), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn every_byte_value_is_classified_like_the_scalar_twin() {
+        for base in (0..256).step_by(64) {
+            let block: [u8; 64] = std::array::from_fn(|i| (base + i) as u8);
+            assert_eq!(alnum_mask64(&block), alnum_mask64_scalar(&block));
+        }
+    }
+
+    #[test]
+    fn short_token_hash_is_xxh3_of_the_padded_token() {
+        assert_eq!(
+            token_hash("hello"),
+            xxh3_64_with_seed(b"hello\0\0\0\0\0\0\0\0\0\0\0", TOKEN_SEED ^ 5)
+        );
+        let long = "abcdefghijklmnopq";
+        assert_eq!(
+            token_hash(long),
+            xxh3_64_with_seed(long.as_bytes(), TOKEN_SEED)
+        );
+        assert_ne!(token_hash("a"), token_hash("a\0"));
     }
 
     #[test]

@@ -42,30 +42,18 @@ impl Accumulator {
     /// Adds one occurrence of a feature.
     #[inline]
     pub fn push(&mut self, hash: u64) {
-        // Branch-free: an early exit on `carry == 0` mispredicts about once per hash.
-        let mut carry = hash;
-        for plane in self.planes.iter_mut() {
-            let next = *plane & carry;
-            *plane ^= carry;
-            carry = next;
-        }
+        ripple(&mut self.planes, hash);
         self.total += 1;
         self.pending += 1;
         if self.pending == FLUSH_EVERY {
-            self.flush();
+            flush_planes(std::mem::take(&mut self.planes), &mut self.ones);
+            self.pending = 0;
         }
     }
 
     /// Moves the sliced counts into the per-lane totals.
     fn flush(&mut self) {
-        for (j, plane) in self.planes.iter_mut().enumerate() {
-            let w = std::mem::take(plane);
-            if w != 0 {
-                for (i, lane) in self.ones.iter_mut().enumerate() {
-                    *lane += (((w >> i) & 1) as u32) << j;
-                }
-            }
-        }
+        flush_planes(std::mem::take(&mut self.planes), &mut self.ones);
         self.pending = 0;
     }
 
@@ -92,6 +80,49 @@ impl Accumulator {
     /// Resets the accumulator for the next document.
     pub fn clear(&mut self) {
         *self = Accumulator::default();
+    }
+}
+
+/// Adds `hash` to the bit-sliced counter: a ripple-carry increment of every lane whose bit is set.
+/// Branch-free: an early exit on `carry == 0` mispredicts about once per hash.
+#[inline(always)]
+fn ripple(planes: &mut [u64; PLANES], hash: u64) {
+    let mut carry = hash;
+    for plane in planes.iter_mut() {
+        let next = *plane & carry;
+        *plane ^= carry;
+        carry = next;
+    }
+}
+
+/// `SPREAD[b]` has byte i equal to bit i of `b`.
+static SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            t[b] |= (((b >> i) & 1) as u64) << (8 * i);
+            i += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Adds the counts held in `planes` to the per-lane totals.
+///
+/// A lane's count is below 256, so eight lanes at a time are assembled as bytes of one word: byte i
+/// of `SPREAD[plane byte] << j` is bit j of lane i's count.
+#[inline(never)]
+fn flush_planes(planes: [u64; PLANES], ones: &mut [u32; 64]) {
+    for (g, lanes) in ones.chunks_exact_mut(8).enumerate() {
+        let counts = planes.iter().enumerate().fold(0u64, |acc, (j, &w)| {
+            acc | (SPREAD[((w >> (8 * g)) & 0xff) as usize] << j)
+        });
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane += ((counts >> (8 * i)) & 0xff) as u32;
+        }
     }
 }
 
@@ -124,11 +155,31 @@ impl Fingerprinter {
     /// Fingerprints `text`; `None` if it has no tokens at all.
     pub fn fingerprint(&mut self, text: &str) -> Option<Fingerprint> {
         self.acc.clear();
-        let acc = &mut self.acc;
-        let tokens = for_each_shingle(text, &self.config, &mut self.scratch, |h| acc.push(h));
+        // The sliced counter lives in locals here, so it stays in registers through the token loop.
+        let mut planes = [0u64; PLANES];
+        let mut pending = 0u32;
+        let mut features = 0u32;
+        let ones = &mut self.acc.ones;
+        let tokens = for_each_shingle(
+            text,
+            &self.config,
+            &mut self.scratch,
+            #[inline(always)]
+            |h| {
+                ripple(&mut planes, h);
+                features += 1;
+                pending += 1;
+                if pending == FLUSH_EVERY {
+                    flush_planes(std::mem::take(&mut planes), ones);
+                    pending = 0;
+                }
+            },
+        );
         if tokens == 0 {
             return None;
         }
+        self.acc.planes = planes;
+        self.acc.total = features;
         Some(Fingerprint {
             simhash: self.acc.finish(),
             tokens,
