@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::dataflow::{all_gather, table_rounds};
 use crate::exec::Exec;
 use crate::features::FeatureConfig;
-use crate::input::{discover, Fields, DOCUMENT_EXTENSIONS};
+use crate::input::{discover, Fields};
 use crate::pipeline::{execute, Plan, Source, SourceKind};
 use crate::summary::{peak_rss_bytes, reset_peak_rss};
 use crate::tables::{self, TableLayout};
@@ -136,7 +136,46 @@ pub fn fingerprint(
     runs: usize,
     scratch: &Path,
 ) -> anyhow::Result<Row> {
-    let files = discover(&[input.to_path_buf()], DOCUMENT_EXTENSIONS)?;
+    let kind = SourceKind::Jsonl {
+        fields: Fields::default(),
+        features: FeatureConfig::default(),
+        content: Default::default(),
+    };
+    read_and_fingerprint("fingerprint", input, kind, workers, runs, scratch)
+}
+
+/// Reading WARC files, parsing HTML, extracting main content and fingerprinting it, on `workers`
+/// threads. MB/s counts the bytes of the (compressed) files.
+pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> anyhow::Result<Row> {
+    let kind = SourceKind::Warc {
+        features: FeatureConfig::default(),
+        content: Default::default(),
+    };
+    read_and_fingerprint("warc", input, kind, workers, runs, scratch)
+}
+
+/// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
+pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let bytes = std::fs::read(sample).with_context(|| format!("reading {}", sample.display()))?;
+    crate::output::write_atomic(out, |w| {
+        for _ in 0..copies {
+            w.write_all(&bytes)?;
+        }
+        Ok(())
+    })
+}
+
+/// The read + fingerprint stage over `input` (fingerprints written to `scratch`).
+fn read_and_fingerprint(
+    stage: &str,
+    input: &Path,
+    kind: SourceKind,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> anyhow::Result<Row> {
+    let files = discover(&[input.to_path_buf()], kind.dir_extensions())?;
     let bytes: u64 = files.iter().map(|f| f.size).sum();
     reset_peak_rss();
     let mut times = Vec::new();
@@ -145,10 +184,7 @@ pub fn fingerprint(
         let plan = Plan {
             command: "bench".into(),
             source: Source {
-                kind: SourceKind::Jsonl {
-                    fields: Fields::default(),
-                    features: FeatureConfig::default(),
-                },
+                kind: kind.clone(),
                 files: files.clone(),
                 max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
                 split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
@@ -167,7 +203,7 @@ pub fn fingerprint(
     }
     let m = median(&times);
     Ok(Row {
-        stage: "fingerprint".into(),
+        stage: stage.into(),
         items: docs,
         bytes,
         workers,

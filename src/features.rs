@@ -21,22 +21,55 @@ pub const DEFAULT_SHINGLE: usize = 3;
 /// Fixed seed for token hashes, so fingerprints are stable across runs, machines and versions.
 pub const TOKEN_SEED: u64 = 0x6e65_6172_6475_7001; // "neardup\x01"
 
+/// Which features a document yields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeatureKind {
+    /// Every shingle of `shingle` consecutive tokens.
+    #[default]
+    Shingles,
+    /// SpotSig spot signatures (Theobald et al., SIGIR 2008): each occurrence of a stop word (an
+    /// antecedent) followed by the next [`SPOT_CHAIN`] tokens that are not stop words. Natural-
+    /// language sentences are full of them, navigation, menus and link lists have few, so layout text
+    /// barely reaches the fingerprint. A document without any spot falls back to shingles.
+    Spots,
+}
+
+impl FeatureKind {
+    /// Parses `shingles` or `spots`.
+    pub fn parse(s: &str) -> Option<FeatureKind> {
+        match s {
+            "shingles" => Some(FeatureKind::Shingles),
+            "spots" => Some(FeatureKind::Spots),
+            _ => None,
+        }
+    }
+}
+
 /// Options that decide which features a document yields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FeatureConfig {
     /// Tokens per shingle (1 = single words), 1..=[`MAX_SHINGLE`].
     pub shingle: usize,
+    /// Shingles or spot signatures.
+    pub kind: FeatureKind,
 }
 
 impl Default for FeatureConfig {
     fn default() -> Self {
-        FeatureConfig {
-            shingle: DEFAULT_SHINGLE,
-        }
+        FeatureConfig::shingles(DEFAULT_SHINGLE)
     }
 }
 
 impl FeatureConfig {
+    /// Shingles of `n` tokens.
+    pub fn shingles(n: usize) -> Self {
+        FeatureConfig {
+            shingle: n,
+            kind: FeatureKind::Shingles,
+        }
+    }
+
     /// Checks the options, naming the bad value.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=MAX_SHINGLE).contains(&self.shingle) {
@@ -391,6 +424,73 @@ pub fn for_each_shingle(
     tokens
 }
 
+/// Non-stop tokens after an antecedent in a spot signature.
+pub const SPOT_CHAIN: usize = 2;
+
+/// Spot antecedents: frequent English function words and Chinese function characters.
+pub const STOP_WORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "do",
+    "for", "from", "had", "has", "have", "he", "her", "his", "if", "in", "into", "is", "it", "its",
+    "may", "more", "not", "of", "on", "or", "said", "she", "should", "so", "than", "that", "the",
+    "their", "there", "these", "they", "this", "to", "was", "were", "which", "will", "with",
+    "would", "you", "的", "了", "是", "在", "和", "有", "也", "就", "都", "而", "及", "与", "或",
+    "这", "那", "个", "中", "为", "对", "将", "被", "把", "从", "以",
+];
+
+/// The sorted token hashes of [`STOP_WORDS`].
+fn stop_hashes() -> &'static [u64] {
+    static SET: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mut v: Vec<u64> = STOP_WORDS.iter().map(|w| token_hash(w)).collect();
+        v.sort_unstable();
+        v
+    })
+}
+
+/// Seed that keeps spot features apart from shingle features.
+const SPOT_SALT: u64 = 0x5350_4f54_5349_4753; // "SPOTSIGS"
+
+/// Calls `emit` with every feature of `text` as `config` defines them; returns the number of tokens.
+pub fn for_each_feature(
+    text: &str,
+    config: &FeatureConfig,
+    scratch: &mut Scratch,
+    mut emit: impl FnMut(u64),
+) -> usize {
+    if config.kind == FeatureKind::Shingles {
+        return for_each_shingle(text, config, scratch, emit);
+    }
+    let mut hashes = std::mem::take(&mut scratch.hashes);
+    hashes.clear();
+    let tokens = for_each_token_hash(text, scratch, |h| hashes.push(h));
+    let stops = stop_hashes();
+    let is_stop = |h: &u64| stops.binary_search(h).is_ok();
+    let mut spots = 0;
+    for (i, antecedent) in hashes.iter().enumerate() {
+        if !is_stop(antecedent) {
+            continue;
+        }
+        let mut window = [*antecedent; SPOT_CHAIN + 1];
+        let mut filled = 1;
+        for h in hashes[i + 1..].iter().filter(|h| !is_stop(h)) {
+            window[filled] = *h;
+            filled += 1;
+            if filled == window.len() {
+                break;
+            }
+        }
+        if filled == window.len() {
+            spots += 1;
+            emit(finish(fold(&window) ^ SPOT_SALT, window.len()));
+        }
+    }
+    scratch.hashes = hashes;
+    if spots == 0 && tokens > 0 {
+        return for_each_shingle(text, config, scratch, emit);
+    }
+    tokens
+}
+
 /// The normalized tokens of `text` as owned strings (for tests, truth computation and debugging).
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -519,7 +619,7 @@ mod tests {
         let text = "one two three four five six seven eight nine ten eleven twelve thirteen";
         let hashes: Vec<u64> = tokens(text).iter().map(|t| token_hash(t)).collect();
         for n in 1..=MAX_SHINGLE.min(hashes.len()) {
-            let cfg = FeatureConfig { shingle: n };
+            let cfg = FeatureConfig::shingles(n);
             let mut got = Vec::new();
             for_each_shingle(text, &cfg, &mut Scratch::default(), |h| got.push(h));
             let want: Vec<u64> = if n == 1 {
@@ -532,8 +632,43 @@ mod tests {
     }
 
     #[test]
+    fn spot_signatures_follow_stop_words_and_ignore_link_lists() {
+        let spots = FeatureConfig {
+            shingle: 3,
+            kind: FeatureKind::Spots,
+        };
+        let collect = |t: &str| {
+            let mut v = Vec::new();
+            for_each_feature(t, &spots, &mut Scratch::default(), |h| v.push(h));
+            v
+        };
+        // "the" -> (quick, brown) and "a" -> (lazy, dog); "it", "is" and the last "the" have only
+        // one non-stop token ("dog") after them, too short a chain.
+        let sentence = "The quick brown fox saw a lazy dog. It is the dog";
+        let got = collect(sentence);
+        let hash = |w: &[&str]| {
+            let hs: Vec<u64> = w.iter().map(|t| token_hash(t)).collect();
+            finish(fold(&hs) ^ SPOT_SALT, hs.len())
+        };
+        assert_eq!(
+            got,
+            [
+                hash(&["the", "quick", "brown"]),
+                hash(&["a", "lazy", "dog"])
+            ]
+        );
+        // A page's menu adds no spot: same features with or without it.
+        let menu = "Home Products Pricing Blog Login Downloads Support";
+        assert_eq!(collect(&format!("{menu} {sentence}")), got);
+        // No stop word at all: shingles instead.
+        let mut shingles = Vec::new();
+        for_each_shingle(menu, &spots, &mut Scratch::default(), |h| shingles.push(h));
+        assert_eq!(collect(menu), shingles);
+    }
+
+    #[test]
     fn shingles_count_and_short_documents() {
-        let cfg = FeatureConfig { shingle: 3 };
+        let cfg = FeatureConfig::shingles(3);
         let mut s = Scratch::default();
         let mut hs = Vec::new();
         let n = for_each_shingle("a b c d e", &cfg, &mut s, |h| hs.push(h));
@@ -548,7 +683,7 @@ mod tests {
 
     #[test]
     fn shingle_hash_depends_on_order_and_formatting_does_not_matter() {
-        let cfg = FeatureConfig { shingle: 2 };
+        let cfg = FeatureConfig::shingles(2);
         let collect = |t: &str| {
             let mut v = Vec::new();
             for_each_shingle(t, &cfg, &mut Scratch::default(), |h| v.push(h));

@@ -88,6 +88,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 
 /// File name endings a directory walk picks up for documents (each also with `.gz`, `.zst`, `.zstd`).
 pub const DOCUMENT_EXTENSIONS: &[&str] = &["jsonl", "json", "ndjson"];
+/// File name endings a directory walk picks up for WARC files.
+pub const WARC_EXTENSIONS: &[&str] = &["warc", "arc"];
+/// File name endings a directory walk picks up for HTML pages.
+pub const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
 /// File name endings a directory walk picks up for fingerprints files.
 pub const FINGERPRINT_EXTENSIONS: &[&str] = &["tsv", "jsonl", "json", "ndjson"];
 
@@ -159,6 +163,19 @@ pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> anyhow::Result<Vec<Inpu
         .collect()
 }
 
+/// How the files of an input may be cut among workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Plain files are cut into byte ranges, each owning the lines that start in it; compressed
+    /// files are read whole.
+    Lines,
+    /// gzip files are cut into byte ranges, each owning the gzip members that start in it (a
+    /// `.warc.gz` has one member per record); other files are read whole.
+    GzipMembers,
+    /// Every file is read whole by one worker.
+    Whole,
+}
+
 /// Smallest byte range a plain file is cut into.
 const MIN_SPLIT: u64 = 4096;
 
@@ -169,10 +186,20 @@ const MIN_SPLIT: u64 = 4096;
 /// evens out (three 64 MiB pieces and a 29 MiB one would leave two workers at 128 and 93 MiB). The assignment is greedy (largest split
 /// to the least loaded worker, ties by index) and depends only on the file list, so every process
 /// computes the same plan.
-pub fn plan_splits(files: &[InputFile], peers: usize, split_bytes: u64) -> Vec<Vec<Split>> {
+pub fn plan_splits(
+    files: &[InputFile],
+    peers: usize,
+    split_bytes: u64,
+    mode: SplitMode,
+) -> Vec<Vec<Split>> {
     let mut splits = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        if f.compression != Compression::None || f.size <= MIN_SPLIT {
+        let splittable = match mode {
+            SplitMode::Lines => f.compression == Compression::None,
+            SplitMode::GzipMembers => f.compression == Compression::Gzip,
+            SplitMode::Whole => false,
+        };
+        if !splittable || f.size <= MIN_SPLIT {
             splits.push((
                 f.size,
                 Split {
@@ -283,7 +310,8 @@ fn read_line_bounded<R: BufRead>(
     }
 }
 
-fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
+/// Opens a whole file for reading, decompressing gzip or zstd.
+pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
     const BUF: usize = 1 << 20;
     let f = File::open(&file.path)?;
     Ok(match file.compression {
@@ -408,6 +436,11 @@ pub struct Fields {
     pub text: String,
     /// Optional field holding the URL.
     pub url: Option<String>,
+    /// Optional field holding a whole HTML page; a record that has it is parsed as HTML (its text
+    /// field is then not needed).
+    pub html: Option<String>,
+    /// Optional field holding a language tag, for the language filter.
+    pub lang: Option<String>,
 }
 
 impl Default for Fields {
@@ -416,6 +449,8 @@ impl Default for Fields {
             id: "id".into(),
             text: "text".into(),
             url: Some("url".into()),
+            html: None,
+            lang: None,
         }
     }
 }
@@ -427,8 +462,12 @@ pub struct RawDoc<'a> {
     pub id: Option<Cow<'a, str>>,
     /// The URL, if the record has one.
     pub url: Option<Cow<'a, str>>,
-    /// The text.
+    /// The text (or, if [`RawDoc::is_html`], the HTML page).
     pub text: Cow<'a, str>,
+    /// True if `text` came from the HTML field.
+    pub is_html: bool,
+    /// The language tag, if the record has one.
+    pub lang: Option<Cow<'a, str>>,
 }
 
 /// Why a record was skipped, with a message for the user.
@@ -539,6 +578,8 @@ struct Wanted<'a> {
     id: Option<Scalar<'a>>,
     url: Option<Scalar<'a>>,
     text: Option<Scalar<'a>>,
+    html: Option<Scalar<'a>>,
+    lang: Option<Scalar<'a>>,
 }
 
 struct RecordSeed<'f>(&'f Fields);
@@ -560,6 +601,8 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
             id: None,
             url: None,
             text: None,
+            html: None,
+            lang: None,
         };
         while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
             if key == self.0.text {
@@ -568,6 +611,10 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 w.id = Some(map.next_value()?);
             } else if self.0.url.as_deref() == Some(&*key) {
                 w.url = Some(map.next_value()?);
+            } else if self.0.html.as_deref() == Some(&*key) {
+                w.html = Some(map.next_value()?);
+            } else if self.0.lang.as_deref() == Some(&*key) {
+                w.lang = Some(map.next_value()?);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -602,24 +649,35 @@ pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>
                 ),
             )
         })?;
-    let text = match wanted.text {
+    let (field, value, is_html) = match wanted.html {
+        Some(Scalar::Text(html)) => (
+            fields.html.as_deref().unwrap_or_default(),
+            Some(Scalar::Text(html)),
+            true,
+        ),
+        _ => (fields.text.as_str(), wanted.text, false),
+    };
+    let text = match value {
         Some(Scalar::Text(t)) => t,
         Some(Scalar::Number(_)) => {
             return Err(Skip::new(
                 SkipReason::MissingText,
-                format!("field {:?} is a number, not a string", fields.text),
+                format!("field {field:?} is a number, not a string"),
             ))
         }
         Some(Scalar::Other(kind)) => {
             return Err(Skip::new(
                 SkipReason::MissingText,
-                format!("field {:?} is {kind}, not a string", fields.text),
+                format!("field {field:?} is {kind}, not a string"),
             ))
         }
         None | Some(Scalar::Null) => {
             return Err(Skip::new(
                 SkipReason::MissingText,
-                format!("no field {:?}", fields.text),
+                match &fields.html {
+                    Some(html) => format!("no field {:?} or {html:?}", fields.text),
+                    None => format!("no field {:?}", fields.text),
+                },
             ))
         }
     };
@@ -644,7 +702,17 @@ pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>
         Some(Scalar::Text(u)) => Some(u),
         _ => None,
     };
-    Ok(RawDoc { id, url, text })
+    let lang = match wanted.lang {
+        Some(Scalar::Text(l)) => Some(l),
+        _ => None,
+    };
+    Ok(RawDoc {
+        id,
+        url,
+        text,
+        is_html,
+        lang,
+    })
 }
 
 /// A record of a fingerprints file.
@@ -677,7 +745,7 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
         let fields = Fields {
             id: "id".into(),
             text: "simhash".into(),
-            url: Some("url".into()),
+            ..Fields::default()
         };
         let doc = parse_jsonl_doc(line, &fields).map_err(|mut s| {
             if s.reason == SkipReason::MissingText {
@@ -778,7 +846,7 @@ mod tests {
         let small = plain_file(dir.path(), "small.jsonl", b"{}\n");
         let files = vec![big, small];
         for peers in [1, 2, 3, 4] {
-            let plan = plan_splits(&files, peers, 1 << 30);
+            let plan = plan_splits(&files, peers, 1 << 30, SplitMode::Lines);
             assert_eq!(plan.len(), peers);
             assert!(
                 plan.iter().all(|p| !p.is_empty()),

@@ -10,9 +10,12 @@ use anyhow::{bail, ensure, Context};
 use serde::Deserialize;
 
 use crate::exec::Exec;
-use crate::features::FeatureConfig;
+use crate::features::{FeatureConfig, FeatureKind};
+use crate::html::Boilerplate;
 use crate::input::{discover, Fields};
-use crate::pipeline::{LayoutChoice, PairStage, Plan, Source, SourceKind};
+use crate::pipeline::{
+    ContentOptions, LayoutChoice, PairStage, Plan, Source, SourceKind, DEFAULT_MIN_TOKENS,
+};
 use crate::tables::TableLayout;
 
 /// Default longest record: 64 MiB.
@@ -28,7 +31,8 @@ pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
 pub struct InputSpec {
     /// Files, directories or glob patterns.
     pub paths: Vec<PathBuf>,
-    /// `jsonl` (documents) or `fingerprints` (a fingerprints file).
+    /// `jsonl` (documents), `warc` (WARC files), `html` (HTML files) or `fingerprints` (a
+    /// fingerprints file).
     #[serde(default = "default_format")]
     pub format: String,
     /// Field holding the id.
@@ -40,6 +44,10 @@ pub struct InputSpec {
     /// Field holding the URL; empty to ignore URLs.
     #[serde(default = "default_url")]
     pub url_field: String,
+    /// JSONL: field holding a whole HTML page (records that have it are parsed as HTML).
+    pub html_field: Option<String>,
+    /// JSONL: field holding a language tag, for `[content] languages`.
+    pub lang_field: Option<String>,
     /// Longest record accepted.
     #[serde(default = "default_max_record")]
     pub max_record_bytes: usize,
@@ -73,6 +81,20 @@ fn default_split() -> u64 {
 pub struct FeaturesSpec {
     /// Tokens per shingle.
     pub shingle: Option<usize>,
+    /// `shingles` (default) or `spots` (SpotSig spot signatures).
+    pub kind: Option<String>,
+}
+
+/// `[content]`: filters, and how HTML becomes text.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContentSpec {
+    /// `extract` (default: main content only) or `keep` (all visible text).
+    pub boilerplate: Option<String>,
+    /// Documents with fewer tokens are skipped as `too_short` and never paired.
+    pub min_tokens: Option<usize>,
+    /// Keep only documents whose declared language is one of these primary tags.
+    pub languages: Option<Vec<String>>,
 }
 
 /// `[simhash]`
@@ -147,6 +169,9 @@ pub struct JobSpec {
     /// Feature options.
     #[serde(default)]
     pub features: FeaturesSpec,
+    /// Content filters and HTML handling.
+    #[serde(default)]
+    pub content: ContentSpec,
     /// Simhash and table options.
     #[serde(default)]
     pub simhash: SimhashSpec,
@@ -236,26 +261,48 @@ impl JobSpec {
         let inp = self.input;
         ensure!(!inp.paths.is_empty(), "[input] paths is empty");
         let paths: Vec<PathBuf> = inp.paths.iter().map(|p| resolve(base, p)).collect();
+        let features = FeatureConfig {
+            shingle: self
+                .features
+                .shingle
+                .unwrap_or(crate::features::DEFAULT_SHINGLE),
+            kind: match self.features.kind.as_deref() {
+                None => FeatureKind::default(),
+                Some(k) => FeatureKind::parse(k).with_context(|| {
+                    format!("[features] kind must be \"shingles\" or \"spots\", got {k:?}")
+                })?,
+            },
+        };
+        features.validate().map_err(anyhow::Error::msg)?;
+        let c = self.content;
+        let content = ContentOptions {
+            boilerplate: match c.boilerplate.as_deref() {
+                None => Boilerplate::default(),
+                Some(b) => Boilerplate::parse(b).with_context(|| {
+                    format!("[content] boilerplate must be \"extract\" or \"keep\", got {b:?}")
+                })?,
+            },
+            min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
+            languages: c.languages.unwrap_or_default(),
+        };
         let kind = match inp.format.as_str() {
-            "jsonl" => {
-                let features = FeatureConfig {
-                    shingle: self
-                        .features
-                        .shingle
-                        .unwrap_or(crate::features::DEFAULT_SHINGLE),
-                };
-                features.validate().map_err(anyhow::Error::msg)?;
-                SourceKind::Jsonl {
-                    fields: Fields {
-                        id: inp.id_field,
-                        text: inp.text_field,
-                        url: Some(inp.url_field).filter(|u| !u.is_empty()),
-                    },
-                    features,
-                }
-            }
+            "jsonl" => SourceKind::Jsonl {
+                fields: Fields {
+                    id: inp.id_field,
+                    text: inp.text_field,
+                    url: Some(inp.url_field).filter(|u| !u.is_empty()),
+                    html: inp.html_field,
+                    lang: inp.lang_field,
+                },
+                features,
+                content,
+            },
+            "warc" => SourceKind::Warc { features, content },
+            "html" => SourceKind::Html { features, content },
             "fingerprints" => SourceKind::Fingerprints,
-            other => bail!("[input] format must be \"jsonl\" or \"fingerprints\", got {other:?}"),
+            other => bail!(
+                "[input] format must be \"jsonl\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
+            ),
         };
         let files = discover(&paths, kind.dir_extensions())?;
         ensure!(

@@ -10,12 +10,15 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use neardup::exec::Exec;
-use neardup::features::{FeatureConfig, DEFAULT_SHINGLE};
+use neardup::features::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
+use neardup::html::Boilerplate;
 use neardup::input::{discover, Fields, DOCUMENT_EXTENSIONS};
 use neardup::job::{
     layout_choice, JobSpec, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_SPLIT_MIB,
 };
-use neardup::pipeline::{execute, PairStage, Plan, Source, SourceKind};
+use neardup::pipeline::{
+    execute, ContentOptions, PairStage, Plan, Source, SourceKind, DEFAULT_MIN_TOKENS,
+};
 use neardup::summary::Summary;
 
 /// Exit code when the run finished but skipped some records.
@@ -44,7 +47,8 @@ enum Command {
         #[command(flatten)]
         cluster: ClusterArgs,
     },
-    /// Fingerprint JSON Lines documents: writes id<TAB>simhash (or JSON Lines for a .jsonl path).
+    /// Fingerprint documents (JSON Lines, WARC or HTML files): writes id<TAB>simhash (or JSON Lines
+    /// for a .jsonl path).
     Fingerprint {
         /// Input files, directories or glob patterns (plain, .gz or .zst).
         #[arg(long, required = true, num_args = 1..)]
@@ -52,11 +56,23 @@ enum Command {
         /// Output file.
         #[arg(long)]
         out: PathBuf,
+        /// Input format.
+        #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+        format: String,
         #[command(flatten)]
         fields: FieldArgs,
         /// Tokens per shingle.
         #[arg(long, default_value_t = DEFAULT_SHINGLE)]
         shingle: usize,
+        /// Features: shingles, or SpotSig spot signatures.
+        #[arg(long, value_parser = ["shingles", "spots"], default_value = "shingles")]
+        features: String,
+        /// HTML pages: keep only the main content (extract) or all visible text (keep).
+        #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+        boilerplate: String,
+        /// Documents with fewer tokens are skipped as too_short.
+        #[arg(long, default_value_t = DEFAULT_MIN_TOKENS)]
+        min_tokens: usize,
         /// Also write the run summary (JSON) here.
         #[arg(long)]
         summary: Option<PathBuf>,
@@ -80,10 +96,12 @@ enum Command {
     },
     /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
     Bench {
-        /// What to measure: pairs (table rounds on planted fingerprints) or fingerprint (JSONL to simhash).
-        #[arg(value_parser = ["pairs", "fingerprint"])]
+        /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
+        /// simhash) or warc (WARC pages to simhash: HTML parse, main content, fingerprint).
+        #[arg(value_parser = ["pairs", "fingerprint", "warc"])]
         what: String,
-        /// Sizes: fingerprints for pairs, documents for fingerprint (comma-separated).
+        /// Sizes: fingerprints for pairs, documents for fingerprint, copies of the sample WARC for
+        /// warc (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "1000000")]
         n: Vec<usize>,
         /// Worker counts to run (comma-separated).
@@ -104,6 +122,9 @@ enum Command {
         /// Base name of the report files (default bench-WHAT).
         #[arg(long)]
         name: Option<String>,
+        /// For warc: the WARC file that is scaled up by concatenating copies.
+        #[arg(long, default_value = "data-samples/warc/sample.warc.gz")]
+        warc: PathBuf,
     },
     /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
     #[command(subcommand)]
@@ -274,20 +295,38 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fingerprint {
             input,
             out,
+            format,
             fields,
             shingle,
+            features,
+            boilerplate,
+            min_tokens,
             summary,
             cluster,
         } => {
-            let features = FeatureConfig { shingle };
+            let features = FeatureConfig {
+                shingle,
+                kind: FeatureKind::parse(&features).expect("checked by clap"),
+            };
             features.validate().map_err(anyhow::Error::msg)?;
-            let kind = SourceKind::Jsonl {
-                fields: Fields {
-                    id: fields.id_field,
-                    text: fields.text_field,
-                    url: Some(fields.url_field).filter(|u| !u.is_empty()),
+            let content = ContentOptions {
+                boilerplate: Boilerplate::parse(&boilerplate).expect("checked by clap"),
+                min_tokens,
+                languages: Vec::new(),
+            };
+            let kind = match format.as_str() {
+                "warc" => SourceKind::Warc { features, content },
+                "html" => SourceKind::Html { features, content },
+                _ => SourceKind::Jsonl {
+                    fields: Fields {
+                        id: fields.id_field,
+                        text: fields.text_field,
+                        url: Some(fields.url_field).filter(|u| !u.is_empty()),
+                        ..Fields::default()
+                    },
+                    features,
+                    content,
                 },
-                features,
             };
             let plan = Plan {
                 command: "fingerprint".into(),
@@ -314,6 +353,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 id: fields.id_field,
                 text: fields.text_field,
                 url: None,
+                ..Fields::default()
             };
             let mut counters = neardup::summary::Counters::default();
             let sets = neardup::truth::load_sets(&files, &fields, &mut counters);
@@ -346,6 +386,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             runs,
             out_dir,
             name,
+            warc,
         } => {
             anyhow::ensure!(runs >= 1, "--runs must be at least 1");
             let mut rows = Vec::new();
@@ -360,9 +401,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         neardup::gen::write_documents(&opts, w).map(|_| ())
                     })?;
                 }
+                let scaled = out_dir.join(format!("warc-x{size}.warc.gz"));
+                if what == "warc" {
+                    neardup::bench::scale_warc(&warc, size, &scaled)?;
+                }
                 for &w in &workers {
                     let row = match what.as_str() {
                         "pairs" => neardup::bench::pairs(size, hot, w, &layout, runs, 1)?,
+                        "warc" => neardup::bench::warc(&scaled, w, runs, &out_dir)?,
                         _ => neardup::bench::fingerprint(&docs, w, runs, &out_dir)?,
                     };
                     eprintln!(

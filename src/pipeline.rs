@@ -14,6 +14,7 @@ use crate::dataflow::{all_gather, gather, shuffle, table_rounds};
 use crate::exec::Exec;
 use crate::features::FeatureConfig;
 use crate::group::{exact_pairs, ordered, owner, Groups};
+use crate::html::{self, Boilerplate};
 use crate::input::{self, Fields, InputFile, LineEvent, LineLocator, Split};
 use crate::output;
 use crate::progress::{Reporter, PROGRESS};
@@ -25,15 +26,56 @@ use crate::summary::{
 };
 use crate::tables::{self, TableLayout};
 
+/// Default for [`ContentOptions::min_tokens`].
+pub const DEFAULT_MIN_TOKENS: usize = 10;
+
+/// What a document's text must be to be fingerprinted, and how HTML becomes text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentOptions {
+    /// Boilerplate handling for HTML pages.
+    pub boilerplate: Boilerplate,
+    /// Documents with fewer tokens are skipped as `too_short` (and so never paired).
+    pub min_tokens: usize,
+    /// If not empty, documents that declare a language (HTML `lang`, JSONL language field) outside
+    /// this list of primary tags (`en`, `zh`) are skipped as `language`; undeclared ones are kept.
+    pub languages: Vec<String>,
+}
+
+impl Default for ContentOptions {
+    fn default() -> Self {
+        ContentOptions {
+            boilerplate: Boilerplate::default(),
+            min_tokens: DEFAULT_MIN_TOKENS,
+            languages: Vec::new(),
+        }
+    }
+}
+
 /// What the input files hold.
 #[derive(Clone, Debug)]
 pub enum SourceKind {
-    /// JSON Lines documents, fingerprinted with these options.
+    /// JSON Lines documents (text, or HTML in the `html` field), fingerprinted with these options.
     Jsonl {
         /// Field names.
         fields: Fields,
         /// Feature options.
         features: FeatureConfig,
+        /// Filters and HTML handling.
+        content: ContentOptions,
+    },
+    /// WARC files (`.warc`, `.warc.gz`): `response` and `resource` records holding HTML or text.
+    Warc {
+        /// Feature options.
+        features: FeatureConfig,
+        /// Filters and HTML handling.
+        content: ContentOptions,
+    },
+    /// HTML files, one page each (id = path).
+    Html {
+        /// Feature options.
+        features: FeatureConfig,
+        /// Filters and HTML handling.
+        content: ContentOptions,
     },
     /// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
     Fingerprints,
@@ -44,8 +86,106 @@ impl SourceKind {
     pub fn dir_extensions(&self) -> &'static [&'static str] {
         match self {
             SourceKind::Jsonl { .. } => input::DOCUMENT_EXTENSIONS,
+            SourceKind::Warc { .. } => input::WARC_EXTENSIONS,
+            SourceKind::Html { .. } => input::HTML_EXTENSIONS,
             SourceKind::Fingerprints => input::FINGERPRINT_EXTENSIONS,
         }
+    }
+
+    /// How files of this kind may be cut among workers.
+    pub fn split_mode(&self) -> input::SplitMode {
+        match self {
+            SourceKind::Jsonl { .. } | SourceKind::Fingerprints => input::SplitMode::Lines,
+            SourceKind::Warc { .. } => input::SplitMode::GzipMembers,
+            SourceKind::Html { .. } => input::SplitMode::Whole,
+        }
+    }
+
+    fn features(&self) -> Option<(&FeatureConfig, &ContentOptions)> {
+        match self {
+            SourceKind::Jsonl {
+                features, content, ..
+            }
+            | SourceKind::Warc { features, content }
+            | SourceKind::Html { features, content } => Some((features, content)),
+            SourceKind::Fingerprints => None,
+        }
+    }
+}
+
+/// Turns a document's text or HTML into a fingerprint, or says why not.
+struct Acceptor {
+    fingerprinter: Fingerprinter,
+    content: ContentOptions,
+}
+
+impl Acceptor {
+    /// Fingerprints `text` after the filters; `lang` is the declared language, if any.
+    fn text(&mut self, text: &str, lang: Option<&str>) -> Result<u64, (SkipReason, String)> {
+        if text.trim().is_empty() {
+            return Err((SkipReason::EmptyText, "empty text".into()));
+        }
+        if let Some(lang) = lang.filter(|_| !self.content.languages.is_empty()) {
+            let primary = lang.split(['-', '_']).next().unwrap_or_default().trim();
+            if !self
+                .content
+                .languages
+                .iter()
+                .any(|l| l.eq_ignore_ascii_case(primary))
+            {
+                return Err((
+                    SkipReason::Language,
+                    format!("language {lang:?} is not in {:?}", self.content.languages),
+                ));
+            }
+        }
+        match self.fingerprinter.fingerprint(text) {
+            None => Err((SkipReason::NoTokens, "no word or CJK token".into())),
+            Some(f) if f.tokens < self.content.min_tokens => Err((
+                SkipReason::TooShort,
+                format!(
+                    "{} tokens, fewer than min_tokens = {}",
+                    f.tokens, self.content.min_tokens
+                ),
+            )),
+            Some(f) => Ok(f.simhash),
+        }
+    }
+
+    /// Decodes, parses and extracts an HTML page, then fingerprints its text.
+    fn html(
+        &mut self,
+        bytes: &[u8],
+        http_charset: Option<&str>,
+    ) -> Result<u64, (SkipReason, String)> {
+        let decoded = html::decode(bytes, http_charset);
+        let page = html::page_text(&decoded.text, self.content.boilerplate);
+        if page.text.is_empty() && self.content.boilerplate == Boilerplate::Extract {
+            let message = "no text left after boilerplate removal (0 tokens)";
+            return Err((SkipReason::TooShort, message.into()));
+        }
+        self.text(&page.text, page.lang.as_deref())
+    }
+}
+
+/// Reports skipped records: counts them, and prints and keeps the first messages per reason.
+fn report(
+    counters: &mut Counters,
+    path: &std::path::Path,
+    place: &str,
+    reason: SkipReason,
+    offset: u64,
+    message: &str,
+) {
+    if counters.skip(reason) {
+        let text = format!(
+            "{}{place}: {reason}: {message} (byte {offset})",
+            path.display()
+        );
+        eprintln!("warning: {text}");
+        counters
+            .messages
+            .push((path.display().to_string(), offset, text));
     }
 }
 
@@ -106,120 +246,319 @@ pub struct Plan {
 }
 
 /// One loaded document: fingerprint, id, url.
-type Loaded = (u64, String, Option<String>);
+pub type Loaded = (u64, String, Option<String>);
 /// A fingerprints-output row: id, url, fingerprint (sorts by id).
 type FingerprintRow = (String, Option<String>, u64);
 
+/// Reads splits of `source` into fingerprinted documents `(simhash, id, url)`, in input order,
+/// counting and reporting every skip: what one worker does before the exchange (also used by tests
+/// and the WARC fuzzer).
+pub fn load_documents(source: &Source, splits: &[Split]) -> (Vec<Loaded>, Counters) {
+    let mut counters = Counters::default();
+    let docs = load(source, splits, &mut counters);
+    (docs, counters)
+}
+
 /// Reads this worker's splits into fingerprinted documents, counting and reporting every skip.
-fn load(plan: &Plan, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
-    let src = &plan.source;
+fn load(src: &Source, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
     let mut out = Vec::new();
-    let mut fingerprinter = match &src.kind {
-        SourceKind::Jsonl { features, .. } => Some(Fingerprinter::new(*features)),
-        SourceKind::Fingerprints => None,
-    };
-    let (mut pending_docs, mut pending_bytes) = (0u64, 0u64);
+    let mut acceptor = src.kind.features().map(|(features, content)| Acceptor {
+        fingerprinter: Fingerprinter::new(*features),
+        content: content.clone(),
+    });
     for split in splits {
         let file = &src.files[split.file];
-        let mut locator = LineLocator::new();
-        let mut report =
-            |counters: &mut Counters, reason: SkipReason, offset: u64, message: &str| {
-                if counters.skip(reason) {
-                    let line = match locator.line_of(file, offset) {
-                        Some(l) => format!(":{l}"),
-                        None => String::new(),
-                    };
-                    let text = format!(
-                        "{}{line}: {reason}: {message} (byte {offset})",
-                        file.path.display()
-                    );
-                    eprintln!("warning: {text}");
-                    counters
-                        .messages
-                        .push((file.path.display().to_string(), offset, text));
-                }
-            };
-        let result = input::read_split(file, split, src.max_record_bytes, |event| match event {
-            LineEvent::Line { bytes, offset } => {
-                if bytes.iter().all(u8::is_ascii_whitespace) {
-                    counters.blank_lines += 1;
-                    return;
-                }
-                counters.bytes += bytes.len() as u64 + 1;
-                pending_docs += 1;
-                pending_bytes += bytes.len() as u64 + 1;
-                if pending_docs == 256 {
-                    PROGRESS.read(pending_docs, pending_bytes);
-                    (pending_docs, pending_bytes) = (0, 0);
-                }
-                match &src.kind {
-                    SourceKind::Jsonl { fields, .. } => match input::parse_jsonl_doc(bytes, fields)
-                    {
-                        Err(skip) => report(counters, skip.reason, offset, &skip.message),
-                        Ok(doc) if doc.text.trim().is_empty() => {
-                            report(counters, SkipReason::EmptyText, offset, "empty text")
-                        }
-                        Ok(doc) => {
-                            let fp = fingerprinter.as_mut().expect("jsonl has a fingerprinter");
-                            match fp.fingerprint(&doc.text) {
-                                None => report(
-                                    counters,
-                                    SkipReason::NoTokens,
-                                    offset,
-                                    "no word or CJK token",
-                                ),
-                                Some(f) => {
-                                    let id = match doc.id {
-                                        Some(id) => id.into_owned(),
-                                        None => {
-                                            counters.generated_ids += 1;
-                                            format!("{}@{offset}", file.path.display())
-                                        }
-                                    };
-                                    counters.read += 1;
-                                    counters.processed += 1;
-                                    out.push((f.simhash, id, doc.url.map(|u| u.into_owned())));
-                                }
-                            }
-                        }
-                    },
-                    SourceKind::Fingerprints => match input::parse_fingerprint_line(bytes) {
-                        Err(skip) => report(counters, skip.reason, offset, &skip.message),
-                        Ok(r) => {
-                            counters.read += 1;
-                            counters.processed += 1;
-                            out.push((r.simhash, r.id.into_owned(), r.url.map(|u| u.into_owned())));
-                        }
-                    },
-                }
+        match (&src.kind, acceptor.as_mut()) {
+            (SourceKind::Warc { .. }, Some(acc)) => {
+                load_warc(file, split, src.max_record_bytes, acc, counters, &mut out)
             }
-            LineEvent::TooLong { offset, len } => report(
+            (SourceKind::Html { .. }, Some(acc)) => {
+                load_html_file(file, src.max_record_bytes, acc, counters, &mut out)
+            }
+            (kind, acc) => load_lines(
+                kind,
+                file,
+                split,
+                src.max_record_bytes,
+                acc,
                 counters,
-                SkipReason::TooLarge,
-                offset,
-                &format!(
-                    "record of {len} bytes exceeds max_record_bytes={}",
-                    src.max_record_bytes
-                ),
+                &mut out,
             ),
-            LineEvent::ReadError { offset, error } => report(
-                counters,
-                SkipReason::ReadError,
-                offset,
-                &format!("{error}; the rest of this file could not be read"),
-            ),
-        });
-        if let Err(error) = result {
-            report(
-                counters,
-                SkipReason::ReadError,
-                split.start,
-                &format!("cannot open: {error}"),
-            );
         }
     }
-    PROGRESS.read(pending_docs, pending_bytes);
+    PROGRESS.flush_read();
     out
+}
+
+/// The id of a document without one: `PATH@OFFSET`.
+fn generated_id(counters: &mut Counters, file: &InputFile, offset: u64) -> String {
+    counters.generated_ids += 1;
+    format!("{}@{offset}", file.path.display())
+}
+
+/// Reads the lines of one split of a JSON Lines or fingerprints file.
+fn load_lines(
+    kind: &SourceKind,
+    file: &InputFile,
+    split: &Split,
+    max_record_bytes: usize,
+    mut acceptor: Option<&mut Acceptor>,
+    counters: &mut Counters,
+    out: &mut Vec<Loaded>,
+) {
+    let mut locator = LineLocator::new();
+    let mut skip = |counters: &mut Counters, reason: SkipReason, offset: u64, message: &str| {
+        let place = match locator.line_of(file, offset) {
+            Some(l) => format!(":{l}"),
+            None => String::new(),
+        };
+        report(counters, &file.path, &place, reason, offset, message);
+    };
+    let result = input::read_split(file, split, max_record_bytes, |event| match event {
+        LineEvent::Line { bytes, offset } => {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                counters.blank_lines += 1;
+                return;
+            }
+            counters.bytes += bytes.len() as u64 + 1;
+            PROGRESS.read_one(bytes.len() as u64 + 1);
+            match (kind, acceptor.as_deref_mut()) {
+                (SourceKind::Jsonl { fields, .. }, Some(acc)) => {
+                    let doc = match input::parse_jsonl_doc(bytes, fields) {
+                        Err(s) => return skip(counters, s.reason, offset, &s.message),
+                        Ok(doc) => doc,
+                    };
+                    let fingerprint = if doc.is_html {
+                        acc.html(doc.text.as_bytes(), Some("utf-8"))
+                    } else {
+                        acc.text(&doc.text, doc.lang.as_deref())
+                    };
+                    match fingerprint {
+                        Err((reason, message)) => skip(counters, reason, offset, &message),
+                        Ok(simhash) => {
+                            let id = match doc.id {
+                                Some(id) => id.into_owned(),
+                                None => generated_id(counters, file, offset),
+                            };
+                            counters.read += 1;
+                            counters.processed += 1;
+                            out.push((simhash, id, doc.url.map(|u| u.into_owned())));
+                        }
+                    }
+                }
+                _ => match input::parse_fingerprint_line(bytes) {
+                    Err(s) => skip(counters, s.reason, offset, &s.message),
+                    Ok(r) => {
+                        counters.read += 1;
+                        counters.processed += 1;
+                        out.push((r.simhash, r.id.into_owned(), r.url.map(|u| u.into_owned())));
+                    }
+                },
+            }
+        }
+        LineEvent::TooLong { offset, len } => skip(
+            counters,
+            SkipReason::TooLarge,
+            offset,
+            &format!("record of {len} bytes exceeds max_record_bytes={max_record_bytes}"),
+        ),
+        LineEvent::ReadError { offset, error } => skip(
+            counters,
+            SkipReason::ReadError,
+            offset,
+            &format!("{error}; the rest of this file could not be read"),
+        ),
+    });
+    if let Err(error) = result {
+        skip(
+            counters,
+            SkipReason::ReadError,
+            split.start,
+            &format!("cannot open: {error}"),
+        );
+    }
+}
+
+/// True for content types read as HTML; `None` for types read as plain text; `Err` for the rest.
+fn page_kind(content_type: Option<&str>) -> Result<bool, String> {
+    let Some(ct) = content_type else {
+        return Ok(true);
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "" | "text/html" | "application/xhtml+xml" | "application/xml+xhtml" => Ok(true),
+        "text/plain" => Ok(false),
+        _ => Err(format!("content type {mime:?} is not HTML or text")),
+    }
+}
+
+/// Reads the records of one split of a WARC file.
+fn load_warc(
+    file: &InputFile,
+    split: &Split,
+    max_record_bytes: usize,
+    acc: &mut Acceptor,
+    counters: &mut Counters,
+    out: &mut Vec<Loaded>,
+) {
+    use crate::warc::{WarcCompression, WarcItem, WarcReader, WarcSkipKind};
+    let path = &file.path;
+    let compression = match file.compression {
+        input::Compression::None => WarcCompression::Plain,
+        input::Compression::Gzip => WarcCompression::Gzip,
+        input::Compression::Zstd => {
+            let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
+            return report(counters, path, "", SkipReason::ReadError, 0, message);
+        }
+    };
+    let end = (split.end != u64::MAX).then_some(split.end);
+    let reader = std::fs::File::open(path).and_then(|f| {
+        WarcReader::new(
+            std::io::BufReader::with_capacity(1 << 20, f),
+            compression,
+            split.start,
+            end,
+            max_record_bytes as u64,
+        )
+    });
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            let message = format!("cannot open: {e}");
+            return report(
+                counters,
+                path,
+                "",
+                SkipReason::ReadError,
+                split.start,
+                &message,
+            );
+        }
+    };
+    let mut last_offset = split.start;
+    for item in reader {
+        let record = match item {
+            Err(e) => {
+                let message = format!("{e}; the rest of this file could not be read");
+                report(
+                    counters,
+                    path,
+                    "",
+                    SkipReason::ReadError,
+                    last_offset,
+                    &message,
+                );
+                break;
+            }
+            Ok(WarcItem::Skip(s)) => {
+                let reason = match s.kind {
+                    WarcSkipKind::TooLarge => SkipReason::TooLarge,
+                    WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
+                };
+                report(counters, path, "", reason, s.offset, &s.message);
+                continue;
+            }
+            Ok(WarcItem::Record(r)) => r,
+        };
+        last_offset = record.offset;
+        counters.bytes += record.block.len() as u64;
+        PROGRESS.read_one(record.block.len() as u64);
+        let h = &record.header;
+        let place = format!(
+            " record {}",
+            h.record_id.as_deref().unwrap_or("without WARC-Record-ID")
+        );
+        let fingerprint = match h.warc_type.as_str() {
+            "response" => crate::warc::parse_http_response(&record.block, max_record_bytes as u64)
+                .map_err(|m| (SkipReason::CorruptRecord, format!("bad HTTP response: {m}")))
+                .and_then(|resp| {
+                    if !(200..300).contains(&resp.status) {
+                        return Err((
+                            SkipReason::HttpStatus,
+                            format!("HTTP status {}", resp.status),
+                        ));
+                    }
+                    let ct = resp.content_type.as_deref();
+                    match page_kind(ct) {
+                        Err(m) => Err((SkipReason::NotHtml, m)),
+                        Ok(true) => acc.html(&resp.body, ct.and_then(html::charset_param)),
+                        Ok(false) => {
+                            let text =
+                                html::decode_text(&resp.body, ct.and_then(html::charset_param));
+                            acc.text(&text, None)
+                        }
+                    }
+                }),
+            "resource" => {
+                let ct = h.content_type.as_deref();
+                match page_kind(ct) {
+                    Err(m) => Err((SkipReason::NotHtml, m)),
+                    Ok(true) => acc.html(&record.block, ct.and_then(html::charset_param)),
+                    Ok(false) => {
+                        let text =
+                            html::decode_text(&record.block, ct.and_then(html::charset_param));
+                        acc.text(&text, None)
+                    }
+                }
+            }
+            other => Err((
+                SkipReason::WarcRecordType,
+                format!("a {other:?} record holds no page"),
+            )),
+        };
+        match fingerprint {
+            Err((reason, message)) => {
+                report(counters, path, &place, reason, record.offset, &message)
+            }
+            Ok(simhash) => {
+                let id = match &h.record_id {
+                    Some(id) if !id.is_empty() && !id.contains(['\t', '\n', '\r']) => id.clone(),
+                    _ => generated_id(counters, file, record.offset),
+                };
+                counters.read += 1;
+                counters.processed += 1;
+                out.push((simhash, id, h.target_uri.clone()));
+            }
+        }
+    }
+}
+
+/// Reads one HTML file as one page (id = its path).
+fn load_html_file(
+    file: &InputFile,
+    max_record_bytes: usize,
+    acc: &mut Acceptor,
+    counters: &mut Counters,
+    out: &mut Vec<Loaded>,
+) {
+    use std::io::Read;
+    let path = &file.path;
+    let mut bytes = Vec::new();
+    let read = input::open_stream(file)
+        .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        let message = format!("cannot read: {e}");
+        return report(counters, path, "", SkipReason::ReadError, 0, &message);
+    }
+    if bytes.len() > max_record_bytes {
+        let message = format!("page exceeds max_record_bytes={max_record_bytes}");
+        return report(counters, path, "", SkipReason::TooLarge, 0, &message);
+    }
+    counters.bytes += bytes.len() as u64;
+    PROGRESS.read_one(bytes.len() as u64);
+    match acc.html(&bytes, None) {
+        Err((reason, message)) => report(counters, path, "", reason, 0, &message),
+        Ok(simhash) => {
+            counters.read += 1;
+            counters.processed += 1;
+            out.push((simhash, path.display().to_string(), None));
+        }
+    }
 }
 
 /// Per-worker facts gathered at the end.
@@ -282,9 +621,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     };
 
     // read + fingerprint
-    let splits = input::plan_splits(&plan.source.files, peers, plan.source.split_bytes);
+    let splits = input::plan_splits(
+        &plan.source.files,
+        peers,
+        plan.source.split_bytes,
+        plan.source.kind.split_mode(),
+    );
     let mut counters = Counters::default();
-    let docs = load(plan, &splits[me], &mut counters);
+    let docs = load(&plan.source, &splits[me], &mut counters);
     // Duplicate ids: 64-bit id hashes meet at their owner (a collision is ~n^2/2^65 likely).
     let mut id_hashes = shuffle(
         worker,

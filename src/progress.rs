@@ -19,6 +19,11 @@ pub struct Counters {
     total_rounds: AtomicU64,
 }
 
+thread_local! {
+    /// Records and bytes read on this thread and not yet added to [`PROGRESS`].
+    static PENDING: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 /// The counters the workers of this process update.
 pub static PROGRESS: Counters = Counters {
     stage: AtomicUsize::new(0),
@@ -38,6 +43,26 @@ impl Counters {
     pub fn read(&self, docs: u64, bytes: u64) {
         self.docs.fetch_add(docs, Relaxed);
         self.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// Adds one read record of `bytes` bytes, batched per thread so the shared counters are touched
+    /// once per 256 records.
+    pub fn read_one(&self, bytes: u64) {
+        PENDING.with(|p| {
+            let (docs, pending) = p.get();
+            if docs + 1 == 256 {
+                self.read(256, pending + bytes);
+                p.set((0, 0));
+            } else {
+                p.set((docs + 1, pending + bytes));
+            }
+        });
+    }
+
+    /// Adds what [`Counters::read_one`] batched on this thread.
+    pub fn flush_read(&self) {
+        let (docs, bytes) = PENDING.with(|p| p.replace((0, 0)));
+        self.read(docs, bytes);
     }
 
     /// Records that table round `done` of `total` finished.

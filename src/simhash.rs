@@ -9,7 +9,7 @@
 //! ripple-carry addition over the planes (about two plane updates per hash on average, whatever the
 //! CPU). Every 255 hashes the planes are flushed into per-lane `u32` totals.
 
-use crate::features::{for_each_shingle, FeatureConfig, Scratch};
+use crate::features::{for_each_feature, FeatureConfig, Scratch};
 
 /// Fingerprint width f in bits. Only 64 is supported.
 pub const F: u32 = 64;
@@ -160,7 +160,7 @@ impl Fingerprinter {
         let mut pending = 0u32;
         let mut features = 0u32;
         let ones = &mut self.acc.ones;
-        let tokens = for_each_shingle(
+        let tokens = for_each_feature(
             text,
             &self.config,
             &mut self.scratch,
@@ -265,7 +265,7 @@ mod tests {
         let edited = base.replace("lazy", "sleepy");
         let other = "completely unrelated text about database indexes and query planning in \
                      postgresql with btree and hash access methods for many different workloads";
-        let mut fp = Fingerprinter::new(FeatureConfig { shingle: 1 });
+        let mut fp = Fingerprinter::new(FeatureConfig::shingles(1));
         let a = fp.fingerprint(base).unwrap().simhash;
         let b = fp.fingerprint(&edited).unwrap().simhash;
         let c = fp.fingerprint(other).unwrap().simhash;

@@ -28,11 +28,23 @@ pub enum SkipReason {
     ReadError,
     /// A fingerprints-file line without a 16-hex-digit simhash.
     BadFingerprint,
+    /// A WARC record that is corrupt or truncated (bad header, bad gzip member, short block).
+    CorruptRecord,
+    /// A WARC record of a type that holds no page (`warcinfo`, `request`, `metadata`, `revisit`, ...).
+    WarcRecordType,
+    /// An HTTP response whose status is not 2xx.
+    HttpStatus,
+    /// A response or record whose content type is not HTML or text.
+    NotHtml,
+    /// Fewer tokens than `min_tokens`: too short for a meaningful fingerprint, so never paired.
+    TooShort,
+    /// A declared language outside the job's `languages`.
+    Language,
 }
 
 impl SkipReason {
     /// Every reason, in summary order.
-    pub const ALL: [SkipReason; 9] = [
+    pub const ALL: [SkipReason; 15] = [
         SkipReason::InvalidUtf8,
         SkipReason::InvalidJson,
         SkipReason::MissingText,
@@ -42,6 +54,12 @@ impl SkipReason {
         SkipReason::TooLarge,
         SkipReason::ReadError,
         SkipReason::BadFingerprint,
+        SkipReason::CorruptRecord,
+        SkipReason::WarcRecordType,
+        SkipReason::HttpStatus,
+        SkipReason::NotHtml,
+        SkipReason::TooShort,
+        SkipReason::Language,
     ];
 
     /// The stable snake_case name.
@@ -56,6 +74,12 @@ impl SkipReason {
             SkipReason::TooLarge => "too_large",
             SkipReason::ReadError => "read_error",
             SkipReason::BadFingerprint => "bad_fingerprint",
+            SkipReason::CorruptRecord => "corrupt_record",
+            SkipReason::WarcRecordType => "warc_record_type",
+            SkipReason::HttpStatus => "http_status",
+            SkipReason::NotHtml => "not_html",
+            SkipReason::TooShort => "too_short",
+            SkipReason::Language => "language",
         }
     }
 }

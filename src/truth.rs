@@ -14,9 +14,7 @@ pub const TRUTH_SHINGLE: usize = 5;
 /// The sorted, de-duplicated shingle-hash set of `text` (documents shorter than 5 tokens have one
 /// shingle of all their tokens).
 pub fn shingle_set(text: &str) -> Vec<u64> {
-    let cfg = FeatureConfig {
-        shingle: TRUTH_SHINGLE,
-    };
+    let cfg = FeatureConfig::shingles(TRUTH_SHINGLE);
     let mut set = Vec::new();
     for_each_shingle(text, &cfg, &mut Scratch::default(), |h| set.push(h));
     set.sort_unstable();

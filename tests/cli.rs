@@ -172,6 +172,7 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     std::fs::write(
         dir.path().join("job.toml"),
         "[input]\npaths = [\"bad.jsonl\"]\nmax_record_bytes = 100\nsplit_mib = 1\n\
+         [content]\nmin_tokens = 1\n\
          [run]\nworkers = 2\n[output]\ndir = \"out\"\nfingerprints = \"fps.tsv\"\n",
     )
     .unwrap();
@@ -247,6 +248,8 @@ fn truncated_gzip_keeps_the_records_before_the_damage() {
             "fps.tsv",
             "--summary",
             "s.json",
+            "--min-tokens",
+            "1",
         ])
         .current_dir(dir.path())
         .output()
@@ -275,7 +278,7 @@ fn stage_commands_compose_and_validate_their_arguments() {
     let fps = dir.path().join("fps.jsonl");
     run_ok(
         neardup()
-            .args(["fingerprint", "--input", "data-samples", "--out"])
+            .args(["fingerprint", "--input", "data-samples/docs.jsonl", "--out"])
             .arg(&fps)
             .args(["-w", "2"])
             .current_dir(root()),

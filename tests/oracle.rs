@@ -177,6 +177,7 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
                 kind: SourceKind::Jsonl {
                     fields: Fields::default(),
                     features: FeatureConfig::default(),
+                    content: Default::default(),
                 },
                 files: discover(
                     std::slice::from_ref(&docs_path),

@@ -1,0 +1,440 @@
+//! Crawl input end to end: the WARC sample job against the planted truth in
+//! data-samples/warc/expected.json, charset decoding of real pages, and a fuzzer over mutated WARC
+//! bytes (seconds here; `scripts/fuzz_warc.sh` runs it for minutes).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use neardup::features::{FeatureConfig, FeatureKind};
+use neardup::html::Boilerplate;
+use neardup::input::{discover, Compression, InputFile, Split};
+use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
+
+fn neardup() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+fn summary(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sample() -> PathBuf {
+    root().join("data-samples/warc/sample.warc.gz")
+}
+
+fn expected() -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join("data-samples/warc/expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn warc_source(files: Vec<InputFile>, boilerplate: Boilerplate, kind: FeatureKind) -> Source {
+    Source {
+        kind: SourceKind::Warc {
+            features: FeatureConfig { shingle: 3, kind },
+            content: ContentOptions {
+                boilerplate,
+                ..ContentOptions::default()
+            },
+        },
+        files,
+        max_record_bytes: 1 << 20,
+        split_bytes: 64 << 20,
+    }
+}
+
+fn whole(file: usize) -> Split {
+    Split {
+        file,
+        start: 0,
+        end: u64::MAX,
+    }
+}
+
+/// Simhash by URL of every page read from the sample.
+fn fingerprints_by_url(boilerplate: Boilerplate, kind: FeatureKind) -> BTreeMap<String, u64> {
+    let files = discover(&[sample()], &[]).unwrap();
+    let (docs, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
+    docs.into_iter()
+        .map(|(fp, _, url)| (url.expect("WARC pages have a URL"), fp))
+        .collect()
+}
+
+fn pairs(e: &serde_json::Value, key: &str) -> Vec<(String, String)> {
+    e[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_str().unwrap().to_owned(),
+                p[1].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Hamming distances of the pairs whose pages were both fingerprinted.
+fn distances(fps: &BTreeMap<String, u64>, pairs: &[(String, String)]) -> Vec<u32> {
+    pairs
+        .iter()
+        .filter(|(a, b)| fps.contains_key(a) && fps.contains_key(b))
+        .map(|(a, b)| (fps[a] ^ fps[b]).count_ones())
+        .collect()
+}
+
+#[test]
+fn sample_job_accounts_for_every_record_and_finds_the_planted_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = neardup()
+        .args(["run", "jobs/warc-sample.toml", "--out-dir"])
+        .arg(dir.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "partial success: {stderr}");
+    let e = expected();
+    let s = summary(&dir.path().join("summary.json"));
+    let docs = &s["documents"];
+    let counts = &e["counts"];
+    let reasons = &docs["skipped_by_reason"];
+    let want = [
+        (
+            "warc_record_type",
+            &counts["skipped_by_reason"]["warc_type"],
+        ),
+        ("not_html", &counts["skipped_by_reason"]["not_html"]),
+        ("http_status", &counts["skipped_by_reason"]["http_status"]),
+        ("corrupt_record", &counts["skipped_by_reason"]["corrupt"]),
+    ];
+    for (reason, n) in want {
+        assert_eq!(&reasons[reason], n, "{reason}: {reasons}\n{stderr}");
+    }
+    // Every page is fingerprinted or too short; with boilerplate removed, a few stub pages of the
+    // manuals ("Moved!", link-only tables of contents) are too short besides the planted one.
+    let pages = counts["pages_expected"].as_u64().unwrap();
+    let short = reasons["too_short"].as_u64().unwrap();
+    assert!(
+        short >= counts["short_pages"].as_u64().unwrap() && short <= 10,
+        "{reasons}"
+    );
+    assert_eq!(docs["processed"].as_u64().unwrap() + short, pages);
+    assert_eq!(
+        docs["read"].as_u64().unwrap(),
+        docs["processed"].as_u64().unwrap() + docs["skipped"].as_u64().unwrap()
+    );
+    // Every corrupt spot is named with its file and offset.
+    for c in e["corrupt"].as_array().unwrap() {
+        let offset = c["offset"].as_u64().unwrap();
+        assert!(
+            stderr.contains(&format!("(byte {offset})")),
+            "corrupt spot at {offset} not reported: {stderr}"
+        );
+    }
+
+    // Pairs by URL, through the fingerprints file.
+    let mut url_of = BTreeMap::new();
+    for line in std::fs::read_to_string(dir.path().join("fingerprints.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        url_of.insert(
+            v["id"].as_str().unwrap().to_owned(),
+            v["url"].as_str().unwrap().to_owned(),
+        );
+    }
+    let found: BTreeSet<(String, String)> = std::fs::read_to_string(dir.path().join("pairs.tsv"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut f = l.split('\t');
+            let (a, b) = (f.next().unwrap(), f.next().unwrap());
+            let (a, b) = (url_of[a].clone(), url_of[b].clone());
+            (a.clone().min(b.clone()), a.max(b))
+        })
+        .collect();
+    let norm = |(a, b): &(String, String)| (a.clone().min(b.clone()), a.clone().max(b.clone()));
+    let read: BTreeSet<&String> = url_of.values().collect();
+    let mut checked = 0;
+    for p in pairs(&e, "boilerplate_pairs") {
+        // A page too short to fingerprint is reported as too_short and never paired.
+        if read.contains(&p.0) && read.contains(&p.1) {
+            assert!(
+                found.contains(&norm(&p)),
+                "boilerplate-only pair missed: {p:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 12,
+        "only {checked} boilerplate pairs had both pages"
+    );
+    for p in pairs(&e, "template_pairs") {
+        assert!(
+            !found.contains(&norm(&p)),
+            "same template, other content, reported: {p:?}"
+        );
+    }
+}
+
+#[test]
+fn boilerplate_decides_nothing_once_main_content_is_extracted() {
+    let e = expected();
+    let boiler = pairs(&e, "boilerplate_pairs");
+    let template = pairs(&e, "template_pairs");
+    let within = |d: &[u32]| d.iter().filter(|&&d| d <= 3).count();
+
+    // The default: main content, shingles. Mirror copies are within k, same-template pages far.
+    let fps = fingerprints_by_url(Boilerplate::Extract, FeatureKind::Shingles);
+    let (near, far) = (distances(&fps, &boiler), distances(&fps, &template));
+    assert!(near.len() >= 12 && far.len() >= 5, "{near:?} {far:?}");
+    assert_eq!(
+        within(&near),
+        near.len(),
+        "boilerplate-only pairs: {near:?}"
+    );
+    assert_eq!(within(&far), 0, "same template, other content: {far:?}");
+
+    // Whole pages: the mirrors' navigation, ads and footers push most copies beyond k ...
+    let fps = fingerprints_by_url(Boilerplate::Keep, FeatureKind::Shingles);
+    let whole = within(&distances(&fps, &boiler));
+    assert!(
+        whole * 2 < boiler.len(),
+        "whole pages: {whole} of {}",
+        boiler.len()
+    );
+    // ... and spot signatures, which skip layout text by construction, recover many of them.
+    let fps = fingerprints_by_url(Boilerplate::Keep, FeatureKind::Spots);
+    let spots = within(&distances(&fps, &boiler));
+    assert!(
+        spots >= whole + 4,
+        "spots {spots} vs shingles {whole} of {}",
+        boiler.len()
+    );
+}
+
+#[test]
+fn legacy_charsets_are_decoded() {
+    use neardup::warc::{parse_http_response, WarcCompression, WarcItem, WarcReader};
+    let e = expected();
+    let pages = e["charset_pages"].as_object().unwrap();
+    let file = std::fs::File::open(sample()).unwrap();
+    let reader = WarcReader::new(
+        std::io::BufReader::new(file),
+        WarcCompression::Gzip,
+        0,
+        None,
+        1 << 20,
+    )
+    .unwrap();
+    let mut seen = 0;
+    for item in reader {
+        let WarcItem::Record(r) = item.unwrap() else {
+            continue;
+        };
+        let Some(want) = r.header.target_uri.as_deref().and_then(|u| pages.get(u)) else {
+            continue;
+        };
+        if r.header.warc_type != "response" {
+            continue;
+        }
+        let resp = parse_http_response(&r.block, 1 << 20).unwrap();
+        let charset = resp
+            .content_type
+            .as_deref()
+            .and_then(neardup::html::charset_param);
+        let decoded = neardup::html::decode(&resp.body, charset);
+        let text = neardup::html::page_text(&decoded.text, Boilerplate::Extract).text;
+        let word = want["must_contain"].as_str().unwrap();
+        assert!(
+            text.contains(word),
+            "{}: {word:?} not in the text decoded as {}",
+            r.header.target_uri.as_deref().unwrap(),
+            decoded.encoding.name()
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, pages.len());
+}
+
+#[test]
+fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
+    let files = discover(&[sample()], &[]).unwrap();
+    assert_eq!(files[0].compression, Compression::Gzip);
+    let source = warc_source(files.clone(), Boilerplate::Extract, FeatureKind::Shingles);
+    let (one, c1) = load_documents(&source, &[whole(0)]);
+    for peers in [2, 3, 7] {
+        // Small splits, so cuts land inside members, inside the junk and inside corrupt members.
+        let plan = neardup::input::plan_splits(&files, peers, 4096, source.kind.split_mode());
+        assert!(plan.iter().map(Vec::len).sum::<usize>() > peers);
+        let mut all = Vec::new();
+        let mut counters = neardup::summary::Counters::default();
+        for splits in &plan {
+            let (docs, c) = load_documents(&source, splits);
+            all.extend(docs);
+            counters.merge(c);
+        }
+        let mut a = one.clone();
+        a.sort();
+        all.sort();
+        assert_eq!(all, a, "{peers} workers");
+        assert_eq!(counters.skipped, c1.skipped, "{peers} workers");
+    }
+}
+
+/// A small deterministic generator for the fuzzer.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        neardup::group::mix64(self.0)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Mutates `bytes`; returns the byte range of the original that the mutation touched (everything
+/// from `start` on, for a truncation).
+fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
+    let at = rng.below(bytes.len());
+    match rng.below(5) {
+        0 => {
+            let n = 1 + rng.below(8);
+            for i in at..(at + n).min(bytes.len()) {
+                bytes[i] ^= 1 << rng.below(8);
+            }
+            (at, at + n)
+        }
+        1 => {
+            let n = 1 + rng.below(3000);
+            let end = (at + n).min(bytes.len());
+            bytes.drain(at..end);
+            (at, end)
+        }
+        2 => {
+            let junk: Vec<u8> = (0..1 + rng.below(500)).map(|_| rng.next() as u8).collect();
+            bytes.splice(at..at, junk);
+            (at, at + 1)
+        }
+        3 => {
+            let len = bytes.len();
+            bytes.truncate(at);
+            (at, len)
+        }
+        _ => {
+            // A plausible but wrong number where a Content-Length might be.
+            let digits = format!("{}", rng.below(100_000));
+            let end = (at + digits.len()).min(bytes.len());
+            bytes.splice(at..end, digits.bytes());
+            (at, end)
+        }
+    }
+}
+
+/// Mutated copies of the sample, as .warc.gz and as plain .warc, for `seconds`: the reader never
+/// panics, accounts for every record, and returns every page whose bytes the mutation left alone.
+fn fuzz(seconds: f64, seed: u64) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = std::fs::read(sample()).unwrap();
+    // The plain file: the well-formed members, decompressed. Page ranges in both files.
+    let e = expected();
+    let mut plain = Vec::new();
+    let mut gz_pages = Vec::new();
+    let mut plain_pages = Vec::new();
+    for r in e["records"].as_array().unwrap() {
+        let (off, len) = (
+            r["offset"].as_u64().unwrap() as usize,
+            r["length"].as_u64().unwrap() as usize,
+        );
+        if r["well_formed"] != true {
+            continue;
+        }
+        let start = plain.len();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(&gz[off..off + len]),
+            &mut plain,
+        )
+        .unwrap();
+        if let (Some(url), true) = (r["uri"].as_str(), r["page"] == true) {
+            gz_pages.push((off, off + len, url.to_owned()));
+            plain_pages.push((start, plain.len(), url.to_owned()));
+        }
+    }
+    let load = |path: &Path| {
+        let files = discover(&[path.to_path_buf()], &[]).unwrap();
+        let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
+        load_documents(&source, &[whole(0)])
+    };
+    let by_url = |docs: &[neardup::pipeline::Loaded]| -> BTreeMap<String, u64> {
+        docs.iter()
+            .map(|(fp, _, u)| (u.clone().unwrap_or_default(), *fp))
+            .collect()
+    };
+    let gz_path = dir.path().join("m.warc.gz");
+    let plain_path = dir.path().join("m.warc");
+    std::fs::write(&gz_path, &gz).unwrap();
+    std::fs::write(&plain_path, &plain).unwrap();
+    let want = by_url(&load(&gz_path).0);
+    assert_eq!(
+        by_url(&load(&plain_path).0),
+        want,
+        "plain and gzip read the same pages"
+    );
+    let mut rng = Rng(seed);
+    let started = std::time::Instant::now();
+    let mut cases = 0;
+    while started.elapsed().as_secs_f64() < seconds || cases < 4 {
+        cases += 1;
+        let compressed = cases % 2 == 0;
+        let (mut bytes, path) = if compressed {
+            (gz.clone(), &gz_path)
+        } else {
+            (plain.clone(), &plain_path)
+        };
+        let (a, b) = mutate(&mut rng, &mut bytes);
+        std::fs::write(path, &bytes).unwrap();
+        let (docs, counters) = load(path);
+        assert_eq!(
+            counters.read,
+            counters.processed + counters.skipped_total(),
+            "accounting, case {cases}"
+        );
+        assert_eq!(counters.processed as usize, docs.len());
+        let got = by_url(&docs);
+        // Pages entirely before or after the touched range must all come back intact.
+        let pages = if compressed { &gz_pages } else { &plain_pages };
+        for (start, end, url) in pages {
+            if (*end <= a || *start >= b) && want.contains_key(url) {
+                assert_eq!(
+                    got.get(url),
+                    Some(&want[url]),
+                    "case {cases} ({}): page {url} at {start}..{end} lost; mutation touched {a}..{b}",
+                    if compressed { "gzip" } else { "plain" }
+                );
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn mutated_warc_files_never_crash_and_never_lose_an_untouched_page() {
+    let seconds = std::env::var("NEARDUP_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
+    let seed = std::env::var("NEARDUP_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let cases = fuzz(seconds, seed);
+    eprintln!("fuzzed {cases} mutated WARC files in {seconds} s (seed {seed})");
+}
