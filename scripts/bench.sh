@@ -24,13 +24,16 @@ out=bench-results
 mkdir -p "$out"
 
 if [ "$tiny" = 1 ]; then
-    docs=2000 docs_big=4000 fps=20000,50000 hot_n=20000 hot=5000 runs=1 fps_proc=50000
+    docs=2000 docs_big=4000 fps=20000,50000 hot_n=20000 hot=5000 runs=1 fps_proc=50000 warc_copies=2
 else
-    docs=100000 docs_big=1000000 fps=1000000,10000000,30000000,100000000 hot_n=1000000 hot=200000 runs=3 fps_proc=10000000
+    docs=100000 docs_big=1000000 fps=1000000,10000000,30000000,100000000 hot_n=1000000 hot=200000 runs=3 fps_proc=10000000 warc_copies=400
 fi
 
 echo "== fingerprinting: JSONL documents -> simhash (read_fingerprint stage)"
 "$bin" bench fingerprint --n "$docs,$docs_big" -w 1,2 --runs "$runs" --out-dir "$out"
+
+echo "== crawl input: copies of data-samples/warc/sample.warc.gz -> simhash (WARC, HTTP, charset, HTML, main content)"
+"$bin" bench warc --n "$warc_copies" -w 1,2 --runs "$runs" --out-dir "$out"
 
 echo "== pair finding: fingerprints -> all pairs within k=3 (table rounds), 2 workers"
 "$bin" bench pairs --n "$fps" -w 2 --runs "$runs" --out-dir "$out"

@@ -434,6 +434,8 @@ def write_job(docs: Path, workdir: Path) -> Path:
     job.write_text(
         "# written by scripts/bench_peers.py\n"
         f"[input]\npaths = [{json.dumps(str(docs.resolve()))}]\n\n"
+        "# every document, as the peers see them (the default skips those under 10 tokens)\n"
+        "[content]\nmin_tokens = 1\n\n"
         f"[simhash]\nk = {K}\nlayout = \"auto\"\n\n"
         "[run]\nworkers = 2\n\n"
         f"[output]\ndir = {json.dumps(str((workdir / 'out').resolve()))}\n"

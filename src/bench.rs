@@ -136,10 +136,15 @@ pub fn fingerprint(
     runs: usize,
     scratch: &Path,
 ) -> anyhow::Result<Row> {
+    // Every generated document counts, however short.
+    let content = crate::pipeline::ContentOptions {
+        min_tokens: 1,
+        ..Default::default()
+    };
     let kind = SourceKind::Jsonl {
         fields: Fields::default(),
         features: FeatureConfig::default(),
-        content: Default::default(),
+        content,
     };
     read_and_fingerprint("fingerprint", input, kind, workers, runs, scratch)
 }
