@@ -73,6 +73,9 @@ enum Command {
         /// Documents with fewer tokens are skipped as too_short.
         #[arg(long, default_value_t = DEFAULT_MIN_TOKENS)]
         min_tokens: usize,
+        /// JSON Lines: field holding a whole HTML page (records with it are parsed as HTML).
+        #[arg(long)]
+        html_field: Option<String>,
         /// Also write the run summary (JSON) here.
         #[arg(long)]
         summary: Option<PathBuf>,
@@ -301,6 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             features,
             boilerplate,
             min_tokens,
+            html_field,
             summary,
             cluster,
         } => {
@@ -322,7 +326,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         id: fields.id_field,
                         text: fields.text_field,
                         url: Some(fields.url_field).filter(|u| !u.is_empty()),
-                        ..Fields::default()
+                        html: html_field,
+                        lang: None,
                     },
                     features,
                     content,

@@ -397,6 +397,14 @@ fn page_kind(content_type: Option<&str>) -> Result<bool, String> {
     }
 }
 
+/// True for the URIs crawlers give their own files (`metadata://` logs and manifests of wget, `dns:`
+/// lookups of Heritrix, `filedesc:` headers of ARC conversions).
+fn is_crawler_metadata(uri: &str) -> bool {
+    ["metadata:", "dns:", "filedesc:", "urn:"]
+        .iter()
+        .any(|scheme| uri.len() >= scheme.len() && uri[..scheme.len()].eq_ignore_ascii_case(scheme))
+}
+
 /// Reads the records of one split of a WARC file.
 fn load_warc(
     file: &InputFile,
@@ -494,6 +502,10 @@ fn load_warc(
                         }
                     }
                 }),
+            "resource" if h.target_uri.as_deref().is_some_and(is_crawler_metadata) => Err((
+                SkipReason::WarcRecordType,
+                "a resource record of the crawler's own metadata holds no page".into(),
+            )),
             "resource" => {
                 let ct = h.content_type.as_deref();
                 match page_kind(ct) {

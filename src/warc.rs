@@ -827,11 +827,7 @@ impl<R: Read + Seek> WarcReader<R> {
     }
 
     /// Reads the record starting at `next`, or stops: past the end bound, or at the end of the stream.
-    fn record_or_stop(
-        &mut self,
-        next: Option<u64>,
-        quiet: bool,
-    ) -> Result<Option<WarcItem>, Fail> {
+    fn record_or_stop(&mut self, next: Option<u64>, quiet: bool) -> Result<Option<WarcItem>, Fail> {
         match next {
             Some(p) if !self.past_end(p) => self.record_at(p, quiet),
             Some(_) => {

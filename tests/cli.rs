@@ -169,18 +169,12 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     data.extend_from_slice(b"{\"id\":\"good3\",\"text\":\"the same id again\"}\n");
     data.extend_from_slice(b"{\"text\":\"no id at all but fine\"}");
     std::fs::write(dir.path().join("bad.jsonl"), &data).unwrap();
-    std::fs::write(
-        dir.path().join("job.toml"),
+    let out = common::run_job(
+        dir.path(),
         "[input]\npaths = [\"bad.jsonl\"]\nmax_record_bytes = 100\nsplit_mib = 1\n\
          [content]\nmin_tokens = 1\n\
          [run]\nworkers = 2\n[output]\ndir = \"out\"\nfingerprints = \"fps.tsv\"\n",
-    )
-    .unwrap();
-    let out = neardup()
-        .args(["run", "job.toml"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    );
     assert_eq!(
         out.status.code(),
         Some(3),

@@ -2,6 +2,8 @@
 //! data-samples/warc/expected.json, charset decoding of real pages, and a fuzzer over mutated WARC
 //! bytes (seconds here; `scripts/fuzz_warc.sh` runs it for minutes).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -9,6 +11,7 @@ use neardup::features::{FeatureConfig, FeatureKind};
 use neardup::html::Boilerplate;
 use neardup::input::{discover, Compression, InputFile, Split};
 use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
+use neardup::summary::SkipReason;
 
 fn neardup() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -437,4 +440,152 @@ fn mutated_warc_files_never_crash_and_never_lose_an_untouched_page() {
         .unwrap_or(1);
     let cases = fuzz(seconds, seed);
     eprintln!("fuzzed {cases} mutated WARC files in {seconds} s (seed {seed})");
+}
+
+/// A page of `words` in a site template whose navigation, ads and footer vary with `variant`.
+fn templated_page(words: &str, variant: usize, lang: &str) -> String {
+    let nav: String = (0..8 + variant * 3)
+        .map(|i| format!("<li><a href=\"/p{i}\">Section {i} overview</a></li>"))
+        .collect();
+    format!(
+        "<!DOCTYPE html><html lang=\"{lang}\"><head><title>Site</title><script>track({variant})</script></head>\
+         <body><header><h1>Example Documentation Portal</h1><p>Release {variant}.0 built on day {variant}</p></header>\
+         <nav><ul>{nav}</ul></nav><div class=\"ad-banner\">Buy hosting plan number {variant} today cheap</div>\
+         <main><h2>Guide</h2><p>{words}</p></main>\
+         <footer>Copyright 20{variant:02} Example, visited {} times, generated Tuesday</footer></body></html>",
+        1000 + variant * 77
+    )
+}
+
+fn words(seed: u64, n: usize) -> String {
+    const VOCAB: [&str; 24] = [
+        "index", "table", "query", "planner", "cost", "row", "page", "buffer", "lock", "commit",
+        "the", "a", "of", "to", "is", "and", "scan", "join", "hash", "sort", "vacuum", "tuple",
+        "when", "with",
+    ];
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| VOCAB[rng.below(VOCAB.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn fingerprint_file(path: &Path) -> BTreeMap<String, u64> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_str().unwrap().to_owned(),
+                u64::from_str_radix(v["simhash"].as_str().unwrap(), 16).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn html_files_and_jsonl_html_records_read_the_same_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    let (text_a, text_c) = (words(1, 200), words(2, 200));
+    let docs = [
+        ("a", templated_page(&text_a, 1, "en")),
+        ("b", templated_page(&text_a, 4, "en-US")), // same content, other boilerplate
+        ("c", templated_page(&text_c, 1, "en")),    // same template, other content
+        ("d", templated_page(&words(3, 200), 2, "zh-CN")),
+        ("e", templated_page("three words only", 1, "en")),
+    ];
+    for (name, html) in &docs {
+        std::fs::write(pages.join(format!("{name}.html")), html).unwrap();
+    }
+    std::fs::write(pages.join("notes.txt"), "not a page").unwrap();
+
+    // A directory of .html files: one page each, id = path.
+    let out = neardup()
+        .args(["fingerprint", "--format", "html", "--input"])
+        .arg(&pages)
+        .arg("--out")
+        .arg(dir.path().join("html.jsonl"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("e.html: too_short"), "{stderr}");
+    let by_path = fingerprint_file(&dir.path().join("html.jsonl"));
+    let fp = |name: &str| by_path[&pages.join(format!("{name}.html")).display().to_string()];
+    assert_eq!(by_path.len(), 4, "{by_path:?}");
+    assert!((fp("a") ^ fp("b")).count_ones() <= 3);
+    assert!((fp("a") ^ fp("c")).count_ones() > 10);
+
+    // The same pages as JSON Lines records with an html field and a language field.
+    let jsonl: String = docs
+        .iter()
+        .map(|(name, html)| {
+            let lang = if *name == "d" { "zh-CN" } else { "en" };
+            serde_json::json!({"id": name, "html": html, "lang": lang}).to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("pages.jsonl"), jsonl).unwrap();
+    let out = common::run_job(
+        dir.path(),
+        "[input]\npaths = [\"pages.jsonl\"]\nhtml_field = \"html\"\nlang_field = \"lang\"\n\
+         [content]\nlanguages = [\"en\"]\n\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nfingerprints = \"fps.jsonl\"\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let by_id = fingerprint_file(&dir.path().join("out/fps.jsonl"));
+    for name in ["a", "b", "c"] {
+        assert_eq!(
+            by_id[name],
+            fp(name),
+            "{name}: the same page, the same fingerprint"
+        );
+    }
+    assert!(
+        !by_id.contains_key("d") && !by_id.contains_key("e"),
+        "{by_id:?}"
+    );
+    let s = summary(&dir.path().join("out/summary.json"));
+    assert_eq!(s["documents"]["skipped_by_reason"]["language"], 1);
+    assert_eq!(s["documents"]["skipped_by_reason"]["too_short"], 1);
+    let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+    assert!(pairs.starts_with("a\tb\t"), "{pairs}");
+    assert_eq!(pairs.lines().count(), 1, "{pairs}");
+}
+
+#[test]
+fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
+    // Written by GNU Wget 1.21.3 (`wget --warc-file`), see data-samples/warc/README.md.
+    let files = discover(&[root().join("data-samples/warc/wget-sample.warc.gz")], &[]).unwrap();
+    let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
+    let (docs, counters) = load_documents(&source, &[whole(0)]);
+    let urls: BTreeMap<String, (u64, String)> = docs
+        .into_iter()
+        .map(|(fp, id, url)| (url.unwrap(), (fp, id)))
+        .collect();
+    let base = "http://127.0.0.1:8731/";
+    let want: BTreeSet<String> = [
+        "howto/index.html",
+        "howto/sorting.html",
+        "howto/ipaddress.html",
+        "howto/sockets.html",
+        "howto/annotations.html",
+        "mirror/sorting.html",
+    ]
+    .iter()
+    .map(|p| format!("{base}{p}"))
+    .collect();
+    assert_eq!(urls.keys().cloned().collect::<BTreeSet<_>>(), want);
+    assert!(urls.values().all(|(_, id)| id.starts_with("<urn:uuid:")));
+    assert_eq!(
+        urls[&format!("{base}howto/sorting.html")].0,
+        urls[&format!("{base}mirror/sorting.html")].0
+    );
+    // requests, warcinfo, metadata, and wget's log and argument files as resource records
+    assert_eq!(counters.skipped[&SkipReason::WarcRecordType], 11);
+    assert_eq!(counters.skipped[&SkipReason::HttpStatus], 1); // missing.html
+    assert_eq!(counters.read, 18);
 }

@@ -69,3 +69,13 @@ pub fn assert_sorted_unique<T: Ord + std::fmt::Debug>(v: &[T]) {
         );
     }
 }
+
+/// Writes `toml` as `dir/job.toml` and runs `neardup run job.toml` in `dir`.
+pub fn run_job(dir: &Path, toml: &str) -> std::process::Output {
+    std::fs::write(dir.join("job.toml"), toml).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["run", "job.toml"])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
