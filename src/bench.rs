@@ -195,6 +195,7 @@ fn read_and_fingerprint(
                 split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
             },
             fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
+            skipped_out: None,
             pairs: None,
             exec: Exec {
                 workers,

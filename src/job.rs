@@ -133,6 +133,8 @@ pub struct OutputSpec {
     pub fingerprints: Option<String>,
     /// Exact-duplicate groups file; when set, pairs join group representatives only.
     pub exact_groups: Option<String>,
+    /// Skipped-records file (file, offset, reason, id, message), if wanted.
+    pub skipped: Option<String>,
     /// Summary file.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -155,6 +157,7 @@ impl Default for OutputSpec {
             pairs: default_pairs(),
             fingerprints: None,
             exact_groups: None,
+            skipped: None,
             summary: default_summary(),
         }
     }
@@ -355,6 +358,7 @@ impl JobSpec {
                 command: "run".into(),
                 source,
                 fingerprints_out: out.fingerprints.map(|f| dir.join(f)),
+                skipped_out: out.skipped.map(|f| dir.join(f)),
                 pairs,
                 exec,
                 verbose: true,

@@ -76,6 +76,9 @@ enum Command {
         /// JSON Lines: field holding a whole HTML page (records with it are parsed as HTML).
         #[arg(long)]
         html_field: Option<String>,
+        /// Also list every skipped record here (file, offset, reason, id, message).
+        #[arg(long)]
+        skipped: Option<PathBuf>,
         /// Also write the run summary (JSON) here.
         #[arg(long)]
         summary: Option<PathBuf>,
@@ -305,6 +308,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             boilerplate,
             min_tokens,
             html_field,
+            skipped,
             summary,
             cluster,
         } => {
@@ -337,6 +341,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 command: "fingerprint".into(),
                 source: source(kind, &input, fields.max_record_bytes)?,
                 fingerprints_out: Some(out),
+                skipped_out: skipped,
                 pairs: None,
                 exec: cluster.exec(1),
                 verbose: false,
@@ -486,6 +491,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     DEFAULT_MAX_RECORD_BYTES,
                 )?,
                 fingerprints_out: None,
+                skipped_out: None,
                 pairs: Some(PairStage {
                     k,
                     layout: layout_choice(64, k, &layout, memory_budget_mib)?,

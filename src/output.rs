@@ -176,6 +176,32 @@ pub fn write_groups<'n>(
     )
 }
 
+/// Writes the skipped records: `file<TAB>offset<TAB>reason<TAB>id<TAB>message` (TSV; tabs and
+/// newlines inside fields become spaces) or JSON Lines for a `.jsonl` path, in the given order.
+pub fn write_skipped(path: &Path, rows: &[crate::summary::SkippedRow]) -> anyhow::Result<()> {
+    let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+    let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+    write_atomic(path, |w| {
+        for r in rows {
+            if jsonl {
+                serde_json::to_writer(&mut *w, r)?;
+                writeln!(w)?;
+            } else {
+                writeln!(
+                    w,
+                    "{}\t{}\t{}\t{}\t{}",
+                    clean(&r.file),
+                    r.offset,
+                    r.reason,
+                    clean(&r.id),
+                    clean(&r.message)
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use crate::ranks;
 use crate::simhash::Fingerprinter;
 use crate::summary::{
     peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary, PairSummary,
-    SkipReason, StageTimes, Summary,
+    SkipReason, SkippedRow, StageTimes, Summary,
 };
 use crate::tables::{self, TableLayout};
 
@@ -168,15 +168,26 @@ impl Acceptor {
     }
 }
 
-/// Reports skipped records: counts them, and prints and keeps the first messages per reason.
+/// Reports a skipped record: counts it, prints and keeps the first messages per reason, and lists it
+/// when the run writes the skipped-records file. `id` is the record's id where it is known.
 fn report(
     counters: &mut Counters,
     path: &std::path::Path,
     place: &str,
+    id: Option<&str>,
     reason: SkipReason,
     offset: u64,
     message: &str,
 ) {
+    if let Some(rows) = counters.listed.as_mut() {
+        rows.push(SkippedRow {
+            file: path.display().to_string(),
+            offset,
+            reason,
+            id: id.unwrap_or_default().to_owned(),
+            message: message.to_owned(),
+        });
+    }
     if counters.skip(reason) {
         let text = format!(
             "{}{place}: {reason}: {message} (byte {offset})",
@@ -237,6 +248,8 @@ pub struct Plan {
     pub source: Source,
     /// Fingerprints output, if wanted.
     pub fingerprints_out: Option<PathBuf>,
+    /// Every skipped record (file, offset, reason, id, message), if wanted.
+    pub skipped_out: Option<PathBuf>,
     /// Pair finding, if wanted.
     pub pairs: Option<PairStage>,
     /// Threads and processes.
@@ -307,12 +320,16 @@ fn load_lines(
     out: &mut Vec<Loaded>,
 ) {
     let mut locator = LineLocator::new();
-    let mut skip = |counters: &mut Counters, reason: SkipReason, offset: u64, message: &str| {
+    let mut skip = |counters: &mut Counters,
+                    id: Option<&str>,
+                    reason: SkipReason,
+                    offset: u64,
+                    message: &str| {
         let place = match locator.line_of(file, offset) {
             Some(l) => format!(":{l}"),
             None => String::new(),
         };
-        report(counters, &file.path, &place, reason, offset, message);
+        report(counters, &file.path, &place, id, reason, offset, message);
     };
     let result = input::read_split(file, split, max_record_bytes, |event| match event {
         LineEvent::Line { bytes, offset } => {
@@ -325,7 +342,7 @@ fn load_lines(
             match (kind, acceptor.as_deref_mut()) {
                 (SourceKind::Jsonl { fields, .. }, Some(acc)) => {
                     let doc = match input::parse_jsonl_doc(bytes, fields) {
-                        Err(s) => return skip(counters, s.reason, offset, &s.message),
+                        Err(s) => return skip(counters, None, s.reason, offset, &s.message),
                         Ok(doc) => doc,
                     };
                     let fingerprint = if doc.is_html {
@@ -334,7 +351,9 @@ fn load_lines(
                         acc.text(&doc.text, doc.lang.as_deref())
                     };
                     match fingerprint {
-                        Err((reason, message)) => skip(counters, reason, offset, &message),
+                        Err((reason, message)) => {
+                            skip(counters, doc.id.as_deref(), reason, offset, &message)
+                        }
                         Ok(simhash) => {
                             let id = match doc.id {
                                 Some(id) => id.into_owned(),
@@ -347,7 +366,7 @@ fn load_lines(
                     }
                 }
                 _ => match input::parse_fingerprint_line(bytes) {
-                    Err(s) => skip(counters, s.reason, offset, &s.message),
+                    Err(s) => skip(counters, None, s.reason, offset, &s.message),
                     Ok(r) => {
                         counters.read += 1;
                         counters.processed += 1;
@@ -358,12 +377,14 @@ fn load_lines(
         }
         LineEvent::TooLong { offset, len } => skip(
             counters,
+            None,
             SkipReason::TooLarge,
             offset,
             &format!("record of {len} bytes exceeds max_record_bytes={max_record_bytes}"),
         ),
         LineEvent::ReadError { offset, error } => skip(
             counters,
+            None,
             SkipReason::ReadError,
             offset,
             &format!("{error}; the rest of this file could not be read"),
@@ -372,6 +393,7 @@ fn load_lines(
     if let Err(error) = result {
         skip(
             counters,
+            None,
             SkipReason::ReadError,
             split.start,
             &format!("cannot open: {error}"),
@@ -421,7 +443,7 @@ fn load_warc(
         input::Compression::Gzip => WarcCompression::Gzip,
         input::Compression::Zstd => {
             let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
-            return report(counters, path, "", SkipReason::ReadError, 0, message);
+            return report(counters, path, "", None, SkipReason::ReadError, 0, message);
         }
     };
     let end = (split.end != u64::MAX).then_some(split.end);
@@ -442,6 +464,7 @@ fn load_warc(
                 counters,
                 path,
                 "",
+                None,
                 SkipReason::ReadError,
                 split.start,
                 &message,
@@ -457,6 +480,7 @@ fn load_warc(
                     counters,
                     path,
                     "",
+                    None,
                     SkipReason::ReadError,
                     last_offset,
                     &message,
@@ -468,7 +492,7 @@ fn load_warc(
                     WarcSkipKind::TooLarge => SkipReason::TooLarge,
                     WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
                 };
-                report(counters, path, "", reason, s.offset, &s.message);
+                report(counters, path, "", None, reason, s.offset, &s.message);
                 continue;
             }
             Ok(WarcItem::Record(r)) => r,
@@ -524,9 +548,15 @@ fn load_warc(
             )),
         };
         match fingerprint {
-            Err((reason, message)) => {
-                report(counters, path, &place, reason, record.offset, &message)
-            }
+            Err((reason, message)) => report(
+                counters,
+                path,
+                &place,
+                h.record_id.as_deref(),
+                reason,
+                record.offset,
+                &message,
+            ),
             Ok(simhash) => {
                 let id = match &h.record_id {
                     Some(id) if !id.is_empty() && !id.contains(['\t', '\n', '\r']) => id.clone(),
@@ -555,16 +585,28 @@ fn load_html_file(
         .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));
     if let Err(e) = read {
         let message = format!("cannot read: {e}");
-        return report(counters, path, "", SkipReason::ReadError, 0, &message);
+        return report(counters, path, "", None, SkipReason::ReadError, 0, &message);
     }
     if bytes.len() > max_record_bytes {
         let message = format!("page exceeds max_record_bytes={max_record_bytes}");
-        return report(counters, path, "", SkipReason::TooLarge, 0, &message);
+        let id = path.display().to_string();
+        return report(
+            counters,
+            path,
+            "",
+            Some(&id),
+            SkipReason::TooLarge,
+            0,
+            &message,
+        );
     }
     counters.bytes += bytes.len() as u64;
     PROGRESS.read_one(bytes.len() as u64);
     match acc.html(&bytes, None) {
-        Err((reason, message)) => report(counters, path, "", reason, 0, &message),
+        Err((reason, message)) => {
+            let id = path.display().to_string();
+            report(counters, path, "", Some(&id), reason, 0, &message)
+        }
         Ok(simhash) => {
             counters.read += 1;
             counters.processed += 1;
@@ -608,6 +650,39 @@ fn group_stats<T: Ord>(groups: &Groups<T>) -> GroupStats {
     s
 }
 
+/// Gathers `rows` at worker 0, which sorts and writes them; `None` on the other workers.
+fn gather_and_write<T: timely::ExchangeData + Clone + Ord>(
+    worker: &mut Worker,
+    rows: Vec<T>,
+    path: &std::path::Path,
+    write: impl FnOnce(&std::path::Path, &[T]) -> anyhow::Result<()>,
+) -> Option<anyhow::Result<()>> {
+    let mut all = gather(worker, rows);
+    (worker.index() == 0).then(|| {
+        all.sort_unstable();
+        write(path, &all)
+    })
+}
+
+/// Notes a written output under `name`, or keeps the first error.
+fn record_output(
+    written: Option<anyhow::Result<()>>,
+    name: &str,
+    path: &std::path::Path,
+    outputs: &mut std::collections::BTreeMap<String, String>,
+    first_error: &mut Option<String>,
+) {
+    match written {
+        Some(Ok(())) => {
+            outputs.insert(name.to_string(), path.display().to_string());
+        }
+        Some(Err(e)) => {
+            first_error.get_or_insert(format!("{e:#}"));
+        }
+        None => {}
+    }
+}
+
 /// What worker 0 returns: the summary; other workers return `None`.
 pub type WorkerResult = Result<Option<Summary>, String>;
 
@@ -639,8 +714,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         plan.source.split_bytes,
         plan.source.kind.split_mode(),
     );
-    let mut counters = Counters::default();
+    let mut counters = Counters {
+        listed: plan.skipped_out.as_ref().map(|_| Vec::new()),
+        ..Counters::default()
+    };
     let docs = load(&plan.source, &splits[me], &mut counters);
+    if let (Some(path), Some(rows)) = (&plan.skipped_out, counters.listed.take()) {
+        let written = gather_and_write(worker, rows, path, output::write_skipped);
+        record_output(written, "skipped", path, &mut outputs, &mut first_error);
+    }
     // Duplicate ids: 64-bit id hashes meet at their owner (a collision is ~n^2/2^65 likely).
     let mut id_hashes = shuffle(
         worker,
@@ -660,16 +742,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
             .into_iter()
             .map(|(fp, id, url)| ((fp, id.clone()), (id, url, fp)))
             .unzip();
-        let mut all = gather(worker, rows);
-        if leader {
-            all.sort_unstable();
-            match output::write_fingerprints(path, &all) {
-                Ok(()) => {
-                    outputs.insert("fingerprints".to_string(), path.display().to_string());
-                }
-                Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
-            }
-        }
+        let written = gather_and_write(worker, rows, path, output::write_fingerprints);
+        record_output(
+            written,
+            "fingerprints",
+            path,
+            &mut outputs,
+            &mut first_error,
+        );
         keys
     } else {
         docs.into_iter().map(|(fp, id, _)| (fp, id)).collect()

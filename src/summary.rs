@@ -112,6 +112,24 @@ pub struct Counters {
     pub bytes: u64,
     /// The first messages per reason: `(file, offset, text)`.
     pub messages: Vec<(String, u64, String)>,
+    /// Every skipped record, when the run lists them (`Some`); not part of the summary.
+    #[serde(skip)]
+    pub listed: Option<Vec<SkippedRow>>,
+}
+
+/// One skipped record, for the skipped-records output.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SkippedRow {
+    /// Input file.
+    pub file: String,
+    /// Byte offset of the record (of the compressed file for `.warc.gz`).
+    pub offset: u64,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+    /// The record's id where it is known, else empty.
+    pub id: String,
+    /// Details.
+    pub message: String,
 }
 
 impl Counters {

@@ -33,6 +33,7 @@ fn pairs_plan(
             split_bytes: 8 << 10, // small splits: several per worker, cut mid-file
         },
         fingerprints_out: None,
+        skipped_out: None,
         pairs: Some(PairStage {
             k,
             layout: layout_choice(64, k, layout, 1 << 10).unwrap(),
@@ -188,6 +189,7 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
                 split_bytes: 64 << 10,
             },
             fingerprints_out: Some(fps_out.clone()),
+            skipped_out: None,
             pairs: Some(PairStage {
                 k: 3,
                 layout: layout_choice(64, 3, "auto", 1 << 30).unwrap(),

@@ -130,6 +130,36 @@ fn sample_job_accounts_for_every_record_and_finds_the_planted_pairs() {
         docs["read"].as_u64().unwrap(),
         docs["processed"].as_u64().unwrap() + docs["skipped"].as_u64().unwrap()
     );
+    // Every skipped record is listed, too-short pages with their record id.
+    let listed = std::fs::read_to_string(dir.path().join("skipped.tsv")).unwrap();
+    assert_eq!(
+        listed.lines().count() as u64,
+        docs["skipped"].as_u64().unwrap()
+    );
+    let short: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.contains("\ttoo_short\t"))
+        .collect();
+    assert_eq!(short.len() as u64, reasons["too_short"].as_u64().unwrap());
+    assert!(short
+        .iter()
+        .all(|l| l.split('\t').nth(3).unwrap().starts_with("<urn:uuid:")));
+    // The same bytes from 3 workers, whose splits cut the file elsewhere.
+    let dir3 = tempfile::tempdir().unwrap();
+    let out3 = neardup()
+        .args(["run", "jobs/warc-sample.toml", "-w", "3", "--out-dir"])
+        .arg(dir3.path())
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(out3.status.code(), Some(3));
+    for file in ["skipped.tsv", "pairs.tsv", "fingerprints.jsonl"] {
+        let read = |d: &Path| std::fs::read(d.join(file)).unwrap();
+        assert!(
+            read(dir.path()) == read(dir3.path()),
+            "{file} differs at 3 workers"
+        );
+    }
     // Every corrupt spot is named with its file and offset.
     for c in e["corrupt"].as_array().unwrap() {
         let offset = c["offset"].as_u64().unwrap();
