@@ -152,11 +152,13 @@ impl Acceptor {
         }
     }
 
-    /// Decodes, parses and extracts an HTML page, then fingerprints its text.
+    /// Decodes, parses and extracts an HTML page, then fingerprints its text. The page's own
+    /// `<html lang>` is its language unless the record declares one (`lang`).
     fn html(
         &mut self,
         bytes: &[u8],
         http_charset: Option<&str>,
+        lang: Option<&str>,
     ) -> Result<u64, (SkipReason, String)> {
         let decoded = html::decode(bytes, http_charset);
         let page = html::page_text(&decoded.text, self.content.boilerplate);
@@ -164,7 +166,7 @@ impl Acceptor {
             let message = "no text left after boilerplate removal (0 tokens)";
             return Err((SkipReason::TooShort, message.into()));
         }
-        self.text(&page.text, page.lang.as_deref())
+        self.text(&page.text, lang.or(page.lang.as_deref()))
     }
 }
 
@@ -346,7 +348,7 @@ fn load_lines(
                         Ok(doc) => doc,
                     };
                     let fingerprint = if doc.is_html {
-                        acc.html(doc.text.as_bytes(), Some("utf-8"))
+                        acc.html(doc.text.as_bytes(), Some("utf-8"), doc.lang.as_deref())
                     } else {
                         acc.text(&doc.text, doc.lang.as_deref())
                     };
@@ -518,7 +520,7 @@ fn load_warc(
                     let ct = resp.content_type.as_deref();
                     match page_kind(ct) {
                         Err(m) => Err((SkipReason::NotHtml, m)),
-                        Ok(true) => acc.html(&resp.body, ct.and_then(html::charset_param)),
+                        Ok(true) => acc.html(&resp.body, ct.and_then(html::charset_param), None),
                         Ok(false) => {
                             let text =
                                 html::decode_text(&resp.body, ct.and_then(html::charset_param));
@@ -534,7 +536,7 @@ fn load_warc(
                 let ct = h.content_type.as_deref();
                 match page_kind(ct) {
                     Err(m) => Err((SkipReason::NotHtml, m)),
-                    Ok(true) => acc.html(&record.block, ct.and_then(html::charset_param)),
+                    Ok(true) => acc.html(&record.block, ct.and_then(html::charset_param), None),
                     Ok(false) => {
                         let text =
                             html::decode_text(&record.block, ct.and_then(html::charset_param));
@@ -602,7 +604,7 @@ fn load_html_file(
     }
     counters.bytes += bytes.len() as u64;
     PROGRESS.read_one(bytes.len() as u64);
-    match acc.html(&bytes, None) {
+    match acc.html(&bytes, None, None) {
         Err((reason, message)) => {
             let id = path.display().to_string();
             report(counters, path, "", Some(&id), reason, 0, &message)

@@ -526,6 +526,7 @@ fn html_files_and_jsonl_html_records_read_the_same_pages() {
         ("c", templated_page(&text_c, 1, "en")),    // same template, other content
         ("d", templated_page(&words(3, 200), 2, "zh-CN")),
         ("e", templated_page("three words only", 1, "en")),
+        ("f", templated_page(&words(4, 200), 3, "en")), // its record says "fr"
     ];
     for (name, html) in &docs {
         std::fs::write(pages.join(format!("{name}.html")), html).unwrap();
@@ -545,7 +546,7 @@ fn html_files_and_jsonl_html_records_read_the_same_pages() {
     assert!(stderr.contains("e.html: too_short"), "{stderr}");
     let by_path = fingerprint_file(&dir.path().join("html.jsonl"));
     let fp = |name: &str| by_path[&pages.join(format!("{name}.html")).display().to_string()];
-    assert_eq!(by_path.len(), 4, "{by_path:?}");
+    assert_eq!(by_path.len(), 5, "{by_path:?}");
     assert!((fp("a") ^ fp("b")).count_ones() <= 3);
     assert!((fp("a") ^ fp("c")).count_ones() > 10);
 
@@ -553,7 +554,11 @@ fn html_files_and_jsonl_html_records_read_the_same_pages() {
     let jsonl: String = docs
         .iter()
         .map(|(name, html)| {
-            let lang = if *name == "d" { "zh-CN" } else { "en" };
+            let lang = match *name {
+                "d" => "zh-CN",
+                "f" => "fr",
+                _ => "en",
+            };
             serde_json::json!({"id": name, "html": html, "lang": lang}).to_string() + "\n"
         })
         .collect();
@@ -574,12 +579,10 @@ fn html_files_and_jsonl_html_records_read_the_same_pages() {
             "{name}: the same page, the same fingerprint"
         );
     }
-    assert!(
-        !by_id.contains_key("d") && !by_id.contains_key("e"),
-        "{by_id:?}"
-    );
+    assert_eq!(by_id.len(), 3, "{by_id:?}");
     let s = summary(&dir.path().join("out/summary.json"));
-    assert_eq!(s["documents"]["skipped_by_reason"]["language"], 1);
+    // "d" by its page's and its record's language, "f" by its record's, which wins.
+    assert_eq!(s["documents"]["skipped_by_reason"]["language"], 2);
     assert_eq!(s["documents"]["skipped_by_reason"]["too_short"], 1);
     let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
     assert!(pairs.starts_with("a\tb\t"), "{pairs}");
