@@ -422,11 +422,14 @@ fn page_kind(content_type: Option<&str>) -> Result<bool, String> {
 }
 
 /// True for the URIs crawlers give their own files (`metadata://` logs and manifests of wget, `dns:`
-/// lookups of Heritrix, `filedesc:` headers of ARC conversions).
+/// lookups of Heritrix, `filedesc:` headers of ARC conversions, `urn:` logs of wpull).
 fn is_crawler_metadata(uri: &str) -> bool {
     ["metadata:", "dns:", "filedesc:", "urn:"]
         .iter()
-        .any(|scheme| uri.len() >= scheme.len() && uri[..scheme.len()].eq_ignore_ascii_case(scheme))
+        .any(|scheme| {
+            uri.get(..scheme.len())
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case(scheme))
+        })
 }
 
 /// Reads the records of one split of a WARC file.
@@ -1007,4 +1010,21 @@ pub fn execute(plan: Plan) -> anyhow::Result<Option<Summary>> {
         }
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crawler_metadata_uris_by_scheme_on_any_text() {
+        assert!(is_crawler_metadata(
+            "metadata://gnu.org/software/wget/warc/wget.log"
+        ));
+        assert!(is_crawler_metadata("DNS:example.org"));
+        assert!(!is_crawler_metadata("https://example.org/"));
+        // A multi-byte character where a scheme would end is no scheme, and no panic.
+        assert!(!is_crawler_metadata("dnsé://x"));
+        assert!(!is_crawler_metadata("ur"));
+    }
 }
