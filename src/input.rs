@@ -624,7 +624,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
 }
 
 /// True if an id can be written to TSV output unchanged.
-fn id_is_clean(id: &str) -> bool {
+pub fn id_is_clean(id: &str) -> bool {
     !id.is_empty() && !id.contains(['\t', '\n', '\r'])
 }
 

@@ -168,6 +168,20 @@ impl Acceptor {
         }
         self.text(&page.text, lang.or(page.lang.as_deref()))
     }
+
+    /// Fingerprints a page body by its content type: HTML, plain text, or a `not_html` skip.
+    fn body(
+        &mut self,
+        body: &[u8],
+        content_type: Option<&str>,
+    ) -> Result<u64, (SkipReason, String)> {
+        let charset = content_type.and_then(html::charset_param);
+        match page_kind(content_type) {
+            Err(m) => Err((SkipReason::NotHtml, m)),
+            Ok(true) => self.html(body, charset, None),
+            Ok(false) => self.text(&html::decode_text(body, charset), None),
+        }
+    }
 }
 
 /// Reports a skipped record: counts it, prints and keeps the first messages per reason, and lists it
@@ -520,33 +534,13 @@ fn load_warc(
                             format!("HTTP status {}", resp.status),
                         ));
                     }
-                    let ct = resp.content_type.as_deref();
-                    match page_kind(ct) {
-                        Err(m) => Err((SkipReason::NotHtml, m)),
-                        Ok(true) => acc.html(&resp.body, ct.and_then(html::charset_param), None),
-                        Ok(false) => {
-                            let text =
-                                html::decode_text(&resp.body, ct.and_then(html::charset_param));
-                            acc.text(&text, None)
-                        }
-                    }
+                    acc.body(&resp.body, resp.content_type.as_deref())
                 }),
             "resource" if h.target_uri.as_deref().is_some_and(is_crawler_metadata) => Err((
                 SkipReason::WarcRecordType,
                 "a resource record of the crawler's own metadata holds no page".into(),
             )),
-            "resource" => {
-                let ct = h.content_type.as_deref();
-                match page_kind(ct) {
-                    Err(m) => Err((SkipReason::NotHtml, m)),
-                    Ok(true) => acc.html(&record.block, ct.and_then(html::charset_param), None),
-                    Ok(false) => {
-                        let text =
-                            html::decode_text(&record.block, ct.and_then(html::charset_param));
-                        acc.text(&text, None)
-                    }
-                }
-            }
+            "resource" => acc.body(&record.block, h.content_type.as_deref()),
             other => Err((
                 SkipReason::WarcRecordType,
                 format!("a {other:?} record holds no page"),
@@ -564,7 +558,7 @@ fn load_warc(
             ),
             Ok(simhash) => {
                 let id = match &h.record_id {
-                    Some(id) if !id.is_empty() && !id.contains(['\t', '\n', '\r']) => id.clone(),
+                    Some(id) if input::id_is_clean(id) => id.clone(),
                     _ => generated_id(counters, file, record.offset),
                 };
                 counters.read += 1;
@@ -585,6 +579,7 @@ fn load_html_file(
 ) {
     use std::io::Read;
     let path = &file.path;
+    let id = path.display().to_string();
     let mut bytes = Vec::new();
     let read = input::open_stream(file)
         .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));
@@ -594,7 +589,6 @@ fn load_html_file(
     }
     if bytes.len() > max_record_bytes {
         let message = format!("page exceeds max_record_bytes={max_record_bytes}");
-        let id = path.display().to_string();
         return report(
             counters,
             path,
@@ -608,14 +602,11 @@ fn load_html_file(
     counters.bytes += bytes.len() as u64;
     PROGRESS.read_one(bytes.len() as u64);
     match acc.html(&bytes, None, None) {
-        Err((reason, message)) => {
-            let id = path.display().to_string();
-            report(counters, path, "", Some(&id), reason, 0, &message)
-        }
+        Err((reason, message)) => report(counters, path, "", Some(&id), reason, 0, &message),
         Ok(simhash) => {
             counters.read += 1;
             counters.processed += 1;
-            out.push((simhash, path.display().to_string(), None));
+            out.push((simhash, id, None));
         }
     }
 }
