@@ -436,9 +436,8 @@ pub fn for_each_shingle(
     // Two passes: the token hashes into a buffer, then the rolling fold of each window over it.
     // Sliding by one token is `rotl(core) ^ rotl(t_out, ROT n) ^ t_in`, with no loop and no branch
     // per token; two short loops keep fewer values live than one fused loop.
-    let mut hashes = std::mem::take(&mut scratch.hashes);
-    hashes.clear();
-    let tokens = for_each_token_hash(text, scratch, |h| hashes.push(h));
+    let hashes = token_hashes(text, scratch);
+    let tokens = hashes.len();
     if tokens > 0 && tokens < n {
         emit(finish(fold(&hashes), tokens));
     } else if tokens >= n {
@@ -454,6 +453,15 @@ pub fn for_each_shingle(
     }
     scratch.hashes = hashes;
     tokens
+}
+
+/// The token hashes of `text` in the scratch buffer, which the caller hands back to
+/// `scratch.hashes` when done (so it is reused, and `scratch` stays free meanwhile).
+fn token_hashes(text: &str, scratch: &mut Scratch) -> Vec<u64> {
+    let mut hashes = std::mem::take(&mut scratch.hashes);
+    hashes.clear();
+    for_each_token_hash(text, scratch, |h| hashes.push(h));
+    hashes
 }
 
 /// Non-stop tokens after an antecedent in a spot signature.
@@ -492,9 +500,8 @@ pub fn for_each_feature(
     if config.kind == FeatureKind::Shingles {
         return for_each_shingle(text, config, scratch, emit);
     }
-    let mut hashes = std::mem::take(&mut scratch.hashes);
-    hashes.clear();
-    let tokens = for_each_token_hash(text, scratch, |h| hashes.push(h));
+    let hashes = token_hashes(text, scratch);
+    let tokens = hashes.len();
     let stops = stop_hashes();
     let is_stop = |h: &u64| stops.binary_search(h).is_ok();
     let mut spots = 0;

@@ -46,8 +46,7 @@ impl Accumulator {
         self.total += 1;
         self.pending += 1;
         if self.pending == FLUSH_EVERY {
-            flush_planes(std::mem::take(&mut self.planes), &mut self.ones);
-            self.pending = 0;
+            self.flush();
         }
     }
 
@@ -75,11 +74,6 @@ impl Accumulator {
             out |= ((2 * ones as u64 > self.total as u64) as u64) << i;
         }
         out
-    }
-
-    /// Resets the accumulator for the next document.
-    pub fn clear(&mut self) {
-        *self = Accumulator::default();
     }
 }
 
@@ -131,7 +125,6 @@ fn flush_planes(planes: [u64; PLANES], ones: &mut [u32; 64]) {
 pub struct Fingerprinter {
     config: FeatureConfig,
     scratch: Scratch,
-    acc: Accumulator,
 }
 
 /// A document's fingerprint and how many tokens it had.
@@ -154,34 +147,21 @@ impl Fingerprinter {
 
     /// Fingerprints `text`; `None` if it has no tokens at all.
     pub fn fingerprint(&mut self, text: &str) -> Option<Fingerprint> {
-        self.acc.clear();
-        // The sliced counter lives in locals here, so it stays in registers through the token loop.
-        let mut planes = [0u64; PLANES];
-        let mut pending = 0u32;
-        let mut features = 0u32;
-        let ones = &mut self.acc.ones;
+        // A local accumulator, not `self.acc` behind a pointer: its counter planes stay in
+        // registers through the token loop.
+        let mut acc = Accumulator::default();
         let tokens = for_each_feature(
             text,
             &self.config,
             &mut self.scratch,
             #[inline(always)]
-            |h| {
-                ripple(&mut planes, h);
-                features += 1;
-                pending += 1;
-                if pending == FLUSH_EVERY {
-                    flush_planes(std::mem::take(&mut planes), ones);
-                    pending = 0;
-                }
-            },
+            |h| acc.push(h),
         );
         if tokens == 0 {
             return None;
         }
-        self.acc.planes = planes;
-        self.acc.total = features;
         Some(Fingerprint {
-            simhash: self.acc.finish(),
+            simhash: acc.finish(),
             tokens,
         })
     }
