@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use neardup::features::{FeatureConfig, FeatureKind};
+use neardup::gen::Rng;
 use neardup::html::Boilerplate;
 use neardup::input::{discover, Compression, InputFile, Split};
 use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
@@ -321,39 +322,33 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
     }
 }
 
-/// A small deterministic generator for the fuzzer.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        neardup::group::mix64(self.0)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
+/// Uniform in `0..n` (n > 0), from the project's deterministic generator.
+fn pick(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n as u64) as usize
 }
 
 /// Mutates `bytes`; returns the byte range of the original that the mutation touched (everything
 /// from `start` on, for a truncation).
 fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
-    let at = rng.below(bytes.len());
-    match rng.below(5) {
+    let at = pick(rng, bytes.len());
+    match pick(rng, 5) {
         0 => {
-            let n = 1 + rng.below(8);
+            let n = 1 + pick(rng, 8);
             for i in at..(at + n).min(bytes.len()) {
-                bytes[i] ^= 1 << rng.below(8);
+                bytes[i] ^= 1 << pick(rng, 8);
             }
             (at, at + n)
         }
         1 => {
-            let n = 1 + rng.below(3000);
+            let n = 1 + pick(rng, 3000);
             let end = (at + n).min(bytes.len());
             bytes.drain(at..end);
             (at, end)
         }
         2 => {
-            let junk: Vec<u8> = (0..1 + rng.below(500)).map(|_| rng.next() as u8).collect();
+            let junk: Vec<u8> = (0..1 + pick(rng, 500))
+                .map(|_| rng.next_u64() as u8)
+                .collect();
             bytes.splice(at..at, junk);
             (at, at + 1)
         }
@@ -364,7 +359,7 @@ fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
         }
         _ => {
             // A plausible but wrong number where a Content-Length might be.
-            let digits = format!("{}", rng.below(100_000));
+            let digits = format!("{}", pick(rng, 100_000));
             let end = (at + digits.len()).min(bytes.len());
             bytes.splice(at..end, digits.bytes());
             (at, end)
@@ -421,7 +416,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
         want,
         "plain and gzip read the same pages"
     );
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let started = std::time::Instant::now();
     let mut cases = 0;
     while started.elapsed().as_secs_f64() < seconds || cases < 4 {
@@ -493,9 +488,9 @@ fn words(seed: u64, n: usize) -> String {
         "the", "a", "of", "to", "is", "and", "scan", "join", "hash", "sort", "vacuum", "tuple",
         "when", "with",
     ];
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     (0..n)
-        .map(|_| VOCAB[rng.below(VOCAB.len())])
+        .map(|_| VOCAB[pick(&mut rng, VOCAB.len())])
         .collect::<Vec<_>>()
         .join(" ")
 }
