@@ -313,7 +313,7 @@ fn is_boilerplate(el: &scraper::node::Element) -> bool {
     let marks = |value: &str| {
         value
             .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|w| BOILERPLATE_WORDS.contains(&w.to_ascii_lowercase().as_str()))
+            .any(|w| BOILERPLATE_WORDS.iter().any(|b| b.eq_ignore_ascii_case(w)))
     };
     el.attr("id").is_some_and(marks) || el.classes().any(marks)
 }
