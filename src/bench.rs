@@ -91,15 +91,21 @@ pub fn pairs(
             workers,
             ..Exec::default()
         };
-        let guards = timely::execute(exec.timely_config()?, move |worker| {
-            let (i, p) = (worker.index(), worker.peers());
-            let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
-            all_gather(worker, ()); // start together
-            let start = Instant::now();
-            let out = table_rounds(worker, &layout, mine);
-            let counts = all_gather(worker, out.pairs.len() as u64);
-            (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
-        })
+        let (builders, others) = exec.start("", || Ok(()))?;
+        let guards = timely::execute::execute_from(
+            builders,
+            others,
+            timely::WorkerConfig::default(),
+            move |worker| {
+                let (i, p) = (worker.index(), worker.peers());
+                let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
+                all_gather(worker, ()); // start together
+                let start = Instant::now();
+                let out = table_rounds(worker, &layout, mine);
+                let counts = all_gather(worker, out.pairs.len() as u64);
+                (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
+            },
+        )
         .map_err(anyhow::Error::msg)?;
         let results: Vec<_> = guards
             .join()
@@ -163,7 +169,7 @@ pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> anyhow
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()> {
     use anyhow::Context;
     let bytes = std::fs::read(sample).with_context(|| format!("reading {}", sample.display()))?;
-    crate::output::write_atomic(out, |w| {
+    crate::output::write_file(out, |w| {
         for _ in 0..copies {
             w.write_all(&bytes)?;
         }
@@ -197,6 +203,8 @@ fn read_and_fingerprint(
             fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
             skipped_out: None,
             pairs: None,
+            summary_out: None,
+            protected: Vec::new(),
             exec: Exec {
                 workers,
                 ..Exec::default()
@@ -289,8 +297,8 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
     std::io::stdout().flush()?;
     let json =
         serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))?;
-    crate::output::write_atomic(&dir.join(format!("{name}.json")), |w| writeln!(w, "{json}"))?;
+    crate::output::write_file(&dir.join(format!("{name}.json")), |w| writeln!(w, "{json}"))?;
     let md_path = dir.join(format!("{name}.md"));
-    crate::output::write_atomic(&md_path, |w| w.write_all(md.as_bytes()))?;
+    crate::output::write_file(&md_path, |w| w.write_all(md.as_bytes()))?;
     Ok(md_path)
 }

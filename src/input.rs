@@ -3,7 +3,9 @@
 //! Every process plans the same splits from the same (sorted) file list, and worker `w` reads the splits
 //! assigned to it. Plain files are cut into byte ranges; a range owns the lines that *start* inside it,
 //! so every line is read exactly once whatever the cut. Compressed files (gzip, zstd; detected by their
-//! magic bytes) cannot be cut and are read whole by one worker.
+//! magic bytes) are read whole by one worker, except `.warc.gz` files, which are cut at gzip members.
+//! Lines are numbered within their split while reading; the run turns those into line numbers of the
+//! file once every split's line count is known, so no skipped record costs a second read.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -40,12 +42,26 @@ pub struct InputFile {
 /// A piece of one file: the lines that start at byte offsets in `start..end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Split {
+    /// Index of the split in the plan (files in order, then byte ranges in order).
+    pub id: u32,
     /// Index into the file list.
     pub file: usize,
     /// First byte (inclusive).
     pub start: u64,
     /// Last byte (exclusive); `u64::MAX` for a whole file.
     pub end: u64,
+}
+
+impl Split {
+    /// The whole of file `file` as one split (whose id is the file's index).
+    pub fn whole(file: usize) -> Split {
+        Split {
+            id: file as u32,
+            file,
+            start: 0,
+            end: u64::MAX,
+        }
+    }
 }
 
 fn sniff(path: &Path) -> io::Result<Compression> {
@@ -113,16 +129,44 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 /// `dir_exts` (optionally compressed); files and glob matches are taken as given. A path that does not
 /// exist, or a pattern or directory that yields no file, is an error.
 pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> anyhow::Result<Vec<InputFile>> {
+    discover_excluding(specs, dir_exts, &[])
+}
+
+/// [`discover`], leaving out of directory walks and glob matches the files in `exclude` (a run's own
+/// outputs, which an earlier run may have written into an input directory). A file given twice,
+/// under any name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
+pub fn discover_excluding(
+    specs: &[PathBuf],
+    dir_exts: &[&str],
+    exclude: &[PathBuf],
+) -> anyhow::Result<Vec<InputFile>> {
     use anyhow::Context;
+    use std::os::unix::fs::MetadataExt;
+    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let excluded: Vec<(u64, u64)> = exclude.iter().filter_map(|p| identity(p)).collect();
+    let mut left_out = Vec::new();
+    let mut keep = |p: PathBuf, paths: &mut Vec<PathBuf>| {
+        if identity(&p).is_some_and(|id| excluded.contains(&id)) {
+            left_out.push(p);
+        } else {
+            paths.push(p);
+        }
+    };
     let mut paths = Vec::new();
     for spec in specs {
         let s = spec.to_string_lossy();
         if is_glob(&s) {
             let before = paths.len();
-            for entry in glob::glob(&s).with_context(|| format!("bad glob pattern {s:?}"))? {
+            let options = glob::MatchOptions {
+                require_literal_leading_dot: true,
+                ..Default::default()
+            };
+            for entry in
+                glob::glob_with(&s, options).with_context(|| format!("bad glob pattern {s:?}"))?
+            {
                 let p = entry.with_context(|| format!("reading a match of {s:?}"))?;
                 if p.is_file() {
-                    paths.push(p);
+                    keep(p, &mut paths);
                 }
             }
             anyhow::ensure!(paths.len() > before, "input pattern {s:?} matches no file");
@@ -131,7 +175,9 @@ pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> anyhow::Result<Vec<Inpu
             let mut found = Vec::new();
             walk(spec, &mut found)
                 .with_context(|| format!("listing directory {}", spec.display()))?;
-            paths.extend(found.into_iter().filter(|p| has_extension(p, dir_exts)));
+            for p in found.into_iter().filter(|p| has_extension(p, dir_exts)) {
+                keep(p, &mut paths);
+            }
             anyhow::ensure!(
                 paths.len() > before,
                 "input directory {} holds no .{} file",
@@ -144,23 +190,37 @@ pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> anyhow::Result<Vec<Inpu
             anyhow::bail!("input {} does not exist", spec.display());
         }
     }
+    for p in left_out {
+        eprintln!(
+            "neardup: not reading {}: it is an output of this run",
+            p.display()
+        );
+    }
     paths.sort();
     paths.dedup();
-    paths
-        .into_iter()
-        .map(|path| {
-            let size = std::fs::metadata(&path)
-                .with_context(|| format!("reading {}", path.display()))?
-                .len();
-            let compression =
-                sniff(&path).with_context(|| format!("opening {}", path.display()))?;
-            Ok(InputFile {
-                path,
-                size,
-                compression,
-            })
-        })
-        .collect()
+    let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
+    let mut files = Vec::new();
+    for path in paths {
+        let meta =
+            std::fs::metadata(&path).with_context(|| format!("reading {}", path.display()))?;
+        let id = (meta.dev(), meta.ino());
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            eprintln!(
+                "neardup: {} is the same file as {}; it is read once",
+                path.display(),
+                first.display()
+            );
+            continue;
+        }
+        seen.push((id, path.clone()));
+        let compression = sniff(&path).with_context(|| format!("opening {}", path.display()))?;
+        files.push(InputFile {
+            size: meta.len(),
+            path,
+            compression,
+        });
+    }
+    Ok(files)
 }
 
 /// How the files of an input may be cut among workers.
@@ -203,6 +263,7 @@ pub fn plan_splits(
             splits.push((
                 f.size,
                 Split {
+                    id: splits.len() as u32,
                     file: i,
                     start: 0,
                     end: u64::MAX,
@@ -220,6 +281,7 @@ pub fn plan_splits(
             splits.push((
                 end.min(f.size) - start,
                 Split {
+                    id: splits.len() as u32,
                     file: i,
                     start,
                     end,
@@ -248,19 +310,24 @@ pub fn plan_splits(
     out
 }
 
-/// What reading a split produces.
+/// What reading a split produces. `line` is the line's number within its split, from 1.
 pub enum LineEvent<'a> {
-    /// A line (without its `\n` or `\r\n`) starting at `offset` of the (decompressed) stream.
+    /// A line (without its `\n` or `\r\n`, nor a UTF-8 byte-order mark at the start of the file)
+    /// starting at `offset` of the (decompressed) stream.
     Line {
         /// Line content.
         bytes: &'a [u8],
         /// Byte offset of its first byte.
         offset: u64,
+        /// Line number within the split.
+        line: u64,
     },
     /// A line longer than the limit, skipped whole.
     TooLong {
         /// Byte offset of its first byte.
         offset: u64,
+        /// Line number within the split.
+        line: u64,
         /// Its length in bytes.
         len: u64,
     },
@@ -268,6 +335,8 @@ pub enum LineEvent<'a> {
     ReadError {
         /// Offset in the (decompressed) stream where it failed.
         offset: u64,
+        /// Number within the split of the line that could not be read.
+        line: u64,
         /// What went wrong.
         error: io::Error,
     },
@@ -324,14 +393,18 @@ pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
     })
 }
 
-/// Reads the lines of one split, calling `on_event` for each. An error opening the file is returned;
-/// errors while reading are reported as [`LineEvent::ReadError`] and end the split.
+/// The UTF-8 byte-order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Reads the lines of one split, calling `on_event` for each, and returns how many lines start in
+/// the split (blank and too-long ones included). An error opening the file is returned; errors while
+/// reading are reported as [`LineEvent::ReadError`] and end the split.
 pub fn read_split(
     file: &InputFile,
     split: &Split,
     max_line: usize,
     mut on_event: impl FnMut(LineEvent<'_>),
-) -> io::Result<()> {
+) -> io::Result<u64> {
     let mut reader: Box<dyn BufRead> = if split.start > 0 {
         let mut f = File::open(&file.path)?;
         f.seek(SeekFrom::Start(split.start - 1))?;
@@ -340,14 +413,19 @@ pub fn read_split(
         open_stream(file)?
     };
     let mut pos = split.start;
+    let mut line = 0u64;
     let mut buf = Vec::with_capacity(1 << 16);
     if split.start > 0 {
         // Skip the tail of the line that started in the previous split (or just its '\n').
         match read_line_bounded(&mut reader, &mut buf, 0) {
             Ok((n, _)) => pos = split.start - 1 + n,
             Err(error) => {
-                on_event(LineEvent::ReadError { offset: pos, error });
-                return Ok(());
+                on_event(LineEvent::ReadError {
+                    offset: pos,
+                    line: 1,
+                    error,
+                });
+                return Ok(0);
             }
         }
     }
@@ -355,76 +433,44 @@ pub fn read_split(
         match read_line_bounded(&mut reader, &mut buf, max_line) {
             Ok((0, _)) => break,
             Ok((n, too_long)) => {
+                line += 1;
                 if too_long {
                     let len = n - u64::from(buf.last() == Some(&b'\n'));
-                    on_event(LineEvent::TooLong { offset: pos, len });
+                    on_event(LineEvent::TooLong {
+                        offset: pos,
+                        line,
+                        len,
+                    });
                 } else {
-                    let mut line = &buf[..];
-                    if let [rest @ .., b'\n'] = line {
-                        line = rest;
+                    let mut bytes = &buf[..];
+                    if pos == 0 {
+                        bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
                     }
-                    if let [rest @ .., b'\r'] = line {
-                        line = rest;
+                    if let [rest @ .., b'\n'] = bytes {
+                        bytes = rest;
+                    }
+                    if let [rest @ .., b'\r'] = bytes {
+                        bytes = rest;
                     }
                     on_event(LineEvent::Line {
-                        bytes: line,
+                        bytes,
                         offset: pos,
+                        line,
                     });
                 }
                 pos += n;
             }
             Err(error) => {
-                on_event(LineEvent::ReadError { offset: pos, error });
+                on_event(LineEvent::ReadError {
+                    offset: pos,
+                    line: line + 1,
+                    error,
+                });
                 break;
             }
         }
     }
-    Ok(())
-}
-
-/// Turns byte offsets of one file into 1-based line numbers, counting newlines lazily (only when a
-/// message needs one), each byte at most once per split.
-pub struct LineLocator {
-    counted_to: u64,
-    lines: u64,
-}
-
-impl LineLocator {
-    /// A locator that has counted nothing yet.
-    pub fn new() -> Self {
-        LineLocator {
-            counted_to: 0,
-            lines: 1,
-        }
-    }
-
-    /// Line number of the line starting at `offset` (offsets must not decrease between calls).
-    pub fn line_of(&mut self, file: &InputFile, offset: u64) -> Option<u64> {
-        if offset < self.counted_to {
-            return None;
-        }
-        let mut reader = open_stream(file).ok()?;
-        io::copy(&mut (&mut reader).take(self.counted_to), &mut io::sink()).ok()?;
-        let mut remaining = offset - self.counted_to;
-        while remaining > 0 {
-            let chunk = reader.fill_buf().ok()?;
-            if chunk.is_empty() {
-                break;
-            }
-            let n = chunk.len().min(remaining as usize);
-            self.lines += memchr::memchr_iter(b'\n', &chunk[..n]).count() as u64;
-            reader.consume(n);
-            remaining -= n as u64;
-        }
-        self.counted_to = offset;
-        Some(self.lines)
-    }
-}
-
-impl Default for LineLocator {
-    fn default() -> Self {
-        Self::new()
-    }
+    Ok(line)
 }
 
 /// Field names of a JSON Lines document.
@@ -573,6 +619,29 @@ impl<'de> de::Deserialize<'de> for Scalar<'de> {
     }
 }
 
+/// An id field: like [`Scalar`], but a number keeps its exact JSON text (`1.0`, `1e2` and
+/// `123456789012345678901234567890` stay as written), so two ids are equal only if written alike.
+struct IdValue<'a>(Scalar<'a>);
+
+impl<'de> de::Deserialize<'de> for IdValue<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: &'de serde_json::value::RawValue = de::Deserialize::deserialize(d)?;
+        let text = raw.get();
+        Ok(IdValue(match text.as_bytes().first() {
+            Some(b'"') => Scalar::Text(
+                serde_json::from_str::<Str<'de>>(text)
+                    .map_err(de::Error::custom)?
+                    .0,
+            ),
+            Some(b'-' | b'0'..=b'9') => Scalar::Number(text.to_owned()),
+            Some(b'n') => Scalar::Null,
+            Some(b't' | b'f') => Scalar::Other("a boolean"),
+            Some(b'[') => Scalar::Other("an array"),
+            _ => Scalar::Other("an object"),
+        }))
+    }
+}
+
 /// The three wanted fields of one record; other fields are skipped without being built.
 struct Wanted<'a> {
     id: Option<Scalar<'a>>,
@@ -608,7 +677,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
             if key == self.0.text {
                 w.text = Some(map.next_value()?);
             } else if key == self.0.id {
-                w.id = Some(map.next_value()?);
+                w.id = Some(map.next_value::<IdValue>()?.0);
             } else if self.0.url.as_deref() == Some(&*key) {
                 w.url = Some(map.next_value()?);
             } else if self.0.html.as_deref() == Some(&*key) {
@@ -623,9 +692,14 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
     }
 }
 
-/// True if an id can be written to TSV output unchanged.
+/// True if an id can be written to TSV output unchanged and read back as one field of one line: not
+/// empty, and no control character (tab, newline, NUL, U+0085 ...) nor Unicode line or paragraph
+/// separator (U+2028, U+2029), which some readers take for a line break.
 pub fn id_is_clean(id: &str) -> bool {
-    !id.is_empty() && !id.contains(['\t', '\n', '\r'])
+    !id.is_empty()
+        && !id
+            .chars()
+            .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
 }
 
 /// Parses one JSON Lines record.
@@ -687,7 +761,7 @@ pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>
         Some(Scalar::Text(_)) => {
             return Err(Skip::new(
                 SkipReason::BadId,
-                "id is empty or contains a tab or newline",
+                "id is empty or contains a control character or line separator",
             ))
         }
         Some(Scalar::Other(kind)) => {
@@ -767,7 +841,10 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
         .split_once('\t')
         .ok_or_else(|| Skip::new(SkipReason::BadFingerprint, "expected id<TAB>simhash"))?;
     if !id_is_clean(id) {
-        return Err(Skip::new(SkipReason::BadId, "empty id"));
+        return Err(Skip::new(
+            SkipReason::BadId,
+            "id is empty or contains a control character or line separator",
+        ));
     }
     let simhash = crate::simhash::from_hex(hash.trim_end()).ok_or_else(|| bad_hash(hash))?;
     Ok(FingerprintRecord {
@@ -796,7 +873,7 @@ mod tests {
         let mut out = Vec::new();
         for s in splits {
             read_split(file, s, 1 << 20, |e| match e {
-                LineEvent::Line { bytes, offset } => out.push((offset, bytes.to_vec())),
+                LineEvent::Line { bytes, offset, .. } => out.push((offset, bytes.to_vec())),
                 LineEvent::TooLong { offset, .. } => out.push((offset, b"<too long>".to_vec())),
                 LineEvent::ReadError { .. } => panic!("read error"),
             })
@@ -814,14 +891,7 @@ mod tests {
         }
         content.extend_from_slice(b"last line without newline");
         let file = plain_file(dir.path(), "a.txt", &content);
-        let whole = lines_of(
-            &file,
-            &[Split {
-                file: 0,
-                start: 0,
-                end: u64::MAX,
-            }],
-        );
+        let whole = lines_of(&file, &[Split::whole(0)]);
         assert_eq!(whole.len(), 401);
         for cut in [1u64, 7, 100, 4096, 5000] {
             let mut splits = Vec::new();
@@ -829,6 +899,7 @@ mod tests {
             while start < file.size {
                 let end = (start + cut).min(file.size);
                 splits.push(Split {
+                    id: splits.len() as u32,
                     file: 0,
                     start,
                     end: if end == file.size { u64::MAX } else { end },
@@ -901,25 +972,92 @@ mod tests {
         gz.write_all(b"a\r\nb\n").unwrap();
         let file = plain_file(dir.path(), "x.data", &gz.finish().unwrap());
         assert_eq!(file.compression, Compression::Gzip);
-        let lines = lines_of(
-            &file,
-            &[Split {
-                file: 0,
-                start: 0,
-                end: u64::MAX,
-            }],
-        );
+        let lines = lines_of(&file, &[Split::whole(0)]);
         assert_eq!(lines, vec![(0, b"a".to_vec()), (3, b"b".to_vec())]);
     }
 
     #[test]
-    fn locator_counts_lines() {
+    fn lines_are_numbered_within_their_split_and_a_bom_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let file = plain_file(dir.path(), "l.txt", b"a\nbb\nccc\nd\n");
-        let mut loc = LineLocator::new();
-        assert_eq!(loc.line_of(&file, 0), Some(1));
-        assert_eq!(loc.line_of(&file, 5), Some(3));
-        assert_eq!(loc.line_of(&file, 9), Some(4));
+        let file = plain_file(dir.path(), "l.txt", b"\xef\xbb\xbfa\nbb\n\nccc\nd\n");
+        let mut seen = Vec::new();
+        let whole = Split::whole(0);
+        let n = read_split(&file, &whole, 1 << 20, |e| {
+            if let LineEvent::Line {
+                bytes,
+                offset,
+                line,
+            } = e
+            {
+                seen.push((line, offset, bytes.to_vec()));
+            }
+        })
+        .unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(
+            seen[0],
+            (1, 0, b"a".to_vec()),
+            "BOM stripped from the first line"
+        );
+        assert_eq!(seen[3], (4, 9, b"ccc".to_vec()));
+        // A split starting mid-file numbers its own lines from 1.
+        let tail = Split {
+            id: 1,
+            file: 0,
+            start: 9,
+            end: u64::MAX,
+        };
+        let mut first = None;
+        read_split(&file, &tail, 1 << 20, |e| {
+            if let LineEvent::Line { line, offset, .. } = e {
+                first.get_or_insert((line, offset));
+            }
+        })
+        .unwrap();
+        assert_eq!(first, Some((1, 9)));
+    }
+
+    #[test]
+    fn numeric_ids_keep_their_json_text() {
+        // Regression (issue 8.7): 1.0 and 1e2 became 1 and 100, and long integers lost digits.
+        let f = Fields::default();
+        let id = |line: &str| {
+            parse_jsonl_doc(line.as_bytes(), &f)
+                .unwrap()
+                .id
+                .map(|c| c.into_owned())
+        };
+        assert_eq!(id(r#"{"id":1.0,"text":"x"}"#).as_deref(), Some("1.0"));
+        assert_eq!(id(r#"{"id":1e2,"text":"x"}"#).as_deref(), Some("1e2"));
+        assert_eq!(id(r#"{"id":100,"text":"x"}"#).as_deref(), Some("100"));
+        assert_eq!(
+            id(r#"{"id":123456789012345678901234567890,"text":"x"}"#).as_deref(),
+            Some("123456789012345678901234567890")
+        );
+        assert_eq!(id(r#"{"id":"a\u0062","text":"x"}"#).as_deref(), Some("ab"));
+        assert_eq!(id(r#"{"id":null,"text":"x"}"#), None);
+    }
+
+    #[test]
+    fn ids_with_control_characters_or_line_separators_are_bad() {
+        // Regression (issue 8.7): NUL, U+0085 and U+2028 were written raw into TSV.
+        let f = Fields::default();
+        for bad in [
+            r#""a\u0000b""#,
+            r#""a\u0085b""#,
+            r#""a\u2028b""#,
+            r#""a\tb""#,
+            r#""""#,
+        ] {
+            let line = format!(r#"{{"id":{bad},"text":"x"}}"#);
+            assert_eq!(
+                parse_jsonl_doc(line.as_bytes(), &f).unwrap_err().reason,
+                SkipReason::BadId,
+                "{bad}"
+            );
+        }
+        assert!(id_is_clean("https://example.org/a b"));
+        assert!(!id_is_clean("x\u{2029}"));
     }
 
     #[test]

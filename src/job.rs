@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::exec::Exec;
 use crate::features::{FeatureConfig, FeatureKind};
 use crate::html::Boilerplate;
-use crate::input::{discover, Fields};
+use crate::input::{discover_excluding, Fields};
 use crate::pipeline::{
     ContentOptions, LayoutChoice, PairStage, Plan, Source, SourceKind, DEFAULT_MIN_TOKENS,
 };
@@ -24,6 +24,10 @@ pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
 pub const DEFAULT_SPLIT_MIB: u64 = 64;
 /// Default memory budget for the `auto` layout planner: 4 GiB.
 pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
+/// Smallest memory budget accepted, in MiB.
+pub const MIN_MEMORY_BUDGET_MIB: u64 = 16;
+/// Largest memory budget accepted, in MiB (1 PiB).
+pub const MAX_MEMORY_BUDGET_MIB: u64 = 1 << 30;
 
 /// `[input]`
 #[derive(Debug, Deserialize)]
@@ -117,6 +121,8 @@ pub struct SimhashSpec {
 pub struct RunSpec {
     /// Worker threads per process (default 1).
     pub workers: Option<usize>,
+    /// Seconds a cluster process waits for the others (default 60).
+    pub connect_timeout_s: Option<f64>,
 }
 
 /// `[output]`
@@ -126,7 +132,7 @@ pub struct OutputSpec {
     /// Directory the other output paths are relative to.
     #[serde(default = "default_out_dir")]
     pub dir: PathBuf,
-    /// Pairs file; empty to skip pair finding.
+    /// Pairs file; empty to skip pair finding. Any output may be `-`, standard output.
     #[serde(default = "default_pairs")]
     pub pairs: String,
     /// Fingerprints file, if wanted.
@@ -186,13 +192,30 @@ pub struct JobSpec {
     pub output: OutputSpec,
 }
 
-/// A validated job: the plan plus where the summary goes.
+/// A validated job.
 #[derive(Debug)]
 pub struct Job {
     /// What to run.
     pub plan: Plan,
-    /// Where `summary.json` goes.
-    pub summary_out: PathBuf,
+}
+
+/// An output path of a job: `-` is standard output, anything else is relative to the output
+/// directory.
+fn output_path(dir: &Path, name: &str) -> PathBuf {
+    if name == "-" {
+        PathBuf::from("-")
+    } else {
+        dir.join(name)
+    }
+}
+
+/// Checks a connect timeout in seconds.
+pub fn connect_timeout(seconds: f64) -> anyhow::Result<std::time::Duration> {
+    ensure!(
+        seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0,
+        "connect timeout must be between 0 and 86400 seconds, got {seconds}"
+    );
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 /// Checks f and k and resolves the layout name.
@@ -210,6 +233,16 @@ pub fn layout_choice(
         k <= crate::tables::MAX_K,
         "k must be at most {}, got {k}",
         crate::tables::MAX_K
+    );
+    ensure!(
+        memory_budget_mib >= MIN_MEMORY_BUDGET_MIB,
+        "memory_budget_mib = {memory_budget_mib} is below the least a run needs \
+         ({MIN_MEMORY_BUDGET_MIB} MiB)"
+    );
+    ensure!(
+        memory_budget_mib <= MAX_MEMORY_BUDGET_MIB,
+        "memory_budget_mib = {memory_budget_mib} is more than any machine has (at most \
+         {MAX_MEMORY_BUDGET_MIB}, 1 PiB)"
     );
     Ok(if layout == "auto" {
         LayoutChoice::Auto {
@@ -254,12 +287,14 @@ impl JobSpec {
         toml::from_str(&text).with_context(|| format!("invalid job file {}", path.display()))
     }
 
-    /// Validates the spec into a runnable job; relative paths are taken from `base`.
+    /// Validates the spec into a runnable job; relative paths are taken from `base`. `job_file`
+    /// (if any) is protected from being overwritten by an output.
     pub fn validate(
         self,
         base: &Path,
         exec: Exec,
         out_dir: Option<PathBuf>,
+        job_file: Option<&Path>,
     ) -> anyhow::Result<Job> {
         let inp = self.input;
         ensure!(!inp.paths.is_empty(), "[input] paths is empty");
@@ -307,18 +342,14 @@ impl JobSpec {
                 "[input] format must be \"jsonl\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
             ),
         };
-        let files = discover(&paths, kind.dir_extensions())?;
         ensure!(
             inp.max_record_bytes > 0,
             "[input] max_record_bytes must be positive"
         );
-        ensure!(inp.split_mib > 0, "[input] split_mib must be positive");
-        let source = Source {
-            kind,
-            files,
-            max_record_bytes: inp.max_record_bytes,
-            split_bytes: inp.split_mib << 20,
-        };
+        ensure!(
+            inp.split_mib > 0 && inp.split_mib <= 1 << 20,
+            "[input] split_mib must be between 1 and 1048576"
+        );
         let out = self.output;
         let dir = out_dir.unwrap_or_else(|| resolve(base, &out.dir));
         let pairs = if out.pairs.is_empty() {
@@ -337,15 +368,15 @@ impl JobSpec {
                     s.layout.as_deref().unwrap_or("auto"),
                     s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
                 )?,
-                out: dir.join(&out.pairs),
-                groups_out: out.exact_groups.map(|g| dir.join(g)),
+                out: output_path(&dir, &out.pairs),
+                groups_out: out.exact_groups.map(|g| output_path(&dir, &g)),
             })
         };
         ensure!(
             pairs.is_some() || out.fingerprints.is_some(),
             "the job writes nothing: set [output] pairs or fingerprints"
         );
-        let exec = Exec {
+        let mut exec = Exec {
             workers: if exec.workers == 0 {
                 self.run.workers.unwrap_or(1)
             } else {
@@ -353,18 +384,35 @@ impl JobSpec {
             },
             ..exec
         };
-        Ok(Job {
-            plan: Plan {
-                command: "run".into(),
-                source,
-                fingerprints_out: out.fingerprints.map(|f| dir.join(f)),
-                skipped_out: out.skipped.map(|f| dir.join(f)),
-                pairs,
-                exec,
-                verbose: true,
+        if let Some(t) = self.run.connect_timeout_s {
+            exec.connect_timeout = connect_timeout(t)?;
+        }
+        exec.validate()?;
+        let mut plan = Plan {
+            command: "run".into(),
+            source: Source {
+                kind,
+                files: Vec::new(),
+                max_record_bytes: inp.max_record_bytes,
+                split_bytes: inp.split_mib << 20,
             },
-            summary_out: dir.join(out.summary),
-        })
+            fingerprints_out: out.fingerprints.map(|f| output_path(&dir, &f)),
+            skipped_out: out.skipped.map(|f| output_path(&dir, &f)),
+            pairs,
+            summary_out: Some(output_path(&dir, &out.summary)),
+            protected: job_file.into_iter().map(Path::to_path_buf).collect(),
+            exec,
+            verbose: true,
+        };
+        if let Some(h) = &plan.exec.hostfile {
+            plan.protected.push(h.clone());
+        }
+        // A run's own outputs (perhaps written by an earlier run into an input directory) are
+        // not read back as inputs.
+        let outputs: Vec<PathBuf> = plan.output_requests().into_iter().map(|(_, p)| p).collect();
+        plan.source.files =
+            discover_excluding(&paths, plan.source.kind.dir_extensions(), &outputs)?;
+        Ok(Job { plan })
     }
 }
 
@@ -385,6 +433,7 @@ mod tests {
                     ..Exec::default()
                 },
                 None,
+                None,
             )
         };
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\n").is_ok());
@@ -393,9 +442,31 @@ mod tests {
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nf=32\n").is_err());
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nlayout=\"9x9\"\n").is_err());
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\n[features]\nshingle=0\n").is_err());
+        // Regression (issue 8.11): a budget of 0 or 1 MiB only warned, 1e15 wrapped, and 1000
+        // workers on 2 cores ran for 30 s.
+        for budget in ["0", "1", "1000000000000000"] {
+            let job =
+                format!("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nmemory_budget_mib={budget}\n");
+            let err = format!("{:#}", parse(&job).unwrap_err());
+            assert!(err.contains("memory_budget_mib"), "{budget}: {err}");
+        }
+        let err = format!(
+            "{:#}",
+            parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=1000\n").unwrap_err()
+        );
+        assert!(err.contains("1000 worker threads"), "{err}");
         let job =
             parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=3\n[output]\ndir=\"o\"\n").unwrap();
         assert_eq!(job.plan.exec.workers, 3);
-        assert_eq!(job.summary_out, dir.path().join("o/summary.json"));
+        assert_eq!(
+            job.plan.summary_out.as_deref(),
+            Some(dir.path().join("o/summary.json").as_path())
+        );
+        let job = parse("[input]\npaths=[\"d.jsonl\"]\n[output]\npairs=\"-\"\n").unwrap();
+        assert_eq!(
+            job.plan.pairs.unwrap().out,
+            PathBuf::from("-"),
+            "- is standard output, not a file in the output directory"
+        );
     }
 }

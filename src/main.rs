@@ -1,7 +1,8 @@
 //! The `neardup` command line: a thin layer over the library.
 //!
 //! Exit codes: 0 success; 3 finished, but some records were skipped (see the summary); 1 error;
-//! 2 bad command line.
+//! 2 bad command line; 128 + N killed by signal N (SIGINT 130, SIGTERM 143) after removing its
+//! staged outputs.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use neardup::exec::Exec;
 use neardup::features::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use neardup::html::Boilerplate;
-use neardup::input::{discover, Fields, DOCUMENT_EXTENSIONS};
+use neardup::input::{discover, discover_excluding, Fields, DOCUMENT_EXTENSIONS};
 use neardup::job::{
     layout_choice, JobSpec, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_SPLIT_MIB,
 };
@@ -23,6 +24,41 @@ use neardup::summary::Summary;
 
 /// Exit code when the run finished but skipped some records.
 const EXIT_PARTIAL: u8 = 3;
+
+/// The system allocator, with a clear message instead of an abort when memory runs out.
+struct Allocator;
+
+// SAFETY: forwards every call to the system allocator unchanged; only a failed allocation is
+// intercepted, and that path never returns.
+unsafe impl std::alloc::GlobalAlloc for Allocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc(layout);
+        if p.is_null() {
+            neardup::output::cleanup::out_of_memory(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = std::alloc::System.alloc_zeroed(layout);
+        if p.is_null() {
+            neardup::output::cleanup::out_of_memory(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        std::alloc::System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let p = std::alloc::System.realloc(ptr, layout, new_size);
+        if p.is_null() {
+            neardup::output::cleanup::out_of_memory(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Allocator = Allocator;
 
 #[derive(Parser)]
 #[command(
@@ -239,39 +275,71 @@ struct ClusterArgs {
     /// One host:port per line, in process order (default localhost:2101+i).
     #[arg(long)]
     hostfile: Option<PathBuf>,
+    /// Seconds a process waits for the other processes of the cluster (run: default from the
+    /// job, else 60).
+    #[arg(long, value_name = "SECS")]
+    connect_timeout: Option<f64>,
 }
 
 impl ClusterArgs {
-    fn exec(&self, default_workers: usize) -> Exec {
-        Exec {
+    fn exec(&self, default_workers: usize) -> anyhow::Result<Exec> {
+        let mut exec = Exec {
             workers: self.workers.unwrap_or(default_workers),
             processes: self.processes,
             process: self.process,
             hostfile: self.hostfile.clone(),
+            ..Exec::default()
+        };
+        if let Some(t) = self.connect_timeout {
+            exec.connect_timeout = neardup::job::connect_timeout(t)?;
         }
+        Ok(exec)
     }
 }
 
-fn source(kind: SourceKind, inputs: &[PathBuf], max_record_bytes: usize) -> anyhow::Result<Source> {
-    Ok(Source {
-        files: discover(inputs, kind.dir_extensions())?,
-        kind,
-        max_record_bytes,
-        split_bytes: DEFAULT_SPLIT_MIB << 20,
-    })
+/// The plan of a stage sub-command: its inputs (its own outputs left out of directory walks) and
+/// outputs, checked like a job's.
+fn stage_plan(
+    command: &str,
+    kind: SourceKind,
+    inputs: &[PathBuf],
+    max_record_bytes: usize,
+    exec: Exec,
+    outputs: (
+        Option<PathBuf>,
+        Option<PathBuf>,
+        Option<PairStage>,
+        Option<PathBuf>,
+    ),
+) -> anyhow::Result<Plan> {
+    anyhow::ensure!(max_record_bytes > 0, "--max-record-bytes must be positive");
+    exec.validate()?;
+    let (fingerprints_out, skipped_out, pairs, summary_out) = outputs;
+    let mut plan = Plan {
+        command: command.into(),
+        source: Source {
+            files: Vec::new(),
+            kind,
+            max_record_bytes,
+            split_bytes: DEFAULT_SPLIT_MIB << 20,
+        },
+        fingerprints_out,
+        skipped_out,
+        pairs,
+        summary_out,
+        protected: exec.hostfile.iter().cloned().collect(),
+        exec,
+        verbose: command == "pairs",
+    };
+    let outs: Vec<PathBuf> = plan.output_requests().into_iter().map(|(_, p)| p).collect();
+    plan.source.files = discover_excluding(inputs, plan.source.kind.dir_extensions(), &outs)?;
+    Ok(plan)
 }
 
-fn finish(summary: Option<Summary>, summary_out: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let Some(mut summary) = summary else {
+fn finish(summary: Option<Summary>) -> anyhow::Result<ExitCode> {
+    let Some(summary) = summary else {
         return Ok(ExitCode::SUCCESS); // not process 0: process 0 reports
     };
-    if let Some(path) = summary_out {
-        summary
-            .outputs
-            .insert("summary".into(), path.display().to_string());
-        let json = serde_json::to_string_pretty(&summary)?;
-        neardup::output::write_atomic(path, |w| writeln!(w, "{json}"))?;
-    }
     eprintln!("{}", summary.human());
     if summary.documents.skipped > 0 {
         eprintln!(
@@ -292,11 +360,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let spec = JobSpec::load(&job)?;
             let base = job.parent().unwrap_or(Path::new("."));
-            let job = spec
-                .validate(base, cluster.exec(0), out_dir)
+            let valid = spec
+                .validate(base, cluster.exec(0)?, out_dir, Some(&job))
                 .with_context(|| format!("invalid job {}", job.display()))?;
-            let summary = execute(job.plan)?;
-            finish(summary, Some(&job.summary_out))
+            finish(execute(valid.plan)?)
         }
         Command::Fingerprint {
             input,
@@ -337,16 +404,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     content,
                 },
             };
-            let plan = Plan {
-                command: "fingerprint".into(),
-                source: source(kind, &input, fields.max_record_bytes)?,
-                fingerprints_out: Some(out),
-                skipped_out: skipped,
-                pairs: None,
-                exec: cluster.exec(1),
-                verbose: false,
-            };
-            finish(execute(plan)?, summary.as_deref())
+            let plan = stage_plan(
+                "fingerprint",
+                kind,
+                &input,
+                fields.max_record_bytes,
+                cluster.exec(1)?,
+                (Some(out), skipped, None, summary),
+            )?;
+            finish(execute(plan)?)
         }
         Command::Truth {
             input,
@@ -368,7 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut counters = neardup::summary::Counters::default();
             let sets = neardup::truth::load_sets(&files, &fields, &mut counters);
             let pairs = neardup::truth::similar_pairs(&sets, threshold);
-            neardup::output::write_atomic(&out, |w| {
+            neardup::output::write_file(&out, |w| {
                 for (a, b, j) in &pairs {
                     writeln!(w, "{a}\t{b}\t{j:.4}")?;
                 }
@@ -407,7 +473,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         n: size,
                         ..Default::default()
                     };
-                    neardup::output::write_atomic(&docs, |w| {
+                    neardup::output::write_file(&docs, |w| {
                         neardup::gen::write_documents(&opts, w).map(|_| ())
                     })?;
                 }
@@ -451,7 +517,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 median_tokens,
                 ..Default::default()
             };
-            neardup::output::write_atomic(&out, |w| {
+            neardup::output::write_file(&out, |w| {
                 neardup::gen::write_documents(&opts, w).map(|_| ())
             })?;
             eprintln!("neardup gen: {n} documents: {}", out.display());
@@ -465,7 +531,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plant_every,
         }) => {
             let fps = neardup::gen::fingerprints(n, seed, max_distance, plant_every);
-            neardup::output::write_atomic(&out, |w| {
+            neardup::output::write_file(&out, |w| {
                 fps.iter()
                     .enumerate()
                     .try_for_each(|(i, fp)| writeln!(w, "f{i:010}\t{fp:016x}"))
@@ -483,31 +549,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             summary,
             cluster,
         } => {
-            let plan = Plan {
-                command: "pairs".into(),
-                source: source(
-                    SourceKind::Fingerprints,
-                    &fingerprints,
-                    DEFAULT_MAX_RECORD_BYTES,
-                )?,
-                fingerprints_out: None,
-                skipped_out: None,
-                pairs: Some(PairStage {
-                    k,
-                    layout: layout_choice(64, k, &layout, memory_budget_mib)?,
-                    out,
-                    groups_out: collapse_exact,
-                }),
-                exec: cluster.exec(1),
-                verbose: true,
+            let pairs = PairStage {
+                k,
+                layout: layout_choice(64, k, &layout, memory_budget_mib)?,
+                out,
+                groups_out: collapse_exact,
             };
-            finish(execute(plan)?, summary.as_deref())
+            let plan = stage_plan(
+                "pairs",
+                SourceKind::Fingerprints,
+                &fingerprints,
+                DEFAULT_MAX_RECORD_BYTES,
+                cluster.exec(1)?,
+                (None, None, Some(pairs), summary),
+            )?;
+            finish(execute(plan)?)
         }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = neardup::output::cleanup::install() {
+        eprintln!("neardup: warning: cannot install the interrupt handler: {e}");
+    }
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -15,14 +15,14 @@ use crate::exec::Exec;
 use crate::features::FeatureConfig;
 use crate::group::{exact_pairs, ordered, owner, Groups};
 use crate::html::{self, Boilerplate};
-use crate::input::{self, Fields, InputFile, LineEvent, LineLocator, Split};
-use crate::output;
+use crate::input::{self, Fields, InputFile, LineEvent, Split};
+use crate::output::{self, OutputSet};
 use crate::progress::{Reporter, PROGRESS};
-use crate::ranks;
+use crate::ranks::{self, RankInput};
 use crate::simhash::Fingerprinter;
 use crate::summary::{
-    peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary, PairSummary,
-    SkipReason, SkippedRow, StageTimes, Summary,
+    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
+    LineTable, Location, PairSummary, SkipNote, SkipReason, SplitLine, StageTimes, Summary,
 };
 use crate::tables::{self, TableLayout};
 
@@ -99,6 +99,27 @@ impl SourceKind {
             SourceKind::Warc { .. } => input::SplitMode::GzipMembers,
             SourceKind::Html { .. } => input::SplitMode::Whole,
         }
+    }
+
+    /// The settings that decide what is read and how, one `key = value` per line.
+    pub fn describe(&self) -> Vec<String> {
+        let mut v = vec![format!(
+            "format = {}",
+            match self {
+                SourceKind::Jsonl { .. } => "jsonl",
+                SourceKind::Warc { .. } => "warc",
+                SourceKind::Html { .. } => "html",
+                SourceKind::Fingerprints => "fingerprints",
+            }
+        )];
+        if let SourceKind::Jsonl { fields, .. } = self {
+            v.push(format!("fields = {fields:?}"));
+        }
+        if let Some((features, content)) = self.features() {
+            v.push(format!("features = {features:?}"));
+            v.push(format!("content = {content:?}"));
+        }
+        v
     }
 
     fn features(&self) -> Option<(&FeatureConfig, &ContentOptions)> {
@@ -184,35 +205,31 @@ impl Acceptor {
     }
 }
 
-/// Reports a skipped record: counts it, prints and keeps the first messages per reason, and lists it
-/// when the run writes the skipped-records file. `id` is the record's id where it is known.
-fn report(
+/// Counts a skipped record at `at` (named by WARC `record` id in messages, where there is one).
+fn skip(
     counters: &mut Counters,
-    path: &std::path::Path,
-    place: &str,
+    at: Location,
+    record: Option<&str>,
     id: Option<&str>,
     reason: SkipReason,
-    offset: u64,
-    message: &str,
+    message: String,
 ) {
-    if let Some(rows) = counters.listed.as_mut() {
-        rows.push(SkippedRow {
-            file: path.display().to_string(),
-            offset,
-            reason,
-            id: id.unwrap_or_default().to_owned(),
-            message: message.to_owned(),
-        });
-    }
-    if counters.skip(reason) {
-        let text = format!(
-            "{}{place}: {reason}: {message} (byte {offset})",
-            path.display()
-        );
-        eprintln!("warning: {text}");
-        counters
-            .messages
-            .push((path.display().to_string(), offset, text));
+    counters.skip(SkipNote {
+        at,
+        reason,
+        id: id.unwrap_or_default().to_owned(),
+        record: record.map(str::to_owned),
+        message,
+        first: None,
+    });
+}
+
+/// Where a record of a file that is not line-based starts.
+fn at_offset(file: usize, offset: u64) -> Location {
+    Location {
+        file: file as u32,
+        offset,
+        line: None,
     }
 }
 
@@ -268,41 +285,121 @@ pub struct Plan {
     pub skipped_out: Option<PathBuf>,
     /// Pair finding, if wanted.
     pub pairs: Option<PairStage>,
+    /// The run summary, written last as the record that the output set is complete.
+    pub summary_out: Option<PathBuf>,
+    /// Files besides the inputs that no output may replace (the job file, the hostfile).
+    pub protected: Vec<PathBuf>,
     /// Threads and processes.
     pub exec: Exec,
     /// Print the planner's reasoning on stderr.
     pub verbose: bool,
 }
 
-/// One loaded document: fingerprint, id, url.
-pub type Loaded = (u64, String, Option<String>);
-/// A fingerprints-output row: id, url, fingerprint (sorts by id).
-type FingerprintRow = (String, Option<String>, u64);
+impl Plan {
+    /// The run's outputs, by name: `fingerprints`, `skipped`, `pairs`, `exact_groups`, `summary`.
+    pub fn output_requests(&self) -> Vec<(String, PathBuf)> {
+        let mut out = Vec::new();
+        let mut add = |name: &str, path: Option<&PathBuf>| {
+            if let Some(p) = path {
+                out.push((name.to_string(), p.clone()));
+            }
+        };
+        add("fingerprints", self.fingerprints_out.as_ref());
+        add("skipped", self.skipped_out.as_ref());
+        add("pairs", self.pairs.as_ref().map(|p| &p.out));
+        add(
+            "exact_groups",
+            self.pairs.as_ref().and_then(|p| p.groups_out.as_ref()),
+        );
+        add("summary", self.summary_out.as_ref());
+        out
+    }
 
-/// Reads splits of `source` into fingerprinted documents `(simhash, id, url)`, in input order,
-/// counting and reporting every skip: what one worker does before the exchange (also used by tests
-/// and the WARC fuzzer).
-pub fn load_documents(source: &Source, splits: &[Split]) -> (Vec<Loaded>, Counters) {
-    let mut counters = Counters::default();
-    let docs = load(source, splits, &mut counters);
-    (docs, counters)
+    /// Every file the run reads, which no output may replace.
+    pub fn protected_paths(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self.source.files.iter().map(|f| f.path.clone()).collect();
+        v.extend(self.protected.iter().cloned());
+        v
+    }
+
+    /// What every process of a cluster must agree on, one `key = value` per line: the inputs, how
+    /// they are read and fingerprinted, the pair stage and which outputs are made. Paths of the
+    /// outputs are left out (only process 0 writes them).
+    pub fn describe(&self) -> String {
+        let s = &self.source;
+        let mut lines = vec![format!("command = {}", self.command)];
+        lines.extend(s.kind.describe());
+        lines.push(format!("max_record_bytes = {}", s.max_record_bytes));
+        lines.push(format!("split_bytes = {}", s.split_bytes));
+        lines.push(format!("input files = {}", s.files.len()));
+        for f in &s.files {
+            lines.push(format!(
+                "input = {} ({} bytes, {:?})",
+                f.path.display(),
+                f.size,
+                f.compression
+            ));
+        }
+        if let Some(p) = &self.pairs {
+            lines.push(format!("pairs.k = {}", p.k));
+            lines.push(format!(
+                "pairs.layout = {}",
+                match &p.layout {
+                    LayoutChoice::Fixed(l) => l.name(),
+                    LayoutChoice::Auto { memory_budget } => format!("auto ({memory_budget} bytes)"),
+                }
+            ));
+        }
+        let names: Vec<String> = self.output_requests().into_iter().map(|(n, _)| n).collect();
+        lines.push(format!("outputs = {}", names.join(", ")));
+        lines.join("\n")
+    }
 }
 
-/// Reads this worker's splits into fingerprinted documents, counting and reporting every skip.
-fn load(src: &Source, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> {
+/// One loaded document.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Loaded {
+    /// Its fingerprint.
+    pub simhash: u64,
+    /// Its id (given, or `PATH@OFFSET`).
+    pub id: String,
+    /// Its URL, if the record has one.
+    pub url: Option<String>,
+    /// Where the record starts.
+    pub at: Location,
+}
+
+/// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
+pub type SplitLines = Vec<(u32, usize, u64, u64)>;
+
+/// Reads splits of `source` into fingerprinted documents, in input order, counting every skip:
+/// what one worker does before the exchange (also used by tests and the fuzzers). Skip notes carry
+/// line numbers within their split; `SplitLines` turns them into lines of the file
+/// ([`LineTable`]).
+pub fn load_documents(source: &Source, splits: &[Split]) -> (Vec<Loaded>, Counters, SplitLines) {
+    let mut counters = Counters::default();
+    let (docs, lines) = load(source, splits, &mut counters);
+    (docs, counters, lines)
+}
+
+/// Reads this worker's splits into fingerprinted documents, counting every skip.
+fn load(src: &Source, splits: &[Split], counters: &mut Counters) -> (Vec<Loaded>, SplitLines) {
     let mut out = Vec::new();
+    let mut lines = Vec::with_capacity(splits.len());
     let mut acceptor = src.kind.features().map(|(features, content)| Acceptor {
         fingerprinter: Fingerprinter::new(*features),
         content: content.clone(),
     });
     for split in splits {
         let file = &src.files[split.file];
-        match (&src.kind, acceptor.as_mut()) {
+        let n = match (&src.kind, acceptor.as_mut()) {
             (SourceKind::Warc { .. }, Some(acc)) => {
-                load_warc(file, split, src.max_record_bytes, acc, counters, &mut out)
+                load_warc(file, split, src.max_record_bytes, acc, counters, &mut out);
+                0
             }
             (SourceKind::Html { .. }, Some(acc)) => {
-                load_html_file(file, src.max_record_bytes, acc, counters, &mut out)
+                load_html_file(file, split, src.max_record_bytes, acc, counters, &mut out);
+                0
             }
             (kind, acc) => load_lines(
                 kind,
@@ -313,10 +410,11 @@ fn load(src: &Source, splits: &[Split], counters: &mut Counters) -> Vec<Loaded> 
                 counters,
                 &mut out,
             ),
-        }
+        };
+        lines.push((split.id, split.file, split.start, n));
     }
     PROGRESS.flush_read();
-    out
+    (out, lines)
 }
 
 /// The id of a document without one: `PATH@OFFSET`.
@@ -325,7 +423,25 @@ fn generated_id(counters: &mut Counters, file: &InputFile, offset: u64) -> Strin
     format!("{}@{offset}", file.path.display())
 }
 
-/// Reads the lines of one split of a JSON Lines or fingerprints file.
+/// Notes the field names of a record that lacks the text field (for the first few such records),
+/// so that a run where no record has it can say which fields there are.
+fn note_fields(counters: &mut Counters, line: &[u8]) {
+    let missing = counters
+        .skipped
+        .get(&SkipReason::MissingText)
+        .copied()
+        .unwrap_or(0);
+    if missing > 10 || counters.fields_seen.len() >= 32 {
+        return;
+    }
+    let keys =
+        serde_json::from_slice::<std::collections::BTreeMap<String, serde::de::IgnoredAny>>(line);
+    if let Ok(keys) = keys {
+        counters.fields_seen.extend(keys.into_keys().take(32));
+    }
+}
+
+/// Reads the lines of one split of a JSON Lines or fingerprints file; returns the lines it read.
 fn load_lines(
     kind: &SourceKind,
     file: &InputFile,
@@ -334,31 +450,37 @@ fn load_lines(
     mut acceptor: Option<&mut Acceptor>,
     counters: &mut Counters,
     out: &mut Vec<Loaded>,
-) {
-    let mut locator = LineLocator::new();
-    let mut skip = |counters: &mut Counters,
-                    id: Option<&str>,
-                    reason: SkipReason,
-                    offset: u64,
-                    message: &str| {
-        let place = match locator.line_of(file, offset) {
-            Some(l) => format!(":{l}"),
-            None => String::new(),
-        };
-        report(counters, &file.path, &place, id, reason, offset, message);
+) -> u64 {
+    let at = |offset: u64, line: u64| Location {
+        file: split.file as u32,
+        offset,
+        line: Some(SplitLine {
+            split: split.id,
+            line,
+        }),
     };
     let result = input::read_split(file, split, max_record_bytes, |event| match event {
-        LineEvent::Line { bytes, offset } => {
+        LineEvent::Line {
+            bytes,
+            offset,
+            line,
+        } => {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 counters.blank_lines += 1;
                 return;
             }
             counters.bytes += bytes.len() as u64 + 1;
             PROGRESS.read_one(bytes.len() as u64 + 1);
+            let at = at(offset, line);
             match (kind, acceptor.as_deref_mut()) {
                 (SourceKind::Jsonl { fields, .. }, Some(acc)) => {
                     let doc = match input::parse_jsonl_doc(bytes, fields) {
-                        Err(s) => return skip(counters, None, s.reason, offset, &s.message),
+                        Err(s) => {
+                            if s.reason == SkipReason::MissingText {
+                                note_fields(counters, bytes);
+                            }
+                            return skip(counters, at, None, None, s.reason, s.message);
+                        }
                         Ok(doc) => doc,
                     };
                     let fingerprint = if doc.is_html {
@@ -368,7 +490,7 @@ fn load_lines(
                     };
                     match fingerprint {
                         Err((reason, message)) => {
-                            skip(counters, doc.id.as_deref(), reason, offset, &message)
+                            skip(counters, at, None, doc.id.as_deref(), reason, message)
                         }
                         Ok(simhash) => {
                             let id = match doc.id {
@@ -377,44 +499,62 @@ fn load_lines(
                             };
                             counters.read += 1;
                             counters.processed += 1;
-                            out.push((simhash, id, doc.url.map(|u| u.into_owned())));
+                            out.push(Loaded {
+                                simhash,
+                                id,
+                                url: doc.url.map(|u| u.into_owned()),
+                                at,
+                            });
                         }
                     }
                 }
                 _ => match input::parse_fingerprint_line(bytes) {
-                    Err(s) => skip(counters, None, s.reason, offset, &s.message),
+                    Err(s) => skip(counters, at, None, None, s.reason, s.message),
                     Ok(r) => {
                         counters.read += 1;
                         counters.processed += 1;
-                        out.push((r.simhash, r.id.into_owned(), r.url.map(|u| u.into_owned())));
+                        out.push(Loaded {
+                            simhash: r.simhash,
+                            id: r.id.into_owned(),
+                            url: r.url.map(|u| u.into_owned()),
+                            at,
+                        });
                     }
                 },
             }
         }
-        LineEvent::TooLong { offset, len } => skip(
+        LineEvent::TooLong { offset, line, len } => skip(
             counters,
+            at(offset, line),
+            None,
             None,
             SkipReason::TooLarge,
-            offset,
-            &format!("record of {len} bytes exceeds max_record_bytes={max_record_bytes}"),
+            format!("record of {len} bytes exceeds max_record_bytes={max_record_bytes}"),
         ),
-        LineEvent::ReadError { offset, error } => skip(
+        LineEvent::ReadError {
+            offset,
+            line,
+            error,
+        } => skip(
             counters,
+            at(offset, line),
+            None,
             None,
             SkipReason::ReadError,
-            offset,
-            &format!("{error}; the rest of this file could not be read"),
+            format!("{error}; the rest of this file could not be read"),
         ),
     });
-    if let Err(error) = result {
+    result.unwrap_or_else(|error| {
         skip(
             counters,
+            at_offset(split.file, split.start),
+            None,
             None,
             SkipReason::ReadError,
-            split.start,
-            &format!("cannot open: {error}"),
+            format!("cannot open: {error}"),
         );
-    }
+        0
+    })
 }
 
 /// True for content types read as HTML; `None` for types read as plain text; `Err` for the rest.
@@ -457,12 +597,20 @@ fn load_warc(
 ) {
     use crate::warc::{WarcCompression, WarcItem, WarcReader, WarcSkipKind};
     let path = &file.path;
+    let at = |offset: u64| at_offset(split.file, offset);
     let compression = match file.compression {
         input::Compression::None => WarcCompression::Plain,
         input::Compression::Gzip => WarcCompression::Gzip,
         input::Compression::Zstd => {
             let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
-            return report(counters, path, "", None, SkipReason::ReadError, 0, message);
+            return skip(
+                counters,
+                at(0),
+                None,
+                None,
+                SkipReason::ReadError,
+                message.into(),
+            );
         }
     };
     let end = (split.end != u64::MAX).then_some(split.end);
@@ -479,14 +627,13 @@ fn load_warc(
         Ok(r) => r,
         Err(e) => {
             let message = format!("cannot open: {e}");
-            return report(
+            return skip(
                 counters,
-                path,
-                "",
+                at(split.start),
+                None,
                 None,
                 SkipReason::ReadError,
-                split.start,
-                &message,
+                message,
             );
         }
     };
@@ -495,14 +642,13 @@ fn load_warc(
         let record = match item {
             Err(e) => {
                 let message = format!("{e}; the rest of this file could not be read");
-                report(
+                skip(
                     counters,
-                    path,
-                    "",
+                    at(last_offset),
+                    None,
                     None,
                     SkipReason::ReadError,
-                    last_offset,
-                    &message,
+                    message,
                 );
                 break;
             }
@@ -511,7 +657,7 @@ fn load_warc(
                     WarcSkipKind::TooLarge => SkipReason::TooLarge,
                     WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
                 };
-                report(counters, path, "", None, reason, s.offset, &s.message);
+                skip(counters, at(s.offset), None, None, reason, s.message);
                 continue;
             }
             Ok(WarcItem::Record(r)) => r,
@@ -520,10 +666,6 @@ fn load_warc(
         counters.bytes += record.block.len() as u64;
         PROGRESS.read_one(record.block.len() as u64);
         let h = &record.header;
-        let place = format!(
-            " record {}",
-            h.record_id.as_deref().unwrap_or("without WARC-Record-ID")
-        );
         let fingerprint = match h.warc_type.as_str() {
             "response" => crate::warc::parse_http_response(&record.block, max_record_bytes as u64)
                 .map_err(|m| (SkipReason::CorruptRecord, format!("bad HTTP response: {m}")))
@@ -547,14 +689,13 @@ fn load_warc(
             )),
         };
         match fingerprint {
-            Err((reason, message)) => report(
+            Err((reason, message)) => skip(
                 counters,
-                path,
-                &place,
+                at(record.offset),
+                Some(h.record_id.as_deref().unwrap_or("without WARC-Record-ID")),
                 h.record_id.as_deref(),
                 reason,
-                record.offset,
-                &message,
+                message,
             ),
             Ok(simhash) => {
                 let id = match &h.record_id {
@@ -563,7 +704,12 @@ fn load_warc(
                 };
                 counters.read += 1;
                 counters.processed += 1;
-                out.push((simhash, id, h.target_uri.clone()));
+                out.push(Loaded {
+                    simhash,
+                    id,
+                    url: h.target_uri.clone(),
+                    at: at(record.offset),
+                });
             }
         }
     }
@@ -572,6 +718,7 @@ fn load_warc(
 /// Reads one HTML file as one page (id = its path).
 fn load_html_file(
     file: &InputFile,
+    split: &Split,
     max_record_bytes: usize,
     acc: &mut Acceptor,
     counters: &mut Counters,
@@ -583,30 +730,28 @@ fn load_html_file(
     let mut bytes = Vec::new();
     let read = input::open_stream(file)
         .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));
+    let at = at_offset(split.file, 0);
     if let Err(e) = read {
         let message = format!("cannot read: {e}");
-        return report(counters, path, "", None, SkipReason::ReadError, 0, &message);
+        return skip(counters, at, None, None, SkipReason::ReadError, message);
     }
     if bytes.len() > max_record_bytes {
         let message = format!("page exceeds max_record_bytes={max_record_bytes}");
-        return report(
-            counters,
-            path,
-            "",
-            Some(&id),
-            SkipReason::TooLarge,
-            0,
-            &message,
-        );
+        return skip(counters, at, None, Some(&id), SkipReason::TooLarge, message);
     }
     counters.bytes += bytes.len() as u64;
     PROGRESS.read_one(bytes.len() as u64);
     match acc.html(&bytes, None, None) {
-        Err((reason, message)) => report(counters, path, "", Some(&id), reason, 0, &message),
+        Err((reason, message)) => skip(counters, at, None, Some(&id), reason, message),
         Ok(simhash) => {
             counters.read += 1;
             counters.processed += 1;
-            out.push((simhash, id, None));
+            out.push(Loaded {
+                simhash,
+                id,
+                url: None,
+                at,
+            });
         }
     }
 }
@@ -646,47 +791,107 @@ fn group_stats<T: Ord>(groups: &Groups<T>) -> GroupStats {
     s
 }
 
-/// Gathers `rows` at worker 0, which sorts and writes them; `None` on the other workers.
-fn gather_and_write<T: timely::ExchangeData + Clone + Ord>(
-    worker: &mut Worker,
-    rows: Vec<T>,
-    path: &std::path::Path,
-    write: impl FnOnce(&std::path::Path, &[T]) -> anyhow::Result<()>,
-) -> Option<anyhow::Result<()>> {
-    let mut all = gather(worker, rows);
-    (worker.index() == 0).then(|| {
-        all.sort_unstable();
-        write(path, &all)
-    })
+/// The files of a run and the lines before each split: what a skip note needs to be rendered.
+struct Places {
+    files: Vec<String>,
+    lines: LineTable,
 }
 
-/// Notes a written output under `name`, or keeps the first error.
-fn record_output(
-    written: Option<anyhow::Result<()>>,
-    name: &str,
-    path: &std::path::Path,
-    outputs: &mut std::collections::BTreeMap<String, String>,
-    first_error: &mut Option<String>,
-) {
-    match written {
-        Some(Ok(())) => {
-            outputs.insert(name.to_string(), path.display().to_string());
+/// Prints the first skip messages per reason among `notes` of all workers, in input order, so the
+/// messages are the same whatever the number of workers; worker 0 prints them and keeps them for
+/// the summary in `shown`.
+fn show_notes(worker: &mut Worker, notes: &[SkipNote], places: &Places, shown: &mut Vec<String>) {
+    let mine: Vec<SkipNote> = first_notes(notes).into_iter().cloned().collect();
+    let all = gather(worker, mine);
+    for note in first_notes(&all) {
+        let text = note.render(&places.files, &places.lines);
+        eprintln!("warning: {text}");
+        shown.push(text);
+    }
+}
+
+/// Why a run in which no record could be used stops, with what to change.
+fn nothing_usable(c: &Counters, source: &Source) -> String {
+    if c.read == 0 {
+        return format!(
+            "the inputs hold no record ({} file(s) of {} bytes in all): nothing to do",
+            source.files.len(),
+            source.files.iter().map(|f| f.size).sum::<u64>()
+        );
+    }
+    let (reason, n) = c
+        .skipped
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(r, n)| (*r, *n))
+        .unwrap_or((SkipReason::ReadError, 0));
+    let hint = match (reason, &source.kind) {
+        (SkipReason::MissingText, SourceKind::Jsonl { fields, .. }) => {
+            let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
+            format!(
+                "no record has a string in the field {:?}{}{}; set [input] text_field \
+                 (--text-field) to the field that holds the text",
+                fields.text,
+                fields
+                    .html
+                    .as_ref()
+                    .map(|h| format!(" or {h:?}"))
+                    .unwrap_or_default(),
+                if seen.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (fields seen: {})", seen.join(", "))
+                }
+            )
         }
-        Some(Err(e)) => {
-            first_error.get_or_insert(format!("{e:#}"));
+        (SkipReason::InvalidJson | SkipReason::InvalidUtf8, _) => {
+            "the records are not JSON objects, one per line, in UTF-8: is this the right input, \
+             and the right [input] format (--format)?"
+                .into()
         }
-        None => {}
+        (SkipReason::TooShort, _) => {
+            "every document has fewer tokens than [content] min_tokens (--min-tokens); lower it \
+             if such short documents should be compared"
+                .into()
+        }
+        (SkipReason::BadId, _) => {
+            "no record has a usable id: set [input] id_field (--id-field) to a field of string or \
+             number ids, or remove it to number records by their position"
+                .into()
+        }
+        (SkipReason::Language, _) => {
+            "no document declares a language listed in [content] languages".into()
+        }
+        (SkipReason::NotHtml | SkipReason::WarcRecordType | SkipReason::HttpStatus, _) => {
+            "the WARC files hold no HTML or text page with a 2xx response".into()
+        }
+        (SkipReason::BadFingerprint, _) => {
+            "is this a fingerprints file written by `neardup fingerprint`?".into()
+        }
+        _ => "see the messages above".into(),
+    };
+    format!(
+        "no record could be used: all {} record(s) were skipped, most as {reason} ({n}): {hint}",
+        c.read
+    )
+}
+
+/// Notes an output write's failure (the first one is the run's error).
+fn keep_error(result: anyhow::Result<()>, first_error: &mut Option<String>) {
+    if let Err(e) = result {
+        first_error.get_or_insert(format!("{e:#}"));
     }
 }
 
 /// What worker 0 returns: the summary; other workers return `None`.
 pub type WorkerResult = Result<Option<Summary>, String>;
 
-/// The whole run, as executed by one worker.
-pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
+/// The whole run, as executed by one worker. `outputs` is the output set, on worker 0 of process 0.
+pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
     let started = Instant::now();
     let (me, peers) = (worker.index(), worker.peers());
     let leader = me == 0;
+    let writer = outputs.filter(|_| leader);
     // The first worker of each process moves that process's progress bar along.
     let local_lead = me % plan.exec.workers == 0;
     let enter = |stage: usize| {
@@ -696,7 +901,6 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     };
     let mut times = StageTimes::default();
     let mut first_error: Option<String> = None;
-    let mut outputs = std::collections::BTreeMap::new();
     let mut lap = Instant::now();
     let mut stage = |slot: &mut f64| {
         *slot = lap.elapsed().as_secs_f64();
@@ -710,46 +914,86 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         plan.source.split_bytes,
         plan.source.kind.split_mode(),
     );
-    let mut counters = Counters {
-        listed: plan.skipped_out.as_ref().map(|_| Vec::new()),
-        ..Counters::default()
+    let mut counters = Counters::new(plan.skipped_out.is_some());
+    let (docs, split_lines) = load(&plan.source, &splits[me], &mut counters);
+    let places = Places {
+        files: plan
+            .source
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect(),
+        lines: LineTable::new(all_gather(worker, split_lines).concat()),
     };
-    let docs = load(&plan.source, &splits[me], &mut counters);
-    if let (Some(path), Some(rows)) = (&plan.skipped_out, counters.listed.take()) {
-        let written = gather_and_write(worker, rows, path, output::write_skipped);
-        record_output(written, "skipped", path, &mut outputs, &mut first_error);
-    }
-    // Duplicate ids: 64-bit id hashes meet at their owner (a collision is ~n^2/2^65 likely).
-    let mut id_hashes = shuffle(
-        worker,
-        docs.iter()
-            .map(|(_, id, _)| xxhash_rust::xxh3::xxh3_64(id.as_bytes()))
-            .collect::<Vec<_>>(),
-        move |h| h % peers as u64,
-    );
-    id_hashes.sort_unstable();
-    counters.duplicate_ids = id_hashes.windows(2).filter(|w| w[0] == w[1]).count() as u64;
-    drop(id_hashes);
+    let mut shown = Vec::new();
+    show_notes(worker, &counters.notes, &places, &mut shown);
     stage(&mut times.read_fingerprint);
 
-    // fingerprints output
-    let docs: Vec<(u64, String)> = if let Some(path) = &plan.fingerprints_out {
-        let (keys, rows): (Vec<(u64, String)>, Vec<FingerprintRow>) = docs
-            .into_iter()
-            .map(|(fp, id, url)| ((fp, id.clone()), (id, url, fp)))
-            .unzip();
-        let written = gather_and_write(worker, rows, path, output::write_fingerprints);
-        record_output(
-            written,
-            "fingerprints",
-            path,
-            &mut outputs,
-            &mut first_error,
-        );
-        keys
-    } else {
-        docs.into_iter().map(|(fp, id, _)| (fp, id)).collect()
+    // Rank the ids once, then move numbers: rank order is id order, so pairs of ranks sort like
+    // pairs of ids. The first record with an id keeps it; later ones are skipped.
+    let fps: Vec<u64> = docs.iter().map(|d| d.simhash).collect();
+    let ats: Vec<Location> = docs.iter().map(|d| d.at).collect();
+    let inputs: Vec<RankInput> = docs
+        .into_iter()
+        .map(|d| RankInput {
+            id: d.id,
+            simhash: d.simhash,
+            at: d.at,
+            url: d.url,
+        })
+        .collect();
+    let ranked = ranks::assign(worker, inputs, plan.fingerprints_out.is_some());
+    let before = counters.notes.len();
+    for (i, keeper, id) in &ranked.duplicates {
+        counters.unprocess(SkipNote {
+            at: ats[*i],
+            reason: SkipReason::DuplicateId,
+            id: id.clone(),
+            record: None,
+            message: format!("duplicate id {id:?}"),
+            first: Some(*keeper),
+        });
+    }
+    show_notes(worker, &counters.notes[before..], &places, &mut shown);
+    drop(ats);
+    // A run in which no record could be used is an error, on every worker alike.
+    let light = Counters {
+        notes: Vec::new(),
+        ..counters.clone()
     };
+    let mut totals = Counters::default();
+    for c in all_gather(worker, light) {
+        totals.merge(c);
+    }
+    if totals.processed == 0 {
+        return Err(nothing_usable(&totals, &plan.source));
+    }
+    stage(&mut times.rank);
+
+    // fingerprints output: the rank owners' rows, in rank (= id) order
+    if plan.fingerprints_out.is_some() {
+        let rows: Vec<(u64, String, Option<String>, u64)> = ranked
+            .names
+            .iter()
+            .zip(&ranked.rows)
+            .enumerate()
+            .map(|(j, (id, (url, fp)))| (ranked.first + j as u64, id.clone(), url.clone(), *fp))
+            .collect();
+        let mut all = gather(worker, rows);
+        if let Some(out) = writer {
+            all.sort_unstable_by_key(|r| r.0);
+            let rows: Vec<(String, Option<String>, u64)> = all
+                .into_iter()
+                .map(|(_, id, url, fp)| (id, url, fp))
+                .collect();
+            keep_error(
+                out.write("fingerprints", |w, f| {
+                    output::write_fingerprints(w, f, &rows)
+                }),
+                &mut first_error,
+            );
+        }
+    }
     stage(&mut times.write_fingerprints);
 
     let mut fingerprints = None;
@@ -759,11 +1003,12 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
         enter(1);
-        // Rank the ids once, then move numbers: rank order is id order, so pairs of ranks sort
-        // like pairs of ids, and only the names a writer needs are fetched back.
-        let fps: Vec<u64> = docs.iter().map(|(fp, _)| *fp).collect();
-        let ranked = ranks::assign(worker, docs);
-        let keyed: Vec<(u64, u64)> = fps.into_iter().zip(ranked.ranks.iter().copied()).collect();
+        let keyed: Vec<(u64, u64)> = fps
+            .iter()
+            .zip(&ranked.ranks)
+            .filter_map(|(fp, r)| r.map(|r| (*fp, r)))
+            .collect();
+        drop(fps);
         // collapse identical fingerprints at their owner
         let groups: Groups<u64> =
             Groups::build(shuffle(worker, keyed, move |(fp, _)| owner(*fp, peers)));
@@ -857,7 +1102,6 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
             needed.dedup();
         }
         let names = ranks::resolve(worker, &ranked, needed);
-        drop(ranked);
         let name = |r: u64| -> &str {
             let i = names
                 .binary_search_by_key(&r, |(rank, _)| *rank)
@@ -867,7 +1111,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
         enter(4);
         stage(&mut times.expand);
 
-        if leader {
+        if let Some(out) = writer {
             let mut by_distance = vec![0u64; stage_plan.k as usize + 1];
             for (_, _, d) in &pairs {
                 by_distance[*d as usize] += 1;
@@ -878,23 +1122,39 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
                 comparisons: 0,
                 largest_group: 0,
             });
-            match output::write_pairs(&stage_plan.out, &pairs, &name) {
-                Ok(()) => {
-                    outputs.insert("pairs".to_string(), stage_plan.out.display().to_string());
-                }
-                Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
-            }
-            if let Some(path) = &stage_plan.groups_out {
-                match output::write_groups(path, &exact_groups, &name) {
-                    Ok(()) => {
-                        outputs.insert("exact_groups".to_string(), path.display().to_string());
-                    }
-                    Err(e) => first_error = first_error.or(Some(format!("{e:#}"))),
-                }
+            keep_error(
+                out.write("pairs", |w, f| output::write_pairs(w, f, &pairs, &name)),
+                &mut first_error,
+            );
+            if collapse {
+                keep_error(
+                    out.write("exact_groups", |w, f| {
+                        output::write_groups(w, f, &exact_groups, &name)
+                    }),
+                    &mut first_error,
+                );
             }
         }
         stage(&mut times.write_pairs);
     }
+    drop(ranked);
+
+    // skipped-records output, in input order
+    if plan.skipped_out.is_some() {
+        let rows: Vec<crate::summary::SkippedRow> = std::mem::take(&mut counters.notes)
+            .iter()
+            .map(|n| n.row(&places.files, &places.lines))
+            .collect();
+        let mut all = gather(worker, rows);
+        if let Some(out) = writer {
+            all.sort_unstable();
+            keep_error(
+                out.write("skipped", |w, f| output::write_skipped(w, f, &all)),
+                &mut first_error,
+            );
+        }
+    }
+    counters.notes.clear();
 
     // Gather every worker's accounting (also the final barrier: no worker leaves early).
     let report = WorkerReport {
@@ -928,79 +1188,72 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan) -> WorkerResult {
     Ok(Some(Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: plan.command.clone(),
-        inputs: plan
-            .source
-            .files
-            .iter()
-            .map(|f| f.path.display().to_string())
-            .collect(),
+        inputs: places.files,
         workers: plan.exec.workers,
         processes: plan.exec.processes,
-        documents: DocumentSummary::from_counters(&merged),
+        documents: DocumentSummary::from_counters(&merged, shown),
         fingerprints,
         layout: layout_summary,
         pairs: pair_summary,
         seconds: times,
         peak_memory_bytes_by_process: peak,
-        outputs,
+        outputs: Default::default(),
     }))
 }
 
-/// Points stdout at stderr until dropped. Timely prints its connection chatter ("awaiting connections")
-/// on stdout while a cluster forms; stdout is for data only.
-struct StdoutToStderr {
-    saved: libc::c_int,
-}
-
-impl StdoutToStderr {
-    fn new() -> Option<Self> {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        // SAFETY: plain descriptor duplication; on failure nothing is changed.
-        let saved = unsafe { libc::dup(1) };
-        if saved < 0 || unsafe { libc::dup2(2, 1) } < 0 {
-            return None;
-        }
-        Some(StdoutToStderr { saved })
-    }
-}
-
-impl Drop for StdoutToStderr {
-    fn drop(&mut self) {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        // SAFETY: restores the descriptor saved in `new`.
-        unsafe {
-            libc::dup2(self.saved, 1);
-            libc::close(self.saved);
-        }
-    }
-}
-
-/// Runs `plan` on the threads and processes it names. Returns the summary in process 0, `None` in
-/// the others.
+/// Runs `plan` on the threads and processes it names: forms the cluster, prepares the outputs
+/// (process 0) before anything is read, runs every worker, and commits the output set with the
+/// summary last. Returns the summary in process 0, `None` in the others. On any error nothing is
+/// committed: earlier outputs stay as they were and no staged file is left.
 pub fn execute(plan: Plan) -> anyhow::Result<Option<Summary>> {
-    let config = plan.exec.timely_config()?;
+    let mut outputs = None;
+    let (builders, others) = plan.exec.start(&plan.describe(), || {
+        if plan.exec.process == 0 {
+            outputs = Some(OutputSet::prepare(
+                &plan.output_requests(),
+                &plan.protected_paths(),
+            )?);
+        }
+        Ok(())
+    })?;
+    let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
     let plan = Arc::new(plan);
-    let quiet = matches!(
-        config.communication,
-        timely::CommunicationConfig::Cluster { .. }
-    )
-    .then(StdoutToStderr::new);
     let _bars = Reporter::start(plan.source.files.iter().map(|f| f.size).sum());
-    let guards = timely::execute(config, move |worker| run_worker(worker, &plan))
-        .map_err(|e| anyhow::anyhow!("starting workers: {e}"))?;
-    drop(quiet);
+    let (p, o) = (Arc::clone(&plan), outputs.clone());
+    let guards = timely::execute::execute_from(
+        builders,
+        others,
+        timely::WorkerConfig::default(),
+        move |worker| run_worker(worker, &p, o.as_deref()),
+    )
+    .map_err(|e| anyhow::anyhow!("starting workers: {e}"))?;
     let mut summary = None;
+    let mut error = None;
     for result in guards.join() {
         match result {
             Ok(Ok(Some(s))) => summary = Some(s),
             Ok(Ok(None)) => {}
-            Ok(Err(e)) => anyhow::bail!(e),
-            Err(panic) => anyhow::bail!("a worker panicked: {panic}"),
+            Ok(Err(e)) => {
+                error.get_or_insert(e);
+            }
+            Err(panic) => {
+                error.get_or_insert(format!("a worker panicked: {panic}"));
+            }
         }
     }
-    Ok(summary)
+    if let Some(e) = error {
+        anyhow::bail!(e);
+    }
+    let (Some(mut summary), Some(set)) = (summary, outputs) else {
+        return Ok(None);
+    };
+    let set = Arc::try_unwrap(set)
+        .map_err(|_| anyhow::anyhow!("internal: the output set is still in use"))?;
+    summary.outputs = set.written();
+    let mut json = serde_json::to_vec_pretty(&summary)?;
+    json.push(b'\n');
+    set.commit(Some(&json))?;
+    Ok(Some(summary))
 }
 
 #[cfg(test)]

@@ -40,11 +40,14 @@ pub enum SkipReason {
     TooShort,
     /// A declared language outside the job's `languages`.
     Language,
+    /// An id that an earlier record (in input order: files by path, then byte offset) already
+    /// has; the first record with an id is kept.
+    DuplicateId,
 }
 
 impl SkipReason {
     /// Every reason, in summary order.
-    pub const ALL: [SkipReason; 15] = [
+    pub const ALL: [SkipReason; 16] = [
         SkipReason::InvalidUtf8,
         SkipReason::InvalidJson,
         SkipReason::MissingText,
@@ -60,6 +63,7 @@ impl SkipReason {
         SkipReason::NotHtml,
         SkipReason::TooShort,
         SkipReason::Language,
+        SkipReason::DuplicateId,
     ];
 
     /// The stable snake_case name.
@@ -80,6 +84,7 @@ impl SkipReason {
             SkipReason::NotHtml => "not_html",
             SkipReason::TooShort => "too_short",
             SkipReason::Language => "language",
+            SkipReason::DuplicateId => "duplicate_id",
         }
     }
 }
@@ -90,8 +95,136 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// How many skip messages each worker prints per reason before it only counts.
+/// How many skip messages are printed per reason before the run only counts.
 pub const MESSAGES_PER_REASON: usize = 10;
+
+/// The line of a record in a line-based file, numbered within its split while reading (the number
+/// in the file is known once every split's line count is, see [`LineTable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SplitLine {
+    /// The split's id.
+    pub split: u32,
+    /// Line number within the split, from 1.
+    pub line: u64,
+}
+
+/// Where a record starts. Ordered as the input is: file (index into the run's sorted file list),
+/// then byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Location {
+    /// Index of the file in the run's file list.
+    pub file: u32,
+    /// Byte offset of the record (of the compressed file for a `.warc.gz`).
+    pub offset: u64,
+    /// Its line, for line-based files.
+    pub line: Option<SplitLine>,
+}
+
+/// One skipped record, as reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipNote {
+    /// Where the record starts.
+    pub at: Location,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+    /// The record's id where it is known, else empty.
+    pub id: String,
+    /// The WARC record id, named in messages instead of a line.
+    pub record: Option<String>,
+    /// Details.
+    pub message: String,
+    /// For a duplicate id: where the record that keeps the id starts.
+    pub first: Option<Location>,
+}
+
+/// Line numbers of the records in line-based files: the lines before each split of its file.
+#[derive(Clone, Debug, Default)]
+pub struct LineTable {
+    /// `(split id, lines before the split in its file)`, sorted by split id.
+    before: Vec<(u32, u64)>,
+}
+
+impl LineTable {
+    /// Builds the table from every split's `(id, file, start, lines)`, gathered from all workers.
+    pub fn new(mut splits: Vec<(u32, usize, u64, u64)>) -> LineTable {
+        splits.sort_by_key(|&(_, file, start, _)| (file, start));
+        let mut before = Vec::with_capacity(splits.len());
+        let mut file = usize::MAX;
+        let mut count = 0;
+        for (id, f, _, lines) in splits {
+            if f != file {
+                file = f;
+                count = 0;
+            }
+            before.push((id, count));
+            count += lines;
+        }
+        before.sort_unstable();
+        LineTable { before }
+    }
+
+    /// The line number in its file of a record at `line`.
+    pub fn line(&self, line: SplitLine) -> Option<u64> {
+        let i = self
+            .before
+            .binary_search_by_key(&line.split, |&(id, _)| id)
+            .ok()?;
+        Some(self.before[i].1 + line.line)
+    }
+}
+
+impl SkipNote {
+    /// The note's place in its file, for messages: `PATH:LINE`, `PATH record ID` or `PATH`.
+    fn place(at: &Location, record: Option<&str>, files: &[String], lines: &LineTable) -> String {
+        let path = files
+            .get(at.file as usize)
+            .map_or("?", String::as_str)
+            .to_string();
+        match (at.line.and_then(|l| lines.line(l)), record) {
+            (Some(l), _) => format!("{path}:{l}"),
+            (None, Some(r)) => format!("{path} record {r}"),
+            (None, None) => path,
+        }
+    }
+
+    /// The message with what it refers to, e.g. `duplicate id "a"; the record at x.jsonl:3 keeps it`.
+    pub fn details(&self, files: &[String], lines: &LineTable) -> String {
+        match &self.first {
+            Some(first) => format!(
+                "{}; the record at {} (byte {}) keeps it",
+                self.message,
+                Self::place(first, None, files, lines),
+                first.offset
+            ),
+            None => self.message.clone(),
+        }
+    }
+
+    /// The full warning line: `PATH:LINE: reason: message (byte OFFSET)`.
+    pub fn render(&self, files: &[String], lines: &LineTable) -> String {
+        format!(
+            "{}: {}: {} (byte {})",
+            Self::place(&self.at, self.record.as_deref(), files, lines),
+            self.reason,
+            self.details(files, lines),
+            self.at.offset
+        )
+    }
+
+    /// The row of the skipped-records output.
+    pub fn row(&self, files: &[String], lines: &LineTable) -> SkippedRow {
+        SkippedRow {
+            file: files
+                .get(self.at.file as usize)
+                .cloned()
+                .unwrap_or_default(),
+            offset: self.at.offset,
+            reason: self.reason,
+            id: self.id.clone(),
+            message: self.details(files, lines),
+        }
+    }
+}
 
 /// Per-worker counts, merged across workers at the end.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -106,15 +239,15 @@ pub struct Counters {
     pub blank_lines: u64,
     /// Records without an id, given `PATH@OFFSET` as id.
     pub generated_ids: u64,
-    /// Processed records whose id another processed record already has.
-    pub duplicate_ids: u64,
     /// Bytes of input lines read.
     pub bytes: u64,
-    /// The first messages per reason: `(file, offset, text)`.
-    pub messages: Vec<(String, u64, String)>,
-    /// Every skipped record, when the run lists them (`Some`); not part of the summary.
-    #[serde(skip)]
-    pub listed: Option<Vec<SkippedRow>>,
+    /// Every skipped record when `listing`, else the first [`MESSAGES_PER_REASON`] per reason.
+    pub notes: Vec<SkipNote>,
+    /// Keep a note of every skipped record (for the skipped-records output).
+    pub listing: bool,
+    /// Field names seen in records skipped as `missing_text` (a few), for the hint when no record
+    /// has the text field.
+    pub fields_seen: std::collections::BTreeSet<String>,
 }
 
 /// One skipped record, for the skipped-records output.
@@ -133,12 +266,35 @@ pub struct SkippedRow {
 }
 
 impl Counters {
-    /// Counts a skipped record; returns true if its message should still be shown.
-    pub fn skip(&mut self, reason: SkipReason) -> bool {
+    /// Counters that keep a note of every skipped record when `listing`.
+    pub fn new(listing: bool) -> Self {
+        Counters {
+            listing,
+            ..Default::default()
+        }
+    }
+
+    /// Counts a skipped record and keeps its note if it is listed or among the first of its reason.
+    pub fn skip(&mut self, note: SkipNote) {
         self.read += 1;
-        let n = self.skipped.entry(reason).or_insert(0);
+        let n = self.skipped.entry(note.reason).or_insert(0);
         *n += 1;
-        *n as usize <= MESSAGES_PER_REASON
+        if self.listing || *n as usize <= MESSAGES_PER_REASON {
+            self.notes.push(note);
+        }
+    }
+
+    /// Counts a skipped record without a note (for tools that report only counts).
+    pub fn tally(&mut self, reason: SkipReason) {
+        self.read += 1;
+        *self.skipped.entry(reason).or_insert(0) += 1;
+    }
+
+    /// Turns a processed record into a skipped one (a duplicate id found after reading).
+    pub fn unprocess(&mut self, note: SkipNote) {
+        self.processed -= 1;
+        self.read -= 1;
+        self.skip(note);
     }
 
     /// Total skipped records.
@@ -155,10 +311,23 @@ impl Counters {
         }
         self.blank_lines += other.blank_lines;
         self.generated_ids += other.generated_ids;
-        self.duplicate_ids += other.duplicate_ids;
         self.bytes += other.bytes;
-        self.messages.extend(other.messages);
+        self.notes.extend(other.notes);
+        self.fields_seen.extend(other.fields_seen);
     }
+}
+
+/// The notes to show: the first [`MESSAGES_PER_REASON`] per reason, in input order.
+pub fn first_notes<'a>(notes: impl IntoIterator<Item = &'a SkipNote>) -> Vec<&'a SkipNote> {
+    let mut notes: Vec<&SkipNote> = notes.into_iter().collect();
+    notes.sort_by_key(|n| n.at);
+    let mut per_reason: BTreeMap<SkipReason, usize> = BTreeMap::new();
+    notes.retain(|n| {
+        let c = per_reason.entry(n.reason).or_insert(0);
+        *c += 1;
+        *c <= MESSAGES_PER_REASON
+    });
+    notes
 }
 
 /// Document accounting in the summary.
@@ -176,19 +345,15 @@ pub struct DocumentSummary {
     pub blank_lines: u64,
     /// Records given a generated `PATH@OFFSET` id.
     pub generated_ids: u64,
-    /// Processed records sharing their id with an earlier one: their pairs cannot be told apart.
-    pub duplicate_ids: u64,
     /// Input bytes read (decompressed).
     pub bytes: u64,
-    /// The first skip messages (file, byte offset, message), sorted.
+    /// The first skip messages (at most ten per reason, in input order).
     pub sample_messages: Vec<String>,
 }
 
 impl DocumentSummary {
-    /// Builds the document section from merged counters.
-    pub fn from_counters(c: &Counters) -> Self {
-        let mut messages = c.messages.clone();
-        messages.sort();
+    /// Builds the document section from merged counters; `messages` are the rendered first notes.
+    pub fn from_counters(c: &Counters, messages: Vec<String>) -> Self {
         DocumentSummary {
             read: c.read,
             processed: c.processed,
@@ -199,9 +364,8 @@ impl DocumentSummary {
                 .collect(),
             blank_lines: c.blank_lines,
             generated_ids: c.generated_ids,
-            duplicate_ids: c.duplicate_ids,
             bytes: c.bytes,
-            sample_messages: messages.into_iter().take(50).map(|(_, _, m)| m).collect(),
+            sample_messages: messages.into_iter().take(50).collect(),
         }
     }
 }
@@ -256,6 +420,8 @@ pub struct PairSummary {
 pub struct StageTimes {
     /// Reading and fingerprinting (or loading fingerprints).
     pub read_fingerprint: f64,
+    /// Ranking the ids (and skipping duplicate ids).
+    pub rank: f64,
     /// Gathering and writing the fingerprints output.
     pub write_fingerprints: f64,
     /// Grouping identical fingerprints.
@@ -295,8 +461,9 @@ pub struct Summary {
     pub seconds: StageTimes,
     /// Peak resident memory of each process in bytes (VmHWM).
     pub peak_memory_bytes_by_process: Vec<u64>,
-    /// Output files written.
-    pub outputs: BTreeMap<String, String>,
+    /// The other files of this run's output set, each with its size and xxh3-64 checksum: the
+    /// summary is written last, as the record that the set is complete.
+    pub outputs: BTreeMap<String, crate::output::Written>,
 }
 
 impl Summary {
@@ -316,12 +483,6 @@ impl Summary {
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
         }
-        if d.duplicate_ids > 0 {
-            s += &format!(
-                "\n  warning: {} record(s) reuse an id already used by another record; their pairs are ambiguous",
-                d.duplicate_ids
-            );
-        }
         if let (Some(f), Some(p), Some(l)) = (&self.fingerprints, &self.pairs, &self.layout) {
             s += &format!(
                 "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={}); {} pairs",
@@ -340,8 +501,8 @@ impl Summary {
             self.workers,
             self.processes
         );
-        for (name, path) in &self.outputs {
-            s += &format!("\n  {name}: {path}");
+        for (name, w) in &self.outputs {
+            s += &format!("\n  {name}: {}", w.path);
         }
         s
     }

@@ -90,22 +90,20 @@ pub fn load_sets(
     use crate::summary::SkipReason;
     let mut out = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        let whole = Split {
-            file: i,
-            start: 0,
-            end: u64::MAX,
-        };
+        let whole = Split::whole(i);
         let result = read_split(
             file,
             &whole,
             crate::job::DEFAULT_MAX_RECORD_BYTES,
             |event| match event {
-                LineEvent::Line { bytes, offset } if !bytes.iter().all(u8::is_ascii_whitespace) => {
+                LineEvent::Line { bytes, offset, .. }
+                    if !bytes.iter().all(u8::is_ascii_whitespace) =>
+                {
                     match parse_jsonl_doc(bytes, fields) {
                         Ok(doc) => {
                             let set = shingle_set(&doc.text);
                             if set.is_empty() {
-                                counters.skip(SkipReason::NoTokens);
+                                counters.tally(SkipReason::NoTokens);
                             } else {
                                 counters.read += 1;
                                 counters.processed += 1;
@@ -117,21 +115,21 @@ pub fn load_sets(
                             }
                         }
                         Err(skip) => {
-                            counters.skip(skip.reason);
+                            counters.tally(skip.reason);
                         }
                     }
                 }
                 LineEvent::Line { .. } => counters.blank_lines += 1,
                 LineEvent::TooLong { .. } => {
-                    counters.skip(SkipReason::TooLarge);
+                    counters.tally(SkipReason::TooLarge);
                 }
                 LineEvent::ReadError { .. } => {
-                    counters.skip(SkipReason::ReadError);
+                    counters.tally(SkipReason::ReadError);
                 }
             },
         );
         if result.is_err() {
-            counters.skip(SkipReason::ReadError);
+            counters.tally(SkipReason::ReadError);
         }
     }
     out

@@ -200,11 +200,15 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     for (reason, n) in want {
         assert_eq!(reasons[reason], n, "{reason}: {reasons}");
     }
-    assert_eq!(s["documents"]["processed"], 42);
-    assert_eq!(s["documents"]["skipped"], 9);
+    // The second record with id good3 is skipped: the first in input order keeps the id.
+    assert_eq!(reasons["duplicate_id"], 1, "{reasons}");
+    assert_eq!(s["documents"]["processed"], 41);
+    assert_eq!(s["documents"]["skipped"], 10);
     assert_eq!(s["documents"]["read"], 51);
-    assert_eq!(s["documents"]["duplicate_ids"], 1);
-    assert!(stderr.contains("reuse an id"), "{stderr}");
+    assert!(
+        stderr.contains("duplicate_id: duplicate id \"good3\"; the record at bad.jsonl:7"),
+        "{stderr}"
+    );
     assert_eq!(s["documents"]["blank_lines"], 2);
     assert_eq!(s["documents"]["generated_ids"], 1);
 

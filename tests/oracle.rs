@@ -40,6 +40,8 @@ fn pairs_plan(
             out: out.to_path_buf(),
             groups_out: groups.map(Path::to_path_buf),
         }),
+        summary_out: None,
+        protected: Vec::new(),
         exec: Exec {
             workers,
             ..Exec::default()
@@ -196,6 +198,8 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
                 out: pairs_out.clone(),
                 groups_out: None,
             }),
+            summary_out: None,
+            protected: Vec::new(),
             exec: Exec {
                 workers: w,
                 ..Exec::default()
@@ -225,36 +229,54 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
 }
 
 #[test]
-fn duplicate_ids_give_identical_output_at_any_worker_count() {
+fn duplicate_ids_keep_the_first_record_and_never_pair_with_themselves() {
+    // Regression (issue 8.7): a reused id produced self-pairs such as `x<TAB>x<TAB>3`.
     let dir = tempfile::tempdir().unwrap();
-    // Ids reused by documents with other fingerprints, and by documents with the same one.
-    let mut fps = planted_fingerprints(77, 600, 4);
+    // Ids reused by documents with other fingerprints and with the same one, some before the
+    // original in the file and some after.
+    let fps = planted_fingerprints(77, 600, 4);
     let reused: Vec<(String, u64)> = fps
         .iter()
         .step_by(7)
         .enumerate()
         .map(|(i, (id, fp))| (id.clone(), if i % 2 == 0 { *fp } else { fp ^ 0b101 }))
         .collect();
-    fps.extend(reused);
+    let (early, late) = reused.split_at(reused.len() / 2);
+    let mut file_order: Vec<(String, u64)> = early.to_vec();
+    file_order.extend(fps.iter().cloned());
+    file_order.extend(late.iter().cloned());
     let input = dir.path().join("fps.tsv");
-    write_fingerprints(&input, &fps);
-    let mut want = brute_force_pairs(&fps, 3);
+    write_fingerprints(&input, &file_order);
+    // The twin of the policy: the first record with an id, in file order, keeps it.
+    let mut seen = std::collections::BTreeSet::new();
+    let kept: Vec<(String, u64)> = file_order
+        .iter()
+        .filter(|(id, _)| seen.insert(id.clone()))
+        .cloned()
+        .collect();
+    let want = brute_force_pairs(&kept, 3);
     let mut outputs = Vec::new();
     for w in [1, 2, 3, 4] {
         let out = dir.path().join(format!("p{w}.tsv"));
-        execute(pairs_plan(&input, &out, 3, "10x26", w, None)).unwrap();
+        let summary = execute(pairs_plan(&input, &out, 3, "10x26", w, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            summary.documents.skipped_by_reason["duplicate_id"],
+            reused.len() as u64,
+            "workers {w}"
+        );
+        assert_eq!(summary.documents.processed, kept.len() as u64);
         outputs.push(std::fs::read(&out).unwrap());
     }
     assert!(
         outputs.windows(2).all(|o| o[0] == o[1]),
         "byte-identical at 1, 2, 3 and 4 workers"
     );
-    let mut got = read_pairs(&dir.path().join("p1.tsv"));
-    got.sort();
-    want.sort();
+    let got = read_pairs(&dir.path().join("p1.tsv"));
     assert!(
-        got.iter().any(|(a, b, _)| a == b),
-        "a reused id pairs with itself"
+        got.iter().all(|(a, b, _)| a < b),
+        "id_a < id_b on every line"
     );
     assert_eq!(got, want);
 }

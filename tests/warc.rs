@@ -51,19 +51,15 @@ fn warc_source(files: Vec<InputFile>, boilerplate: Boilerplate, kind: FeatureKin
 }
 
 fn whole(file: usize) -> Split {
-    Split {
-        file,
-        start: 0,
-        end: u64::MAX,
-    }
+    Split::whole(file)
 }
 
 /// Simhash by URL of every page read from the sample.
 fn fingerprints_by_url(boilerplate: Boilerplate, kind: FeatureKind) -> BTreeMap<String, u64> {
     let files = discover(&[sample()], &[]).unwrap();
-    let (docs, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
+    let (docs, _, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
     docs.into_iter()
-        .map(|(fp, _, url)| (url.expect("WARC pages have a URL"), fp))
+        .map(|d| (d.url.expect("WARC pages have a URL"), d.simhash))
         .collect()
 }
 
@@ -302,7 +298,7 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
     let files = discover(&[sample()], &[]).unwrap();
     assert_eq!(files[0].compression, Compression::Gzip);
     let source = warc_source(files.clone(), Boilerplate::Extract, FeatureKind::Shingles);
-    let (one, c1) = load_documents(&source, &[whole(0)]);
+    let (one, c1, _) = load_documents(&source, &[whole(0)]);
     for peers in [2, 3, 7] {
         // Small splits, so cuts land inside members, inside the junk and inside corrupt members.
         let plan = neardup::input::plan_splits(&files, peers, 4096, source.kind.split_mode());
@@ -310,7 +306,7 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
         let mut all = Vec::new();
         let mut counters = neardup::summary::Counters::default();
         for splits in &plan {
-            let (docs, c) = load_documents(&source, splits);
+            let (docs, c, _) = load_documents(&source, splits);
             all.extend(docs);
             counters.merge(c);
         }
@@ -403,7 +399,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
     };
     let by_url = |docs: &[neardup::pipeline::Loaded]| -> BTreeMap<String, u64> {
         docs.iter()
-            .map(|(fp, _, u)| (u.clone().unwrap_or_default(), *fp))
+            .map(|d| (d.url.clone().unwrap_or_default(), d.simhash))
             .collect()
     };
     let gz_path = dir.path().join("m.warc.gz");
@@ -429,7 +425,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
         };
         let (a, b) = mutate(&mut rng, &mut bytes);
         std::fs::write(path, &bytes).unwrap();
-        let (docs, counters) = load(path);
+        let (docs, counters, _) = load(path);
         assert_eq!(
             counters.read,
             counters.processed + counters.skipped_total(),
@@ -589,10 +585,10 @@ fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
     // Written by GNU Wget 1.21.3 (`wget --warc-file`), see data-samples/warc/README.md.
     let files = discover(&[root().join("data-samples/warc/wget-sample.warc.gz")], &[]).unwrap();
     let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
-    let (docs, counters) = load_documents(&source, &[whole(0)]);
+    let (docs, counters, _) = load_documents(&source, &[whole(0)]);
     let urls: BTreeMap<String, (u64, String)> = docs
         .into_iter()
-        .map(|(fp, id, url)| (url.unwrap(), (fp, id)))
+        .map(|d| (d.url.unwrap(), (d.simhash, d.id)))
         .collect();
     let base = "http://127.0.0.1:8731/";
     let want: BTreeSet<String> = [

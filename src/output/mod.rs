@@ -1,11 +1,16 @@
-//! Outputs: atomic (temp file + rename), sorted, in TSV or JSON Lines by the path's extension.
+//! Outputs: sorted rows in TSV or JSON Lines (by the path's extension), written as one set that
+//! appears whole or not at all ([`commit`]), with staged files removed however a run ends
+//! ([`cleanup`]).
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+pub mod cleanup;
+pub mod commit;
 
-use anyhow::Context;
+use std::io::{self, Write};
+use std::path::Path;
+
 use serde::Serialize;
+
+pub use commit::{write_file, OutputSet, Written};
 
 /// Output format, chosen by extension: `.jsonl`/`.json`/`.ndjson` give JSON Lines, anything else TSV.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,51 +31,25 @@ impl Format {
     }
 }
 
-/// Writes `path` through a temporary file in the same directory, renamed into place only when
-/// complete, so readers never see a partial output and a crashed run leaves the old file intact.
-pub fn write_atomic(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating directory {}", dir.display()))?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let result = (|| -> io::Result<()> {
-        let file = File::create(&tmp)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        write(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))
-}
-
 /// Writes one JSON value and a newline.
 fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")
 }
 
-/// Writes one line per row, with `tsv` or `json` by the path's format.
+/// Writes one line per row, with `tsv` or `json` by `format`.
 fn write_rows<T>(
-    path: &Path,
+    out: &mut dyn Write,
+    format: Format,
     rows: &[T],
     tsv: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
     json: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
-) -> anyhow::Result<()> {
-    let line = match Format::of(path) {
+) -> io::Result<()> {
+    let line = match format {
         Format::Tsv => &tsv as &dyn Fn(&mut dyn Write, &T) -> io::Result<()>,
         Format::Jsonl => &json,
     };
-    write_atomic(path, |out| rows.iter().try_for_each(|row| line(out, row)))
+    rows.iter().try_for_each(|row| line(out, row))
 }
 
 #[derive(Serialize)]
@@ -83,12 +62,14 @@ struct PairLine<'a> {
 /// Writes sorted pairs of document ranks with their names: `id_a<TAB>id_b<TAB>distance` or
 /// `{"id_a","id_b","distance"}`.
 pub fn write_pairs<'n>(
-    path: &Path,
+    out: &mut dyn Write,
+    format: Format,
     pairs: &[(u64, u64, u8)],
     name: &dyn Fn(u64) -> &'n str,
-) -> anyhow::Result<()> {
+) -> io::Result<()> {
     write_rows(
-        path,
+        out,
+        format,
         pairs,
         |out, &(a, b, d)| {
             out.write_all(name(a).as_bytes())?;
@@ -120,11 +101,13 @@ struct FingerprintLine<'a> {
 /// Writes fingerprint rows `(id, url, simhash)` sorted by id: `id<TAB>simhash` or
 /// `{"id","url","simhash"}`.
 pub fn write_fingerprints(
-    path: &Path,
+    out: &mut dyn Write,
+    format: Format,
     fps: &[(String, Option<String>, u64)],
-) -> anyhow::Result<()> {
+) -> io::Result<()> {
     write_rows(
-        path,
+        out,
+        format,
         fps,
         |out, (id, _, fp)| writeln!(out, "{id}\t{fp:016x}"),
         |out, (id, url, fp)| {
@@ -149,12 +132,14 @@ struct GroupLine<'a> {
 /// Writes exact-duplicate groups (members as ranks, sorted) by their first (representative) id:
 /// `simhash<TAB>id1<TAB>id2...` or `{"simhash","ids"}`.
 pub fn write_groups<'n>(
-    path: &Path,
+    out: &mut dyn Write,
+    format: Format,
     groups: &[(u64, Vec<u64>)],
     name: &dyn Fn(u64) -> &'n str,
-) -> anyhow::Result<()> {
+) -> io::Result<()> {
     write_rows(
-        path,
+        out,
+        format,
         groups,
         |out, (fp, ids)| {
             write!(out, "{fp:016x}")?;
@@ -177,29 +162,31 @@ pub fn write_groups<'n>(
 }
 
 /// Writes the skipped records: `file<TAB>offset<TAB>reason<TAB>id<TAB>message` (TSV; tabs and
-/// newlines inside fields become spaces) or JSON Lines for a `.jsonl` path, in the given order.
-pub fn write_skipped(path: &Path, rows: &[crate::summary::SkippedRow]) -> anyhow::Result<()> {
-    let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+/// newlines inside fields become spaces) or `{"file","offset","reason","id","message"}`, in the
+/// given order.
+pub fn write_skipped(
+    out: &mut dyn Write,
+    format: Format,
+    rows: &[crate::summary::SkippedRow],
+) -> io::Result<()> {
     let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
-    write_atomic(path, |w| {
-        for r in rows {
-            if jsonl {
-                serde_json::to_writer(&mut *w, r)?;
-                writeln!(w)?;
-            } else {
-                writeln!(
-                    w,
-                    "{}\t{}\t{}\t{}\t{}",
-                    clean(&r.file),
-                    r.offset,
-                    r.reason,
-                    clean(&r.id),
-                    clean(&r.message)
-                )?;
-            }
-        }
-        Ok(())
-    })
+    write_rows(
+        out,
+        format,
+        rows,
+        |out, r| {
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{}\t{}",
+                clean(&r.file),
+                r.offset,
+                r.reason,
+                clean(&r.id),
+                clean(&r.message)
+            )
+        },
+        |out, r| json_line(out, r),
+    )
 }
 
 #[cfg(test)]
@@ -207,24 +194,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/pairs.tsv");
+    fn pairs_in_both_formats() {
         let ids = ["a", "b", "c", "a\""];
         let name = |r: u64| ids[r as usize];
-        write_pairs(&path, &[(0, 1, 1)], &name).unwrap();
-        write_pairs(&path, &[(0, 2, 0), (1, 2, 2)], &name).unwrap();
+        let mut tsv = Vec::new();
+        write_pairs(&mut tsv, Format::Tsv, &[(0, 2, 0), (1, 2, 2)], &name).unwrap();
+        assert_eq!(String::from_utf8(tsv).unwrap(), "a\tc\t0\nb\tc\t2\n");
+        let mut jl = Vec::new();
+        write_pairs(&mut jl, Format::Jsonl, &[(3, 1, 3)], &name).unwrap();
         assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            "a\tc\t0\nb\tc\t2\n"
-        );
-        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-        let jl = dir.path().join("p.jsonl");
-        write_pairs(&jl, &[(3, 1, 3)], &name).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&jl).unwrap(),
+            String::from_utf8(jl).unwrap(),
             "{\"id_a\":\"a\\\"\",\"id_b\":\"b\",\"distance\":3}\n"
         );
+    }
+
+    #[test]
+    fn skipped_json_output_is_json_lines() {
+        // Regression (issue 9): skipped.json came out as TSV while every other writer follows
+        // the extension.
+        assert_eq!(Format::of(Path::new("skipped.json")), Format::Jsonl);
+        let row = crate::summary::SkippedRow {
+            file: "f".into(),
+            offset: 3,
+            reason: crate::summary::SkipReason::BadId,
+            id: String::new(),
+            message: "m".into(),
+        };
+        let mut out = Vec::new();
+        write_skipped(&mut out, Format::Jsonl, &[row]).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["reason"], "bad_id");
     }
 }

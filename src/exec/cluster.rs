@@ -1,0 +1,380 @@
+//! Forming a cluster of processes: connections with a deadline, and a handshake that refuses to
+//! start processes that would compute different things.
+//!
+//! timely's own start-up retries a missing peer forever and trusts that every process runs the same
+//! program with the same settings; a mismatch gives a panic or a silently wrong answer. neardup
+//! connects the processes itself (process p connects to every lower-numbered process and accepts the
+//! higher ones, as timely does), then on every connection both sides send a hello: protocol magic,
+//! version, process index, process count, worker threads and a description of the plan. Each
+//! process then runs its own checks (process 0 prepares the outputs) and sends every peer a verdict;
+//! only if all verdicts are "go" are the sockets handed to timely. Otherwise every process ends with
+//! the first difference named.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+/// Opens every handshake; changed when the hello's layout changes.
+const MAGIC: &[u8; 8] = b"NEARDUP\x02";
+/// Longest hello accepted (a plan lists its input files).
+const MAX_HELLO: u32 = 256 << 20;
+
+/// What a process says about itself.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Hello {
+    version: String,
+    process: usize,
+    processes: usize,
+    workers: usize,
+    /// The plan, one `key = value` per line.
+    plan: String,
+}
+
+fn write_frame(s: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+    s.write_all(&(bytes.len() as u32).to_le_bytes())?;
+    s.write_all(bytes)?;
+    s.flush()
+}
+
+fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len);
+    if len > MAX_HELLO {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "handshake message too long",
+        ));
+    }
+    let mut buf = vec![0u8; len as usize];
+    s.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+fn send_hello(s: &mut TcpStream, hello: &Hello) -> io::Result<()> {
+    s.write_all(MAGIC)?;
+    write_frame(s, &serde_json::to_vec(hello)?)
+}
+
+fn read_hello(s: &mut TcpStream, peer: &str) -> anyhow::Result<Hello> {
+    let mut magic = [0u8; 8];
+    s.read_exact(&mut magic)
+        .with_context(|| format!("no handshake from {peer}"))?;
+    if &magic != MAGIC {
+        bail!(
+            "{peer} is not a neardup process of this version (a different program, or a neardup \
+             with another cluster protocol, is listening there)"
+        );
+    }
+    let frame = read_frame(s).with_context(|| format!("reading the handshake of {peer}"))?;
+    serde_json::from_slice(&frame).with_context(|| format!("bad handshake from {peer}"))
+}
+
+/// The first line where two plans differ, for the message.
+fn first_difference(mine: &str, theirs: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (mine.lines().collect(), theirs.lines().collect());
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i).copied(), b.get(i).copied());
+        if x != y {
+            return format!(
+                "here `{}`, there `{}`",
+                x.unwrap_or("(nothing)"),
+                y.unwrap_or("(nothing)")
+            );
+        }
+    }
+    "the plans differ".into()
+}
+
+/// What differs between this process and a peer, if anything.
+fn mismatch(me: &Hello, peer: &Hello) -> Option<String> {
+    let who = format!("process {}", peer.process);
+    if peer.version != me.version {
+        return Some(format!(
+            "{who} runs neardup {}, this process {}: every process needs the same version",
+            peer.version, me.version
+        ));
+    }
+    if peer.processes != me.processes {
+        return Some(format!(
+            "{who} was started with --processes {}, this process with {}",
+            peer.processes, me.processes
+        ));
+    }
+    if peer.workers != me.workers {
+        return Some(format!(
+            "{who} runs {} worker thread(s), this process {}: every process needs the same -w",
+            peer.workers, me.workers
+        ));
+    }
+    if peer.plan != me.plan {
+        return Some(format!(
+            "{who} was started with other settings or inputs than this process ({}); start \
+             every process with the same job, flags and input files",
+            first_difference(&me.plan, &peer.plan)
+        ));
+    }
+    None
+}
+
+/// Connects to `addr` until `deadline`, retrying refused connections and failed name lookups.
+fn connect(addr: &str, deadline: Instant) -> anyhow::Result<TcpStream> {
+    let mut last: String;
+    loop {
+        let attempt = addr
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve: {e}"));
+        last = match attempt {
+            Ok(addrs) => {
+                let mut err = String::from("no address");
+                let mut stream = None;
+                for a in addrs {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    match TcpStream::connect_timeout(&a, left.max(Duration::from_millis(10))) {
+                        Ok(s) => {
+                            stream = Some(s);
+                            break;
+                        }
+                        Err(e) => err = e.to_string(),
+                    }
+                }
+                if let Some(s) = stream {
+                    return Ok(s);
+                }
+                err
+            }
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            bail!("{last}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Connects this process (`me` of `addresses.len()`) to every other, exchanges hellos and verdicts,
+/// and returns one socket per peer (`None` at `me`), ready for timely. `checks` runs once every hello
+/// is in; its error (or any mismatch) stops every process.
+pub fn form(
+    addresses: &[String],
+    me: usize,
+    workers: usize,
+    plan: &str,
+    timeout: Duration,
+    checks: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<Option<TcpStream>>> {
+    let n = addresses.len();
+    let deadline = Instant::now() + timeout;
+    let hello = Hello {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        process: me,
+        processes: n,
+        workers,
+        plan: plan.to_string(),
+    };
+    let listener = TcpListener::bind(&addresses[me]).with_context(|| {
+        format!(
+            "process {me} cannot listen on {} (its line in the hostfile)",
+            addresses[me]
+        )
+    })?;
+    listener.set_nonblocking(true)?;
+    let mut sockets: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let mut problems: Vec<String> = Vec::new();
+    let secs = timeout.as_secs_f64();
+    // Lower-numbered processes: connect, send our hello, read theirs.
+    for (p, addr) in addresses.iter().enumerate().take(me) {
+        let mut s = connect(addr, deadline).map_err(|e| {
+            anyhow::anyhow!(
+                "process {me} could not reach process {p} at {addr} within {secs:.0} s ({e}); is \
+                 it running, and is the hostfile right? (--connect-timeout sets the wait)"
+            )
+        })?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_secs(1)),
+        ))?;
+        send_hello(&mut s, &hello)?;
+        let peer = read_hello(&mut s, &format!("process {p} at {addr}"))?;
+        if peer.process != p {
+            problems.push(format!(
+                "{addr} answered as process {}, but it is process {p}'s line in the hostfile",
+                peer.process
+            ));
+        }
+        problems.extend(mismatch(&hello, &peer));
+        sockets[p] = Some(s);
+    }
+    // Higher-numbered processes: accept, read their hello, answer with ours.
+    let mut waiting = n - me - 1;
+    while waiting > 0 {
+        match listener.accept() {
+            Ok((mut s, from)) => {
+                s.set_nonblocking(false)?;
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .max(Duration::from_secs(1)),
+                ))?;
+                let peer = match read_hello(&mut s, &format!("the connection from {from}")) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        eprintln!("neardup: ignoring a connection: {e:#}");
+                        continue;
+                    }
+                };
+                send_hello(&mut s, &hello)?;
+                let p = peer.process;
+                if p <= me || p >= n || sockets[p].is_some() {
+                    problems.push(format!(
+                        "a process from {from} says it is process {p}, which is not a peer this \
+                         process expects"
+                    ));
+                    continue;
+                }
+                problems.extend(mismatch(&hello, &peer));
+                sockets[p] = Some(s);
+                waiting -= 1;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    let missing: Vec<String> = (me + 1..n)
+                        .filter(|&p| sockets[p].is_none())
+                        .map(|p| format!("{p} ({})", addresses[p]))
+                        .collect();
+                    bail!(
+                        "process {me} waited {secs:.0} s for process(es) {} to connect; are they \
+                         running with the same hostfile? (--connect-timeout sets the wait)",
+                        missing.join(", ")
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e).context("accepting a connection"),
+        }
+    }
+    // Local checks, then everyone's verdict.
+    if problems.is_empty() {
+        if let Err(e) = checks() {
+            problems.push(format!("{e:#}"));
+        }
+    }
+    let verdict = problems.first().cloned().unwrap_or_default();
+    for s in sockets.iter_mut().flatten() {
+        write_frame(s, verdict.as_bytes())?;
+    }
+    let mut refusals = Vec::new();
+    for (p, s) in sockets.iter_mut().enumerate() {
+        if let Some(s) = s {
+            let v = read_frame(s).with_context(|| format!("process {p} left during start-up"))?;
+            if !v.is_empty() {
+                refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
+            }
+        }
+    }
+    if let Some(p) = problems.first() {
+        bail!("{p}");
+    }
+    if !refusals.is_empty() {
+        bail!(
+            "another process refused to start, so this one stops too: {}",
+            refusals.join("; ")
+        );
+    }
+    for s in sockets.iter_mut().flatten() {
+        s.set_read_timeout(None)?;
+    }
+    Ok(sockets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(workers: usize, plan: &str) -> Hello {
+        Hello {
+            version: "1".into(),
+            process: 1,
+            processes: 2,
+            workers,
+            plan: plan.into(),
+        }
+    }
+
+    #[test]
+    fn mismatches_name_the_first_difference() {
+        let a = hello(2, "format = jsonl\nshingle = 3\nk = 3\n");
+        assert_eq!(mismatch(&a, &a.clone()), None);
+        let m = mismatch(&a, &hello(1, &a.plan)).unwrap();
+        assert!(m.contains("-w"), "{m}");
+        let m = mismatch(&a, &hello(2, "format = jsonl\nshingle = 2\nk = 3\n")).unwrap();
+        assert!(m.contains("here `shingle = 3`, there `shingle = 2`"), "{m}");
+    }
+
+    #[test]
+    fn three_processes_form_a_cluster_or_refuse_together() {
+        let ports: Vec<u16> = (0..3)
+            .map(|_| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port()
+            })
+            .collect();
+        let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let run = |plans: [&'static str; 3]| -> Vec<Result<usize, String>> {
+            let handles: Vec<_> = (0..3)
+                .map(|me| {
+                    let addresses = addresses.clone();
+                    std::thread::spawn(move || {
+                        form(
+                            &addresses,
+                            me,
+                            1,
+                            plans[me],
+                            Duration::from_secs(20),
+                            || Ok(()),
+                        )
+                        .map(|s| s.iter().flatten().count())
+                        .map_err(|e| format!("{e:#}"))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        };
+        assert_eq!(run(["a", "a", "a"]), vec![Ok(2), Ok(2), Ok(2)]);
+        let results = run(["a", "a", "b"]);
+        assert!(
+            results.iter().all(|r| r.is_err()),
+            "every process refuses: {results:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_peer_ends_in_a_timeout_not_a_hang() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let free = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addresses = vec![format!("127.0.0.1:{free}"), format!("127.0.0.1:{port}")];
+        let started = Instant::now();
+        let err = form(&addresses, 1, 1, "p", Duration::from_millis(800), || Ok(())).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(
+            format!("{err:#}").contains("could not reach process 0"),
+            "{err:#}"
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! How a run is laid out: worker threads per process, processes, and the cluster's addresses; and
+//! starting timely on them ([`Exec::start`]), after the cluster handshake of [`cluster`].
+
+pub mod cluster;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Context};
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::ProcessBuilder;
+use timely::communication::{AllocatorBuilder, Hooks};
+
+/// Default wait for the other processes of a cluster.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most worker threads per process, as a multiple of the machine's cores: beyond it a run only
+/// adds channels (every worker has one to every other) and memory.
+pub const MAX_WORKERS_PER_CORE: usize = 4;
+
+/// Threads and processes of a run. Worker indices are global: process `p` owns workers
+/// `p * workers .. (p + 1) * workers`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exec {
+    /// Worker threads in each process.
+    pub workers: usize,
+    /// Number of processes in the cluster.
+    pub processes: usize,
+    /// This process's index, `0..processes`.
+    pub process: usize,
+    /// File with one `host:port` per line, in process order (default: `localhost:2101+i`).
+    pub hostfile: Option<PathBuf>,
+    /// How long a process waits for the others to connect.
+    pub connect_timeout: Duration,
+}
+
+impl Default for Exec {
+    fn default() -> Self {
+        Exec {
+            workers: 1,
+            processes: 1,
+            process: 0,
+            hostfile: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        }
+    }
+}
+
+/// The machine's cores (1 if unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Reads a hostfile: one `host:port` per line; blank lines and `#` comments are ignored.
+pub fn read_hostfile(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading hostfile {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse::<u16>().ok())
+            .is_none()
+        {
+            bail!(
+                "{}:{}: expected host:port, got {line:?}",
+                path.display(),
+                i + 1
+            );
+        }
+        out.push(line.to_string());
+    }
+    Ok(out)
+}
+
+impl Exec {
+    /// Total workers in the cluster.
+    pub fn peers(&self) -> usize {
+        self.workers * self.processes
+    }
+
+    /// Checks the layout: at least one worker, at most [`MAX_WORKERS_PER_CORE`] per core, a valid
+    /// process index, a hostfile only with several processes.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        ensure!(self.workers >= 1, "workers must be at least 1");
+        let most = MAX_WORKERS_PER_CORE * cores();
+        ensure!(
+            self.workers <= most,
+            "{} worker threads on a machine with {} core(s): at most {most} ({MAX_WORKERS_PER_CORE}              per core); more only adds channels and memory. Use --processes on more machines to              go wider",
+            self.workers,
+            cores()
+        );
+        ensure!(self.processes >= 1, "processes must be at least 1");
+        ensure!(
+            self.process < self.processes,
+            "process index {} is out of range for {} processes",
+            self.process,
+            self.processes
+        );
+        if self.processes == 1 && (self.hostfile.is_some() || self.process != 0) {
+            bail!("--process and --hostfile need --processes greater than 1");
+        }
+        Ok(())
+    }
+
+    /// The cluster's addresses, one per process.
+    pub fn addresses(&self) -> anyhow::Result<Vec<String>> {
+        Ok(match &self.hostfile {
+            Some(path) => {
+                let hosts = read_hostfile(path)?;
+                ensure!(
+                    hosts.len() >= self.processes,
+                    "hostfile {} lists {} hosts for {} processes",
+                    path.display(),
+                    hosts.len(),
+                    self.processes
+                );
+                hosts[..self.processes].to_vec()
+            }
+            None => (0..self.processes)
+                .map(|i| format!("localhost:{}", 2101 + i))
+                .collect(),
+        })
+    }
+
+    /// Starts the communication of a run: for several processes, forms the cluster (every process
+    /// must describe the same `plan`) and runs `checks` before the verdict; for one process, runs
+    /// `checks`. Returns what `timely::execute::execute_from` needs.
+    pub fn start(
+        &self,
+        plan: &str,
+        checks: impl FnOnce() -> anyhow::Result<()>,
+    ) -> anyhow::Result<(Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>)> {
+        self.validate()?;
+        let hooks = Hooks::default();
+        if self.processes == 1 {
+            checks()?;
+            let builders =
+                ProcessBuilder::new_typed_vector(self.workers, hooks.refill, hooks.spill)
+                    .into_iter()
+                    .map(AllocatorBuilder::Process)
+                    .collect();
+            return Ok((builders, Box::new(())));
+        }
+        let addresses = self.addresses()?;
+        let sockets = cluster::form(
+            &addresses,
+            self.process,
+            self.workers,
+            plan,
+            self.connect_timeout,
+            checks,
+        )?;
+        let locals = ProcessBuilder::new_typed_vector(
+            self.workers,
+            hooks.refill.clone(),
+            hooks.spill.clone(),
+        );
+        let (builders, guard) =
+            initialize_networking_from_sockets(locals, sockets, self.process, self.workers, hooks)
+                .context("starting the cluster's network threads")?;
+        let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+        Ok((builders, Box::new(guard)))
+    }
+}

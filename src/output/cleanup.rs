@@ -1,0 +1,204 @@
+//! What a run leaves behind when it does not finish: nothing but the outputs of earlier runs.
+//!
+//! Staged outputs are registered here while they exist. An interrupt (SIGINT, SIGTERM, SIGHUP), a
+//! lost cluster peer, a panic or an exhausted memory limit removes them before the process ends;
+//! only SIGKILL cannot, and the next run into the same directory removes what such a run left (see
+//! [`super::commit`]). The binary installs the handlers with [`install`]; the library never does.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+/// Staged files of this process that are not yet renamed into place.
+static TEMPS: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+
+fn temps() -> Option<MutexGuard<'static, Vec<CString>>> {
+    match TEMPS.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+fn c_path(path: &Path) -> Option<CString> {
+    CString::new(path.as_os_str().as_bytes()).ok()
+}
+
+/// Remembers a staged file, to be removed if the process is interrupted.
+pub fn register(path: &Path) {
+    if let Some(c) = c_path(path) {
+        TEMPS.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+}
+
+/// Forgets a staged file (renamed into place or removed).
+pub fn unregister(path: &Path) {
+    if let Some(c) = c_path(path) {
+        TEMPS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|t| *t != c);
+    }
+}
+
+/// Removes every registered staged file. Allocates nothing, so it may run when memory is exhausted;
+/// if another thread holds the registry at that moment it gives up rather than wait.
+pub fn remove_all() {
+    if let Some(temps) = temps() {
+        unlink_all(&temps);
+    }
+}
+
+fn unlink_all(paths: &[CString]) {
+    for p in paths {
+        // SAFETY: `p` is a NUL-terminated path.
+        unsafe {
+            libc::unlink(p.as_ptr());
+        }
+    }
+}
+
+/// Writes `parts` to stderr with `write(2)`, without allocating.
+fn write_stderr(parts: &[&[u8]]) {
+    for p in parts {
+        // SAFETY: writes the bytes of a live slice.
+        unsafe {
+            libc::write(2, p.as_ptr().cast(), p.len());
+        }
+    }
+}
+
+/// Formats `n` in decimal into `buf`, without allocating.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// The address-space limit (`ulimit -v`) in bytes, if one is set.
+pub fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+/// Ends the process after an allocation of `bytes` failed: says so with a hint, removes staged
+/// files, exits with code 1. Allocates nothing.
+pub fn out_of_memory(bytes: usize) -> ! {
+    let mut a = [0u8; 20];
+    let mut b = [0u8; 20];
+    write_stderr(&[
+        b"neardup: error: out of memory: an allocation of ",
+        decimal(bytes as u64, &mut a),
+        b" bytes failed",
+    ]);
+    match address_space_limit() {
+        Some(limit) => write_stderr(&[
+            b" under an address-space limit (ulimit -v) of ",
+            decimal(limit >> 20, &mut b),
+            b" MiB",
+        ]),
+        None => write_stderr(&[b" (the machine's memory is exhausted)"]),
+    }
+    write_stderr(&[
+        b".\n  Hint: raise the limit, run fewer workers per process, or spread the input over more \
+          processes (--processes); outputs are left as they were.\n",
+    ]);
+    remove_all();
+    // SAFETY: ends the process without running destructors or allocating.
+    unsafe { libc::_exit(1) }
+}
+
+/// The message of a panic payload.
+fn panic_message(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Installs the process-wide handlers: interrupts and a lost cluster peer remove staged files and
+/// end the process with a message (exit 128 + signal, or 1); any other panic removes them too before
+/// the default report. Call once, from the binary.
+pub fn install() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("neardup:signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                remove_all();
+                let name = match sig {
+                    SIGINT => "SIGINT",
+                    SIGTERM => "SIGTERM",
+                    _ => "SIGHUP",
+                };
+                eprintln!(
+                    "\nneardup: interrupted by {name}: staged outputs removed, earlier outputs left as they were"
+                );
+                std::process::exit(128 + sig);
+            }
+        })?;
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        remove_all();
+        let message = panic_message(info);
+        // timely's network threads panic with this prefix when a peer's connection breaks; they
+        // are named `timely:send-N` / `timely:recv-N` after the peer process N.
+        if message.starts_with("timely communication error") {
+            let thread = std::thread::current();
+            let peer = thread
+                .name()
+                .and_then(|n| n.rsplit('-').next())
+                .unwrap_or("?");
+            eprintln!(
+                "neardup: error: lost the connection to process {peer} ({message}). A cluster run \
+                 stops when any process stops; outputs are left as they were. Rerun the job."
+            );
+            std::process::exit(1);
+        }
+        default(info);
+    }));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_formats_without_allocating() {
+        let mut b = [0u8; 20];
+        assert_eq!(decimal(0, &mut b), b"0");
+        assert_eq!(decimal(33_488_896, &mut b), b"33488896");
+        assert_eq!(decimal(u64::MAX, &mut b), b"18446744073709551615");
+    }
+
+    #[test]
+    fn registered_files_can_be_unlinked_and_forgotten() {
+        // remove_all() would also remove the staged files of tests running beside this one, so
+        // the unlinking is tested on a list of its own.
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.tmp");
+        std::fs::write(&a, b"x").unwrap();
+        register(&a);
+        assert!(TEMPS.lock().unwrap().contains(&c_path(&a).unwrap()));
+        unlink_all(&[c_path(&a).unwrap()]);
+        assert!(!a.exists());
+        unregister(&a);
+        assert!(!TEMPS.lock().unwrap().contains(&c_path(&a).unwrap()));
+    }
+}
