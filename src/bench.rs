@@ -77,7 +77,7 @@ pub fn pairs(
     fps.dedup();
     let distinct = fps.len();
     let layout = if layout == "auto" {
-        tables::plan(3, distinct as u64, u64::MAX).layout
+        tables::plan(3, distinct as u64).layout
     } else {
         TableLayout::parse(layout, 3).map_err(anyhow::Error::msg)?
     };
@@ -101,7 +101,7 @@ pub fn pairs(
                 let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
                 all_gather(worker, ()); // start together
                 let start = Instant::now();
-                let out = table_rounds(worker, &layout, mine);
+                let out = table_rounds(worker, &layout, 1, mine);
                 let counts = all_gather(worker, out.pairs.len() as u64);
                 (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
             },

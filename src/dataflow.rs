@@ -89,9 +89,24 @@ pub struct RoundsOutput {
     pub stats: CompareStats,
 }
 
-/// Runs one round per table: every worker sends its distinct fingerprints permuted by table t, they
-/// are exchanged by key, and each group is compared once the round is complete.
-pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> RoundsOutput {
+/// The part of a table's round a permuted fingerprint belongs to, by its leading `route_bits` (key
+/// bits of every table, so a group is never split between parts).
+#[inline]
+fn part_of(px: u64, route_bits: u32, parts: u32) -> u64 {
+    mix64((px >> (64 - route_bits)) ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
+}
+
+/// Runs `parts` rounds per table: every worker sends its distinct fingerprints permuted by table t
+/// (those of part j in round `t * parts + j`), they are exchanged by key, and each group is compared
+/// once the round is complete. More parts, less memory per round: each holds about `1 / parts` of
+/// the fingerprints.
+pub fn table_rounds(
+    worker: &mut Worker,
+    layout: &TableLayout,
+    parts: u32,
+    fps: &[u64],
+) -> RoundsOutput {
+    let parts = parts.max(1);
     let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
     let sink = Rc::clone(&found);
     let shared = Rc::new(layout.clone());
@@ -130,7 +145,7 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
                             if frontier.less_equal(cap.time()) {
                                 return true;
                             }
-                            let t = *cap.time() as usize;
+                            let t = (*cap.time() / parts as u64) as usize;
                             sort_by_leading_bits(records, shared.tables[t].p, &mut scratch);
                             let mut out = sink.borrow_mut();
                             let RoundsOutput { pairs, stats } = &mut *out;
@@ -147,9 +162,18 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
             .probe_with(&probe);
     });
     let mut batch = Vec::with_capacity(BATCH);
-    for (t, table) in layout.tables.iter().enumerate() {
+    let rounds = layout.tables.len() as u64 * parts as u64;
+    for round in 0..rounds {
+        let (table, part) = (
+            &layout.tables[(round / parts as u64) as usize],
+            round % parts as u64,
+        );
         for &fp in fps {
-            batch.push(table.permute(fp));
+            let px = table.permute(fp);
+            if parts > 1 && part_of(px, route_bits, parts) != part {
+                continue;
+            }
+            batch.push(px);
             if batch.len() == BATCH {
                 input.send_batch(&mut batch);
                 batch.clear();
@@ -158,9 +182,9 @@ pub fn table_rounds(worker: &mut Worker, layout: &TableLayout, fps: &[u64]) -> R
         }
         input.send_batch(&mut batch);
         batch.clear();
-        input.advance_to(t as u64 + 1);
+        input.advance_to(round + 1);
         worker.step_or_park_while(None, || probe.less_than(input.time()));
-        crate::progress::PROGRESS.round(t as u64 + 1, layout.tables.len() as u64);
+        crate::progress::PROGRESS.round(round + 1, rounds);
     }
     drop(input);
     while worker.has_dataflows() {

@@ -111,8 +111,10 @@ pub struct SimhashSpec {
     pub k: Option<u32>,
     /// Table layout name or `auto` (default).
     pub layout: Option<String>,
-    /// Memory budget for the planner, in MiB.
+    /// Memory one table round may take per process, in MiB (rounds are split to fit).
     pub memory_budget_mib: Option<u64>,
+    /// Most comparisons per fingerprint the tables may leave (a looser k is refused).
+    pub max_candidates: Option<f64>,
 }
 
 /// `[run]`
@@ -219,12 +221,7 @@ pub fn connect_timeout(seconds: f64) -> anyhow::Result<std::time::Duration> {
 }
 
 /// Checks f and k and resolves the layout name.
-pub fn layout_choice(
-    f: u32,
-    k: u32,
-    layout: &str,
-    memory_budget_mib: u64,
-) -> anyhow::Result<LayoutChoice> {
+pub fn layout_choice(f: u32, k: u32, layout: &str) -> anyhow::Result<LayoutChoice> {
     ensure!(
         f == 64,
         "only f = 64 bit fingerprints are supported, got f = {f}"
@@ -234,23 +231,47 @@ pub fn layout_choice(
         "k must be at most {}, got {k}",
         crate::tables::MAX_K
     );
-    ensure!(
-        memory_budget_mib >= MIN_MEMORY_BUDGET_MIB,
-        "memory_budget_mib = {memory_budget_mib} is below the least a run needs \
-         ({MIN_MEMORY_BUDGET_MIB} MiB)"
-    );
-    ensure!(
-        memory_budget_mib <= MAX_MEMORY_BUDGET_MIB,
-        "memory_budget_mib = {memory_budget_mib} is more than any machine has (at most \
-         {MAX_MEMORY_BUDGET_MIB}, 1 PiB)"
-    );
     Ok(if layout == "auto" {
-        LayoutChoice::Auto {
-            memory_budget: memory_budget_mib << 20,
-        }
+        LayoutChoice::Auto
     } else {
         LayoutChoice::Fixed(TableLayout::parse(layout, k).map_err(anyhow::Error::msg)?)
     })
+}
+
+/// Checks a memory budget in MiB and returns it in bytes, lowered to half the address-space limit
+/// (`ulimit -v`) when one is set below it.
+pub fn memory_budget(mib: u64) -> anyhow::Result<u64> {
+    ensure!(
+        mib >= MIN_MEMORY_BUDGET_MIB,
+        "memory_budget_mib = {mib} is below the least a run needs ({MIN_MEMORY_BUDGET_MIB} MiB)"
+    );
+    ensure!(
+        mib <= MAX_MEMORY_BUDGET_MIB,
+        "memory_budget_mib = {mib} is more than any machine has (at most \
+         {MAX_MEMORY_BUDGET_MIB}, 1 PiB)"
+    );
+    let mut bytes = mib << 20;
+    if let Some(limit) = crate::output::cleanup::address_space_limit() {
+        if bytes > limit / 2 {
+            bytes = (limit / 2).max(MIN_MEMORY_BUDGET_MIB << 20);
+            eprintln!(
+                "neardup: memory_budget_mib = {mib} exceeds half the address-space limit (ulimit \
+                 -v, {} MiB); table rounds will fit {} MiB",
+                limit >> 20,
+                bytes >> 20
+            );
+        }
+    }
+    Ok(bytes)
+}
+
+/// Checks `max_candidates`.
+pub fn max_candidates(v: f64) -> anyhow::Result<f64> {
+    ensure!(
+        v.is_finite() && v >= 1.0,
+        "max_candidates must be at least 1, got {v}"
+    );
+    Ok(v)
 }
 
 /// `base.join(p)` with `.` and `name/..` removed lexically, so messages show `out/x`, not `jobs/../out/x`.
@@ -366,7 +387,13 @@ impl JobSpec {
                     s.f.unwrap_or(64),
                     s.k.unwrap_or(3),
                     s.layout.as_deref().unwrap_or("auto"),
+                )?,
+                memory_budget: memory_budget(
                     s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+                )?,
+                max_candidates: max_candidates(
+                    s.max_candidates
+                        .unwrap_or(crate::tables::DEFAULT_MAX_CANDIDATES),
                 )?,
                 out: output_path(&dir, &out.pairs),
                 groups_out: out.exact_groups.map(|g| output_path(&dir, &g)),

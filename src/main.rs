@@ -182,9 +182,12 @@ enum Command {
         /// Table layout: auto, 4x16, 10x26, 16x28, 20x32 (for k=3), single:B or two:B1,B2.
         #[arg(long, default_value = "auto")]
         layout: String,
-        /// Memory budget for the auto planner, in MiB.
+        /// Memory one table round may take per process, in MiB (rounds are split to fit).
         #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB)]
         memory_budget_mib: u64,
+        /// Most comparisons per fingerprint the tables may leave; a looser k is refused.
+        #[arg(long, default_value_t = neardup::tables::DEFAULT_MAX_CANDIDATES)]
+        max_candidates: f64,
         /// Output: id_a<TAB>id_b<TAB>distance (JSON Lines for a .jsonl path).
         #[arg(long)]
         out: PathBuf,
@@ -544,6 +547,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             k,
             layout,
             memory_budget_mib,
+            max_candidates,
             out,
             collapse_exact,
             summary,
@@ -551,7 +555,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let pairs = PairStage {
                 k,
-                layout: layout_choice(64, k, &layout, memory_budget_mib)?,
+                layout: layout_choice(64, k, &layout)?,
+                memory_budget: neardup::job::memory_budget(memory_budget_mib)?,
+                max_candidates: neardup::job::max_candidates(max_candidates)?,
                 out,
                 groups_out: collapse_exact,
             };

@@ -251,11 +251,8 @@ pub struct Source {
 pub enum LayoutChoice {
     /// A fixed layout.
     Fixed(TableLayout),
-    /// Let [`plan`] choose from the number of distinct fingerprints.
-    Auto {
-        /// Memory the planner may assume for one round, in bytes.
-        memory_budget: u64,
-    },
+    /// Let [`tables::plan`] choose from the number of distinct fingerprints.
+    Auto,
 }
 
 /// The pair-finding stage.
@@ -265,6 +262,11 @@ pub struct PairStage {
     pub k: u32,
     /// Layout.
     pub layout: LayoutChoice,
+    /// Memory one table round may take per process, in bytes: rounds are split into parts that fit.
+    pub memory_budget: u64,
+    /// Most comparisons per fingerprint the layout may leave before the run is refused
+    /// ([`tables::check_selectivity`]).
+    pub max_candidates: f64,
     /// Pairs output.
     pub out: PathBuf,
     /// With `Some(path)`, exact-duplicate groups go to `path` and pairs join only their representatives
@@ -346,9 +348,11 @@ impl Plan {
                 "pairs.layout = {}",
                 match &p.layout {
                     LayoutChoice::Fixed(l) => l.name(),
-                    LayoutChoice::Auto { memory_budget } => format!("auto ({memory_budget} bytes)"),
+                    LayoutChoice::Auto => "auto".into(),
                 }
             ));
+            lines.push(format!("pairs.memory_budget = {}", p.memory_budget));
+            lines.push(format!("pairs.max_candidates = {}", p.max_candidates));
         }
         let names: Vec<String> = self.output_requests().into_iter().map(|(n, _)| n).collect();
         lines.push(format!("outputs = {}", names.join(", ")));
@@ -1028,21 +1032,40 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         stage(&mut times.collapse);
 
         // layout: every worker computes the same plan from the same global count
-        let (layout, reasoning) = match &stage_plan.layout {
+        let (layout, mut reasoning) = match &stage_plan.layout {
             LayoutChoice::Fixed(l) => (l.clone(), None),
-            LayoutChoice::Auto { memory_budget } => {
-                let p = tables::plan(stage_plan.k, total.distinct, *memory_budget);
-                if leader && plan.verbose {
-                    eprintln!("{}", p.reasoning);
-                }
+            LayoutChoice::Auto => {
+                let p = tables::plan(stage_plan.k, total.distinct);
                 (p.layout, Some(p.reasoning))
             }
         };
+        if let Err(e) =
+            tables::check_selectivity(&layout, total.distinct, stage_plan.max_candidates)
+        {
+            return Err(e);
+        }
+        let budget = stage_plan.memory_budget;
+        let parts = tables::parts_per_table(total.distinct, plan.exec.processes, budget);
+        let memory = format!(
+            "one table round needs ~{} MiB per process; budget {} MiB: {parts} part(s) per table",
+            (total.distinct * tables::BYTES_PER_RECORD_IN_ROUND)
+                .div_ceil(plan.exec.processes as u64)
+                >> 20,
+            budget >> 20
+        );
+        reasoning = Some(match reasoning {
+            Some(r) => format!("{r}; {memory}"),
+            None => memory,
+        });
+        if leader && plan.verbose {
+            eprintln!("{}", reasoning.as_deref().unwrap_or_default());
+        }
         layout_summary = Some(LayoutSummary {
             name: layout.name(),
             design: layout.design.to_string(),
             k: stage_plan.k,
             tables: layout.tables.len(),
+            parts_per_table: parts,
             p_min: layout.min_p(),
             p_max: layout.tables.iter().map(|t| t.p).max().unwrap_or(0),
             auto_reasoning: reasoning,
@@ -1050,7 +1073,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 
         // table rounds
         enter(2);
-        let rounds = table_rounds(worker, &layout, &groups.fps);
+        let rounds = table_rounds(worker, &layout, parts, &groups.fps);
         comparisons = rounds.stats.comparisons;
         largest_group = rounds.stats.largest_group;
         stage(&mut times.tables);

@@ -394,11 +394,13 @@ pub struct LayoutSummary {
     pub k: u32,
     /// Number of tables.
     pub tables: usize,
+    /// Rounds each table is split into to fit the memory budget.
+    pub parts_per_table: u32,
     /// Smallest key width.
     pub p_min: u32,
     /// Largest key width.
     pub p_max: u32,
-    /// The planner's reasoning when the layout was `auto`.
+    /// The planner's reasoning (the layout when `auto`, and the parts per table).
     pub auto_reasoning: Option<String>,
 }
 

@@ -371,18 +371,26 @@ pub struct Plan {
     pub layout: TableLayout,
     /// Every candidate, in the order considered.
     pub rows: Vec<PlanRow>,
-    /// Memory one table round needs, in bytes.
-    pub round_bytes: u64,
     /// Human-readable explanation.
     pub reasoning: String,
+}
+
+/// Expected comparisons per fingerprint of `layout` over `n` uniformly random distinct
+/// fingerprints: `sum over tables of n / 2^(p+1)`.
+pub fn candidates_per_fingerprint(layout: &TableLayout, n: u64) -> f64 {
+    layout
+        .tables
+        .iter()
+        .map(|t| n as f64 / 2f64.powi(t.p as i32 + 1))
+        .sum()
 }
 
 /// Picks the layout with the least modelled work for `n` distinct fingerprints.
 ///
 /// Work is `tables * n` keyed records (emit, exchange, sort) plus, per table, `n^2 / 2^(p+1)` expected
 /// comparisons inside groups. Tables run one per round, so memory is one table's records whatever the
-/// layout; the budget is checked and a shortfall is stated, not silently ignored.
-pub fn plan(k: u32, n: u64, memory_budget: u64) -> Plan {
+/// layout (see [`parts_per_table`] for the budget).
+pub fn plan(k: u32, n: u64) -> Plan {
     let nf = n.max(1) as f64;
     let mut rows = Vec::new();
     let mut best: Option<(f64, TableLayout)> = None;
@@ -390,11 +398,7 @@ pub fn plan(k: u32, n: u64, memory_budget: u64) -> Plan {
         if layout.tables.len() > 64 {
             continue;
         }
-        let comparisons: f64 = layout
-            .tables
-            .iter()
-            .map(|t| nf * nf / 2f64.powi(t.p as i32 + 1))
-            .sum();
+        let comparisons = candidates_per_fingerprint(&layout, n.max(1)) * nf;
         let records = layout.tables.len() as f64 * nf;
         let est_seconds = (records * NS_PER_RECORD + comparisons * NS_PER_COMPARISON) / 1e9;
         let mean_p =
@@ -412,7 +416,6 @@ pub fn plan(k: u32, n: u64, memory_budget: u64) -> Plan {
         }
     }
     let layout = best.expect("every k has at least one design").1;
-    let round_bytes = n * BYTES_PER_RECORD_IN_ROUND;
     let mut reasoning = format!("layout auto: {n} distinct fingerprints, k={k}\n");
     for r in &rows {
         reasoning += &format!(
@@ -420,21 +423,55 @@ pub fn plan(k: u32, n: u64, memory_budget: u64) -> Plan {
             r.name, r.tables, r.mean_p, r.per_group, r.comparisons, r.est_seconds
         );
     }
-    reasoning += &format!(
-        "  chose {} (least modelled work); one table per round needs ~{} MiB of {} MiB budget",
-        layout.name(),
-        round_bytes >> 20,
-        memory_budget >> 20
-    );
-    if round_bytes > memory_budget {
-        reasoning += "\n  warning: one round exceeds the memory budget; add processes to spread it";
-    }
+    reasoning += &format!("  chose {} (least modelled work)", layout.name());
     Plan {
         layout,
         rows,
-        round_bytes,
         reasoning,
     }
+}
+
+/// Default for the most comparisons per fingerprint the tables may leave before a run is refused.
+pub const DEFAULT_MAX_CANDIDATES: f64 = 10_000.0;
+/// Below this many expected comparisons in all, a run is never refused for selectivity.
+const ALWAYS_AFFORDABLE: f64 = 1e9;
+
+/// Refuses a layout whose tables barely filter: when `k` is so loose that each fingerprint is
+/// expected to be compared with more than `max_candidates` others (and the run would make more than
+/// a billion comparisons), the tables cost more than they save and the run would take hours. Says
+/// which k would fit.
+pub fn check_selectivity(layout: &TableLayout, n: u64, max_candidates: f64) -> Result<(), String> {
+    let per_fp = candidates_per_fingerprint(layout, n);
+    if per_fp <= max_candidates || per_fp * n as f64 <= ALWAYS_AFFORDABLE {
+        return Ok(());
+    }
+    let fits = (0..layout.k)
+        .rev()
+        .find(|&k| candidates_per_fingerprint(&plan(k, n).layout, n) <= max_candidates);
+    Err(format!(
+        "k = {} is too loose for {n} distinct fingerprints: layout {} leaves ~{per_fp:.0} \
+         comparisons per fingerprint (~{:.1e} in all; all pairs would be {:.1e}), more than \
+         max_candidates = {max_candidates}. {}or raise [simhash] max_candidates \
+         (--max-candidates) to run it anyway",
+        layout.k,
+        layout.name(),
+        per_fp * n as f64,
+        n as f64 * (n as f64 - 1.0) / 2.0,
+        match fits {
+            Some(k) => format!("Lower k (k <= {k} fits here), "),
+            None => String::new(),
+        }
+    ))
+}
+
+/// How many parts each table's round is split into so one part of one round fits
+/// `budget_per_process` bytes: a round holds every distinct fingerprint once, spread over the
+/// processes; a part holds the groups whose key hashes to it, so every group stays whole.
+pub fn parts_per_table(n: u64, processes: usize, budget_per_process: u64) -> u32 {
+    let per_process = (n * BYTES_PER_RECORD_IN_ROUND).div_ceil(processes.max(1) as u64);
+    per_process
+        .div_ceil(budget_per_process.max(1))
+        .clamp(1, u32::MAX as u64) as u32
 }
 
 #[cfg(test)]
@@ -475,11 +512,33 @@ mod tests {
 
     #[test]
     fn planner_prefers_few_tables_for_small_corpora_and_more_for_large() {
-        let small = plan(3, 1_000, 1 << 30);
+        let small = plan(3, 1_000);
         assert_eq!(small.layout.name(), "4x16");
-        let large = plan(3, 100_000_000, 1 << 34);
+        let large = plan(3, 100_000_000);
         assert!(large.layout.tables.len() > 4, "{}", large.reasoning);
         assert!(large.reasoning.contains("chose"));
+    }
+
+    #[test]
+    fn a_loose_k_on_many_fingerprints_is_refused_with_the_k_that_fits() {
+        // Regression (issue 8.11): k = 16 with auto on 300k fingerprints ran for minutes.
+        let n = 300_000;
+        let l = plan(16, n).layout;
+        let err = check_selectivity(&l, n, DEFAULT_MAX_CANDIDATES).unwrap_err();
+        assert!(err.contains("k = 16 is too loose"), "{err}");
+        assert!(err.contains("k <= "), "{err}");
+        assert!(check_selectivity(&plan(3, n).layout, n, DEFAULT_MAX_CANDIDATES).is_ok());
+        // Small inputs are always affordable, and the limit can be raised.
+        assert!(check_selectivity(&plan(16, 2_000).layout, 2_000, DEFAULT_MAX_CANDIDATES).is_ok());
+        assert!(check_selectivity(&l, n, 1e9).is_ok());
+    }
+
+    #[test]
+    fn rounds_are_split_to_fit_the_budget() {
+        assert_eq!(parts_per_table(1000, 1, 1 << 20), 1);
+        // 10M fingerprints x 24 bytes = 229 MiB per round; 16 MiB budget -> 15 parts.
+        assert_eq!(parts_per_table(10_000_000, 1, 16 << 20), 15);
+        assert_eq!(parts_per_table(10_000_000, 2, 16 << 20), 8);
     }
 
     fn flip(x: u64, positions: &[u32]) -> u64 {

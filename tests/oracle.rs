@@ -36,7 +36,9 @@ fn pairs_plan(
         skipped_out: None,
         pairs: Some(PairStage {
             k,
-            layout: layout_choice(64, k, layout, 1 << 10).unwrap(),
+            layout: layout_choice(64, k, layout).unwrap(),
+            memory_budget: 1 << 30,
+            max_candidates: 1e9,
             out: out.to_path_buf(),
             groups_out: groups.map(Path::to_path_buf),
         }),
@@ -51,6 +53,17 @@ fn pairs_plan(
 }
 
 fn check(k: u32, layouts: &[&str], workers: &[usize], seed: u64, n: usize) {
+    check_with_budget(k, layouts, workers, seed, n, 1 << 30);
+}
+
+fn check_with_budget(
+    k: u32,
+    layouts: &[&str],
+    workers: &[usize],
+    seed: u64,
+    n: usize,
+    budget: u64,
+) {
     let dir = tempfile::tempdir().unwrap();
     let fps = planted_fingerprints(seed, n, k + 2);
     let input = dir.path().join("fps.tsv");
@@ -63,9 +76,9 @@ fn check(k: u32, layouts: &[&str], workers: &[usize], seed: u64, n: usize) {
     for layout in layouts {
         for &w in workers {
             let out = dir.path().join(format!("pairs-{layout}-{w}.tsv"));
-            let summary = execute(pairs_plan(&input, &out, k, layout, w, None))
-                .unwrap()
-                .unwrap();
+            let mut plan = pairs_plan(&input, &out, k, layout, w, None);
+            plan.pairs.as_mut().unwrap().memory_budget = budget;
+            let summary = execute(plan).unwrap().unwrap();
             let got = read_pairs(&out);
             assert_sorted_unique(&got);
             assert_eq!(
@@ -76,8 +89,21 @@ fn check(k: u32, layouts: &[&str], workers: &[usize], seed: u64, n: usize) {
             assert_eq!(got, want, "k={k} layout={layout} workers={w}");
             assert_eq!(summary.documents.processed, fps.len() as u64);
             assert_eq!(summary.pairs.unwrap().total, want.len() as u64);
+            let parts = summary.layout.unwrap().parts_per_table;
+            assert_eq!(
+                parts > 1,
+                budget < 1 << 20,
+                "parts {parts} for budget {budget}"
+            );
         }
     }
+}
+
+#[test]
+fn a_small_memory_budget_splits_every_round_and_stays_exact() {
+    // Regression (issue 8.11): the budget only warned. A 4 KiB budget splits each table round of
+    // ~2,000 fingerprints (24 bytes each) into about a dozen parts.
+    check_with_budget(3, &["10x26", "auto"], &[1, 3], 11, 1500, 4096);
 }
 
 #[test]
@@ -194,7 +220,9 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
             skipped_out: None,
             pairs: Some(PairStage {
                 k: 3,
-                layout: layout_choice(64, 3, "auto", 1 << 30).unwrap(),
+                layout: layout_choice(64, 3, "auto").unwrap(),
+                memory_budget: 1 << 30,
+                max_candidates: 1e9,
                 out: pairs_out.clone(),
                 groups_out: None,
             }),

@@ -186,15 +186,18 @@ impl OutputSet {
                 }
                 Target::Stdout
             } else {
-                let real = follow(path)
-                    .with_context(|| format!("output {name}: resolving {}", path.display()))?;
-                match std::fs::metadata(&real) {
+                // The kernel follows links (also /proc's, such as /dev/stdout) to classify.
+                match std::fs::metadata(path) {
                     Ok(m) => {
                         let t = m.file_type();
                         if t.is_file() {
-                            Target::File(real.clone())
+                            // Renamed over its real path, so a symlink keeps pointing at it.
+                            let real = path.canonicalize().with_context(|| {
+                                format!("output {name}: resolving {}", path.display())
+                            })?;
+                            Target::File(real)
                         } else if t.is_char_device() || t.is_fifo() {
-                            Target::Stream(real.clone())
+                            Target::Stream(path.clone())
                         } else {
                             let what = if t.is_dir() {
                                 "a directory"
@@ -209,7 +212,12 @@ impl OutputSet {
                             );
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Target::File(real.clone()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        // A new file, or a dangling symlink to one: created where the link points.
+                        Target::File(follow(path).with_context(|| {
+                            format!("output {name}: resolving {}", path.display())
+                        })?)
+                    }
                     Err(e) => {
                         return Err(e).with_context(|| {
                             format!("output {name}: cannot inspect {}", path.display())

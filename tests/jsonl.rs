@@ -1,0 +1,289 @@
+//! The JSON Lines reader under hostile input: a fuzzer of mutated, truncated and concatenated files,
+//! read at several worker counts with small splits. Nothing panics, every record is accounted for,
+//! and every record whose bytes a mutation left alone comes back with the same id and fingerprint.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use neardup::features::FeatureConfig;
+use neardup::gen::Rng;
+use neardup::input::{discover, plan_splits, Fields, InputFile};
+use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
+
+/// Uniform in `0..n` (n > 0).
+fn pick(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n as u64) as usize
+}
+
+/// Words of a few scripts, so that records exercise the ASCII and the normalizing paths.
+const WORDS: &[&str] = &[
+    "near",
+    "duplicate",
+    "crawl",
+    "page",
+    "index",
+    "table",
+    "fingerprint",
+    "Ünïcödé",
+    "naïve",
+    "ＦＵＬＬ",
+    "中文",
+    "文档",
+    "的",
+    "测试",
+    "“quoted”",
+    "x86_64",
+    "2026",
+    "ß",
+    "İstanbul",
+];
+
+/// A JSONL file of `n` records with unique ids (strings and numbers, some escaped), and the byte
+/// range of each record's line (from its first byte through its newline).
+fn corpus(rng: &mut Rng, n: usize, tag: &str) -> (Vec<u8>, Vec<(usize, usize, String)>) {
+    let mut bytes = Vec::new();
+    let mut lines = Vec::new();
+    for i in 0..n {
+        let start = bytes.len();
+        let words: Vec<&str> = (0..12 + pick(rng, 60))
+            .map(|_| WORDS[pick(rng, WORDS.len())])
+            .collect();
+        let text = serde_json::to_string(&words.join(" ")).unwrap();
+        let (id_json, id) = match i % 4 {
+            0 => (format!("{}{i:06}", tag.as_bytes()[0]), String::new()),
+            1 => (format!("\"{tag}-\\u00e9-{i}\""), format!("{tag}-é-{i}")),
+            _ => (format!("\"{tag}-{i}\""), format!("{tag}-{i}")),
+        };
+        let id = if id.is_empty() { id_json.clone() } else { id };
+        let extra = if i % 5 == 0 {
+            r#","meta":{"a":[1,2,{"b":null}]}"#
+        } else {
+            ""
+        };
+        let end = if i % 7 == 0 { "\r\n" } else { "\n" };
+        write!(bytes, "{{\"id\":{id_json},\"text\":{text}{extra}}}{end}").unwrap();
+        lines.push((start, bytes.len(), id));
+        if i % 11 == 0 {
+            bytes.extend_from_slice(b"\n"); // blank lines between records
+        }
+    }
+    (bytes, lines)
+}
+
+/// Mutates `bytes`; returns the range of the original the mutation touched.
+fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
+    let at = pick(rng, bytes.len());
+    match pick(rng, 6) {
+        0 => {
+            let n = 1 + pick(rng, 8);
+            for b in bytes.iter_mut().skip(at).take(n) {
+                *b ^= 1 << pick(rng, 8);
+            }
+            (at, at + n)
+        }
+        1 => {
+            let end = (at + 1 + pick(rng, 400)).min(bytes.len());
+            bytes.drain(at..end);
+            (at, end)
+        }
+        2 => {
+            let junk: Vec<u8> = (0..1 + pick(rng, 200))
+                .map(|_| match pick(rng, 4) {
+                    0 => b'\n',
+                    1 => b'{',
+                    2 => b'"',
+                    _ => rng.next_u64() as u8,
+                })
+                .collect();
+            bytes.splice(at..at, junk);
+            (at, at + 1)
+        }
+        3 => {
+            let len = bytes.len();
+            bytes.truncate(at);
+            (at, len)
+        }
+        4 => {
+            // A byte-order mark or NUL bytes where they do not belong.
+            let junk: &[u8] = if pick(rng, 2) == 0 {
+                b"\xef\xbb\xbf"
+            } else {
+                b"\0\0"
+            };
+            bytes.splice(at..at, junk.iter().copied());
+            (at, at + 1)
+        }
+        _ => {
+            // A deeply nested value.
+            let depth = 1 + pick(rng, 3000);
+            let junk = "[".repeat(depth).into_bytes();
+            bytes.splice(at..at, junk);
+            (at, at + 1)
+        }
+    }
+}
+
+fn source(files: Vec<InputFile>) -> Source {
+    Source {
+        kind: SourceKind::Jsonl {
+            fields: Fields::default(),
+            features: FeatureConfig::default(),
+            content: ContentOptions {
+                min_tokens: 1,
+                ..Default::default()
+            },
+        },
+        files,
+        max_record_bytes: 1 << 16,
+        split_bytes: 1 << 20,
+    }
+}
+
+/// Reads `path` as `peers` workers would, with splits of `split` bytes: id -> fingerprint, and the
+/// accounting.
+fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u64, u64, u64) {
+    let files = discover(&[path.to_path_buf()], &[]).unwrap();
+    let src = source(files.clone());
+    let plan = plan_splits(&files, peers, split, src.kind.split_mode());
+    let (mut docs, mut read, mut processed, mut skipped) = (BTreeMap::new(), 0, 0, 0);
+    for splits in &plan {
+        let (d, c, _) = load_documents(&src, splits);
+        assert_eq!(
+            c.read,
+            c.processed + c.skipped_total(),
+            "read = processed + skipped"
+        );
+        assert_eq!(c.processed as usize, d.len());
+        read += c.read;
+        processed += c.processed;
+        skipped += c.skipped_total();
+        for doc in d {
+            docs.insert(doc.id, doc.simhash);
+        }
+    }
+    (docs, read, processed, skipped)
+}
+
+/// Runs cases for `seconds` (at least 6): mutated plain files read by 1 to 4 workers with small
+/// splits, truncated gzip files, and concatenations of two files.
+fn fuzz(seconds: f64, seed: u64) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(seed);
+    let (clean, lines) = corpus(&mut rng, 400, "a");
+    let (second, lines2) = corpus(&mut rng, 100, "b");
+    let path = dir.path().join("f.jsonl");
+    std::fs::write(&path, &clean).unwrap();
+    let (want, n_read, processed, _) = read_file(&path, 1, 1 << 20);
+    assert_eq!(
+        (n_read, processed, want.len()),
+        (400, 400, 400),
+        "the clean file"
+    );
+    let path2 = dir.path().join("g.jsonl");
+    std::fs::write(&path2, &second).unwrap();
+    let (want2, ..) = read_file(&path2, 1, 1 << 20);
+    let started = std::time::Instant::now();
+    let mut cases = 0;
+    while started.elapsed().as_secs_f64() < seconds || cases < 6 {
+        cases += 1;
+        match cases % 3 {
+            0 => {
+                // gzip cut anywhere: what comes back is a prefix of the records, intact.
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(&clean).unwrap();
+                let mut bytes = gz.finish().unwrap();
+                bytes.truncate(pick(&mut rng, bytes.len()));
+                let p = dir.path().join("t.jsonl.gz");
+                std::fs::write(&p, &bytes).unwrap();
+                let (got, ..) = read_file(&p, 1, 1 << 20);
+                for (start, _, id) in &lines {
+                    if !got.contains_key(id) {
+                        // Everything from the first lost record on is lost, nothing before it.
+                        assert!(
+                            lines
+                                .iter()
+                                .filter(|l| l.0 > *start)
+                                .all(|l| !got.contains_key(&l.2)),
+                            "case {cases}: gzip cut lost {id} but kept a later record"
+                        );
+                        break;
+                    }
+                    assert_eq!(got[id], want[id], "case {cases}: {id} changed");
+                }
+            }
+            1 => {
+                // Two files concatenated, the first perhaps without its last newline, perhaps
+                // opening with a UTF-8 byte-order mark (which must not cost the first record).
+                let bom = pick(&mut rng, 2) == 0;
+                let mut a = if bom {
+                    [b"\xef\xbb\xbf".as_slice(), &clean].concat()
+                } else {
+                    clean.clone()
+                };
+                let cut_newline = pick(&mut rng, 2) == 0;
+                if cut_newline {
+                    while a.last() == Some(&b'\n') || a.last() == Some(&b'\r') {
+                        a.pop();
+                    }
+                }
+                let joint = a.len();
+                a.extend_from_slice(&second);
+                let p = dir.path().join("c.jsonl");
+                std::fs::write(&p, &a).unwrap();
+                let peers = 1 + pick(&mut rng, 4);
+                let (got, ..) = read_file(&p, peers, 512 + pick(&mut rng, 4096) as u64);
+                let shift = if bom { 3 } else { 0 };
+                for (_, end, id) in &lines {
+                    if !(cut_newline && end + shift >= joint) {
+                        assert_eq!(
+                            got.get(id),
+                            Some(&want[id]),
+                            "case {cases}: {id} lost (bom {bom})"
+                        );
+                    }
+                }
+                for (start, _, id) in &lines2 {
+                    if !(cut_newline && *start == 0) {
+                        assert_eq!(got.get(id), Some(&want2[id]), "case {cases}: {id} lost");
+                    }
+                }
+            }
+            _ => {
+                let mut bytes = clean.clone();
+                let (a, b) = mutate(&mut rng, &mut bytes);
+                let p = dir.path().join("m.jsonl");
+                std::fs::write(&p, &bytes).unwrap();
+                let peers = 1 + pick(&mut rng, 4);
+                let (got, ..) = read_file(&p, peers, 256 + pick(&mut rng, 8192) as u64);
+                for (start, end, id) in &lines {
+                    // A record is untouched if the mutation missed its bytes and the newline
+                    // that ends the record before it.
+                    if *end <= a || start.saturating_sub(1) >= b {
+                        assert_eq!(
+                            got.get(id),
+                            Some(&want[id]),
+                            "case {cases}: record {id} at {start}..{end} lost; mutation touched \
+                             {a}..{b}, {peers} workers"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn mutated_jsonl_files_never_crash_and_never_lose_an_untouched_record() {
+    let seconds = std::env::var("NEARDUP_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
+    let seed = std::env::var("NEARDUP_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let cases = fuzz(seconds, seed);
+    eprintln!("fuzzed {cases} JSON Lines files in {seconds} s (seed {seed})");
+}
