@@ -1039,11 +1039,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                 (p.layout, Some(p.reasoning))
             }
         };
-        if let Err(e) =
-            tables::check_selectivity(&layout, total.distinct, stage_plan.max_candidates)
-        {
-            return Err(e);
-        }
+        tables::check_selectivity(&layout, total.distinct, stage_plan.max_candidates)?;
         let budget = stage_plan.memory_budget;
         let parts = tables::parts_per_table(total.distinct, plan.exec.processes, budget);
         let memory = format!(
