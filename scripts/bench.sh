@@ -32,6 +32,9 @@ fi
 echo "== fingerprinting: JSONL documents -> simhash (read_fingerprint stage)"
 "$bin" bench fingerprint --n "$docs,$docs_big" -w 1,2 --runs "$runs" --out-dir "$out"
 
+echo "== skipped records: whole fingerprint runs, default settings, clean corpus vs one record in ten unusable"
+"$bin" bench skipped --n "$docs" -w 1,2 --runs "$runs" --out-dir "$out"
+
 echo "== crawl input: copies of data-samples/warc/sample.warc.gz -> simhash (WARC, HTTP, charset, HTML, main content)"
 "$bin" bench warc --n "$warc_copies" -w 1,2 --runs "$runs" --out-dir "$out"
 

@@ -165,6 +165,94 @@ pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> anyhow
     read_and_fingerprint("warc", input, kind, workers, runs, scratch)
 }
 
+/// The same corpus with one record in ten made unusable: cycling through a truncated line
+/// (invalid_json), the text field renamed (missing_text), an id with a tab (bad_id), and a text of
+/// three words (too_short). All but the last keep the record's size, so the reader does the same
+/// work on them as on good records. Returns how many records were broken.
+pub fn break_every_tenth(clean: &Path, out: &Path) -> anyhow::Result<u64> {
+    use std::io::BufRead;
+    let reader = std::io::BufReader::new(std::fs::File::open(clean)?);
+    let mut broken = 0;
+    crate::output::write_file(out, |w| {
+        for (i, line) in reader.lines().enumerate() {
+            let line = line?;
+            if i % 10 != 9 {
+                writeln!(w, "{line}")?;
+                continue;
+            }
+            broken += 1;
+            match (i / 10) % 4 {
+                0 => writeln!(w, "{}", &line[..line.len() - 1])?,
+                1 => writeln!(w, "{}", line.replacen("\"text\":", "\"txet\":", 1))?,
+                2 => writeln!(w, "{}", line.replacen("\"id\":\"", "\"id\":\"\\t", 1))?,
+                _ => writeln!(w, "{{\"id\":\"short{i}\",\"text\":\"three short words\"}}")?,
+            }
+        }
+        Ok(())
+    })?;
+    Ok(broken)
+}
+
+/// Whole `fingerprint` runs with default settings over `input`: total seconds (median of `runs`)
+/// and the summary's documents read and skipped.
+pub fn whole_fingerprint_run(
+    stage: &str,
+    input: &Path,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> anyhow::Result<Row> {
+    let kind = SourceKind::Jsonl {
+        fields: Fields::default(),
+        features: FeatureConfig::default(),
+        content: Default::default(),
+    };
+    let files = discover(&[input.to_path_buf()], kind.dir_extensions())?;
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
+    reset_peak_rss();
+    let mut times = Vec::new();
+    let mut summary = None;
+    for _ in 0..runs {
+        let plan = Plan {
+            command: "fingerprint".into(),
+            source: Source {
+                kind: kind.clone(),
+                files: files.clone(),
+                max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
+                split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
+            },
+            fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
+            skipped_out: None,
+            pairs: None,
+            summary_out: None,
+            protected: Vec::new(),
+            exec: Exec {
+                workers,
+                ..Exec::default()
+            },
+            verbose: false,
+        };
+        let s = execute(plan)?.expect("one process");
+        times.push(s.seconds.total);
+        summary = Some(s);
+    }
+    let s = summary.expect("at least one run");
+    let m = median(&times);
+    Ok(Row {
+        stage: format!("{stage} ({} skipped)", s.documents.skipped),
+        items: s.documents.read,
+        bytes,
+        workers,
+        layout: String::new(),
+        median_s: m,
+        runs_s: times,
+        items_per_s: s.documents.read as f64 / m,
+        mb_per_s: bytes as f64 / m / 1e6,
+        output: s.documents.processed,
+        peak_rss: peak_rss_bytes(),
+    })
+}
+
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()> {
     use anyhow::Context;

@@ -379,10 +379,23 @@ fn read_line_bounded<R: BufRead>(
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Input files opened on this thread (tests check that a skipped record costs no reopening).
+    pub(crate) static OPENS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Opens an input file (counted in tests).
+fn open_input(path: &Path) -> io::Result<File> {
+    #[cfg(test)]
+    OPENS.with(|c| c.set(c.get() + 1));
+    File::open(path)
+}
+
 /// Opens a whole file for reading, decompressing gzip or zstd.
 pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
     const BUF: usize = 1 << 20;
-    let f = File::open(&file.path)?;
+    let f = open_input(&file.path)?;
     Ok(match file.compression {
         Compression::None => Box::new(BufReader::with_capacity(BUF, f)),
         Compression::Gzip => Box::new(BufReader::with_capacity(
@@ -406,7 +419,7 @@ pub fn read_split(
     mut on_event: impl FnMut(LineEvent<'_>),
 ) -> io::Result<u64> {
     let mut reader: Box<dyn BufRead> = if split.start > 0 {
-        let mut f = File::open(&file.path)?;
+        let mut f = open_input(&file.path)?;
         f.seek(SeekFrom::Start(split.start - 1))?;
         Box::new(BufReader::with_capacity(1 << 20, f))
     } else {

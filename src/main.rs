@@ -139,8 +139,10 @@ enum Command {
     /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
     Bench {
         /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
-        /// simhash) or warc (WARC pages to simhash: HTML parse, main content, fingerprint).
-        #[arg(value_parser = ["pairs", "fingerprint", "warc"])]
+        /// simhash), warc (WARC pages to simhash: HTML parse, main content, fingerprint) or skipped
+        /// (whole fingerprint runs on a corpus and on the same corpus with one record in ten
+        /// unusable).
+        #[arg(value_parser = ["pairs", "fingerprint", "warc", "skipped"])]
         what: String,
         /// Sizes: fingerprints for pairs, documents for fingerprint, copies of the sample WARC for
         /// warc (comma-separated).
@@ -471,7 +473,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut rows = Vec::new();
             for &size in &n {
                 let docs = out_dir.join(format!("docs-{size}.jsonl"));
-                if what == "fingerprint" && !docs.exists() {
+                if (what == "fingerprint" || what == "skipped") && !docs.exists() {
                     let opts = neardup::gen::DocOptions {
                         n: size,
                         ..Default::default()
@@ -483,6 +485,37 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let scaled = out_dir.join(format!("warc-x{size}.warc.gz"));
                 if what == "warc" {
                     neardup::bench::scale_warc(&warc, size, &scaled)?;
+                }
+                if what == "skipped" {
+                    let broken = out_dir.join(format!("docs-{size}-skipped.jsonl"));
+                    if !broken.exists() {
+                        neardup::bench::break_every_tenth(&docs, &broken)?;
+                    }
+                    for &w in &workers {
+                        let clean = neardup::bench::whole_fingerprint_run(
+                            "fingerprint, clean",
+                            &docs,
+                            w,
+                            runs,
+                            &out_dir,
+                        )?;
+                        let skipped = neardup::bench::whole_fingerprint_run(
+                            "fingerprint, 10% unusable",
+                            &broken,
+                            w,
+                            runs,
+                            &out_dir,
+                        )?;
+                        eprintln!(
+                            "skipped n={size} w={w}: clean {:.3} s, 10% unusable {:.3} s: {:.2}x",
+                            clean.median_s,
+                            skipped.median_s,
+                            skipped.median_s / clean.median_s
+                        );
+                        rows.push(clean);
+                        rows.push(skipped);
+                    }
+                    continue;
                 }
                 for &w in &workers {
                     let row = match what.as_str() {

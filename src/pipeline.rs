@@ -1280,6 +1280,57 @@ mod tests {
     use super::*;
 
     #[test]
+    fn skipped_records_cost_no_second_read_of_their_file() {
+        // Regression (issue 8.1): every skip reopened its file and read it from byte 0 to find
+        // its line number, so 5,000 skips cost 5,000 reads of the file.
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let mut plain = Vec::new();
+        for i in 0..2000 {
+            if i % 2 == 0 {
+                writeln!(plain, "{{\"id\":{i},\"text\":\"words number {i} here\"}}").unwrap();
+            } else {
+                writeln!(plain, "{{\"id\":{i},\"body\":\"no text field\"}}").unwrap();
+            }
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        for (name, bytes) in [
+            ("a.jsonl", plain.clone()),
+            ("b.jsonl.gz", gz.finish().unwrap()),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let source = Source {
+                kind: SourceKind::Jsonl {
+                    fields: Fields::default(),
+                    features: FeatureConfig::default(),
+                    content: ContentOptions {
+                        min_tokens: 1,
+                        ..Default::default()
+                    },
+                },
+                files: input::discover(&[path], &[]).unwrap(),
+                max_record_bytes: 1 << 20,
+                split_bytes: 1 << 20,
+            };
+            let before = input::OPENS.with(|c| c.get());
+            let mut counters = Counters::new(true);
+            let (docs, lines) = load(&source, &[Split::whole(0)], &mut counters);
+            assert_eq!(
+                input::OPENS.with(|c| c.get()) - before,
+                1,
+                "{name}: one open"
+            );
+            assert_eq!((docs.len(), counters.notes.len()), (1000, 1000), "{name}");
+            // Line numbers still come out right, from the split's own count.
+            let table = LineTable::new(lines);
+            let last = counters.notes.last().unwrap();
+            assert_eq!(table.line(last.at.line.unwrap()), Some(2000), "{name}");
+        }
+    }
+
+    #[test]
     fn crawler_metadata_uris_by_scheme_on_any_text() {
         assert!(is_crawler_metadata(
             "metadata://gnu.org/software/wget/warc/wget.log"

@@ -154,6 +154,10 @@ impl Exec {
             self.connect_timeout,
             checks,
         )?;
+        eprintln!(
+            "neardup: process {} of {} connected to its peers ({} worker(s) each)",
+            self.process, self.processes, self.workers
+        );
         let locals = ProcessBuilder::new_typed_vector(
             self.workers,
             hooks.refill.clone(),

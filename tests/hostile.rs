@@ -1,0 +1,671 @@
+//! The binary under hostile use: outputs pointing at devices, FIFOs, inputs and each other, disks
+//! that fill, runs that are interrupted or run twice at once, clusters whose processes disagree or
+//! die, inputs with a byte-order mark or nothing usable, resource limits. One test per defect of
+//! issue 8, named after it: nothing lost, nothing overwritten, no silent wrong answer.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn neardup() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn sample() -> PathBuf {
+    root().join("data-samples/docs.jsonl")
+}
+
+/// Files in `dir`, hidden ones included, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The contents of every visible file in `dir`.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    listing(dir)
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .map(|n| {
+            let bytes = std::fs::read(dir.join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect()
+}
+
+fn job(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+/// A corpus large enough that a debug build takes a second or more on it.
+fn big_corpus(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join("big.jsonl");
+    let out = neardup()
+        .args(["gen", "docs", "--n", &n.to_string(), "--out"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
+#[test]
+fn output_paths_that_are_not_regular_files_are_written_through_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A FIFO is written through, not replaced by a regular file.
+    let fifo = d.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            std::fs::File::open(fifo)
+                .unwrap()
+                .read_to_string(&mut s)
+                .unwrap();
+            s
+        })
+    };
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(reader.join().unwrap().lines().count(), 348);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    // A symlink to /dev/stdout writes to standard output and stays a symlink.
+    let link = d.join("so");
+    std::os::unix::fs::symlink("/dev/stdout", &link).unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 348);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // `-` is standard output, not a file named `-`.
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .args(["--out", "-"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 348);
+    assert!(!d.join("-").exists());
+    // /dev/null stays a device (written through).
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .args(["--out", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A directory is refused with a clear message.
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn outputs_that_are_inputs_are_refused_and_outputs_are_never_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("jobs")).unwrap();
+    std::fs::copy(sample(), d.join("victim.jsonl")).unwrap();
+    let before = std::fs::read(d.join("victim.jsonl")).unwrap();
+    let j = job(
+        &d.join("jobs"),
+        "job.toml",
+        "[input]\npaths = [\"../victim.jsonl\"]\n[output]\ndir = \"..\"\npairs = \"victim.jsonl\"\n",
+    );
+    let out = neardup().arg("run").arg(&j).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("refusing to overwrite an input"));
+    assert_eq!(std::fs::read(d.join("victim.jsonl")).unwrap(), before);
+    // The job file itself is protected too.
+    let j = job(
+        &d.join("jobs"),
+        "self.toml",
+        "[input]\npaths = [\"../victim.jsonl\"]\n[output]\ndir = \".\"\nsummary = \"self.toml\"\n",
+    );
+    let out = neardup().arg("run").arg(&j).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Outputs written into an input directory are not read back by the next run.
+    let j = job(
+        d,
+        "dir.toml",
+        "[input]\npaths = [\".\"]\n[output]\ndir = \"out\"\nfingerprints = \"fps.jsonl\"\n",
+    );
+    for round in 0..2 {
+        let out = neardup().arg("run").arg(&j).output().unwrap();
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join("out/summary.json")).unwrap()).unwrap();
+        assert_eq!(s["documents"]["read"], 348, "round {round}");
+        assert_eq!(s["inputs"].as_array().unwrap().len(), 1, "round {round}");
+    }
+}
+
+/// Runs `cmd` with a file-size limit: writes beyond `bytes` fail (as on a full disk).
+fn with_file_size_limit(cmd: &mut Command, bytes: u64) -> &mut Command {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_failed_rerun_leaves_the_previous_output_set_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = |k: u32| {
+        format!(
+            "[input]\npaths = [{:?}]\n[simhash]\nk = {k}\n[output]\ndir = \"out\"\n\
+             fingerprints = \"fingerprints.tsv\"\n",
+            sample()
+        )
+    };
+    let j3 = job(d, "k3.toml", &body(3));
+    let out = neardup().arg("run").arg(&j3).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = contents(&d.join("out"));
+    // The summary names every file of the set with its size and checksum.
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("out/summary.json")).unwrap()).unwrap();
+    for name in ["pairs", "fingerprints"] {
+        let w = &s["outputs"][name];
+        let bytes = std::fs::read(w["path"].as_str().unwrap()).unwrap();
+        assert_eq!(w["bytes"], bytes.len());
+        assert_eq!(
+            w["xxh3"],
+            format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes))
+        );
+    }
+    // A k = 6 rerun on a "full disk": exit 1, the k = 3 set untouched, no staged file left.
+    let j6 = job(d, "k6.toml", &body(6));
+    let out = with_file_size_limit(neardup().arg("run").arg(&j6), 4096)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(contents(&d.join("out")), first);
+    assert_eq!(
+        listing(&d.join("out")),
+        [
+            ".neardup.lock",
+            "fingerprints.tsv",
+            "pairs.tsv",
+            "summary.json"
+        ]
+    );
+}
+
+#[test]
+fn a_second_run_on_a_locked_output_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out_dir = d.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let lock = std::fs::File::create(out_dir.join(".neardup.lock")).unwrap();
+    use std::os::unix::io::AsRawFd;
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(out_dir.join("fps.tsv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("in use by another neardup run"));
+    assert!(!out_dir.join("fps.tsv").exists());
+    drop(lock);
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(out_dir.join("fps.tsv"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the lock is released: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn output_errors_come_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("not-a-dir"), "x").unwrap();
+    // An input whose every record would print a warning if it were read.
+    let bad: String = (0..50).map(|i| format!("{{\"id\":{i}}}\n")).collect();
+    std::fs::write(d.join("in.jsonl"), bad).unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(d.join("in.jsonl"))
+        .arg("--out")
+        .arg(d.join("not-a-dir/fps.tsv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("not-a-dir"), "{err}");
+    assert!(
+        !err.contains("warning:"),
+        "nothing was read before the output was checked: {err}"
+    );
+}
+
+/// Two free localhost ports.
+fn hostfile(dir: &Path) -> PathBuf {
+    let listeners: Vec<_> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let path = dir.join("hosts.txt");
+    let text: String = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Starts process `p` of a two-process cluster.
+fn process(p: usize, hosts: &Path, args: &[&str], workers: usize) -> std::process::Child {
+    neardup()
+        .args(args)
+        .args([
+            "--processes",
+            "2",
+            "--process",
+            &p.to_string(),
+            "--hostfile",
+        ])
+        .arg(hosts)
+        .args(["-w", &workers.to_string(), "--connect-timeout", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` at most `secs` seconds (then kills it): exit code and stderr.
+fn finish(mut child: std::process::Child, secs: u64) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    (status.code(), err)
+}
+
+#[test]
+fn cluster_processes_with_different_settings_refuse_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = |shingle: usize, out: &str| {
+        format!(
+            "[input]\npaths = [{:?}]\n[features]\nshingle = {shingle}\n[output]\ndir = {out:?}\n",
+            sample()
+        )
+    };
+    let a = job(d, "a.toml", &body(3, "out-a"));
+    let b = job(d, "b.toml", &body(2, "out-b"));
+    let hosts = hostfile(d);
+    let p0 = process(0, &hosts, &["run", a.to_str().unwrap()], 1);
+    let p1 = process(1, &hosts, &["run", b.to_str().unwrap()], 1);
+    for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("shingle: 3") && err.contains("shingle: 2"),
+            "{err}"
+        );
+    }
+    assert!(!d.join("out-a/pairs.tsv").exists());
+    // Different worker counts are refused too, by name.
+    let hosts = hostfile(d);
+    let p0 = process(0, &hosts, &["run", a.to_str().unwrap()], 1);
+    let p1 = process(1, &hosts, &["run", a.to_str().unwrap()], 2);
+    for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("same -w"), "{err}");
+    }
+}
+
+#[test]
+fn a_cluster_process_without_its_peer_times_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = hostfile(dir.path());
+    for p in [0, 1] {
+        let started = Instant::now();
+        let out = neardup()
+            .args(["fingerprint", "--input"])
+            .arg(sample())
+            .arg("--out")
+            .arg(dir.path().join(format!("f{p}.tsv")))
+            .args([
+                "--processes",
+                "2",
+                "--process",
+                &p.to_string(),
+                "--hostfile",
+            ])
+            .arg(&hosts)
+            .args(["--connect-timeout", "1"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert!(
+            stderr(&out).contains("--connect-timeout"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A host that does not resolve is a timeout with the resolver's message, not a hang.
+    let bad = dir.path().join("bad-hosts.txt");
+    std::fs::write(&bad, "no-such-host.invalid:2101\n127.0.0.1:1\n").unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(dir.path().join("f.tsv"))
+        .args(["--processes", "2", "--process", "1", "--hostfile"])
+        .arg(&bad)
+        .args(["--connect-timeout", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("could not reach process 0"));
+}
+
+#[test]
+fn a_lost_peer_ends_every_process_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let corpus = big_corpus(d, 20_000);
+    let hosts = hostfile(d);
+    let args = [
+        "fingerprint",
+        "--input",
+        corpus.to_str().unwrap(),
+        "--out",
+        d.join("fps.tsv").to_str().unwrap(),
+    ]
+    .map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p0 = process(0, &hosts, &args, 1);
+    let mut p1 = process(1, &hosts, &args, 1);
+    // Once process 1 says the cluster formed, it dies.
+    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
+    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
+    assert!(formed, "process 1 joined the cluster");
+    p1.kill().unwrap();
+    p1.wait().unwrap();
+    let (code, err) = finish(p0, 60);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lost the connection to process 1"), "{err}");
+    assert!(!d.join("fps.tsv").exists());
+    assert!(
+        listing(d).iter().all(|n| !n.contains("neardup-tmp")),
+        "no staged file left: {:?}",
+        listing(d)
+    );
+}
+
+#[test]
+fn the_same_input_given_twice_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(sample(), d.join("base.jsonl")).unwrap();
+    std::os::unix::fs::symlink(d.join("base.jsonl"), d.join("link.jsonl")).unwrap();
+    let out = neardup()
+        .args([
+            "fingerprint",
+            "--input",
+            "base.jsonl",
+            "./base.jsonl",
+            "link.jsonl",
+            "--out",
+            "fps.tsv",
+            "--summary",
+            "s.json",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is read once"));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("s.json")).unwrap()).unwrap();
+    assert_eq!(s["documents"]["read"], 348);
+    assert_eq!(s["documents"]["skipped"], 0);
+}
+
+#[test]
+fn a_byte_order_mark_does_not_cost_the_first_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read(sample()).unwrap());
+    std::fs::write(d.join("bom.jsonl"), bytes).unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input", "bom.jsonl", "--out", "fps.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(d.join("fps.tsv"))
+            .unwrap()
+            .lines()
+            .count(),
+        348
+    );
+}
+
+#[test]
+fn a_run_where_every_record_is_skipped_is_an_error_with_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .args(["--out", "fps.tsv", "--text-field", "body"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("most as missing_text (348)"), "{err}");
+    assert!(err.contains("fields seen: id, text, url"), "{err}");
+    assert!(!d.join("fps.tsv").exists(), "no empty output");
+    // An input with no record at all is an error too.
+    std::fs::write(d.join("empty.jsonl"), "\n\n").unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input", "empty.jsonl", "--out", "fps.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no record"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let corpus = big_corpus(d, 20_000);
+    let out_dir = d.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    std::fs::write(out_dir.join("fps.tsv"), "old\n").unwrap();
+    let mut child = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(out_dir.join("fps.tsv"))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Staged files exist from the start of the run.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !listing(&out_dir).iter().any(|n| n.contains("neardup-tmp")) {
+        assert!(Instant::now() < deadline, "no staged file appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted, not finished");
+    assert_eq!(listing(&out_dir), [".neardup.lock", "fps.tsv"]);
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("fps.tsv")).unwrap(),
+        "old\n"
+    );
+    // What a SIGKILLed run left (this version's and an older version's names) goes at the next run.
+    std::fs::write(out_dir.join(".fps.tsv.neardup-tmp-999999"), "x").unwrap();
+    std::fs::write(out_dir.join("fps.tsv.tmp-12345"), "x").unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(out_dir.join("fps.tsv"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(listing(&out_dir), [".neardup.lock", "fps.tsv"]);
+}
+
+#[test]
+fn running_out_of_memory_is_a_clear_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One 60 MB record under a 200 MB address-space limit: reading it needs more than the limit
+    // leaves once the program is loaded.
+    let text = "word ".repeat(12_000_000);
+    std::fs::write(
+        d.join("huge.jsonl"),
+        format!("{{\"id\":\"h\",\"text\":\"{text}\"}}\n"),
+    )
+    .unwrap();
+    let limit: u64 = 200 << 20;
+    let mut cmd = neardup();
+    cmd.args(["fingerprint", "--input", "huge.jsonl", "--out", "fps.tsv"])
+        .current_dir(d);
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("out of memory"), "{err}");
+    assert!(err.contains("ulimit -v"), "{err}");
+    assert_eq!(
+        listing(d),
+        [".neardup.lock", "huge.jsonl"],
+        "no staged file or output left"
+    );
+}
+
+#[test]
+fn absurd_settings_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["-w", "1000"],
+        vec!["--max-record-bytes", "0"],
+        vec!["--connect-timeout=-1"],
+    ] {
+        let out = neardup()
+            .args(["fingerprint", "--input"])
+            .arg(sample())
+            .arg("--out")
+            .arg(dir.path().join("f.tsv"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("warning:"), "{args:?}");
+    }
+    for budget in ["0", "1", "1000000000000000"] {
+        let out = neardup()
+            .args(["pairs", "--fingerprints"])
+            .arg(sample())
+            .arg("--out")
+            .arg(dir.path().join("p.tsv"))
+            .args(["--memory-budget-mib", budget])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{budget}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("memory_budget_mib"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
