@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::dataflow::{all_gather, table_rounds};
 use crate::exec::Exec;
 use crate::features::FeatureConfig;
-use crate::input::{discover, Fields};
+use crate::input::{discover, Fields, InputFile};
 use crate::pipeline::{execute, Plan, Source, SourceKind};
 use crate::summary::{peak_rss_bytes, reset_peak_rss};
 use crate::tables::{self, TableLayout};
@@ -213,25 +213,7 @@ pub fn whole_fingerprint_run(
     let mut times = Vec::new();
     let mut summary = None;
     for _ in 0..runs {
-        let plan = Plan {
-            command: "fingerprint".into(),
-            source: Source {
-                kind: kind.clone(),
-                files: files.clone(),
-                max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
-                split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
-            },
-            fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
-            skipped_out: None,
-            pairs: None,
-            summary_out: None,
-            protected: Vec::new(),
-            exec: Exec {
-                workers,
-                ..Exec::default()
-            },
-            verbose: false,
-        };
+        let plan = fingerprint_plan(&kind, &files, workers, scratch);
         let s = execute(plan)?.expect("one process");
         times.push(s.seconds.total);
         summary = Some(s);
@@ -265,6 +247,34 @@ pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()
     })
 }
 
+/// A `fingerprint` run of `files` on `workers` threads, its output in `scratch`.
+fn fingerprint_plan(
+    kind: &SourceKind,
+    files: &[InputFile],
+    workers: usize,
+    scratch: &Path,
+) -> Plan {
+    Plan {
+        command: "fingerprint".into(),
+        source: Source {
+            kind: kind.clone(),
+            files: files.to_vec(),
+            max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
+            split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
+        },
+        fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
+        skipped_out: None,
+        pairs: None,
+        summary_out: None,
+        protected: Vec::new(),
+        exec: Exec {
+            workers,
+            ..Exec::default()
+        },
+        verbose: false,
+    }
+}
+
 /// The read + fingerprint stage over `input` (fingerprints written to `scratch`).
 fn read_and_fingerprint(
     stage: &str,
@@ -280,25 +290,7 @@ fn read_and_fingerprint(
     let mut times = Vec::new();
     let mut docs = 0;
     for _ in 0..runs {
-        let plan = Plan {
-            command: "bench".into(),
-            source: Source {
-                kind: kind.clone(),
-                files: files.clone(),
-                max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
-                split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
-            },
-            fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
-            skipped_out: None,
-            pairs: None,
-            summary_out: None,
-            protected: Vec::new(),
-            exec: Exec {
-                workers,
-                ..Exec::default()
-            },
-            verbose: false,
-        };
+        let plan = fingerprint_plan(&kind, &files, workers, scratch);
         let summary = execute(plan)?.expect("one process");
         times.push(summary.seconds.read_fingerprint);
         docs = summary.documents.processed;

@@ -26,6 +26,18 @@ fn sample() -> PathBuf {
     root().join("data-samples/docs.jsonl")
 }
 
+/// `neardup fingerprint --input SAMPLE --out OUT` with more arguments, run.
+fn fingerprint_sample(out: impl AsRef<std::ffi::OsStr>, more: &[&str]) -> Output {
+    neardup()
+        .args(["fingerprint", "--input"])
+        .arg(sample())
+        .arg("--out")
+        .arg(out)
+        .args(more)
+        .output()
+        .unwrap()
+}
+
 /// Files in `dir`, hidden ones included, sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -85,26 +97,14 @@ fn output_paths_that_are_not_regular_files_are_written_through_or_refused() {
             s
         })
     };
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(&fifo)
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(&fifo, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(reader.join().unwrap().lines().count(), 348);
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
     // A symlink to /dev/stdout writes to standard output and stays a symlink.
     let link = d.join("so");
     std::os::unix::fs::symlink("/dev/stdout", &link).unwrap();
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(&link)
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(&link, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 348);
     assert!(std::fs::symlink_metadata(&link)
@@ -123,25 +123,14 @@ fn output_paths_that_are_not_regular_files_are_written_through_or_refused() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 348);
     assert!(!d.join("-").exists());
     // /dev/null stays a device (written through).
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .args(["--out", "/dev/null"])
-        .output()
-        .unwrap();
+    let out = fingerprint_sample("/dev/null", &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(std::fs::metadata("/dev/null")
         .unwrap()
         .file_type()
         .is_char_device());
     // A directory is refused with a clear message.
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(d)
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(d, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
 }
@@ -259,24 +248,12 @@ fn a_second_run_on_a_locked_output_directory_is_refused() {
         unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(out_dir.join("fps.tsv"))
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("in use by another neardup run"));
     assert!(!out_dir.join("fps.tsv").exists());
     drop(lock);
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(out_dir.join("fps.tsv"))
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
     assert!(
         out.status.success(),
         "the lock is released: {}",
@@ -583,13 +560,7 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     // What a SIGKILLed run left (this version's and an older version's names) goes at the next run.
     std::fs::write(out_dir.join(".fps.tsv.neardup-tmp-999999"), "x").unwrap();
     std::fs::write(out_dir.join("fps.tsv.tmp-12345"), "x").unwrap();
-    let out = neardup()
-        .args(["fingerprint", "--input"])
-        .arg(sample())
-        .arg("--out")
-        .arg(out_dir.join("fps.tsv"))
-        .output()
-        .unwrap();
+    let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(listing(&out_dir), [".neardup.lock", "fps.tsv"]);
 }
@@ -641,14 +612,7 @@ fn absurd_settings_are_refused_before_any_work() {
         vec!["--max-record-bytes", "0"],
         vec!["--connect-timeout=-1"],
     ] {
-        let out = neardup()
-            .args(["fingerprint", "--input"])
-            .arg(sample())
-            .arg("--out")
-            .arg(dir.path().join("f.tsv"))
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = fingerprint_sample(dir.path().join("f.tsv"), &args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("warning:"), "{args:?}");
     }

@@ -2,6 +2,8 @@
 //! read at several worker counts with small splits. Nothing panics, every record is accounted for,
 //! and every record whose bytes a mutation left alone comes back with the same id and fingerprint.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
@@ -276,14 +278,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
 
 #[test]
 fn mutated_jsonl_files_never_crash_and_never_lose_an_untouched_record() {
-    let seconds = std::env::var("NEARDUP_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    let seed = std::env::var("NEARDUP_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let (seconds, seed) = common::fuzz_settings();
     let cases = fuzz(seconds, seed);
     eprintln!("fuzzed {cases} JSON Lines files in {seconds} s (seed {seed})");
 }

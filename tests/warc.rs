@@ -451,14 +451,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
 
 #[test]
 fn mutated_warc_files_never_crash_and_never_lose_an_untouched_page() {
-    let seconds = std::env::var("NEARDUP_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    let seed = std::env::var("NEARDUP_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let (seconds, seed) = common::fuzz_settings();
     let cases = fuzz(seconds, seed);
     eprintln!("fuzzed {cases} mutated WARC files in {seconds} s (seed {seed})");
 }

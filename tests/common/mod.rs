@@ -79,3 +79,17 @@ pub fn run_job(dir: &Path, toml: &str) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// Seconds and seed of a fuzzer run: `NEARDUP_FUZZ_SECONDS` (default 3) and `NEARDUP_FUZZ_SEED`
+/// (default 1), so CI runs a few seconds and the scripts run minutes.
+pub fn fuzz_settings() -> (f64, u64) {
+    let var = |name: &str| std::env::var(name).ok();
+    (
+        var("NEARDUP_FUZZ_SECONDS")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(3.0),
+        var("NEARDUP_FUZZ_SEED")
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1),
+    )
+}
