@@ -4,11 +4,11 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::hint::black_box;
 
-use neardup::features::{for_each_shingle, for_each_token_hash, FeatureConfig, Scratch};
-use neardup::gen::{fingerprints, write_documents, DocOptions};
-use neardup::group::{compare_sorted, sort_by_leading_bits};
-use neardup::simhash::{Accumulator, Fingerprinter};
-use neardup::tables::TableLayout;
+use neardup::candidates::group::{compare_sorted, sort_by_leading_bits};
+use neardup::candidates::TableLayout;
+use neardup::sketch::simhash::{Accumulator, Fingerprinter};
+use neardup::text::{for_each_shingle, for_each_token_hash, FeatureConfig, Scratch};
+use neardup::tools::gen::{fingerprints, write_documents, DocOptions};
 
 /// Texts of generated documents (English-like ASCII) and one Chinese page.
 fn texts() -> Vec<String> {

@@ -4,13 +4,23 @@
 //! pair within Hamming distance k without comparing all pairs; a timely dataflow spreads reading,
 //! sketching and grouping over threads and processes, with identical output for any layout.
 //!
-//! The stages, in the order a document meets them (see `docs/DESIGN.md`):
-//! [`input`] (files -> records), [`features`] (text -> shingle hashes), [`simhash`] (hashes ->
-//! fingerprint), [`tables`] (fingerprint -> table keys), [`group`] (collapse, compare, expand),
-//! [`dataflow`] (moving records between workers), [`output`] and [`summary`]; [`pipeline`] runs them.
+//! The modules follow a document through the run (`docs/DESIGN.md` has the map):
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`source`] | input files, splits, formats (JSON Lines, WARC, HTML, fingerprints) -> documents or counted skips |
+//! | [`text`] | normalization, tokens, shingles, spot signatures |
+//! | [`sketch`] | the [`sketch::Sketcher`] trait; simhash |
+//! | [`candidates`] | the [`candidates::Candidates`] trait; Manku tables and their planner; radix grouping |
+//! | [`exchange`] | moving records between workers: shuffle, gather, rounds, ranks, the cluster |
+//! | [`stages`] | read, rank, collapse, expand, write: typed functions every worker calls in step |
+//! | [`run`] | wires the stages; [`run::execute`] runs a plan |
+//! | [`config`] | job files and flags -> one validated [`config::Plan`] |
+//! | [`output`], [`summary`] | the output set (checked, staged, committed), accounting and `summary.json` |
+//! | [`tools`] | `truth`, `gen` and `bench`, apart from the engine |
 //!
 //! ```
-//! use neardup::simhash::{hamming, Fingerprinter};
+//! use neardup::sketch::{hamming, Fingerprinter};
 //! let mut fp = Fingerprinter::default();
 //! let a = fp.fingerprint("The quick brown fox jumps over the lazy dog").unwrap().simhash;
 //! let b = fp.fingerprint("the QUICK brown fox -- jumps over the lazy dog!").unwrap().simhash;
@@ -18,21 +28,19 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod bench;
-pub mod dataflow;
-pub mod exec;
-pub mod features;
-pub mod gen;
-pub mod group;
-pub mod html;
-pub mod input;
-pub mod job;
+pub mod candidates;
+pub mod config;
+pub mod error;
+pub mod exchange;
+pub mod hashing;
 pub mod output;
-pub mod pipeline;
 pub mod progress;
-pub mod ranks;
-pub mod simhash;
+pub mod run;
+pub mod sketch;
+pub mod source;
+pub mod stages;
 pub mod summary;
-pub mod tables;
-pub mod truth;
-pub mod warc;
+pub mod text;
+pub mod tools;
+
+pub use error::{Error, Result};

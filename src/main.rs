@@ -10,17 +10,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
-use neardup::exec::Exec;
-use neardup::features::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
-use neardup::html::Boilerplate;
-use neardup::input::{discover, discover_excluding, Fields, DOCUMENT_EXTENSIONS};
-use neardup::job::{
-    layout_choice, JobSpec, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_SPLIT_MIB,
+use neardup::candidates::tables::DEFAULT_MAX_CANDIDATES;
+use neardup::config::job::InputSpec;
+use neardup::config::{
+    JobSpec, Overrides, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
 };
-use neardup::pipeline::{
-    execute, ContentOptions, PairStage, Plan, Source, SourceKind, DEFAULT_MIN_TOKENS,
-};
+use neardup::run::execute;
 use neardup::summary::Summary;
+use neardup::text::DEFAULT_SHINGLE;
 
 /// Exit code when the run finished but skipped some records.
 const EXIT_PARTIAL: u8 = 3;
@@ -80,6 +77,9 @@ enum Command {
         /// Write the outputs to this directory instead of the job's [output] dir.
         #[arg(long)]
         out_dir: Option<PathBuf>,
+        /// Read these inputs instead of the job's [input] paths (files, directories, globs).
+        #[arg(long, num_args = 1..)]
+        input: Vec<PathBuf>,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -124,9 +124,18 @@ enum Command {
     /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard >= threshold
     /// (single-threaded, exact; for evaluation corpora of thousands of documents).
     Truth {
-        /// Input files, directories or glob patterns (JSON Lines).
+        /// Input files, directories or glob patterns.
         #[arg(long, required = true, num_args = 1..)]
         input: Vec<PathBuf>,
+        /// Input format: JSON Lines (text or an --html-field), WARC or HTML files.
+        #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+        format: String,
+        /// JSON Lines: field holding a whole HTML page.
+        #[arg(long)]
+        html_field: Option<String>,
+        /// HTML pages: the text of the main content (extract) or of the whole page (keep).
+        #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+        boilerplate: String,
         /// Output: id_a<TAB>id_b<TAB>jaccard, sorted.
         #[arg(long)]
         out: PathBuf,
@@ -188,7 +197,7 @@ enum Command {
         #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB)]
         memory_budget_mib: u64,
         /// Most comparisons per fingerprint the tables may leave; a looser k is refused.
-        #[arg(long, default_value_t = neardup::tables::DEFAULT_MAX_CANDIDATES)]
+        #[arg(long, default_value_t = DEFAULT_MAX_CANDIDATES)]
         max_candidates: f64,
         /// Output: id_a<TAB>id_b<TAB>distance (JSON Lines for a .jsonl path).
         #[arg(long)]
@@ -287,58 +296,36 @@ struct ClusterArgs {
 }
 
 impl ClusterArgs {
-    fn exec(&self, default_workers: usize) -> anyhow::Result<Exec> {
-        let mut exec = Exec {
-            workers: self.workers.unwrap_or(default_workers),
+    /// The command line's part of a plan.
+    fn overrides(&self, command: &str) -> Overrides {
+        Overrides {
+            command: command.into(),
+            workers: self.workers,
             processes: self.processes,
             process: self.process,
             hostfile: self.hostfile.clone(),
-            ..Exec::default()
-        };
-        if let Some(t) = self.connect_timeout {
-            exec.connect_timeout = neardup::job::connect_timeout(t)?;
+            connect_timeout_s: self.connect_timeout,
+            ..Overrides::default()
         }
-        Ok(exec)
     }
 }
 
-/// The plan of a stage sub-command: its inputs (its own outputs left out of directory walks) and
-/// outputs, checked like a job's.
-fn stage_plan(
-    command: &str,
-    kind: SourceKind,
-    inputs: &[PathBuf],
-    max_record_bytes: usize,
-    exec: Exec,
-    outputs: (
-        Option<PathBuf>,
-        Option<PathBuf>,
-        Option<PairStage>,
-        Option<PathBuf>,
-    ),
-) -> anyhow::Result<Plan> {
-    anyhow::ensure!(max_record_bytes > 0, "--max-record-bytes must be positive");
-    exec.validate()?;
-    let (fingerprints_out, skipped_out, pairs, summary_out) = outputs;
-    let mut plan = Plan {
-        command: command.into(),
-        source: Source {
-            files: Vec::new(),
-            kind,
-            max_record_bytes,
-            split_bytes: DEFAULT_SPLIT_MIB << 20,
-        },
-        fingerprints_out,
-        skipped_out,
-        pairs,
-        summary_out,
-        protected: exec.hostfile.iter().cloned().collect(),
-        exec,
-        verbose: command == "pairs",
-    };
-    let outs: Vec<PathBuf> = plan.output_requests().into_iter().map(|(_, p)| p).collect();
-    plan.source.files = discover_excluding(inputs, plan.source.kind.dir_extensions(), &outs)?;
-    Ok(plan)
+impl FieldArgs {
+    /// The `[input]` of a job over `input` with these fields.
+    fn input_spec(self, input: Vec<PathBuf>, format: &str) -> InputSpec {
+        InputSpec {
+            id_field: self.id_field,
+            text_field: self.text_field,
+            url_field: self.url_field,
+            max_record_bytes: self.max_record_bytes,
+            ..InputSpec::new(input, format)
+        }
+    }
+}
+
+/// An output path given as a flag: relative to the working directory, `-` is standard output.
+fn flag_path(p: Option<PathBuf>) -> Option<String> {
+    p.map(|p| p.to_string_lossy().into_owned())
 }
 
 fn finish(summary: Option<Summary>) -> anyhow::Result<ExitCode> {
@@ -361,14 +348,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run {
             job,
             out_dir,
+            input,
             cluster,
         } => {
             let spec = JobSpec::load(&job)?;
             let base = job.parent().unwrap_or(Path::new("."));
-            let valid = spec
-                .validate(base, cluster.exec(0)?, out_dir, Some(&job))
+            let plan = spec
+                .validate(
+                    base,
+                    Overrides {
+                        out_dir,
+                        inputs: input,
+                        job_file: Some(job.clone()),
+                        ..cluster.overrides("run")
+                    },
+                )
                 .with_context(|| format!("invalid job {}", job.display()))?;
-            finish(execute(valid.plan)?)
+            finish(execute(plan)?)
         }
         Command::Fingerprint {
             input,
@@ -384,39 +380,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             summary,
             cluster,
         } => {
-            let features = FeatureConfig {
-                shingle,
-                kind: FeatureKind::parse(&features).expect("checked by clap"),
-            };
-            features.validate().map_err(anyhow::Error::msg)?;
-            let content = ContentOptions {
-                boilerplate: Boilerplate::parse(&boilerplate).expect("checked by clap"),
-                min_tokens,
-                languages: Vec::new(),
-            };
-            let kind = match format.as_str() {
-                "warc" => SourceKind::Warc { features, content },
-                "html" => SourceKind::Html { features, content },
-                _ => SourceKind::Jsonl {
-                    fields: Fields {
-                        id: fields.id_field,
-                        text: fields.text_field,
-                        url: Some(fields.url_field).filter(|u| !u.is_empty()),
-                        html: html_field,
-                        lang: None,
-                    },
-                    features,
-                    content,
-                },
-            };
-            let plan = stage_plan(
-                "fingerprint",
-                kind,
-                &input,
-                fields.max_record_bytes,
-                cluster.exec(1)?,
-                (Some(out), skipped, None, summary),
-            )?;
+            let mut spec = JobSpec::new(InputSpec {
+                html_field,
+                ..fields.input_spec(input, &format)
+            });
+            spec.features.shingle = Some(shingle);
+            spec.features.kind = Some(features);
+            spec.content.boilerplate = Some(boilerplate);
+            spec.content.min_tokens = Some(min_tokens);
+            spec.output.fingerprints = flag_path(Some(out));
+            spec.output.skipped = flag_path(skipped);
+            spec.output.summary = flag_path(summary).unwrap_or_default();
+            let plan = spec.validate(Path::new("."), cluster.overrides("fingerprint"))?;
             finish(execute(plan)?)
         }
         Command::Truth {
@@ -424,21 +399,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             threshold,
             fields,
+            format,
+            html_field,
+            boilerplate,
         } => {
             anyhow::ensure!(
                 threshold > 0.0 && threshold <= 1.0,
                 "threshold must be in (0, 1]"
             );
-            let files = discover(&input, DOCUMENT_EXTENSIONS)?;
-            let fields = Fields {
-                id: fields.id_field,
-                text: fields.text_field,
-                url: None,
-                ..Fields::default()
-            };
+            let mut spec = JobSpec::new(InputSpec {
+                html_field,
+                ..fields.input_spec(input, &format)
+            });
+            spec.content.boilerplate = Some(boilerplate);
+            // Validated as a job that writes its output, so `out` is never read as an input.
+            spec.output.fingerprints = Some(out.to_string_lossy().into_owned());
+            let plan = spec.validate(Path::new("."), Overrides::default())?;
             let mut counters = neardup::summary::Counters::default();
-            let sets = neardup::truth::load_sets(&files, &fields, &mut counters);
-            let pairs = neardup::truth::similar_pairs(&sets, threshold);
+            let sets = neardup::tools::truth::load_sets(
+                &plan.inputs,
+                plan.content.boilerplate,
+                &mut counters,
+            );
+            let pairs = neardup::tools::truth::similar_pairs(&sets, threshold);
             neardup::output::write_file(&out, |w| {
                 for (a, b, j) in &pairs {
                     writeln!(w, "{a}\t{b}\t{j:.4}")?;
@@ -474,32 +457,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for &size in &n {
                 let docs = out_dir.join(format!("docs-{size}.jsonl"));
                 if (what == "fingerprint" || what == "skipped") && !docs.exists() {
-                    let opts = neardup::gen::DocOptions {
+                    let opts = neardup::tools::gen::DocOptions {
                         n: size,
                         ..Default::default()
                     };
                     neardup::output::write_file(&docs, |w| {
-                        neardup::gen::write_documents(&opts, w).map(|_| ())
+                        neardup::tools::gen::write_documents(&opts, w).map(|_| ())
                     })?;
                 }
                 let scaled = out_dir.join(format!("warc-x{size}.warc.gz"));
                 if what == "warc" {
-                    neardup::bench::scale_warc(&warc, size, &scaled)?;
+                    neardup::tools::bench::scale_warc(&warc, size, &scaled)?;
                 }
                 if what == "skipped" {
                     let broken = out_dir.join(format!("docs-{size}-skipped.jsonl"));
                     if !broken.exists() {
-                        neardup::bench::break_every_tenth(&docs, &broken)?;
+                        neardup::tools::bench::break_every_tenth(&docs, &broken)?;
                     }
                     for &w in &workers {
-                        let clean = neardup::bench::whole_fingerprint_run(
+                        let clean = neardup::tools::bench::whole_fingerprint_run(
                             "fingerprint, clean",
                             &docs,
                             w,
                             runs,
                             &out_dir,
                         )?;
-                        let skipped = neardup::bench::whole_fingerprint_run(
+                        let skipped = neardup::tools::bench::whole_fingerprint_run(
                             "fingerprint, 10% unusable",
                             &broken,
                             w,
@@ -519,9 +502,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 for &w in &workers {
                     let row = match what.as_str() {
-                        "pairs" => neardup::bench::pairs(size, hot, w, &layout, runs, 1)?,
-                        "warc" => neardup::bench::warc(&scaled, w, runs, &out_dir)?,
-                        _ => neardup::bench::fingerprint(&docs, w, runs, &out_dir)?,
+                        "pairs" => neardup::tools::bench::pairs(size, hot, w, &layout, runs, 1)?,
+                        "warc" => neardup::tools::bench::warc(&scaled, w, runs, &out_dir)?,
+                        _ => neardup::tools::bench::fingerprint(&docs, w, runs, &out_dir)?,
                     };
                     eprintln!(
                         "{} n={} w={}: median {:.3} s",
@@ -531,7 +514,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             let name = name.unwrap_or_else(|| format!("bench-{what}"));
-            let md = neardup::bench::report(&rows, &out_dir, &name)?;
+            let md = neardup::tools::bench::report(&rows, &out_dir, &name)?;
             eprintln!("neardup bench: {}", md.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -544,7 +527,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             exact_fraction,
             median_tokens,
         }) => {
-            let opts = neardup::gen::DocOptions {
+            let opts = neardup::tools::gen::DocOptions {
                 n,
                 seed,
                 near_fraction,
@@ -554,7 +537,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             };
             neardup::output::write_file(&out, |w| {
-                neardup::gen::write_documents(&opts, w).map(|_| ())
+                neardup::tools::gen::write_documents(&opts, w).map(|_| ())
             })?;
             eprintln!("neardup gen: {n} documents: {}", out.display());
             Ok(ExitCode::SUCCESS)
@@ -566,7 +549,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             max_distance,
             plant_every,
         }) => {
-            let fps = neardup::gen::fingerprints(n, seed, max_distance, plant_every);
+            let fps = neardup::tools::gen::fingerprints(n, seed, max_distance, plant_every);
             neardup::output::write_file(&out, |w| {
                 fps.iter()
                     .enumerate()
@@ -586,22 +569,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             summary,
             cluster,
         } => {
-            let pairs = PairStage {
-                k,
-                layout: layout_choice(64, k, &layout)?,
-                memory_budget: neardup::job::memory_budget(memory_budget_mib)?,
-                max_candidates: neardup::job::max_candidates(max_candidates)?,
-                out,
-                groups_out: collapse_exact,
-            };
-            let plan = stage_plan(
-                "pairs",
-                SourceKind::Fingerprints,
-                &fingerprints,
-                DEFAULT_MAX_RECORD_BYTES,
-                cluster.exec(1)?,
-                (None, None, Some(pairs), summary),
-            )?;
+            let mut spec = JobSpec::new(InputSpec::new(fingerprints, "fingerprints"));
+            spec.simhash.k = Some(k);
+            spec.simhash.layout = Some(layout);
+            spec.simhash.memory_budget_mib = Some(memory_budget_mib);
+            spec.simhash.max_candidates = Some(max_candidates);
+            spec.output.pairs = out.to_string_lossy().into_owned();
+            spec.output.exact_groups = flag_path(collapse_exact);
+            spec.output.summary = flag_path(summary).unwrap_or_default();
+            let plan = spec.validate(Path::new("."), cluster.overrides("pairs"))?;
             finish(execute(plan)?)
         }
     }

@@ -84,7 +84,7 @@ fn sample_job_finds_the_expected_pairs() {
                 let v: serde_json::Value = serde_json::from_str(l).unwrap();
                 (
                     v["id"].as_str().unwrap().to_string(),
-                    neardup::features::tokens(v["text"].as_str().unwrap()),
+                    neardup::text::tokens(v["text"].as_str().unwrap()),
                 )
             })
             .collect();

@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use neardup::features::FeatureConfig;
-use neardup::gen::Rng;
-use neardup::input::{discover, plan_splits, Fields, InputFile};
-use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
+use common::{load_documents, Source};
+use neardup::config::{ContentOptions, Inputs};
+use neardup::source::{discover, plan_splits, Fields, Format, InputFile};
+use neardup::text::FeatureConfig;
+use neardup::tools::gen::Rng;
 
 /// Uniform in `0..n` (n > 0).
 fn pick(rng: &mut Rng, n: usize) -> usize {
@@ -128,17 +129,17 @@ fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
 
 fn source(files: Vec<InputFile>) -> Source {
     Source {
-        kind: SourceKind::Jsonl {
-            fields: Fields::default(),
-            features: FeatureConfig::default(),
-            content: ContentOptions {
-                min_tokens: 1,
-                ..Default::default()
-            },
+        inputs: Inputs {
+            format: Format::Jsonl(Fields::default()),
+            files,
+            max_record_bytes: 1 << 16,
+            split_bytes: 1 << 20,
         },
-        files,
-        max_record_bytes: 1 << 16,
-        split_bytes: 1 << 20,
+        features: FeatureConfig::default(),
+        content: ContentOptions {
+            min_tokens: 1,
+            ..Default::default()
+        },
     }
 }
 
@@ -147,7 +148,7 @@ fn source(files: Vec<InputFile>) -> Source {
 fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u64, u64, u64) {
     let files = discover(&[path.to_path_buf()], &[]).unwrap();
     let src = source(files.clone());
-    let plan = plan_splits(&files, peers, split, src.kind.split_mode());
+    let plan = plan_splits(&files, peers, split, src.inputs.format.split_mode());
     let (mut docs, mut read, mut processed, mut skipped) = (BTreeMap::new(), 0, 0, 0);
     for splits in &plan {
         let (d, c, _) = load_documents(&src, splits);

@@ -6,12 +6,11 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use neardup::exec::Exec;
-use neardup::group::brute_force_pairs;
-use neardup::input::discover;
-use neardup::job::layout_choice;
-use neardup::pipeline::{execute, PairStage, Plan, Source, SourceKind};
+use neardup::config::Plan;
+use neardup::run::execute;
 
+/// `neardup pairs` as a job: every pair of `fps_file` within `k` on `layout`, at `workers`, into
+/// `out` (and `groups` in collapse mode), with small splits (several per worker, cut mid-file).
 fn pairs_plan(
     fps_file: &Path,
     out: &Path,
@@ -20,36 +19,19 @@ fn pairs_plan(
     workers: usize,
     groups: Option<&Path>,
 ) -> Plan {
-    Plan {
-        command: "pairs".into(),
-        source: Source {
-            kind: SourceKind::Fingerprints,
-            files: discover(
-                &[fps_file.to_path_buf()],
-                neardup::input::FINGERPRINT_EXTENSIONS,
-            )
-            .unwrap(),
-            max_record_bytes: 1 << 20,
-            split_bytes: 8 << 10, // small splits: several per worker, cut mid-file
-        },
-        fingerprints_out: None,
-        skipped_out: None,
-        pairs: Some(PairStage {
-            k,
-            layout: layout_choice(64, k, layout).unwrap(),
-            memory_budget: 1 << 30,
-            max_candidates: 1e9,
-            out: out.to_path_buf(),
-            groups_out: groups.map(Path::to_path_buf),
-        }),
-        summary_out: None,
-        protected: Vec::new(),
-        exec: Exec {
-            workers,
-            ..Exec::default()
-        },
-        verbose: false,
-    }
+    let groups = groups.map_or(String::new(), |g| format!("exact_groups = {g:?}\n"));
+    let mut plan = plan_of(
+        Path::new("."),
+        &format!(
+            "[input]\npaths = [{fps_file:?}]\nformat = \"fingerprints\"\n\
+             [simhash]\nk = {k}\nlayout = {layout:?}\n\
+             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n{groups}"
+        ),
+        workers,
+    );
+    plan.inputs.split_bytes = 8 << 10;
+    plan.verbose = false;
+    plan
 }
 
 fn check(k: u32, layouts: &[&str], workers: &[usize], seed: u64, n: usize) {
@@ -122,7 +104,7 @@ fn other_k_with_auto_and_uneven_worker_counts() {
     for k in [0, 1, 2, 5, 8] {
         check(k, &["auto"], &[1, 3], 100 + k as u64, 600);
     }
-    let first = neardup::tables::TableLayout::designs(6)[0].name();
+    let first = neardup::candidates::TableLayout::designs(6)[0].name();
     check(6, &[first.as_str(), "auto"], &[2], 66, 500);
 }
 
@@ -172,9 +154,8 @@ fn collapse_exact_writes_groups_and_representative_pairs() {
 
 #[test]
 fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
-    use neardup::features::FeatureConfig;
-    use neardup::input::Fields;
-    use neardup::simhash::Fingerprinter;
+    use neardup::sketch::Fingerprinter;
+    use neardup::text::FeatureConfig;
 
     let dir = tempfile::tempdir().unwrap();
     let docs_path = root().join("data-samples/docs.jsonl");
@@ -200,40 +181,18 @@ fn documents_end_to_end_match_brute_force_fingerprints_and_pairs() {
     for w in [1, 2, 4] {
         let fps_out = dir.path().join(format!("fps{w}.tsv"));
         let pairs_out = dir.path().join(format!("pairs{w}.tsv"));
-        let plan = Plan {
-            command: "run".into(),
-            source: Source {
-                kind: SourceKind::Jsonl {
-                    fields: Fields::default(),
-                    features: FeatureConfig::default(),
-                    content: Default::default(),
-                },
-                files: discover(
-                    std::slice::from_ref(&docs_path),
-                    neardup::input::DOCUMENT_EXTENSIONS,
-                )
-                .unwrap(),
-                max_record_bytes: 1 << 20,
-                split_bytes: 64 << 10,
-            },
-            fingerprints_out: Some(fps_out.clone()),
-            skipped_out: None,
-            pairs: Some(PairStage {
-                k: 3,
-                layout: layout_choice(64, 3, "auto").unwrap(),
-                memory_budget: 1 << 30,
-                max_candidates: 1e9,
-                out: pairs_out.clone(),
-                groups_out: None,
-            }),
-            summary_out: None,
-            protected: Vec::new(),
-            exec: Exec {
-                workers: w,
-                ..Exec::default()
-            },
-            verbose: false,
-        };
+        let mut plan = plan_of(
+            &root(),
+            &format!(
+                "[input]\npaths = [\"data-samples/docs.jsonl\"]\n\
+                 [output]\ndir = {:?}\npairs = \"pairs{w}.tsv\"\nfingerprints = \"fps{w}.tsv\"\n\
+                 summary = \"\"\n",
+                dir.path()
+            ),
+            w,
+        );
+        plan.inputs.split_bytes = 64 << 10;
+        plan.verbose = false;
         execute(plan).unwrap();
         let got_fps: Vec<(String, u64)> = std::fs::read_to_string(&fps_out)
             .unwrap()

@@ -7,12 +7,12 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use neardup::features::{FeatureConfig, FeatureKind};
-use neardup::gen::Rng;
-use neardup::html::Boilerplate;
-use neardup::input::{discover, Compression, InputFile, Split};
-use neardup::pipeline::{load_documents, ContentOptions, Source, SourceKind};
-use neardup::summary::SkipReason;
+use common::{load_documents, Source};
+use neardup::config::{ContentOptions, Inputs};
+use neardup::source::html::Boilerplate;
+use neardup::source::{discover, Compression, Format, InputFile, SkipReason, Split};
+use neardup::text::{FeatureConfig, FeatureKind};
+use neardup::tools::gen::Rng;
 
 fn neardup() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -37,16 +37,17 @@ fn expected() -> serde_json::Value {
 
 fn warc_source(files: Vec<InputFile>, boilerplate: Boilerplate, kind: FeatureKind) -> Source {
     Source {
-        kind: SourceKind::Warc {
-            features: FeatureConfig { shingle: 3, kind },
-            content: ContentOptions {
-                boilerplate,
-                ..ContentOptions::default()
-            },
+        inputs: Inputs {
+            format: Format::Warc,
+            files,
+            max_record_bytes: 1 << 20,
+            split_bytes: 64 << 20,
         },
-        files,
-        max_record_bytes: 1 << 20,
-        split_bytes: 64 << 20,
+        features: FeatureConfig { shingle: 3, kind },
+        content: ContentOptions {
+            boilerplate,
+            ..ContentOptions::default()
+        },
     }
 }
 
@@ -251,7 +252,7 @@ fn boilerplate_decides_nothing_once_main_content_is_extracted() {
 
 #[test]
 fn legacy_charsets_are_decoded() {
-    use neardup::warc::{parse_http_response, WarcCompression, WarcItem, WarcReader};
+    use neardup::source::warc::{parse_http_response, WarcCompression, WarcItem, WarcReader};
     let e = expected();
     let pages = e["charset_pages"].as_object().unwrap();
     let file = std::fs::File::open(sample()).unwrap();
@@ -278,9 +279,9 @@ fn legacy_charsets_are_decoded() {
         let charset = resp
             .content_type
             .as_deref()
-            .and_then(neardup::html::charset_param);
-        let decoded = neardup::html::decode(&resp.body, charset);
-        let text = neardup::html::page_text(&decoded.text, Boilerplate::Extract).text;
+            .and_then(neardup::source::html::charset_param);
+        let decoded = neardup::source::html::decode(&resp.body, charset);
+        let text = neardup::source::html::page_text(&decoded.text, Boilerplate::Extract).text;
         let word = want["must_contain"].as_str().unwrap();
         assert!(
             text.contains(word),
@@ -301,7 +302,8 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
     let (one, c1, _) = load_documents(&source, &[whole(0)]);
     for peers in [2, 3, 7] {
         // Small splits, so cuts land inside members, inside the junk and inside corrupt members.
-        let plan = neardup::input::plan_splits(&files, peers, 4096, source.kind.split_mode());
+        let plan =
+            neardup::source::plan_splits(&files, peers, 4096, source.inputs.format.split_mode());
         assert!(plan.iter().map(Vec::len).sum::<usize>() > peers);
         let mut all = Vec::new();
         let mut counters = neardup::summary::Counters::default();
@@ -397,7 +399,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
         let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
         load_documents(&source, &[whole(0)])
     };
-    let by_url = |docs: &[neardup::pipeline::Loaded]| -> BTreeMap<String, u64> {
+    let by_url = |docs: &[neardup::stages::read::Sketched]| -> BTreeMap<String, u64> {
         docs.iter()
             .map(|d| (d.url.clone().unwrap_or_default(), d.simhash))
             .collect()

@@ -25,7 +25,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context};
+use crate::bail;
+use crate::error::{Error, IoContext, Result};
 use serde::{Deserialize, Serialize};
 
 use super::cleanup;
@@ -107,7 +108,7 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 }
 
 /// Takes the lock of an output directory, or says who holds it.
-fn lock_dir(dir: &Path) -> anyhow::Result<File> {
+fn lock_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = OpenOptions::new()
         .read(true)
@@ -115,12 +116,13 @@ fn lock_dir(dir: &Path) -> anyhow::Result<File> {
         .create(true)
         .truncate(false)
         .open(&path)
-        .with_context(|| format!("cannot write in output directory {}", dir.display()))?;
+        .io_context(|| format!("cannot write in output directory {}", dir.display()))?;
     // SAFETY: flock on a descriptor we own.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         let holder = holder.trim();
         bail!(
+            Output,
             "output directory {} is in use by another neardup run{}; wait for it to finish or \
              choose another output directory",
             dir.display(),
@@ -131,8 +133,9 @@ fn lock_dir(dir: &Path) -> anyhow::Result<File> {
             }
         );
     }
-    file.set_len(0)?;
-    writeln!(file, "{}", std::process::id())?;
+    file.set_len(0)
+        .and_then(|_| writeln!(file, "{}", std::process::id()))
+        .io_context(|| format!("writing {}", path.display()))?;
     Ok(file)
 }
 
@@ -170,7 +173,7 @@ fn remove_stale(dir: &Path, outputs: &[&str]) -> usize {
 impl OutputSet {
     /// Checks and prepares `outputs` (name, path as given; `-` is standard output) before any work.
     /// `inputs` are the files the run reads (and its job file): no output may be one of them.
-    pub fn prepare(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> anyhow::Result<OutputSet> {
+    pub fn prepare(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<OutputSet> {
         let input_ids: Vec<((u64, u64), &PathBuf)> = inputs
             .iter()
             .filter_map(|p| identity(p).map(|id| (id, p)))
@@ -180,6 +183,7 @@ impl OutputSet {
             let target = if path.as_os_str() == "-" {
                 if let Some(other) = slots.iter().find(|s| s.target == Target::Stdout) {
                     bail!(
+                        Output,
                         "outputs {} and {name} both go to standard output (-)",
                         other.name
                     );
@@ -192,7 +196,7 @@ impl OutputSet {
                         let t = m.file_type();
                         if t.is_file() {
                             // Renamed over its real path, so a symlink keeps pointing at it.
-                            let real = path.canonicalize().with_context(|| {
+                            let real = path.canonicalize().io_context(|| {
                                 format!("output {name}: resolving {}", path.display())
                             })?;
                             Target::File(real)
@@ -206,7 +210,7 @@ impl OutputSet {
                             } else {
                                 "a socket or other special file"
                             };
-                            bail!(
+                            bail!(Output,
                                 "output {name}: {} is {what}; give a file path (or - for standard output)",
                                 path.display()
                             );
@@ -214,12 +218,12 @@ impl OutputSet {
                     }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
                         // A new file, or a dangling symlink to one: created where the link points.
-                        Target::File(follow(path).with_context(|| {
+                        Target::File(follow(path).io_context(|| {
                             format!("output {name}: resolving {}", path.display())
                         })?)
                     }
                     Err(e) => {
-                        return Err(e).with_context(|| {
+                        return Err(e).io_context(|| {
                             format!("output {name}: cannot inspect {}", path.display())
                         })
                     }
@@ -229,6 +233,7 @@ impl OutputSet {
                 if let Some(id) = identity(real) {
                     if let Some((_, input)) = input_ids.iter().find(|(i, _)| *i == id) {
                         bail!(
+                            Output,
                             "output {name} ({}) is the input {}: refusing to overwrite an input",
                             path.display(),
                             input.display()
@@ -237,6 +242,7 @@ impl OutputSet {
                 }
                 if let Some(other) = slots.iter().find(|s| s.target == target) {
                     bail!(
+                        Output,
                         "outputs {} and {name} are the same file {}",
                         other.name,
                         path.display()
@@ -256,7 +262,7 @@ impl OutputSet {
         for s in &slots {
             if let Target::File(real) = &s.target {
                 let dir = parent_of(real);
-                std::fs::create_dir_all(&dir).with_context(|| {
+                std::fs::create_dir_all(&dir).io_context(|| {
                     format!(
                         "output {}: cannot create directory {}",
                         s.name,
@@ -303,7 +309,7 @@ impl OutputSet {
                 s.staged = Some(staged.clone());
                 set.slots.get_mut().expect("not shared yet").push(s);
                 File::create(&staged)
-                    .with_context(|| format!("cannot write output {}", set_shown(&set, &staged)))?;
+                    .io_context(|| format!("cannot write output {}", set_shown(&set, &staged)))?;
             } else {
                 set.slots.get_mut().expect("not shared yet").push(s);
             }
@@ -332,13 +338,13 @@ impl OutputSet {
         &self,
         name: &str,
         write: impl FnOnce(&mut dyn Write, Format) -> io::Result<()>,
-    ) -> anyhow::Result<()> {
+    ) -> Result<()> {
         let (target, staged, shown) = {
             let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             let s = slots
                 .iter()
                 .find(|s| s.name == name)
-                .with_context(|| format!("internal: no output called {name}"))?;
+                .ok_or_else(|| Error::Internal(format!("no output called {name}")))?;
             (s.target.clone(), s.staged.clone(), s.shown.clone())
         };
         let format = Format::of(&shown);
@@ -364,7 +370,7 @@ impl OutputSet {
             }
             Ok((out.bytes, out.hasher.digest()))
         })();
-        let (bytes, hash) = result.with_context(|| format!("writing {}", shown.display()))?;
+        let (bytes, hash) = result.io_context(|| format!("writing {}", shown.display()))?;
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = slots.iter_mut().find(|s| s.name == name) {
             s.written = Some(Written {
@@ -388,13 +394,13 @@ impl OutputSet {
     /// Commits the set: writes output `summary` (if the set has one) with `summary`, then renames
     /// every staged file into place, the summary last. Outputs that were never written are an
     /// error, and nothing is renamed.
-    pub fn commit(mut self, summary: Option<&[u8]>) -> anyhow::Result<()> {
+    pub fn commit(mut self, summary: Option<&[u8]>) -> Result<()> {
         if let Some(bytes) = summary.filter(|_| self.has("summary")) {
             self.write("summary", |w, _| w.write_all(bytes))?;
         }
         let slots = std::mem::take(self.slots.get_mut().unwrap_or_else(|p| p.into_inner()));
         if let Some(s) = slots.iter().find(|s| s.written.is_none()) {
-            bail!("internal: output {} was never written", s.name);
+            bail!(Internal, "output {} was never written", s.name);
         }
         let (summary_slots, rest): (Vec<&Slot>, Vec<&Slot>) =
             slots.iter().partition(|s| s.name == "summary");
@@ -404,7 +410,7 @@ impl OutputSet {
             if let Target::File(real) = &s.target {
                 match std::fs::remove_file(real) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                        return Err(e).with_context(|| format!("replacing {}", s.shown.display()))
+                        return Err(e).io_context(|| format!("replacing {}", s.shown.display()))
                     }
                     _ => {}
                 }
@@ -414,7 +420,7 @@ impl OutputSet {
         for s in rest.iter().chain(&summary_slots) {
             if let (Target::File(real), Some(staged)) = (&s.target, &s.staged) {
                 std::fs::rename(staged, real)
-                    .with_context(|| format!("renaming into place {}", s.shown.display()))?;
+                    .io_context(|| format!("renaming into place {}", s.shown.display()))?;
                 cleanup::unregister(staged);
                 let dir = parent_of(real);
                 if !dirs.contains(&dir) {
@@ -490,10 +496,7 @@ impl<W: Write> Write for Hashing<W> {
 }
 
 /// Writes one file as a set of one: checked, locked, staged and renamed into place.
-pub fn write_file(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> anyhow::Result<()> {
+pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     let set = OutputSet::prepare(&[("output".into(), path.to_path_buf())], &[])?;
     set.write("output", |w, _| write(w))?;
     set.commit(None)

@@ -12,6 +12,8 @@ use serde::Serialize;
 
 pub use commit::{write_file, OutputSet, Written};
 
+use crate::candidates::Pair;
+
 /// Output format, chosen by extension: `.jsonl`/`.json`/`.ndjson` give JSON Lines, anything else TSV.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -64,26 +66,26 @@ struct PairLine<'a> {
 pub fn write_pairs<'n>(
     out: &mut dyn Write,
     format: Format,
-    pairs: &[(u64, u64, u8)],
+    pairs: &[Pair],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
     write_rows(
         out,
         format,
         pairs,
-        |out, &(a, b, d)| {
-            out.write_all(name(a).as_bytes())?;
+        |out, p| {
+            out.write_all(name(p.a).as_bytes())?;
             out.write_all(b"\t")?;
-            out.write_all(name(b).as_bytes())?;
-            writeln!(out, "\t{d}")
+            out.write_all(name(p.b).as_bytes())?;
+            writeln!(out, "\t{}", p.score.distance)
         },
-        |out, &(a, b, d)| {
+        |out, p| {
             json_line(
                 out,
                 &PairLine {
-                    id_a: name(a),
-                    id_b: name(b),
-                    distance: d,
+                    id_a: name(p.a),
+                    id_b: name(p.b),
+                    distance: p.score.distance,
                 },
             )
         },
@@ -198,13 +200,14 @@ mod tests {
         let ids = ["a", "b", "c", "a\""];
         let name = |r: u64| ids[r as usize];
         let mut tsv = Vec::new();
-        write_pairs(&mut tsv, Format::Tsv, &[(0, 2, 0), (1, 2, 2)], &name).unwrap();
+        let pairs = [Pair::new(0, 2, 0), Pair::new(1, 2, 2)];
+        write_pairs(&mut tsv, Format::Tsv, &pairs, &name).unwrap();
         assert_eq!(String::from_utf8(tsv).unwrap(), "a\tc\t0\nb\tc\t2\n");
         let mut jl = Vec::new();
-        write_pairs(&mut jl, Format::Jsonl, &[(3, 1, 3)], &name).unwrap();
+        write_pairs(&mut jl, Format::Jsonl, &[Pair::new(3, 1, 3)], &name).unwrap();
         assert_eq!(
             String::from_utf8(jl).unwrap(),
-            "{\"id_a\":\"a\\\"\",\"id_b\":\"b\",\"distance\":3}\n"
+            "{\"id_a\":\"b\",\"id_b\":\"a\\\"\",\"distance\":3}\n"
         );
     }
 
@@ -216,7 +219,7 @@ mod tests {
         let row = crate::summary::SkippedRow {
             file: "f".into(),
             offset: 3,
-            reason: crate::summary::SkipReason::BadId,
+            reason: crate::source::SkipReason::BadId,
             id: String::new(),
             message: "m".into(),
         };

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use neardup::gen::{flip_bits, Rng};
-use neardup::group::mix64;
+use neardup::hashing::mix64;
+use neardup::tools::gen::{flip_bits, Rng};
 
 /// `n` random fingerprints, a third of them with planted neighbours at every distance 0..=max_d
 /// (distance 0 = an exact duplicate under another id), some in chains, ids shuffled by name.
@@ -92,4 +92,59 @@ pub fn fuzz_settings() -> (f64, u64) {
             .and_then(|s| s.parse().ok())
             .unwrap_or(1),
     )
+}
+
+/// Brute force: every pair of `(id, simhash)` records within `k`, ordered and sorted. The oracle the
+/// dataflow is tested against.
+pub fn brute_force_pairs(docs: &[(String, u64)], k: u32) -> Vec<(String, String, u8)> {
+    let mut out = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            let d = (docs[i].1 ^ docs[j].1).count_ones();
+            if d <= k {
+                let (a, b) = (docs[i].0.clone(), docs[j].0.clone());
+                out.push(if a <= b {
+                    (a, b, d as u8)
+                } else {
+                    (b, a, d as u8)
+                });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The plan of a job (TOML text) over files named in it, relative to `dir`, on `workers` threads:
+/// built the way `neardup run` builds it.
+pub fn plan_of(dir: &Path, toml: &str, workers: usize) -> neardup::config::Plan {
+    let spec: neardup::config::JobSpec = toml::from_str(toml).unwrap();
+    spec.validate(
+        dir,
+        neardup::config::Overrides {
+            command: "run".into(),
+            workers: Some(workers),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// What the read stage needs: inputs, features and content options.
+pub struct Source {
+    pub inputs: neardup::config::Inputs,
+    pub features: neardup::text::FeatureConfig,
+    pub content: neardup::config::ContentOptions,
+}
+
+/// The read stage over `splits` of `source`, as one worker runs it.
+pub fn load_documents(
+    source: &Source,
+    splits: &[neardup::source::Split],
+) -> (
+    Vec<neardup::stages::read::Sketched>,
+    neardup::summary::Counters,
+    neardup::stages::read::SplitLines,
+) {
+    neardup::stages::read::read_documents(&source.inputs, &source.features, &source.content, splits)
 }

@@ -9,7 +9,7 @@
 //! ripple-carry addition over the planes (about two plane updates per hash on average, whatever the
 //! CPU). Every 255 hashes the planes are flushed into per-lane `u32` totals.
 
-use crate::features::{for_each_feature, FeatureConfig, Scratch};
+use crate::text::{for_each_feature, FeatureConfig, Scratch};
 
 /// Fingerprint width f in bits. Only 64 is supported.
 pub const F: u32 = 64;

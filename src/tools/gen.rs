@@ -7,7 +7,7 @@
 
 use std::io::{self, Write};
 
-use crate::group::mix64;
+use crate::hashing::mix64;
 
 /// A small, fast, deterministic random stream (splitmix64).
 #[derive(Clone, Debug)]

@@ -1,33 +1,27 @@
-//! Job specs: a TOML file (raw form, every field optional but the inputs) validated into a [`Plan`].
+//! Job specs: a TOML file (raw form, every field optional but the inputs) validated into a
+//! [`Plan`]. The sub-commands build the same [`JobSpec`] from their flags, so a flag and a job key
+//! are checked by the same code.
 //!
 //! Relative paths in a job file are relative to the directory holding the job file, so a job runs the
 //! same from any working directory. Unknown keys are errors, so a typo never silently falls back to a
 //! default.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use anyhow::{bail, ensure, Context};
 use serde::Deserialize;
 
-use crate::exec::Exec;
-use crate::features::{FeatureConfig, FeatureKind};
-use crate::html::Boilerplate;
-use crate::input::{discover_excluding, Fields};
-use crate::pipeline::{
-    ContentOptions, LayoutChoice, PairStage, Plan, Source, SourceKind, DEFAULT_MIN_TOKENS,
+use super::{
+    ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage, Plan, DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS, DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB,
+    MIN_MEMORY_BUDGET_MIB,
 };
-use crate::tables::TableLayout;
-
-/// Default longest record: 64 MiB.
-pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
-/// Default byte range per split of a plain file: 64 MiB.
-pub const DEFAULT_SPLIT_MIB: u64 = 64;
-/// Default memory budget for the `auto` layout planner: 4 GiB.
-pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
-/// Smallest memory budget accepted, in MiB.
-pub const MIN_MEMORY_BUDGET_MIB: u64 = 16;
-/// Largest memory budget accepted, in MiB (1 PiB).
-pub const MAX_MEMORY_BUDGET_MIB: u64 = 1 << 30;
+use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
+use crate::error::{Error, IoContext, Result};
+use crate::source::html::Boilerplate;
+use crate::source::{discover_excluding, Fields, Format};
+use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
+use crate::{bail, ensure};
 
 /// `[input]`
 #[derive(Debug, Deserialize)]
@@ -58,6 +52,26 @@ pub struct InputSpec {
     /// Byte range per split of a plain file, in MiB.
     #[serde(default = "default_split")]
     pub split_mib: u64,
+    /// JSONL: field holding the record's date or time, for a keep policy.
+    pub timestamp_field: Option<String>,
+}
+
+impl InputSpec {
+    /// Inputs `paths` in `format`, every other key at its default.
+    pub fn new(paths: Vec<PathBuf>, format: &str) -> Self {
+        InputSpec {
+            paths,
+            format: format.into(),
+            id_field: default_id(),
+            text_field: default_text(),
+            url_field: default_url(),
+            html_field: None,
+            lang_field: None,
+            max_record_bytes: default_max_record(),
+            split_mib: default_split(),
+            timestamp_field: None,
+        }
+    }
 }
 
 fn default_format() -> String {
@@ -143,7 +157,7 @@ pub struct OutputSpec {
     pub exact_groups: Option<String>,
     /// Skipped-records file (file, offset, reason, id, message), if wanted.
     pub skipped: Option<String>,
-    /// Summary file.
+    /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
 }
@@ -171,7 +185,7 @@ impl Default for OutputSpec {
     }
 }
 
-/// A job file as written.
+/// A job file as written (also what a sub-command's flags become).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
@@ -194,59 +208,76 @@ pub struct JobSpec {
     pub output: OutputSpec,
 }
 
-/// A validated job.
-#[derive(Debug)]
-pub struct Job {
-    /// What to run.
-    pub plan: Plan,
+/// What the command line adds to a job: the layout of the run, another output directory, other
+/// inputs, and the job file (which no output may replace).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// The sub-command (`run`, `fingerprint`, `pairs`), for the summary.
+    pub command: String,
+    /// Worker threads per process (`-w`), over `[run] workers`.
+    pub workers: Option<usize>,
+    /// Processes in the cluster (0 or 1: one).
+    pub processes: usize,
+    /// This process's index.
+    pub process: usize,
+    /// The cluster's hostfile.
+    pub hostfile: Option<PathBuf>,
+    /// Seconds to wait for the other processes, over `[run] connect_timeout_s`.
+    pub connect_timeout_s: Option<f64>,
+    /// Output directory, over `[output] dir`.
+    pub out_dir: Option<PathBuf>,
+    /// Inputs, over `[input] paths` (relative to the working directory).
+    pub inputs: Vec<PathBuf>,
+    /// The job file.
+    pub job_file: Option<PathBuf>,
 }
 
 /// An output path of a job: `-` is standard output, anything else is relative to the output
-/// directory.
-fn output_path(dir: &Path, name: &str) -> PathBuf {
-    if name == "-" {
-        PathBuf::from("-")
-    } else {
-        dir.join(name)
+/// directory; empty is no output.
+fn output_path(dir: &Path, name: &str) -> Option<PathBuf> {
+    match name {
+        "" => None,
+        "-" => Some(PathBuf::from("-")),
+        _ => Some(dir.join(name)),
     }
 }
 
 /// Checks a connect timeout in seconds.
-pub fn connect_timeout(seconds: f64) -> anyhow::Result<std::time::Duration> {
+pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     ensure!(
         seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0,
+        Config,
         "connect timeout must be between 0 and 86400 seconds, got {seconds}"
     );
-    Ok(std::time::Duration::from_secs_f64(seconds))
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// Checks f and k and resolves the layout name.
-pub fn layout_choice(f: u32, k: u32, layout: &str) -> anyhow::Result<LayoutChoice> {
+pub fn layout_choice(f: u32, k: u32, layout: &str) -> Result<LayoutChoice> {
     ensure!(
         f == 64,
+        Config,
         "only f = 64 bit fingerprints are supported, got f = {f}"
     );
-    ensure!(
-        k <= crate::tables::MAX_K,
-        "k must be at most {}, got {k}",
-        crate::tables::MAX_K
-    );
+    ensure!(k <= MAX_K, Config, "k must be at most {MAX_K}, got {k}");
     Ok(if layout == "auto" {
         LayoutChoice::Auto
     } else {
-        LayoutChoice::Fixed(TableLayout::parse(layout, k).map_err(anyhow::Error::msg)?)
+        LayoutChoice::Fixed(TableLayout::parse(layout, k)?)
     })
 }
 
 /// Checks a memory budget in MiB and returns it in bytes, lowered to half the address-space limit
 /// (`ulimit -v`) when one is set below it.
-pub fn memory_budget(mib: u64) -> anyhow::Result<u64> {
+pub fn memory_budget(mib: u64) -> Result<u64> {
     ensure!(
         mib >= MIN_MEMORY_BUDGET_MIB,
+        Config,
         "memory_budget_mib = {mib} is below the least a run needs ({MIN_MEMORY_BUDGET_MIB} MiB)"
     );
     ensure!(
         mib <= MAX_MEMORY_BUDGET_MIB,
+        Config,
         "memory_budget_mib = {mib} is more than any machine has (at most \
          {MAX_MEMORY_BUDGET_MIB}, 1 PiB)"
     );
@@ -266,9 +297,10 @@ pub fn memory_budget(mib: u64) -> anyhow::Result<u64> {
 }
 
 /// Checks `max_candidates`.
-pub fn max_candidates(v: f64) -> anyhow::Result<f64> {
+pub fn max_candidates(v: f64) -> Result<f64> {
     ensure!(
         v.is_finite() && v >= 1.0,
+        Config,
         "max_candidates must be at least 1, got {v}"
     );
     Ok(v)
@@ -301,145 +333,174 @@ fn resolve(base: &Path, p: &Path) -> PathBuf {
 }
 
 impl JobSpec {
-    /// Reads and parses a job file.
-    pub fn load(path: &Path) -> anyhow::Result<JobSpec> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading job {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid job file {}", path.display()))
+    /// A job over `inputs`, every other key at its default and no output yet.
+    pub fn new(input: InputSpec) -> JobSpec {
+        JobSpec {
+            input,
+            features: FeaturesSpec::default(),
+            content: ContentSpec::default(),
+            simhash: SimhashSpec::default(),
+            run: RunSpec::default(),
+            output: OutputSpec {
+                dir: PathBuf::new(),
+                pairs: String::new(),
+                fingerprints: None,
+                exact_groups: None,
+                skipped: None,
+                summary: String::new(),
+            },
+        }
     }
 
-    /// Validates the spec into a runnable job; relative paths are taken from `base`. `job_file`
-    /// (if any) is protected from being overwritten by an output.
-    pub fn validate(
-        self,
-        base: &Path,
-        exec: Exec,
-        out_dir: Option<PathBuf>,
-        job_file: Option<&Path>,
-    ) -> anyhow::Result<Job> {
+    /// Reads and parses a job file.
+    pub fn load(path: &Path) -> Result<JobSpec> {
+        let text = std::fs::read_to_string(path)
+            .io_context(|| format!("reading job {}", path.display()))?;
+        toml::from_str(&text)
+            .map_err(|e| Error::Config(format!("invalid job file {}: {e}", path.display())))
+    }
+
+    /// Validates the spec into a plan; relative paths in it are taken from `base`, those in `o`
+    /// from the working directory.
+    pub fn validate(self, base: &Path, o: Overrides) -> Result<Plan> {
         let inp = self.input;
-        ensure!(!inp.paths.is_empty(), "[input] paths is empty");
-        let paths: Vec<PathBuf> = inp.paths.iter().map(|p| resolve(base, p)).collect();
+        let paths: Vec<PathBuf> = if o.inputs.is_empty() {
+            inp.paths.iter().map(|p| resolve(base, p)).collect()
+        } else {
+            o.inputs
+                .iter()
+                .map(|p| resolve(Path::new("."), p))
+                .collect()
+        };
+        ensure!(!paths.is_empty(), Config, "[input] paths is empty");
         let features = FeatureConfig {
-            shingle: self
-                .features
-                .shingle
-                .unwrap_or(crate::features::DEFAULT_SHINGLE),
+            shingle: self.features.shingle.unwrap_or(DEFAULT_SHINGLE),
             kind: match self.features.kind.as_deref() {
                 None => FeatureKind::default(),
-                Some(k) => FeatureKind::parse(k).with_context(|| {
-                    format!("[features] kind must be \"shingles\" or \"spots\", got {k:?}")
+                Some(k) => FeatureKind::parse(k).ok_or_else(|| {
+                    Error::Config(format!(
+                        "[features] kind must be \"shingles\" or \"spots\", got {k:?}"
+                    ))
                 })?,
             },
         };
-        features.validate().map_err(anyhow::Error::msg)?;
+        features.validate()?;
         let c = self.content;
         let content = ContentOptions {
             boilerplate: match c.boilerplate.as_deref() {
                 None => Boilerplate::default(),
-                Some(b) => Boilerplate::parse(b).with_context(|| {
-                    format!("[content] boilerplate must be \"extract\" or \"keep\", got {b:?}")
+                Some(b) => Boilerplate::parse(b).ok_or_else(|| {
+                    Error::Config(format!(
+                        "[content] boilerplate must be \"extract\" or \"keep\", got {b:?}"
+                    ))
                 })?,
             },
             min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
             languages: c.languages.unwrap_or_default(),
         };
-        let kind = match inp.format.as_str() {
-            "jsonl" => SourceKind::Jsonl {
-                fields: Fields {
-                    id: inp.id_field,
-                    text: inp.text_field,
-                    url: Some(inp.url_field).filter(|u| !u.is_empty()),
-                    html: inp.html_field,
-                    lang: inp.lang_field,
-                },
-                features,
-                content,
-            },
-            "warc" => SourceKind::Warc { features, content },
-            "html" => SourceKind::Html { features, content },
-            "fingerprints" => SourceKind::Fingerprints,
+        let format = match inp.format.as_str() {
+            "jsonl" => Format::Jsonl(Fields {
+                id: inp.id_field,
+                text: inp.text_field,
+                url: Some(inp.url_field).filter(|u| !u.is_empty()),
+                html: inp.html_field,
+                lang: inp.lang_field,
+                timestamp: inp.timestamp_field,
+            }),
+            "warc" => Format::Warc,
+            "html" => Format::Html,
+            "fingerprints" => Format::Fingerprints,
             other => bail!(
+                Config,
                 "[input] format must be \"jsonl\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
             ),
         };
         ensure!(
             inp.max_record_bytes > 0,
-            "[input] max_record_bytes must be positive"
+            Config,
+            "[input] max_record_bytes (--max-record-bytes) must be positive"
         );
         ensure!(
             inp.split_mib > 0 && inp.split_mib <= 1 << 20,
+            Config,
             "[input] split_mib must be between 1 and 1048576"
         );
         let out = self.output;
-        let dir = out_dir.unwrap_or_else(|| resolve(base, &out.dir));
-        let pairs = if out.pairs.is_empty() {
-            ensure!(
-                out.exact_groups.is_none(),
-                "[output] exact_groups needs pairs"
-            );
-            None
-        } else {
-            let s = self.simhash;
-            Some(PairStage {
-                k: s.k.unwrap_or(3),
-                layout: layout_choice(
-                    s.f.unwrap_or(64),
-                    s.k.unwrap_or(3),
-                    s.layout.as_deref().unwrap_or("auto"),
-                )?,
-                memory_budget: memory_budget(
-                    s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
-                )?,
-                max_candidates: max_candidates(
-                    s.max_candidates
-                        .unwrap_or(crate::tables::DEFAULT_MAX_CANDIDATES),
-                )?,
-                out: output_path(&dir, &out.pairs),
-                groups_out: out.exact_groups.map(|g| output_path(&dir, &g)),
-            })
+        let dir = o.out_dir.unwrap_or_else(|| resolve(base, &out.dir));
+        let outputs = Outputs {
+            fingerprints: out.fingerprints.and_then(|f| output_path(&dir, &f)),
+            skipped: out.skipped.and_then(|f| output_path(&dir, &f)),
+            pairs: output_path(&dir, &out.pairs),
+            exact_groups: out.exact_groups.and_then(|g| output_path(&dir, &g)),
+            summary: output_path(&dir, &out.summary),
         };
         ensure!(
-            pairs.is_some() || out.fingerprints.is_some(),
+            outputs.exact_groups.is_none() || outputs.pairs.is_some(),
+            Config,
+            "[output] exact_groups needs pairs"
+        );
+        ensure!(
+            outputs.pairs.is_some() || outputs.fingerprints.is_some(),
+            Config,
             "the job writes nothing: set [output] pairs or fingerprints"
         );
-        let mut exec = Exec {
-            workers: if exec.workers == 0 {
-                self.run.workers.unwrap_or(1)
-            } else {
-                exec.workers
-            },
-            ..exec
+        let pairs = match &outputs.pairs {
+            None => None,
+            Some(_) => {
+                let s = self.simhash;
+                Some(PairStage {
+                    k: s.k.unwrap_or(3),
+                    layout: layout_choice(
+                        s.f.unwrap_or(64),
+                        s.k.unwrap_or(3),
+                        s.layout.as_deref().unwrap_or("auto"),
+                    )?,
+                    memory_budget: memory_budget(
+                        s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+                    )?,
+                    max_candidates: max_candidates(
+                        s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES),
+                    )?,
+                })
+            }
         };
-        if let Some(t) = self.run.connect_timeout_s {
+        let mut exec = Exec {
+            workers: o.workers.or(self.run.workers).unwrap_or(1),
+            processes: o.processes.max(1),
+            process: o.process,
+            hostfile: o.hostfile,
+            ..Exec::default()
+        };
+        if let Some(t) = o.connect_timeout_s.or(self.run.connect_timeout_s) {
             exec.connect_timeout = connect_timeout(t)?;
         }
         exec.validate()?;
-        let mut plan = Plan {
-            command: "run".into(),
-            source: Source {
-                kind,
-                files: Vec::new(),
+        let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
+        protected.extend(exec.hostfile.iter().cloned());
+        // A run's own outputs (perhaps written by an earlier run into an input directory) are
+        // not read back as inputs.
+        let outs: Vec<PathBuf> = outputs.requests().into_iter().map(|(_, p)| p).collect();
+        let files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
+        Ok(Plan {
+            verbose: o.command != "fingerprint",
+            command: if o.command.is_empty() {
+                "run".into()
+            } else {
+                o.command
+            },
+            inputs: Inputs {
+                format,
+                files,
                 max_record_bytes: inp.max_record_bytes,
                 split_bytes: inp.split_mib << 20,
             },
-            fingerprints_out: out.fingerprints.map(|f| output_path(&dir, &f)),
-            skipped_out: out.skipped.map(|f| output_path(&dir, &f)),
+            features,
+            content,
             pairs,
-            summary_out: Some(output_path(&dir, &out.summary)),
-            protected: job_file.into_iter().map(Path::to_path_buf).collect(),
+            outputs,
+            protected,
             exec,
-            verbose: true,
-        };
-        if let Some(h) = &plan.exec.hostfile {
-            plan.protected.push(h.clone());
-        }
-        // A run's own outputs (perhaps written by an earlier run into an input directory) are
-        // not read back as inputs.
-        let outputs: Vec<PathBuf> = plan.output_requests().into_iter().map(|(_, p)| p).collect();
-        plan.source.files =
-            discover_excluding(&paths, plan.source.kind.dir_extensions(), &outputs)?;
-        Ok(Job { plan })
+        })
     }
 }
 
@@ -451,17 +512,10 @@ mod tests {
     fn unknown_keys_and_bad_values_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("d.jsonl"), "{\"id\":1,\"text\":\"a\"}\n").unwrap();
-        let parse = |s: &str| -> anyhow::Result<Job> {
-            let spec: JobSpec = toml::from_str(s)?;
-            spec.validate(
-                dir.path(),
-                Exec {
-                    workers: 0,
-                    ..Exec::default()
-                },
-                None,
-                None,
-            )
+        let parse = |s: &str| -> Result<Plan> {
+            let spec: JobSpec =
+                toml::from_str(s).map_err(|e| Error::Config(format!("invalid job: {e}")))?;
+            spec.validate(dir.path(), Overrides::default())
         };
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\n").is_ok());
         assert!(parse("[input]\npaths=[\"d.jsonl\"]\ntypo=1\n").is_err());
@@ -474,25 +528,24 @@ mod tests {
         for budget in ["0", "1", "1000000000000000"] {
             let job =
                 format!("[input]\npaths=[\"d.jsonl\"]\n[simhash]\nmemory_budget_mib={budget}\n");
-            let err = format!("{:#}", parse(&job).unwrap_err());
+            let err = parse(&job).unwrap_err().to_string();
             assert!(err.contains("memory_budget_mib"), "{budget}: {err}");
         }
-        let err = format!(
-            "{:#}",
-            parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=1000\n").unwrap_err()
-        );
+        let err = parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=1000\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("1000 worker threads"), "{err}");
-        let job =
+        let plan =
             parse("[input]\npaths=[\"d.jsonl\"]\n[run]\nworkers=3\n[output]\ndir=\"o\"\n").unwrap();
-        assert_eq!(job.plan.exec.workers, 3);
+        assert_eq!(plan.exec.workers, 3);
         assert_eq!(
-            job.plan.summary_out.as_deref(),
+            plan.outputs.summary.as_deref(),
             Some(dir.path().join("o/summary.json").as_path())
         );
-        let job = parse("[input]\npaths=[\"d.jsonl\"]\n[output]\npairs=\"-\"\n").unwrap();
+        let plan = parse("[input]\npaths=[\"d.jsonl\"]\n[output]\npairs=\"-\"\n").unwrap();
         assert_eq!(
-            job.plan.pairs.unwrap().out,
-            PathBuf::from("-"),
+            plan.outputs.pairs,
+            Some(PathBuf::from("-")),
             "- is standard output, not a file in the output directory"
         );
     }

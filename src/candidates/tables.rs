@@ -137,6 +137,8 @@ pub struct TableLayout {
     pub tables: Vec<Table>,
     /// `earlier[t][s]` is table s's key mask in table t's permuted coordinates, for s < t.
     earlier: Vec<Vec<u64>>,
+    /// `min_p().min(32)`, kept because every routed record needs it.
+    route_bits: u32,
 }
 
 /// Splits `bits` (in order) into `b` consecutive runs, larger runs first.
@@ -192,18 +194,20 @@ const MAX_TABLES: u64 = 2000;
 
 impl TableLayout {
     /// Builds the tables of `design` for distance `k`.
-    pub fn new(k: u32, design: Design) -> Result<TableLayout, String> {
+    pub fn new(k: u32, design: Design) -> crate::error::Result<TableLayout> {
         if k > MAX_K {
-            return Err(format!("k must be at most {MAX_K}, got {k}"));
+            return Err(crate::error::Error::Config(format!(
+                "k must be at most {MAX_K}, got {k}"
+            )));
         }
         let all: Vec<u32> = (0..64u32).rev().collect();
         let mut leads: Vec<Vec<u32>> = Vec::new();
         match design {
             Design::Single { blocks } => {
                 if blocks <= k || blocks > 64 {
-                    return Err(format!(
+                    return Err(crate::error::Error::Config(format!(
                         "{design} needs more than k={k} and at most 64 blocks"
-                    ));
+                    )));
                 }
                 let parts = split(&all, blocks);
                 for choice in combinations(blocks as usize, (blocks - k) as usize) {
@@ -212,9 +216,9 @@ impl TableLayout {
             }
             Design::Two { b1, b2 } => {
                 if b1 <= k || b2 <= k || k == 0 {
-                    return Err(format!(
+                    return Err(crate::error::Error::Config(format!(
                         "{design} needs k >= 1 and more than k={k} blocks at each level"
-                    ));
+                    )));
                 }
                 let parts = split(&all, b1);
                 for choice in combinations(b1 as usize, (b1 - k) as usize) {
@@ -222,7 +226,9 @@ impl TableLayout {
                     let rest: Vec<u32> =
                         all.iter().copied().filter(|b| !first.contains(b)).collect();
                     if rest.len() < b2 as usize {
-                        return Err(format!("{design}: too few bits left for {b2} sub-blocks"));
+                        return Err(crate::error::Error::Config(format!(
+                            "{design}: too few bits left for {b2} sub-blocks"
+                        )));
                     }
                     let subs = split(&rest, b2);
                     for sub in combinations(b2 as usize, (b2 - k) as usize) {
@@ -234,10 +240,10 @@ impl TableLayout {
             }
         }
         if leads.len() as u64 > MAX_TABLES {
-            return Err(format!(
+            return Err(crate::error::Error::Config(format!(
                 "{design} at k={k} needs {} tables (at most {MAX_TABLES})",
                 leads.len()
-            ));
+            )));
         }
         let tables: Vec<Table> = leads
             .iter()
@@ -248,11 +254,13 @@ impl TableLayout {
             .enumerate()
             .map(|(t, table)| tables[..t].iter().map(|s| table.permute(s.lead)).collect())
             .collect();
+        let route_bits = tables.iter().map(|t| t.p).min().unwrap_or(64).min(32);
         Ok(TableLayout {
             k,
             design,
             tables,
             earlier,
+            route_bits,
         })
     }
 
@@ -265,6 +273,12 @@ impl TableLayout {
     /// Smallest key width over all tables.
     pub fn min_p(&self) -> u32 {
         self.tables.iter().map(|t| t.p).min().unwrap_or(64)
+    }
+
+    /// Leading bits that every table keeps in its key (at most 32): what records are routed on.
+    #[inline]
+    pub fn route_bits(&self) -> u32 {
+        self.route_bits
     }
 
     /// True if table `t` is the first table in which the pair with permuted difference `pdiff`
@@ -314,19 +328,21 @@ impl TableLayout {
 
     /// Parses a layout name for distance `k`: `TABLESxP` (see [`TableLayout::designs`]),
     /// `single:B` or `two:B1,B2`. `auto` is resolved by [`plan`], not here.
-    pub fn parse(name: &str, k: u32) -> Result<TableLayout, String> {
+    pub fn parse(name: &str, k: u32) -> crate::error::Result<TableLayout> {
         let name = name.trim();
         if let Some(b) = name.strip_prefix("single:") {
-            let blocks = b
-                .parse()
-                .map_err(|_| format!("bad block count in layout {name:?}"))?;
+            let blocks = b.parse().map_err(|_| {
+                crate::error::Error::Config(format!("bad block count in layout {name:?}"))
+            })?;
             return TableLayout::new(k, Design::Single { blocks });
         }
         if let Some(bs) = name.strip_prefix("two:") {
             let parsed: Option<(u32, u32)> = bs
                 .split_once(',')
                 .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
-            let (b1, b2) = parsed.ok_or_else(|| format!("layout {name:?}: expected two:B1,B2"))?;
+            let (b1, b2) = parsed.ok_or_else(|| {
+                crate::error::Error::Config(format!("layout {name:?}: expected two:B1,B2"))
+            })?;
             return TableLayout::new(k, Design::Two { b1, b2 });
         }
         let designs = TableLayout::designs(k);
@@ -334,10 +350,10 @@ impl TableLayout {
             return Ok(l.clone());
         }
         let known: Vec<String> = designs.iter().map(|l| l.name()).collect();
-        Err(format!(
+        Err(crate::error::Error::Config(format!(
             "unknown layout {name:?} for k={k}; known: auto, {}, single:B, two:B1,B2",
             known.join(", ")
-        ))
+        )))
     }
 }
 
@@ -440,7 +456,11 @@ const ALWAYS_AFFORDABLE: f64 = 1e9;
 /// expected to be compared with more than `max_candidates` others (and the run would make more than
 /// a billion comparisons), the tables cost more than they save and the run would take hours. Says
 /// which k would fit.
-pub fn check_selectivity(layout: &TableLayout, n: u64, max_candidates: f64) -> Result<(), String> {
+pub fn check_selectivity(
+    layout: &TableLayout,
+    n: u64,
+    max_candidates: f64,
+) -> crate::error::Result<()> {
     let per_fp = candidates_per_fingerprint(layout, n);
     if per_fp <= max_candidates || per_fp * n as f64 <= ALWAYS_AFFORDABLE {
         return Ok(());
@@ -448,7 +468,7 @@ pub fn check_selectivity(layout: &TableLayout, n: u64, max_candidates: f64) -> R
     let fits = (0..layout.k)
         .rev()
         .find(|&k| candidates_per_fingerprint(&plan(k, n).layout, n) <= max_candidates);
-    Err(format!(
+    Err(crate::error::Error::Resource(format!(
         "k = {} is too loose for {n} distinct fingerprints: layout {} leaves ~{per_fp:.0} \
          comparisons per fingerprint (~{:.1e} in all; all pairs would be {:.1e}), more than \
          max_candidates = {max_candidates}. {}or raise [simhash] max_candidates \
@@ -461,7 +481,7 @@ pub fn check_selectivity(layout: &TableLayout, n: u64, max_candidates: f64) -> R
             Some(k) => format!("Lower k (k <= {k} fits here), "),
             None => String::new(),
         }
-    ))
+    )))
 }
 
 /// How many parts each table's round is split into so one part of one round fits
@@ -524,7 +544,9 @@ mod tests {
         // Regression (issue 8.11): k = 16 with auto on 300k fingerprints ran for minutes.
         let n = 300_000;
         let l = plan(16, n).layout;
-        let err = check_selectivity(&l, n, DEFAULT_MAX_CANDIDATES).unwrap_err();
+        let err = check_selectivity(&l, n, DEFAULT_MAX_CANDIDATES)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("k = 16 is too loose"), "{err}");
         assert!(err.contains("k <= "), "{err}");
         assert!(check_selectivity(&plan(3, n).layout, n, DEFAULT_MAX_CANDIDATES).is_ok());

@@ -15,9 +15,15 @@
 //! a valid gzip member stored verbatim inside another member (e.g. an archived `.warc.gz` kept in
 //! a deflate "stored" block) can be found by a reader starting inside the outer member.
 
+use std::borrow::Cow;
+
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use memchr::{memchr, memmem};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+
+use super::document::{Attributes, Body, Document, Item, Skipped};
+use super::files::{Compression, InputFile, Split};
+use super::{Location, Skip, SkipReason};
 
 /// Longest accepted WARC header section (version line, fields and blank line), in bytes.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
@@ -1023,6 +1029,185 @@ fn decode(body: Vec<u8>, enc: &str, max: u64) -> Result<Vec<u8>, String> {
         }
         "deflate" => capped(&mut flate2::read::DeflateDecoder::new(&body[..])),
         _ => Err(format!("unsupported Content-Encoding {enc:?}")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages: the records of a WARC file that hold a page, as documents.
+
+/// How a page body is read by its content type: `Ok(true)` HTML, `Ok(false)` plain text, `Err` for
+/// any other type (a `not_html` skip). No content type is taken for HTML.
+pub fn page_kind(content_type: Option<&str>) -> Result<bool, String> {
+    let Some(ct) = content_type else {
+        return Ok(true);
+    };
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "" | "text/html" | "application/xhtml+xml" | "application/xml+xhtml" => Ok(true),
+        "text/plain" => Ok(false),
+        _ => Err(format!("content type {mime:?} is not HTML or text")),
+    }
+}
+
+/// True for the URIs crawlers give their own files (`metadata://` logs and manifests of wget, `dns:`
+/// lookups of Heritrix, `filedesc:` headers of ARC conversions, `urn:` logs of wpull).
+pub fn is_crawler_metadata(uri: &str) -> bool {
+    ["metadata:", "dns:", "filedesc:", "urn:"]
+        .iter()
+        .any(|scheme| {
+            uri.get(..scheme.len())
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case(scheme))
+        })
+}
+
+/// A page body by its content type: HTML (with the charset the type declares), plain text, or a
+/// `not_html` skip.
+fn page_body(body: Vec<u8>, content_type: Option<&str>) -> Result<Body<'static>, Skip> {
+    let charset = content_type
+        .and_then(super::html::charset_param)
+        .map(|c| Cow::Owned(c.to_owned()));
+    match page_kind(content_type) {
+        Err(m) => Err(Skip::new(SkipReason::NotHtml, m)),
+        Ok(true) => Ok(Body::Html {
+            bytes: Cow::Owned(body),
+            charset,
+        }),
+        Ok(false) => Ok(Body::Text(Cow::Owned(
+            super::html::decode_text(&body, charset.as_deref()).into_owned(),
+        ))),
+    }
+}
+
+/// Reads the records of one split of a WARC file: `response` records with a 2xx status and
+/// `resource` records become documents (id `WARC-Record-ID`, url `WARC-Target-URI`, timestamp
+/// `WARC-Date`); everything else is a counted skip. Reading resumes after damage at the next good
+/// record.
+pub fn read_pages(
+    file: &InputFile,
+    split: &Split,
+    max_record_bytes: usize,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let at = |offset: u64| Location {
+        file: split.file as u32,
+        offset,
+        line: None,
+    };
+    let compression = match file.compression {
+        Compression::None => WarcCompression::Plain,
+        Compression::Gzip => WarcCompression::Gzip,
+        Compression::Zstd => {
+            let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
+            let skip = Skip::new(SkipReason::ReadError, message);
+            return on(Item::Skipped(Skipped::at(at(0), skip, 0)));
+        }
+    };
+    let end = (split.end != u64::MAX).then_some(split.end);
+    let reader = std::fs::File::open(&file.path).and_then(|f| {
+        WarcReader::new(
+            BufReader::with_capacity(1 << 20, f),
+            compression,
+            split.start,
+            end,
+            max_record_bytes as u64,
+        )
+    });
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {e}"));
+            return on(Item::Skipped(Skipped::at(at(split.start), skip, 0)));
+        }
+    };
+    let mut last_offset = split.start;
+    for item in reader {
+        let record = match item {
+            Err(e) => {
+                let message = format!("{e}; the rest of this file could not be read");
+                let skip = Skip::new(SkipReason::ReadError, message);
+                on(Item::Skipped(Skipped::at(at(last_offset), skip, 0)));
+                break;
+            }
+            Ok(WarcItem::Skip(s)) => {
+                let reason = match s.kind {
+                    WarcSkipKind::TooLarge => SkipReason::TooLarge,
+                    WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
+                };
+                on(Item::Skipped(Skipped::at(
+                    at(s.offset),
+                    Skip::new(reason, s.message),
+                    0,
+                )));
+                continue;
+            }
+            Ok(WarcItem::Record(r)) => r,
+        };
+        last_offset = record.offset;
+        let bytes = record.block.len() as u64;
+        let Record {
+            header: h,
+            block,
+            offset,
+        } = record;
+        let body = match h.warc_type.as_str() {
+            "response" => parse_http_response(&block, max_record_bytes as u64)
+                .map_err(|m| {
+                    Skip::new(SkipReason::CorruptRecord, format!("bad HTTP response: {m}"))
+                })
+                .and_then(|resp| {
+                    if !(200..300).contains(&resp.status) {
+                        return Err(Skip::new(
+                            SkipReason::HttpStatus,
+                            format!("HTTP status {}", resp.status),
+                        ));
+                    }
+                    page_body(resp.body, resp.content_type.as_deref())
+                }),
+            "resource" if h.target_uri.as_deref().is_some_and(is_crawler_metadata) => {
+                Err(Skip::new(
+                    SkipReason::WarcRecordType,
+                    "a resource record of the crawler's own metadata holds no page",
+                ))
+            }
+            "resource" => page_body(block, h.content_type.as_deref()),
+            other => Err(Skip::new(
+                SkipReason::WarcRecordType,
+                format!("a {other:?} record holds no page"),
+            )),
+        };
+        match body {
+            Err(skip) => on(Item::Skipped(Skipped {
+                at: at(offset),
+                record: Some(
+                    h.record_id
+                        .clone()
+                        .unwrap_or_else(|| "without WARC-Record-ID".into()),
+                ),
+                id: h.record_id.clone(),
+                skip,
+                bytes,
+                fields: Vec::new(),
+            })),
+            Ok(body) => on(Item::Document(Document {
+                id: h
+                    .record_id
+                    .filter(|id| super::jsonl::id_is_clean(id))
+                    .map(Cow::Owned),
+                url: h.target_uri.map(Cow::Owned),
+                body,
+                lang: None,
+                location: at(offset),
+                attributes: Attributes {
+                    bytes,
+                    timestamp: h.date.map(Cow::Owned),
+                },
+            })),
+        }
     }
 }
 

@@ -71,12 +71,12 @@ impl FeatureConfig {
     }
 
     /// Checks the options, naming the bad value.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> crate::error::Result<()> {
         if !(1..=MAX_SHINGLE).contains(&self.shingle) {
-            return Err(format!(
+            return Err(crate::error::Error::Config(format!(
                 "shingle must be between 1 and {MAX_SHINGLE}, got {}",
                 self.shingle
-            ));
+            )));
         }
         Ok(())
     }
@@ -416,7 +416,7 @@ fn fold(window: &[u64]) -> u64 {
 /// every input bit reaches every output bit.
 #[inline]
 fn finish(core: u64, len: usize) -> u64 {
-    crate::group::mix64(core ^ TOKEN_SEED ^ (len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    crate::hashing::mix64(core ^ TOKEN_SEED ^ (len as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// Calls `emit` with the hash of every shingle occurrence of `text` and returns the number of tokens.

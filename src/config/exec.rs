@@ -1,12 +1,13 @@
 //! How a run is laid out: worker threads per process, processes, and the cluster's addresses; and
-//! starting timely on them ([`Exec::start`]), after the cluster handshake of [`cluster`].
-
-pub mod cluster;
+//! starting timely on them ([`Exec::start`]), after the cluster handshake of
+//! [`crate::exchange::cluster`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context};
+use crate::error::{IoContext, Result};
+use crate::exchange::cluster;
+use crate::{bail, ensure};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::ProcessBuilder;
 use timely::communication::{AllocatorBuilder, Hooks};
@@ -51,9 +52,9 @@ pub fn cores() -> usize {
 }
 
 /// Reads a hostfile: one `host:port` per line; blank lines and `#` comments are ignored.
-pub fn read_hostfile(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
+pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading hostfile {}", path.display()))?;
+        .io_context(|| format!("reading hostfile {}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -66,6 +67,7 @@ pub fn read_hostfile(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
             .is_none()
         {
             bail!(
+                Config,
                 "{}:{}: expected host:port, got {line:?}",
                 path.display(),
                 i + 1
@@ -84,35 +86,40 @@ impl Exec {
 
     /// Checks the layout: at least one worker, at most [`MAX_WORKERS_PER_CORE`] per core, a valid
     /// process index, a hostfile only with several processes.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        ensure!(self.workers >= 1, "workers must be at least 1");
+    pub fn validate(&self) -> Result<()> {
+        ensure!(self.workers >= 1, Config, "workers must be at least 1");
         let most = MAX_WORKERS_PER_CORE * cores();
         ensure!(
-            self.workers <= most,
+            self.workers <= most, Config,
             "{} worker threads on a machine with {} core(s): at most {most} ({MAX_WORKERS_PER_CORE}              per core); more only adds channels and memory. Use --processes on more machines to              go wider",
             self.workers,
             cores()
         );
-        ensure!(self.processes >= 1, "processes must be at least 1");
+        ensure!(self.processes >= 1, Config, "processes must be at least 1");
         ensure!(
             self.process < self.processes,
+            Config,
             "process index {} is out of range for {} processes",
             self.process,
             self.processes
         );
         if self.processes == 1 && (self.hostfile.is_some() || self.process != 0) {
-            bail!("--process and --hostfile need --processes greater than 1");
+            bail!(
+                Config,
+                "--process and --hostfile need --processes greater than 1"
+            );
         }
         Ok(())
     }
 
     /// The cluster's addresses, one per process.
-    pub fn addresses(&self) -> anyhow::Result<Vec<String>> {
+    pub fn addresses(&self) -> Result<Vec<String>> {
         Ok(match &self.hostfile {
             Some(path) => {
                 let hosts = read_hostfile(path)?;
                 ensure!(
                     hosts.len() >= self.processes,
+                    Config,
                     "hostfile {} lists {} hosts for {} processes",
                     path.display(),
                     hosts.len(),
@@ -132,8 +139,8 @@ impl Exec {
     pub fn start(
         &self,
         plan: &str,
-        checks: impl FnOnce() -> anyhow::Result<()>,
-    ) -> anyhow::Result<(Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>)> {
+        checks: impl FnOnce() -> Result<()>,
+    ) -> Result<(Vec<AllocatorBuilder>, Box<dyn std::any::Any + Send>)> {
         self.validate()?;
         let hooks = Hooks::default();
         if self.processes == 1 {
@@ -165,7 +172,7 @@ impl Exec {
         );
         let (builders, guard) =
             initialize_networking_from_sockets(locals, sockets, self.process, self.workers, hooks)
-                .context("starting the cluster's network threads")?;
+                .io_context(|| "starting the cluster's network threads".into())?;
         let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
         Ok((builders, Box::new(guard)))
     }

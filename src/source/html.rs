@@ -17,6 +17,10 @@
 use std::borrow::Cow;
 
 use encoding_rs::Encoding;
+
+use super::document::{Attributes, Body, Document, Item, Skipped};
+use super::files::{InputFile, Split};
+use super::{Location, Skip, SkipReason};
 use scraper::{node::Node, Html};
 
 /// What to do with page boilerplate (navigation, headers, footers, ads).
@@ -451,6 +455,50 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
         text.push_str(&block.text);
     }
     PageText { text, lang }
+}
+
+/// Reads one HTML file as one page (id = its path).
+pub fn read_page_file(
+    file: &InputFile,
+    split: &Split,
+    max_record_bytes: usize,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    use std::io::Read;
+    let id = file.path.display().to_string();
+    let at = Location {
+        file: split.file as u32,
+        offset: 0,
+        line: None,
+    };
+    let mut bytes = Vec::new();
+    let read = super::lines::open_stream(file)
+        .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        let skip = Skip::new(SkipReason::ReadError, format!("cannot read: {e}"));
+        return on(Item::Skipped(Skipped::at(at, skip, 0)));
+    }
+    let size = bytes.len() as u64;
+    if bytes.len() > max_record_bytes {
+        let message = format!("page exceeds max_record_bytes={max_record_bytes}");
+        let mut skipped = Skipped::at(at, Skip::new(SkipReason::TooLarge, message), size);
+        skipped.id = Some(id);
+        return on(Item::Skipped(skipped));
+    }
+    on(Item::Document(Document {
+        id: Some(Cow::Owned(id)),
+        url: None,
+        body: Body::Html {
+            bytes: Cow::Owned(bytes),
+            charset: None,
+        },
+        lang: None,
+        location: at,
+        attributes: Attributes {
+            bytes: size,
+            timestamp: None,
+        },
+    }))
 }
 
 #[cfg(test)]

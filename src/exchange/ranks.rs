@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-use crate::dataflow::{all_gather, gather, shuffle};
-use crate::summary::Location;
+use super::{all_gather, gather, shuffle};
+use crate::source::Location;
 
 /// Ids sampled per worker for the splitters.
 const SAMPLES: usize = 64;

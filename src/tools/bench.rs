@@ -10,13 +10,15 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::dataflow::{all_gather, table_rounds};
-use crate::exec::Exec;
-use crate::features::FeatureConfig;
-use crate::input::{discover, Fields, InputFile};
-use crate::pipeline::{execute, Plan, Source, SourceKind};
+use crate::candidates::tables::{self, TableLayout};
+use crate::config::job::InputSpec;
+use crate::config::{Exec, JobSpec, Overrides, Plan};
+use crate::ensure;
+use crate::error::{Error, IoContext, Result};
+use crate::exchange::{all_gather, rounds};
+use crate::run::execute;
 use crate::summary::{peak_rss_bytes, reset_peak_rss};
-use crate::tables::{self, TableLayout};
+use crate::tools::gen;
 
 /// One measured configuration.
 #[derive(Clone, Debug, Serialize)]
@@ -62,16 +64,20 @@ pub fn pairs(
     layout: &str,
     runs: usize,
     seed: u64,
-) -> anyhow::Result<Row> {
+) -> Result<Row> {
     // One value in ten is a planted distance-0 duplicate: generate an eighth more, keep n distinct
     // (in a pseudo-random order, so the cut is unbiased), then add the hot group.
-    let mut fps = crate::gen::fingerprints(n + n / 8 + 16, seed, 5, 10);
+    let mut fps = gen::fingerprints(n + n / 8 + 16, seed, 5, 10);
     fps.sort_unstable();
     fps.dedup();
-    anyhow::ensure!(fps.len() >= n, "generated too few distinct fingerprints");
-    fps.sort_unstable_by_key(|&x| crate::group::mix64(x));
+    ensure!(
+        fps.len() >= n,
+        Internal,
+        "generated too few distinct fingerprints"
+    );
+    fps.sort_unstable_by_key(|&x| crate::hashing::mix64(x));
     fps.truncate(n);
-    let mut rng = crate::gen::Rng::new(seed ^ 0x407);
+    let mut rng = gen::Rng::new(seed ^ 0x407);
     fps.extend((0..hot).map(|_| 0x5a5a_0000_0000_0000 | (rng.next_u64() >> 16)));
     fps.sort_unstable();
     fps.dedup();
@@ -79,7 +85,7 @@ pub fn pairs(
     let layout = if layout == "auto" {
         tables::plan(3, distinct as u64).layout
     } else {
-        TableLayout::parse(layout, 3).map_err(anyhow::Error::msg)?
+        TableLayout::parse(layout, 3)?
     };
     let fps = Arc::new(fps);
     reset_peak_rss();
@@ -101,17 +107,17 @@ pub fn pairs(
                 let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
                 all_gather(worker, ()); // start together
                 let start = Instant::now();
-                let out = table_rounds(worker, &layout, 1, mine);
+                let out = rounds::run(worker, &layout, 1, mine, |_, _| {});
                 let counts = all_gather(worker, out.pairs.len() as u64);
                 (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
             },
         )
-        .map_err(anyhow::Error::msg)?;
+        .map_err(Error::Internal)?;
         let results: Vec<_> = guards
             .join()
             .into_iter()
-            .collect::<Result<_, _>>()
-            .map_err(anyhow::Error::msg)?;
+            .collect::<std::result::Result<_, _>>()
+            .map_err(Error::Internal)?;
         times.push(results.iter().map(|r| r.0).fold(0.0, f64::max));
         found = results[0].1;
     }
@@ -136,42 +142,34 @@ pub fn pairs(
 }
 
 /// Reading and fingerprinting a JSONL file on `workers` threads (fingerprints written to `scratch`).
-pub fn fingerprint(
-    input: &Path,
-    workers: usize,
-    runs: usize,
-    scratch: &Path,
-) -> anyhow::Result<Row> {
+pub fn fingerprint(input: &Path, workers: usize, runs: usize, scratch: &Path) -> Result<Row> {
     // Every generated document counts, however short.
-    let content = crate::pipeline::ContentOptions {
-        min_tokens: 1,
-        ..Default::default()
-    };
-    let kind = SourceKind::Jsonl {
-        fields: Fields::default(),
-        features: FeatureConfig::default(),
-        content,
-    };
-    read_and_fingerprint("fingerprint", input, kind, workers, runs, scratch)
+    read_and_fingerprint(
+        "fingerprint",
+        input,
+        "jsonl",
+        Some(1),
+        workers,
+        runs,
+        scratch,
+    )
 }
 
 /// Reading WARC files, parsing HTML, extracting main content and fingerprinting it, on `workers`
 /// threads. MB/s counts the bytes of the (compressed) files.
-pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> anyhow::Result<Row> {
-    let kind = SourceKind::Warc {
-        features: FeatureConfig::default(),
-        content: Default::default(),
-    };
-    read_and_fingerprint("warc", input, kind, workers, runs, scratch)
+pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> Result<Row> {
+    read_and_fingerprint("warc", input, "warc", None, workers, runs, scratch)
 }
 
 /// The same corpus with one record in ten made unusable: cycling through a truncated line
 /// (invalid_json), the text field renamed (missing_text), an id with a tab (bad_id), and a text of
 /// three words (too_short). All but the last keep the record's size, so the reader does the same
 /// work on them as on good records. Returns how many records were broken.
-pub fn break_every_tenth(clean: &Path, out: &Path) -> anyhow::Result<u64> {
+pub fn break_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
     use std::io::BufRead;
-    let reader = std::io::BufReader::new(std::fs::File::open(clean)?);
+    let reader = std::io::BufReader::new(
+        std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
+    );
     let mut broken = 0;
     crate::output::write_file(out, |w| {
         for (i, line) in reader.lines().enumerate() {
@@ -201,19 +199,14 @@ pub fn whole_fingerprint_run(
     workers: usize,
     runs: usize,
     scratch: &Path,
-) -> anyhow::Result<Row> {
-    let kind = SourceKind::Jsonl {
-        fields: Fields::default(),
-        features: FeatureConfig::default(),
-        content: Default::default(),
-    };
-    let files = discover(&[input.to_path_buf()], kind.dir_extensions())?;
-    let bytes: u64 = files.iter().map(|f| f.size).sum();
-    reset_peak_rss();
+) -> Result<Row> {
     let mut times = Vec::new();
     let mut summary = None;
+    let mut bytes = 0;
+    reset_peak_rss();
     for _ in 0..runs {
-        let plan = fingerprint_plan(&kind, &files, workers, scratch);
+        let plan = fingerprint_plan(input, "jsonl", None, workers, scratch)?;
+        bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         let s = execute(plan)?.expect("one process");
         times.push(s.seconds.total);
         summary = Some(s);
@@ -236,9 +229,8 @@ pub fn whole_fingerprint_run(
 }
 
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
-pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let bytes = std::fs::read(sample).with_context(|| format!("reading {}", sample.display()))?;
+pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> Result<()> {
+    let bytes = std::fs::read(sample).io_context(|| format!("reading {}", sample.display()))?;
     crate::output::write_file(out, |w| {
         for _ in 0..copies {
             w.write_all(&bytes)?;
@@ -247,50 +239,46 @@ pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> anyhow::Result<()
     })
 }
 
-/// A `fingerprint` run of `files` on `workers` threads, its output in `scratch`.
+/// The plan of `neardup fingerprint --input INPUT --format FORMAT [--min-tokens N]` on `workers`
+/// threads, its output in `scratch`: built as the command builds it.
 fn fingerprint_plan(
-    kind: &SourceKind,
-    files: &[InputFile],
+    input: &Path,
+    format: &str,
+    min_tokens: Option<usize>,
     workers: usize,
     scratch: &Path,
-) -> Plan {
-    Plan {
-        command: "fingerprint".into(),
-        source: Source {
-            kind: kind.clone(),
-            files: files.to_vec(),
-            max_record_bytes: crate::job::DEFAULT_MAX_RECORD_BYTES,
-            split_bytes: crate::job::DEFAULT_SPLIT_MIB << 20,
+) -> Result<Plan> {
+    let mut spec = JobSpec::new(InputSpec::new(vec![input.to_path_buf()], format));
+    spec.content.min_tokens = min_tokens;
+    spec.output.fingerprints = Some("bench-fingerprints.tsv".into());
+    spec.validate(
+        Path::new("."),
+        Overrides {
+            command: "fingerprint".into(),
+            workers: Some(workers),
+            out_dir: Some(scratch.to_path_buf()),
+            ..Overrides::default()
         },
-        fingerprints_out: Some(scratch.join("bench-fingerprints.tsv")),
-        skipped_out: None,
-        pairs: None,
-        summary_out: None,
-        protected: Vec::new(),
-        exec: Exec {
-            workers,
-            ..Exec::default()
-        },
-        verbose: false,
-    }
+    )
 }
 
 /// The read + fingerprint stage over `input` (fingerprints written to `scratch`).
 fn read_and_fingerprint(
     stage: &str,
     input: &Path,
-    kind: SourceKind,
+    format: &str,
+    min_tokens: Option<usize>,
     workers: usize,
     runs: usize,
     scratch: &Path,
-) -> anyhow::Result<Row> {
-    let files = discover(&[input.to_path_buf()], kind.dir_extensions())?;
-    let bytes: u64 = files.iter().map(|f| f.size).sum();
+) -> Result<Row> {
     reset_peak_rss();
     let mut times = Vec::new();
     let mut docs = 0;
+    let mut bytes = 0;
     for _ in 0..runs {
-        let plan = fingerprint_plan(&kind, &files, workers, scratch);
+        let plan = fingerprint_plan(input, format, min_tokens, workers, scratch)?;
+        bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         let summary = execute(plan)?.expect("one process");
         times.push(summary.seconds.read_fingerprint);
         docs = summary.documents.processed;
@@ -342,7 +330,7 @@ impl Machine {
 }
 
 /// Prints the rows as a Markdown table and writes `DIR/NAME.json` and `DIR/NAME.md`.
-pub fn report(rows: &[Row], dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+pub fn report(rows: &[Row], dir: &Path, name: &str) -> Result<PathBuf> {
     let machine = Machine::probe();
     let mut md = format!(
         "Machine: {} ({} logical CPUs), neardup {}; medians of {} run(s).\n\n",
@@ -374,9 +362,12 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
         );
     }
     print!("{md}");
-    std::io::stdout().flush()?;
+    std::io::stdout()
+        .flush()
+        .io_context(|| "writing the report".into())?;
     let json =
-        serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))?;
+        serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))
+            .map_err(|e| Error::Internal(format!("report: {e}")))?;
     crate::output::write_file(&dir.join(format!("{name}.json")), |w| writeln!(w, "{json}"))?;
     let md_path = dir.join(format!("{name}.md"));
     crate::output::write_file(&md_path, |w| w.write_all(md.as_bytes()))?;

@@ -14,7 +14,8 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use crate::bail;
+use crate::error::{Error, IoContext, Result};
 
 /// Opens every handshake; changed when the hello's layout changes.
 const MAGIC: &[u8; 8] = b"NEARDUP\x02";
@@ -58,18 +59,25 @@ fn send_hello(s: &mut TcpStream, hello: &Hello) -> io::Result<()> {
     write_frame(s, &serde_json::to_vec(hello)?)
 }
 
-fn read_hello(s: &mut TcpStream, peer: &str) -> anyhow::Result<Hello> {
+fn read_hello(s: &mut TcpStream, peer: &str) -> Result<Hello> {
     let mut magic = [0u8; 8];
     s.read_exact(&mut magic)
-        .with_context(|| format!("no handshake from {peer}"))?;
+        .io_context(|| format!("no handshake from {peer}"))?;
     if &magic != MAGIC {
         bail!(
+            Cluster,
             "{peer} is not a neardup process of this version (a different program, or a neardup \
              with another cluster protocol, is listening there)"
         );
     }
-    let frame = read_frame(s).with_context(|| format!("reading the handshake of {peer}"))?;
-    serde_json::from_slice(&frame).with_context(|| format!("bad handshake from {peer}"))
+    let frame = read_frame(s).io_context(|| format!("reading the handshake of {peer}"))?;
+    serde_json::from_slice(&frame)
+        .map_err(|e| Error::Cluster(format!("bad handshake from {peer}: {e}")))
+}
+
+/// A network error while forming the cluster.
+fn net(e: io::Error) -> Error {
+    Error::Cluster(format!("network error while forming the cluster: {e}"))
 }
 
 /// The first line where two plans differ, for the message.
@@ -120,7 +128,7 @@ fn mismatch(me: &Hello, peer: &Hello) -> Option<String> {
 }
 
 /// Connects to `addr` until `deadline`, retrying refused connections and failed name lookups.
-fn connect(addr: &str, deadline: Instant) -> anyhow::Result<TcpStream> {
+fn connect(addr: &str, deadline: Instant) -> Result<TcpStream> {
     let mut last: String;
     loop {
         let attempt = addr
@@ -148,7 +156,7 @@ fn connect(addr: &str, deadline: Instant) -> anyhow::Result<TcpStream> {
             Err(e) => e,
         };
         if Instant::now() >= deadline {
-            bail!("{last}");
+            bail!(Cluster, "{last}");
         }
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -163,8 +171,8 @@ pub fn form(
     workers: usize,
     plan: &str,
     timeout: Duration,
-    checks: impl FnOnce() -> anyhow::Result<()>,
-) -> anyhow::Result<Vec<Option<TcpStream>>> {
+    checks: impl FnOnce() -> Result<()>,
+) -> Result<Vec<Option<TcpStream>>> {
     let n = addresses.len();
     let deadline = Instant::now() + timeout;
     let hello = Hello {
@@ -174,31 +182,32 @@ pub fn form(
         workers,
         plan: plan.to_string(),
     };
-    let listener = TcpListener::bind(&addresses[me]).with_context(|| {
+    let listener = TcpListener::bind(&addresses[me]).io_context(|| {
         format!(
             "process {me} cannot listen on {} (its line in the hostfile)",
             addresses[me]
         )
     })?;
-    listener.set_nonblocking(true)?;
+    listener.set_nonblocking(true).map_err(net)?;
     let mut sockets: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let mut problems: Vec<String> = Vec::new();
     let secs = timeout.as_secs_f64();
     // Lower-numbered processes: connect, send our hello, read theirs.
     for (p, addr) in addresses.iter().enumerate().take(me) {
         let mut s = connect(addr, deadline).map_err(|e| {
-            anyhow::anyhow!(
+            Error::Cluster(format!(
                 "process {me} could not reach process {p} at {addr} within {secs:.0} s ({e}); is \
                  it running, and is the hostfile right? (--connect-timeout sets the wait)"
-            )
+            ))
         })?;
-        s.set_nodelay(true)?;
+        s.set_nodelay(true).map_err(net)?;
         s.set_read_timeout(Some(
             deadline
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_secs(1)),
-        ))?;
-        send_hello(&mut s, &hello)?;
+        ))
+        .map_err(net)?;
+        send_hello(&mut s, &hello).map_err(net)?;
         let peer = read_hello(&mut s, &format!("process {p} at {addr}"))?;
         if peer.process != p {
             problems.push(format!(
@@ -214,21 +223,22 @@ pub fn form(
     while waiting > 0 {
         match listener.accept() {
             Ok((mut s, from)) => {
-                s.set_nonblocking(false)?;
-                s.set_nodelay(true)?;
+                s.set_nonblocking(false).map_err(net)?;
+                s.set_nodelay(true).map_err(net)?;
                 s.set_read_timeout(Some(
                     deadline
                         .saturating_duration_since(Instant::now())
                         .max(Duration::from_secs(1)),
-                ))?;
+                ))
+                .map_err(net)?;
                 let peer = match read_hello(&mut s, &format!("the connection from {from}")) {
                     Ok(h) => h,
                     Err(e) => {
-                        eprintln!("neardup: ignoring a connection: {e:#}");
+                        eprintln!("neardup: ignoring a connection: {e}");
                         continue;
                     }
                 };
-                send_hello(&mut s, &hello)?;
+                send_hello(&mut s, &hello).map_err(net)?;
                 let p = peer.process;
                 if p <= me || p >= n || sockets[p].is_some() {
                     problems.push(format!(
@@ -248,6 +258,7 @@ pub fn form(
                         .map(|p| format!("{p} ({})", addresses[p]))
                         .collect();
                     bail!(
+                        Cluster,
                         "process {me} waited {secs:.0} s for process(es) {} to connect; are they \
                          running with the same hostfile? (--connect-timeout sets the wait)",
                         missing.join(", ")
@@ -255,39 +266,40 @@ pub fn form(
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(e) => return Err(e).context("accepting a connection"),
+            Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
         }
     }
     // Local checks, then everyone's verdict.
     if problems.is_empty() {
         if let Err(e) = checks() {
-            problems.push(format!("{e:#}"));
+            problems.push(e.to_string());
         }
     }
     let verdict = problems.first().cloned().unwrap_or_default();
     for s in sockets.iter_mut().flatten() {
-        write_frame(s, verdict.as_bytes())?;
+        write_frame(s, verdict.as_bytes()).map_err(net)?;
     }
     let mut refusals = Vec::new();
     for (p, s) in sockets.iter_mut().enumerate() {
         if let Some(s) = s {
-            let v = read_frame(s).with_context(|| format!("process {p} left during start-up"))?;
+            let v = read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
             if !v.is_empty() {
                 refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
             }
         }
     }
     if let Some(p) = problems.first() {
-        bail!("{p}");
+        bail!(Cluster, "{p}");
     }
     if !refusals.is_empty() {
         bail!(
+            Cluster,
             "another process refused to start, so this one stops too: {}",
             refusals.join("; ")
         );
     }
     for s in sockets.iter_mut().flatten() {
-        s.set_read_timeout(None)?;
+        s.set_read_timeout(None).map_err(net)?;
     }
     Ok(sockets)
 }

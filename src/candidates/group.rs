@@ -1,112 +1,7 @@
-//! Grouping: collapse identical fingerprints, compare inside a table's groups, expand fingerprint pairs
-//! into document pairs. Pure functions; `dataflow` moves the data between workers.
+//! Grouping inside a round: records ordered by their key with an LSD radix sort, compared within runs
+//! of equal key, and hot groups (many records sharing a key) split by the pigeonhole once more.
 
-use crate::tables::TableLayout;
-
-/// splitmix64's finalizer: spreads raw prefix bits over all 64 bits before routing.
-#[inline]
-pub fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
-/// The worker that owns a fingerprint's group of documents.
-#[inline]
-pub fn owner(simhash: u64, peers: usize) -> u64 {
-    mix64(simhash) % peers as u64
-}
-
-/// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
-/// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
-/// the documents' global ranks in a run.
-#[derive(Clone, Debug)]
-pub struct Groups<T = String> {
-    /// Distinct fingerprints, ascending.
-    pub fps: Vec<u64>,
-    /// Offsets into `ids`, one more than `fps`.
-    pub starts: Vec<usize>,
-    /// Member ids, group by group.
-    pub ids: Vec<T>,
-}
-
-impl<T: Ord> Groups<T> {
-    /// Groups `(simhash, id)` records.
-    pub fn build(mut records: Vec<(u64, T)>) -> Groups<T> {
-        records.sort_unstable();
-        let mut g = Groups {
-            fps: Vec::new(),
-            starts: Vec::new(),
-            ids: Vec::with_capacity(records.len()),
-        };
-        for (fp, id) in records {
-            if g.fps.last() != Some(&fp) {
-                g.fps.push(fp);
-                g.starts.push(g.ids.len());
-            }
-            g.ids.push(id);
-        }
-        g.starts.push(g.ids.len());
-        g
-    }
-
-    /// Number of distinct fingerprints.
-    pub fn len(&self) -> usize {
-        self.fps.len()
-    }
-
-    /// True if there are no documents.
-    pub fn is_empty(&self) -> bool {
-        self.fps.is_empty()
-    }
-
-    /// Members of group `g`.
-    pub fn members(&self, g: usize) -> &[T] {
-        &self.ids[self.starts[g]..self.starts[g + 1]]
-    }
-
-    /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint
-    /// is `key(item)` (empty if absent). Items are sorted by key and matched by one linear merge with
-    /// the groups, not a binary search each: the lookups of millions of pairs stay sequential.
-    pub fn join<I>(&self, mut items: Vec<I>, key: impl Fn(&I) -> u64, mut f: impl FnMut(&[T], I)) {
-        items.sort_unstable_by_key(&key);
-        let mut g = 0;
-        for item in items {
-            let k = key(&item);
-            while g < self.fps.len() && self.fps[g] < k {
-                g += 1;
-            }
-            let members = if self.fps.get(g) == Some(&k) {
-                self.members(g)
-            } else {
-                &[]
-            };
-            f(members, item);
-        }
-    }
-}
-
-/// Orders a document pair so that the first id is the smaller.
-#[inline]
-pub fn ordered<T: Ord>(a: T, b: T, d: u8) -> (T, T, u8) {
-    if a <= b {
-        (a, b, d)
-    } else {
-        (b, a, d)
-    }
-}
-
-/// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
-pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
-    for g in 0..groups.len() {
-        let m = groups.members(g);
-        for i in 0..m.len() {
-            for j in i + 1..m.len() {
-                emit(&m[i], &m[j]);
-            }
-        }
-    }
-}
+use super::tables::TableLayout;
 
 /// Orders `v` by its leading `p` bits (1..=64), so that each table group is a contiguous run; the
 /// lower bits keep their input order. LSD radix over digits of at most 11 bits, all histograms taken
@@ -267,47 +162,11 @@ fn compare_subdivided(
     comparisons
 }
 
-/// Brute force: every pair of `(id, simhash)` records within `k`, ordered and sorted. The oracle the
-/// dataflow is tested against.
-pub fn brute_force_pairs(docs: &[(String, u64)], k: u32) -> Vec<(String, String, u8)> {
-    let mut out = Vec::new();
-    for i in 0..docs.len() {
-        for j in i + 1..docs.len() {
-            let d = (docs[i].1 ^ docs[j].1).count_ones();
-            if d <= k {
-                out.push(ordered(docs[i].0.clone(), docs[j].0.clone(), d as u8));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn groups_collect_identical_fingerprints() {
-        let g: Groups = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
-        assert_eq!(g.fps, vec![3, 5]);
-        assert_eq!(g.members(1), ["a", "b"]);
-        let mut seen = Vec::new();
-        g.join(
-            vec![4u64, 5, 3],
-            |&k| k,
-            |members, k| seen.push((k, members.to_vec())),
-        );
-        let want: Vec<(u64, Vec<String>)> = vec![
-            (3, vec!["x".into()]),
-            (4, vec![]),
-            (5, vec!["a".into(), "b".into()]),
-        ];
-        assert_eq!(seen, want);
-        let mut pairs = Vec::new();
-        exact_pairs(&g, |a, b| pairs.push((a.clone(), b.clone())));
-        assert_eq!(pairs, vec![("a".to_string(), "b".to_string())]);
-    }
+    use crate::candidates::tables::TableLayout;
+    use crate::hashing::mix64;
 
     #[test]
     fn radix_grouping_orders_by_leading_bits_and_keeps_the_multiset() {

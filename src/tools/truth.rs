@@ -1,12 +1,16 @@
 //! Ground truth: exact Jaccard similarity of 5-token shingle sets, all pairs, no sketching.
 //!
 //! A pair is a true near-duplicate when `|A ∩ B| / |A ∪ B| >= threshold` (0.8 by default) over the sets
-//! of 5-token shingles (the tokenization of [`crate::features`]). Used to compute the expected pairs of
+//! of 5-token shingles (the tokenization of [`crate::text`]). Used to compute the expected pairs of
 //! `data-samples/` and to score precision and recall; exact, so only for corpora of thousands.
 
 use std::collections::HashMap;
 
-use crate::features::{for_each_shingle, FeatureConfig, Scratch};
+use crate::config::Inputs;
+use crate::source::html::{self, Boilerplate};
+use crate::source::{Body, Item, SkipReason, Split};
+use crate::summary::Counters;
+use crate::text::{for_each_shingle, FeatureConfig, Scratch};
 
 /// Tokens per shingle in the truth definition.
 pub const TRUTH_SHINGLE: usize = 5;
@@ -79,58 +83,51 @@ pub fn similar_pairs(docs: &[(String, Vec<u64>)], threshold: f64) -> Vec<(String
     out
 }
 
-/// Reads JSON Lines documents (single-threaded) into `(id, shingle set)`, skipping bad records
-/// with the same reasons as the pipeline.
+/// Reads every document of `inputs` (single-threaded, with the run's readers, so skips are the
+/// run's) into `(id, shingle set)`: texts as they are, HTML pages as the text `boilerplate` leaves.
+/// The first record with an id keeps it, as in a run.
 pub fn load_sets(
-    files: &[crate::input::InputFile],
-    fields: &crate::input::Fields,
-    counters: &mut crate::summary::Counters,
+    inputs: &Inputs,
+    boilerplate: Boilerplate,
+    counters: &mut Counters,
 ) -> Vec<(String, Vec<u64>)> {
-    use crate::input::{parse_jsonl_doc, read_split, LineEvent, Split};
-    use crate::summary::SkipReason;
     let mut out = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let whole = Split::whole(i);
-        let result = read_split(
+    let mut seen = std::collections::HashSet::new();
+    for (i, file) in inputs.files.iter().enumerate() {
+        let split = Split::whole(i);
+        inputs.format.read_split(
             file,
-            &whole,
-            crate::job::DEFAULT_MAX_RECORD_BYTES,
-            |event| match event {
-                LineEvent::Line { bytes, offset, .. }
-                    if !bytes.iter().all(u8::is_ascii_whitespace) =>
-                {
-                    match parse_jsonl_doc(bytes, fields) {
-                        Ok(doc) => {
-                            let set = shingle_set(&doc.text);
-                            if set.is_empty() {
-                                counters.tally(SkipReason::NoTokens);
-                            } else {
-                                counters.read += 1;
-                                counters.processed += 1;
-                                let id = doc.id.map_or_else(
-                                    || format!("{}@{offset}", file.path.display()),
-                                    |c| c.into_owned(),
-                                );
-                                out.push((id, set));
-                            }
+            &split,
+            inputs.max_record_bytes,
+            &mut |item| match item {
+                Item::Blank => counters.blank_lines += 1,
+                Item::Skipped(s) => counters.tally(s.skip.reason),
+                Item::Document(doc) => {
+                    let text = match &doc.body {
+                        Body::Text(t) => t.to_string(),
+                        Body::Html { bytes, charset } => {
+                            let decoded = html::decode(bytes, charset.as_deref());
+                            html::page_text(&decoded.text, boilerplate).text
                         }
-                        Err(skip) => {
-                            counters.tally(skip.reason);
-                        }
+                        Body::Simhash(_) => return counters.tally(SkipReason::MissingText),
+                    };
+                    let set = shingle_set(&text);
+                    let id = doc.id.map_or_else(
+                        || format!("{}@{}", file.path.display(), doc.location.offset),
+                        |c| c.into_owned(),
+                    );
+                    if set.is_empty() {
+                        counters.tally(SkipReason::NoTokens);
+                    } else if !seen.insert(id.clone()) {
+                        counters.tally(SkipReason::DuplicateId);
+                    } else {
+                        counters.read += 1;
+                        counters.processed += 1;
+                        out.push((id, set));
                     }
-                }
-                LineEvent::Line { .. } => counters.blank_lines += 1,
-                LineEvent::TooLong { .. } => {
-                    counters.tally(SkipReason::TooLarge);
-                }
-                LineEvent::ReadError { .. } => {
-                    counters.tally(SkipReason::ReadError);
                 }
             },
         );
-        if result.is_err() {
-            counters.tally(SkipReason::ReadError);
-        }
     }
     out
 }

@@ -1,0 +1,109 @@
+//! Candidates: which sketches are compared, in rounds, so that every near pair is found exactly once
+//! without comparing all pairs.
+//!
+//! A scheme ([`Candidates`]) gives every distinct sketch one keyed record per round; records are
+//! exchanged by key, and each group of equal keys is compared where it lands. A pair is emitted only
+//! in the *first* round whose key it shares, which the scheme decides from the two records alone, so
+//! no global deduplication is needed. Manku's block-permutation tables for simhash are one scheme
+//! ([`tables`]); MinHash LSH bands will be another, with a band key per round.
+
+pub mod group;
+pub mod tables;
+
+use serde::{Deserialize, Serialize};
+
+pub use group::CompareStats;
+pub use tables::TableLayout;
+
+/// How near the two sides of a pair are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Score {
+    /// Distance of the sketches (Hamming bits for simhash).
+    pub distance: u8,
+}
+
+/// Two items (fingerprints, or document ranks) with `a < b`, and their score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Pair<T = u64> {
+    /// The smaller side.
+    pub a: T,
+    /// The larger side.
+    pub b: T,
+    /// How near they are.
+    pub score: Score,
+}
+
+impl<T: Ord> Pair<T> {
+    /// The pair of `x` and `y` in either order, at `distance`.
+    #[inline]
+    pub fn new(x: T, y: T, distance: u8) -> Pair<T> {
+        let score = Score { distance };
+        if x <= y {
+            Pair { a: x, b: y, score }
+        } else {
+            Pair { a: y, b: x, score }
+        }
+    }
+}
+
+/// A candidate scheme: keyed records per round, grouping by key, and a comparison that emits each
+/// qualifying pair only in its first colliding round.
+pub trait Candidates {
+    /// What one distinct sketch sends in a round (for simhash tables: the permuted fingerprint,
+    /// key first).
+    type Record: timely::ExchangeData + Clone;
+
+    /// Number of rounds (tables, bands).
+    fn rounds(&self) -> usize;
+
+    /// The record `sketch` sends in `round`.
+    fn record(&self, round: usize, sketch: u64) -> Self::Record;
+
+    /// A well-mixed hash of the record's key (or of a prefix every round keys on), so equal keys
+    /// always meet on one worker and in one part of a round.
+    fn route(&self, record: &Self::Record) -> u64;
+
+    /// Compares the records of `round` that met here (in any order; reordered in place, with
+    /// `scratch` for room) and emits every pair of sketches that qualifies and first collides in
+    /// this round.
+    fn compare(
+        &self,
+        round: usize,
+        records: &mut Vec<Self::Record>,
+        scratch: &mut Vec<Self::Record>,
+        emit: &mut dyn FnMut(Pair),
+    ) -> CompareStats;
+}
+
+impl Candidates for TableLayout {
+    type Record = u64;
+
+    fn rounds(&self) -> usize {
+        self.tables.len()
+    }
+
+    #[inline]
+    fn record(&self, round: usize, sketch: u64) -> u64 {
+        self.tables[round].permute(sketch)
+    }
+
+    /// Routes on the leading bits that every table keeps in its key, so a group never straddles
+    /// workers.
+    #[inline]
+    fn route(&self, px: &u64) -> u64 {
+        crate::hashing::mix64(px >> (64 - self.route_bits()))
+    }
+
+    fn compare(
+        &self,
+        round: usize,
+        records: &mut Vec<u64>,
+        scratch: &mut Vec<u64>,
+        emit: &mut dyn FnMut(Pair),
+    ) -> CompareStats {
+        group::sort_by_leading_bits(records, self.tables[round].p, scratch);
+        group::compare_sorted(self, round, records, self.k, |x, y, d| {
+            emit(Pair::new(x, y, d as u8))
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! The rounds dataflow: the round is the timely timestamp; in round r every worker sends one record
+//! per distinct sketch, records are exchanged by their key's route, and once the frontier passes r
+//! each worker compares the groups that met on it. Only one round's records (or one part of them)
+//! are in memory at a time.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::{Capability, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle};
+use timely::worker::Worker;
+
+use super::BATCH;
+use crate::candidates::{Candidates, CompareStats, Pair};
+use crate::hashing::mix64;
+
+/// The pairs a worker found in the rounds, and what comparing cost.
+#[derive(Default)]
+pub struct RoundsOutput {
+    /// Sketch pairs, each on exactly one worker.
+    pub pairs: Vec<Pair>,
+    /// Comparison statistics summed over this worker's groups.
+    pub stats: CompareStats,
+}
+
+/// The part of a round a record belongs to, from its route (so a group is never split).
+#[inline]
+fn part_of(route: u64, parts: u32) -> u64 {
+    mix64(route ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
+}
+
+/// Runs `parts` rounds per round of `candidates` over this worker's distinct `sketches` (round
+/// `r * parts + j` carries the records of part j of round r; more parts, less memory per round).
+/// `on_round(done, total)` is called after each.
+pub fn run<C>(
+    worker: &mut Worker,
+    candidates: &C,
+    parts: u32,
+    sketches: &[u64],
+    mut on_round: impl FnMut(u64, u64),
+) -> RoundsOutput
+where
+    C: Candidates + Clone + 'static,
+{
+    let parts = parts.max(1);
+    let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
+    let sink = Rc::clone(&found);
+    let shared = candidates.clone();
+    let router = candidates.clone();
+    let peers = worker.peers() as u64;
+    let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<C::Record>>> = InputHandle::new();
+    let probe = ProbeHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        input
+            .to_stream(scope)
+            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(move |r: &C::Record| router.route(r) % peers),
+                "CompareGroups",
+                move |_, _| {
+                    let mut stash: Vec<(Capability<u64>, Vec<C::Record>)> = Vec::new();
+                    let mut scratch: Vec<C::Record> = Vec::new();
+                    move |(input, frontier), output| {
+                        input.for_each_stamp(|cap, data| {
+                            let Some(cap) = cap.retain_least(output.output_index()) else {
+                                return;
+                            };
+                            let at = match stash.iter().position(|(c, _)| c.time() == cap.time()) {
+                                Some(i) => i,
+                                None => {
+                                    stash.push((cap, Vec::new()));
+                                    stash.len() - 1
+                                }
+                            };
+                            for batch in data {
+                                stash[at].1.append(batch);
+                            }
+                        });
+                        stash.retain_mut(|(cap, records)| {
+                            if frontier.less_equal(cap.time()) {
+                                return true;
+                            }
+                            let round = (*cap.time() / parts as u64) as usize;
+                            let mut out = sink.borrow_mut();
+                            let RoundsOutput { pairs, stats } = &mut *out;
+                            let s = shared
+                                .compare(round, records, &mut scratch, &mut |p| pairs.push(p));
+                            stats.comparisons += s.comparisons;
+                            stats.largest_group = stats.largest_group.max(s.largest_group);
+                            false
+                        });
+                    }
+                },
+            )
+            .probe_with(&probe);
+    });
+    let mut batch = Vec::with_capacity(BATCH);
+    let total = candidates.rounds() as u64 * parts as u64;
+    for r in 0..total {
+        let (round, part) = ((r / parts as u64) as usize, r % parts as u64);
+        for &sketch in sketches {
+            let record = candidates.record(round, sketch);
+            if parts > 1 && part_of(candidates.route(&record), parts) != part {
+                continue;
+            }
+            batch.push(record);
+            if batch.len() == BATCH {
+                input.send_batch(&mut batch);
+                batch.clear();
+                worker.step();
+            }
+        }
+        input.send_batch(&mut batch);
+        batch.clear();
+        input.advance_to(r + 1);
+        worker.step_or_park_while(None, || probe.less_than(input.time()));
+        on_round(r + 1, total);
+    }
+    drop(input);
+    while worker.has_dataflows() {
+        worker.step_or_park(None);
+    }
+    let out = std::mem::take(&mut *found.borrow_mut());
+    out
+}

@@ -1,0 +1,400 @@
+//! A whole run: every worker calls the stages of [`crate::stages`] in the same order with the same
+//! plan; [`execute`] forms the cluster, prepares the outputs before anything is read, runs the
+//! workers and commits the output set with the summary last.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use timely::worker::Worker;
+
+use crate::candidates::tables;
+use crate::config::{Inputs, LayoutChoice, Plan};
+use crate::error::{Error, Result};
+use crate::exchange::{all_gather, gather, rounds};
+use crate::output::OutputSet;
+use crate::progress::{Reporter, PROGRESS};
+use crate::source::{plan_splits, Format, SkipReason};
+use crate::stages::{collapse, expand, rank, read, write};
+use crate::summary::{
+    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
+    LineTable, PairSummary, SkipNote, StageTimes, Summary,
+};
+
+/// Per-worker facts gathered at the end.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct WorkerReport {
+    counters: Counters,
+    process: usize,
+    peak_rss: u64,
+    comparisons: u64,
+    largest_group: u64,
+}
+
+/// The files of a run and the lines before each split: what a skip note needs to be rendered.
+struct Places {
+    files: Vec<String>,
+    lines: LineTable,
+}
+
+/// Prints the first skip messages per reason among `notes` of all workers, in input order, so the
+/// messages are the same whatever the number of workers; worker 0 prints them and keeps them for
+/// the summary in `shown`.
+fn show_notes(worker: &mut Worker, notes: &[SkipNote], places: &Places, shown: &mut Vec<String>) {
+    let mine: Vec<SkipNote> = first_notes(notes).into_iter().cloned().collect();
+    let all = gather(worker, mine);
+    for note in first_notes(&all) {
+        let text = note.render(&places.files, &places.lines);
+        eprintln!("warning: {text}");
+        shown.push(text);
+    }
+}
+
+/// Why a run in which no record could be used stops, with what to change.
+fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
+    if c.read == 0 {
+        return format!(
+            "the inputs hold no record ({} file(s) of {} bytes in all): nothing to do",
+            inputs.files.len(),
+            inputs.files.iter().map(|f| f.size).sum::<u64>()
+        );
+    }
+    let (reason, n) = c
+        .skipped
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(r, n)| (*r, *n))
+        .unwrap_or((SkipReason::ReadError, 0));
+    let hint = match (reason, &inputs.format) {
+        (SkipReason::MissingText, Format::Jsonl(fields)) => {
+            let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
+            format!(
+                "no record has a string in the field {:?}{}{}; set [input] text_field \
+                 (--text-field) to the field that holds the text",
+                fields.text,
+                fields
+                    .html
+                    .as_ref()
+                    .map(|h| format!(" or {h:?}"))
+                    .unwrap_or_default(),
+                if seen.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (fields seen: {})", seen.join(", "))
+                }
+            )
+        }
+        (SkipReason::InvalidJson | SkipReason::InvalidUtf8, _) => {
+            "the records are not JSON objects, one per line, in UTF-8: is this the right input, \
+             and the right [input] format (--format)?"
+                .into()
+        }
+        (SkipReason::TooShort, _) => {
+            "every document has fewer tokens than [content] min_tokens (--min-tokens); lower it \
+             if such short documents should be compared"
+                .into()
+        }
+        (SkipReason::BadId, _) => {
+            "no record has a usable id: set [input] id_field (--id-field) to a field of string or \
+             number ids, or remove it to number records by their position"
+                .into()
+        }
+        (SkipReason::Language, _) => {
+            "no document declares a language listed in [content] languages".into()
+        }
+        (SkipReason::NotHtml | SkipReason::WarcRecordType | SkipReason::HttpStatus, _) => {
+            "the WARC files hold no HTML or text page with a 2xx response".into()
+        }
+        (SkipReason::BadFingerprint, _) => {
+            "is this a fingerprints file written by `neardup fingerprint`?".into()
+        }
+        _ => "see the messages above".into(),
+    };
+    format!(
+        "no record could be used: all {} record(s) were skipped, most as {reason} ({n}): {hint}",
+        c.read
+    )
+}
+
+/// What worker 0 returns: the summary; other workers return `None`.
+pub type WorkerResult = Result<Option<Summary>>;
+
+/// The whole run, as executed by one worker. `outputs` is the output set, on worker 0 of process 0.
+pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
+    let started = Instant::now();
+    let (me, peers) = (worker.index(), worker.peers());
+    let leader = me == 0;
+    let writer = outputs.filter(|_| leader);
+    // The first worker of each process moves that process's progress bar along.
+    let local_lead = me % plan.exec.workers == 0;
+    let enter = |stage: usize| {
+        if local_lead {
+            PROGRESS.stage(stage);
+        }
+    };
+    let mut times = StageTimes::default();
+    let mut lap = Instant::now();
+    let mut stage = |slot: &mut f64| {
+        *slot = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+    };
+    // An output that fails to write is remembered, and the workers go on to the final barrier.
+    let mut first_error: Option<Error> = None;
+    let mut keep = |r: Result<()>| {
+        if let Err(e) = r {
+            first_error.get_or_insert(e);
+        }
+    };
+
+    // read
+    let inputs = &plan.inputs;
+    let splits = plan_splits(
+        &inputs.files,
+        peers,
+        inputs.split_bytes,
+        inputs.format.split_mode(),
+    );
+    let mut counters = Counters::new(plan.outputs.skipped.is_some());
+    let (docs, split_lines) = read::read(
+        inputs,
+        &plan.features,
+        &plan.content,
+        &splits[me],
+        &mut counters,
+        &mut |bytes| PROGRESS.read_one(bytes),
+    );
+    PROGRESS.flush_read();
+    let places = Places {
+        files: inputs
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect(),
+        lines: LineTable::new(all_gather(worker, split_lines).concat()),
+    };
+    let mut shown = Vec::new();
+    show_notes(worker, &counters.notes, &places, &mut shown);
+    stage(&mut times.read_fingerprint);
+
+    // rank (and duplicate ids)
+    let before = counters.notes.len();
+    let rank::RankOutput { keyed, ranked } = rank::rank(
+        worker,
+        docs,
+        plan.outputs.fingerprints.is_some(),
+        &mut counters,
+    );
+    show_notes(worker, &counters.notes[before..], &places, &mut shown);
+    // A run in which no record could be used is an error, on every worker alike.
+    let light = Counters {
+        notes: Vec::new(),
+        ..counters.clone()
+    };
+    let mut totals = Counters::default();
+    for c in all_gather(worker, light) {
+        totals.merge(c);
+    }
+    if totals.processed == 0 {
+        return Err(Error::Input(nothing_usable(&totals, inputs)));
+    }
+    stage(&mut times.rank);
+
+    if plan.outputs.fingerprints.is_some() {
+        keep(write::fingerprints(worker, &ranked, writer));
+    }
+    stage(&mut times.write_fingerprints);
+
+    let mut fingerprints = None;
+    let mut layout_summary = None;
+    let mut pair_summary = None;
+    let mut comparisons = 0;
+    let mut largest_group = 0;
+    if let Some(stage_plan) = &plan.pairs {
+        enter(1);
+        let (groups, total) = collapse::collapse(worker, keyed);
+        fingerprints = Some(FingerprintSummary {
+            distinct: total.distinct,
+            exact_duplicate_groups: total.groups,
+            documents_in_exact_groups: total.docs_in_groups,
+            largest_exact_group: total.largest,
+        });
+        stage(&mut times.collapse);
+
+        // layout: every worker computes the same plan from the same global count
+        let (layout, reasoning) = match &stage_plan.layout {
+            LayoutChoice::Fixed(l) => (l.clone(), None),
+            LayoutChoice::Auto => {
+                let p = tables::plan(stage_plan.k, total.distinct);
+                (p.layout, Some(p.reasoning))
+            }
+        };
+        tables::check_selectivity(&layout, total.distinct, stage_plan.max_candidates)?;
+        let budget = stage_plan.memory_budget;
+        let parts = tables::parts_per_table(total.distinct, plan.exec.processes, budget);
+        let memory = format!(
+            "one table round needs ~{} MiB per process; budget {} MiB: {parts} part(s) per table",
+            (total.distinct * tables::BYTES_PER_RECORD_IN_ROUND)
+                .div_ceil(plan.exec.processes as u64)
+                >> 20,
+            budget >> 20
+        );
+        let reasoning = match reasoning {
+            Some(r) => format!("{r}; {memory}"),
+            None => memory,
+        };
+        if leader && plan.verbose {
+            eprintln!("{reasoning}");
+        }
+        layout_summary = Some(LayoutSummary {
+            name: layout.name(),
+            design: layout.design.to_string(),
+            k: stage_plan.k,
+            tables: layout.tables.len(),
+            parts_per_table: parts,
+            p_min: layout.min_p(),
+            p_max: layout.tables.iter().map(|t| t.p).max().unwrap_or(0),
+            auto_reasoning: Some(reasoning),
+        });
+
+        // rounds
+        enter(2);
+        let found = rounds::run(worker, &layout, parts, &groups.fps, |done, total| {
+            PROGRESS.round(done, total)
+        });
+        comparisons = found.stats.comparisons;
+        largest_group = found.stats.largest_group;
+        stage(&mut times.tables);
+
+        // expand fingerprint pairs into document pairs
+        enter(3);
+        let collapse = plan.outputs.exact_groups.is_some();
+        let pairs = expand::expand(worker, &groups, found.pairs, collapse);
+        let exact = collapse.then(|| expand::exact_groups(&groups));
+        drop(groups);
+        stage(&mut times.expand);
+
+        enter(4);
+        match write::pairs(worker, &ranked, pairs, exact, stage_plan.k, writer) {
+            Ok(by_distance) => {
+                pair_summary = Some(PairSummary {
+                    total: by_distance.iter().sum(),
+                    by_distance,
+                    comparisons: 0,
+                    largest_group: 0,
+                })
+            }
+            Err(e) => keep(Err(e)),
+        }
+        stage(&mut times.write_pairs);
+    }
+    drop(ranked);
+
+    // skipped-records output, in input order
+    if plan.outputs.skipped.is_some() {
+        let rows = std::mem::take(&mut counters.notes)
+            .iter()
+            .map(|n| n.row(&places.files, &places.lines))
+            .collect();
+        keep(write::skipped(worker, rows, writer));
+    }
+    counters.notes.clear();
+
+    // Gather every worker's accounting (also the final barrier: no worker leaves early).
+    let report = WorkerReport {
+        counters,
+        process: me / plan.exec.workers,
+        peak_rss: peak_rss_bytes(),
+        comparisons,
+        largest_group,
+    };
+    let reports = gather(worker, vec![report]);
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    if !leader {
+        return Ok(None);
+    }
+    let mut merged = Counters::default();
+    let mut peak = vec![0u64; plan.exec.processes];
+    let (mut comparisons, mut largest_group) = (0, 0);
+    for r in reports {
+        merged.merge(r.counters);
+        peak[r.process] = peak[r.process].max(r.peak_rss);
+        comparisons += r.comparisons;
+        largest_group = largest_group.max(r.largest_group);
+    }
+    if let Some(p) = &mut pair_summary {
+        p.comparisons = comparisons;
+        p.largest_group = largest_group;
+    }
+    times.total = started.elapsed().as_secs_f64();
+    Ok(Some(Summary {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: plan.command.clone(),
+        inputs: places.files,
+        workers: plan.exec.workers,
+        processes: plan.exec.processes,
+        documents: DocumentSummary::from_counters(&merged, shown),
+        fingerprints,
+        layout: layout_summary,
+        pairs: pair_summary,
+        seconds: times,
+        peak_memory_bytes_by_process: peak,
+        outputs: Default::default(),
+    }))
+}
+
+/// Runs `plan` on the threads and processes it names: forms the cluster, prepares the outputs
+/// (process 0) before anything is read, runs every worker, and commits the output set with the
+/// summary last. Returns the summary in process 0, `None` in the others. On any error nothing is
+/// committed: earlier outputs stay as they were and no staged file is left.
+pub fn execute(plan: Plan) -> Result<Option<Summary>> {
+    let mut outputs = None;
+    let (builders, others) = plan.exec.start(&plan.describe(), || {
+        if plan.exec.process == 0 {
+            outputs = Some(OutputSet::prepare(
+                &plan.outputs.requests(),
+                &plan.protected_paths(),
+            )?);
+        }
+        Ok(())
+    })?;
+    let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
+    let plan = Arc::new(plan);
+    let _bars = Reporter::start(plan.inputs.files.iter().map(|f| f.size).sum());
+    let (p, o) = (Arc::clone(&plan), outputs.clone());
+    let guards = timely::execute::execute_from(
+        builders,
+        others,
+        timely::WorkerConfig::default(),
+        move |worker| run_worker(worker, &p, o.as_deref()),
+    )
+    .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
+    let mut summary = None;
+    let mut error = None;
+    for result in guards.join() {
+        match result {
+            Ok(Ok(Some(s))) => summary = Some(s),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                error.get_or_insert(e);
+            }
+            Err(panic) => {
+                error.get_or_insert(Error::Internal(format!("a worker panicked: {panic}")));
+            }
+        }
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let (Some(mut summary), Some(set)) = (summary, outputs) else {
+        return Ok(None);
+    };
+    let set = Arc::try_unwrap(set)
+        .map_err(|_| Error::Internal("the output set is still in use".into()))?;
+    summary.outputs = set.written();
+    let mut json = serde_json::to_vec_pretty(&summary)
+        .map_err(|e| Error::Internal(format!("summary: {e}")))?;
+    json.push(b'\n');
+    set.commit(Some(&json))?;
+    Ok(Some(summary))
+}

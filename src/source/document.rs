@@ -1,0 +1,91 @@
+//! What every source yields: a [`Document`] or a counted skip, each with the place it was read.
+
+use std::borrow::Cow;
+
+use super::{Location, Skip};
+
+/// A record read from any source, borrowing from the reader's buffer where it can.
+#[derive(Debug)]
+pub struct Document<'a> {
+    /// The id the record gives (`None`: the run names it `PATH@OFFSET`).
+    pub id: Option<Cow<'a, str>>,
+    /// Its URL, if the record has one.
+    pub url: Option<Cow<'a, str>>,
+    /// What it says.
+    pub body: Body<'a>,
+    /// The language the record declares (a JSONL field; an HTML page's own `<html lang>` is read
+    /// with the page).
+    pub lang: Option<Cow<'a, str>>,
+    /// Where the record starts, to name it in messages and to read it again.
+    pub location: Location,
+    /// Facts a keep policy chooses by.
+    pub attributes: Attributes<'a>,
+}
+
+/// A document's content.
+#[derive(Debug)]
+pub enum Body<'a> {
+    /// Plain text.
+    Text(Cow<'a, str>),
+    /// An HTML page, undecoded, with the charset its transport declared (HTTP header, JSONL).
+    Html {
+        /// The page's bytes.
+        bytes: Cow<'a, [u8]>,
+        /// The declared charset, if any.
+        charset: Option<Cow<'a, str>>,
+    },
+    /// A simhash computed earlier (a fingerprints file).
+    Simhash(u64),
+}
+
+/// Facts about a record that later stages may choose by.
+#[derive(Clone, Debug, Default)]
+pub struct Attributes<'a> {
+    /// Size of the record as read (the line, the WARC block, the HTML file), in bytes.
+    pub bytes: u64,
+    /// Its date or time as written: `WARC-Date`, or the JSONL timestamp field.
+    pub timestamp: Option<Cow<'a, str>>,
+}
+
+/// A record that was not used, with where and why.
+#[derive(Debug)]
+pub struct Skipped {
+    /// Where it starts.
+    pub at: Location,
+    /// Its WARC record id, named in messages instead of a line.
+    pub record: Option<String>,
+    /// Its id where it is known.
+    pub id: Option<String>,
+    /// Why.
+    pub skip: Skip,
+    /// Its size as read, in bytes.
+    pub bytes: u64,
+    /// For a JSONL record without the text field: its field names (for the first few), so a run
+    /// where no record has the field can say which fields there are.
+    pub fields: Vec<String>,
+}
+
+/// One step of reading a split.
+#[derive(Debug)]
+pub enum Item<'a> {
+    /// A document.
+    Document(Document<'a>),
+    /// A record that cannot be used.
+    Skipped(Skipped),
+    /// An empty line between records (not a record).
+    Blank,
+}
+
+impl Skipped {
+    /// A skip at `at` for `reason`, without id.
+    pub fn at(at: Location, skip: Skip, bytes: u64) -> Skipped {
+        Skipped {
+            at,
+            record: None,
+            id: None,
+            skip,
+            bytes,
+            fields: Vec::new(),
+        }
+    }
+}

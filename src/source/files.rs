@@ -1,0 +1,381 @@
+//! Input files: finding them (files, directories, globs; each file once, a run's own outputs left
+//! out), detecting their compression, and cutting them into splits among the workers.
+//!
+//! Every process plans the same splits from the same (sorted) file list, and worker `w` reads the
+//! splits assigned to it. Plain files are cut into byte ranges; a range owns the records that *start*
+//! inside it, so every record is read exactly once whatever the cut. Compressed files (gzip, zstd;
+//! detected by their magic bytes) are read whole by one worker, except `.warc.gz` files, which are
+//! cut at gzip members.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+
+/// How a file is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// Plain bytes: splittable.
+    None,
+    /// gzip (possibly several members).
+    Gzip,
+    /// zstd.
+    Zstd,
+}
+
+/// One input file.
+#[derive(Clone, Debug)]
+pub struct InputFile {
+    /// Path as found (relative paths stay relative to the working directory).
+    pub path: PathBuf,
+    /// Size on disk in bytes.
+    pub size: u64,
+    /// Detected compression.
+    pub compression: Compression,
+}
+
+/// A piece of one file: the lines that start at byte offsets in `start..end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Index of the split in the plan (files in order, then byte ranges in order).
+    pub id: u32,
+    /// Index into the file list.
+    pub file: usize,
+    /// First byte (inclusive).
+    pub start: u64,
+    /// Last byte (exclusive); `u64::MAX` for a whole file.
+    pub end: u64,
+}
+
+impl Split {
+    /// The whole of file `file` as one split (whose id is the file's index).
+    pub fn whole(file: usize) -> Split {
+        Split {
+            id: file as u32,
+            file,
+            start: 0,
+            end: u64::MAX,
+        }
+    }
+}
+
+pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
+    let mut magic = [0u8; 4];
+    let mut f = File::open(path)?;
+    let mut got = 0;
+    while got < 4 {
+        match f.read(&mut magic[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(match &magic[..got] {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [0x28, 0xb5, 0x2f, 0xfd] => Compression::Zstd,
+        _ => Compression::None,
+    })
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            walk(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// File name endings a directory walk picks up for documents (each also with `.gz`, `.zst`, `.zstd`).
+pub const DOCUMENT_EXTENSIONS: &[&str] = &["jsonl", "json", "ndjson"];
+/// File name endings a directory walk picks up for WARC files.
+pub const WARC_EXTENSIONS: &[&str] = &["warc", "arc"];
+/// File name endings a directory walk picks up for HTML pages.
+pub const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
+/// File name endings a directory walk picks up for fingerprints files.
+pub const FINGERPRINT_EXTENSIONS: &[&str] = &["tsv", "jsonl", "json", "ndjson"];
+
+/// True if `path`'s extension (under an optional compression suffix) is one of `exts`.
+fn has_extension(path: &Path, exts: &[&str]) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let name = ["gz", "zst", "zstd"]
+        .iter()
+        .find_map(|c| name.strip_suffix(&format!(".{c}")))
+        .unwrap_or(&name);
+    exts.iter().any(|e| name.ends_with(&format!(".{e}")))
+}
+
+/// Expands files, directories and glob patterns into a sorted, de-duplicated file list. Directories
+/// are walked recursively (hidden entries skipped) and contribute the files whose name ends in one of
+/// `dir_exts` (optionally compressed); files and glob matches are taken as given. A path that does not
+/// exist, or a pattern or directory that yields no file, is an error.
+pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> Result<Vec<InputFile>> {
+    discover_excluding(specs, dir_exts, &[])
+}
+
+/// [`discover`], leaving out of directory walks and glob matches the files in `exclude` (a run's own
+/// outputs, which an earlier run may have written into an input directory). A file given twice,
+/// under any name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
+pub fn discover_excluding(
+    specs: &[PathBuf],
+    dir_exts: &[&str],
+    exclude: &[PathBuf],
+) -> Result<Vec<InputFile>> {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let excluded: Vec<(u64, u64)> = exclude.iter().filter_map(|p| identity(p)).collect();
+    let mut left_out = Vec::new();
+    let mut keep = |p: PathBuf, paths: &mut Vec<PathBuf>| {
+        if identity(&p).is_some_and(|id| excluded.contains(&id)) {
+            left_out.push(p);
+        } else {
+            paths.push(p);
+        }
+    };
+    let mut paths = Vec::new();
+    for spec in specs {
+        let s = spec.to_string_lossy();
+        if is_glob(&s) {
+            let before = paths.len();
+            let options = glob::MatchOptions {
+                require_literal_leading_dot: true,
+                ..Default::default()
+            };
+            for entry in glob::glob_with(&s, options)
+                .map_err(|e| Error::Config(format!("bad glob pattern {s:?}: {e}")))?
+            {
+                let p =
+                    entry.map_err(|e| Error::Input(format!("reading a match of {s:?}: {e}")))?;
+                if p.is_file() {
+                    keep(p, &mut paths);
+                }
+            }
+            crate::ensure!(
+                paths.len() > before,
+                Input,
+                "input pattern {s:?} matches no file"
+            );
+        } else if spec.is_dir() {
+            let before = paths.len();
+            let mut found = Vec::new();
+            walk(spec, &mut found)
+                .io_context(|| format!("listing directory {}", spec.display()))?;
+            for p in found.into_iter().filter(|p| has_extension(p, dir_exts)) {
+                keep(p, &mut paths);
+            }
+            crate::ensure!(
+                paths.len() > before,
+                Input,
+                "input directory {} holds no .{} file",
+                spec.display(),
+                dir_exts.join("/.")
+            );
+        } else if spec.is_file() {
+            paths.push(spec.clone());
+        } else {
+            crate::bail!(Input, "input {} does not exist", spec.display());
+        }
+    }
+    for p in left_out {
+        eprintln!(
+            "neardup: not reading {}: it is an output of this run",
+            p.display()
+        );
+    }
+    paths.sort();
+    paths.dedup();
+    let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(&path).io_context(|| format!("reading {}", path.display()))?;
+        let id = (meta.dev(), meta.ino());
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            eprintln!(
+                "neardup: {} is the same file as {}; it is read once",
+                path.display(),
+                first.display()
+            );
+            continue;
+        }
+        seen.push((id, path.clone()));
+        let compression = sniff(&path).io_context(|| format!("opening {}", path.display()))?;
+        files.push(InputFile {
+            size: meta.len(),
+            path,
+            compression,
+        });
+    }
+    Ok(files)
+}
+
+/// How the files of an input may be cut among workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitMode {
+    /// Plain files are cut into byte ranges, each owning the lines that start in it; compressed
+    /// files are read whole.
+    Lines,
+    /// gzip files are cut into byte ranges, each owning the gzip members that start in it (a
+    /// `.warc.gz` has one member per record); other files are read whole.
+    GzipMembers,
+    /// Every file is read whole by one worker.
+    Whole,
+}
+
+/// Smallest byte range a plain file is cut into.
+const MIN_SPLIT: u64 = 4096;
+
+/// Cuts the files into splits and assigns them to `peers` workers, balancing bytes.
+///
+/// A plain file is cut into pieces of at most `split_bytes`, and into at least four pieces per worker
+/// when it is large enough, so one huge file still keeps every worker busy and the greedy assignment
+/// evens out (three 64 MiB pieces and a 29 MiB one would leave two workers at 128 and 93 MiB). The assignment is greedy (largest split
+/// to the least loaded worker, ties by index) and depends only on the file list, so every process
+/// computes the same plan.
+pub fn plan_splits(
+    files: &[InputFile],
+    peers: usize,
+    split_bytes: u64,
+    mode: SplitMode,
+) -> Vec<Vec<Split>> {
+    let mut splits = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let splittable = match mode {
+            SplitMode::Lines => f.compression == Compression::None,
+            SplitMode::GzipMembers => f.compression == Compression::Gzip,
+            SplitMode::Whole => false,
+        };
+        if !splittable || f.size <= MIN_SPLIT {
+            splits.push((
+                f.size,
+                Split {
+                    id: splits.len() as u32,
+                    file: i,
+                    start: 0,
+                    end: u64::MAX,
+                },
+            ));
+            continue;
+        }
+        let piece = split_bytes
+            .min(f.size.div_ceil(4 * peers as u64))
+            .max(MIN_SPLIT);
+        let mut start = 0;
+        while start < f.size {
+            let end = (start + piece).min(f.size);
+            let end = if end == f.size { u64::MAX } else { end };
+            splits.push((
+                end.min(f.size) - start,
+                Split {
+                    id: splits.len() as u32,
+                    file: i,
+                    start,
+                    end,
+                },
+            ));
+            start = end.min(f.size);
+        }
+    }
+    splits.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.file.cmp(&b.1.file))
+            .then(a.1.start.cmp(&b.1.start))
+    });
+    let mut load = vec![0u64; peers];
+    let mut out = vec![Vec::new(); peers];
+    for (size, split) in splits {
+        let w = (0..peers)
+            .min_by_key(|&w| (load[w], w))
+            .expect("at least one worker");
+        load[w] += size.max(1);
+        out[w].push(split);
+    }
+    for list in &mut out {
+        list.sort_by_key(|s| (s.file, s.start));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        InputFile {
+            size: content.len() as u64,
+            compression: sniff(&path).unwrap(),
+            path,
+        }
+    }
+
+    #[test]
+    fn plans_cover_files_and_balance() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = plain_file(dir.path(), "big.jsonl", &vec![b'\n'; 100_000]);
+        let small = plain_file(dir.path(), "small.jsonl", b"{}\n");
+        let files = vec![big, small];
+        for peers in [1, 2, 3, 4] {
+            let plan = plan_splits(&files, peers, 1 << 30, SplitMode::Lines);
+            assert_eq!(plan.len(), peers);
+            assert!(
+                plan.iter().all(|p| !p.is_empty()),
+                "peers {peers}: {plan:?}"
+            );
+            let mut ranges: Vec<Split> =
+                plan.concat().into_iter().filter(|s| s.file == 0).collect();
+            ranges.sort_by_key(|s| s.start);
+            assert_eq!(ranges[0].start, 0);
+            assert_eq!(ranges.last().unwrap().end, u64::MAX);
+            for w in ranges.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+        }
+    }
+
+    #[test]
+    fn directories_contribute_record_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "a.jsonl",
+            "b.json.gz",
+            "c.ndjson.zst",
+            "README.md",
+            "pairs.tsv",
+            ".hidden.jsonl",
+        ] {
+            std::fs::write(dir.path().join(name), b"{}\n").unwrap();
+        }
+        let names = |exts: &[&str]| -> Vec<String> {
+            discover(&[dir.path().to_path_buf()], exts)
+                .unwrap()
+                .iter()
+                .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names(DOCUMENT_EXTENSIONS),
+            ["a.jsonl", "b.json.gz", "c.ndjson.zst"]
+        );
+        assert_eq!(
+            names(FINGERPRINT_EXTENSIONS),
+            ["a.jsonl", "b.json.gz", "c.ndjson.zst", "pairs.tsv"]
+        );
+        assert!(discover(&[dir.path().join("nope")], DOCUMENT_EXTENSIONS).is_err());
+    }
+}

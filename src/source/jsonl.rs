@@ -1,0 +1,454 @@
+//! JSON Lines records: the wanted fields (id, text or HTML, url, language, timestamp) taken from
+//! each object without building the others; exact ids; a counted skip for everything else.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+use super::document::{Attributes, Body, Document, Item, Skipped};
+use super::files::{InputFile, Split};
+use super::{Skip, SkipReason};
+
+/// Field names of a JSON Lines document.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Fields {
+    /// Field holding the document id (string or number).
+    pub id: String,
+    /// Field holding the text.
+    pub text: String,
+    /// Optional field holding the URL.
+    pub url: Option<String>,
+    /// Optional field holding a whole HTML page; a record that has it is parsed as HTML (its text
+    /// field is then not needed).
+    pub html: Option<String>,
+    /// Optional field holding a language tag, for the language filter.
+    pub lang: Option<String>,
+    /// Optional field holding the record's date or time (a string or number, compared as
+    /// written), for a keep policy that prefers the newest or oldest copy.
+    pub timestamp: Option<String>,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Fields {
+            id: "id".into(),
+            text: "text".into(),
+            url: Some("url".into()),
+            html: None,
+            lang: None,
+            timestamp: None,
+        }
+    }
+}
+
+/// A parsed document, borrowing from its line where it can.
+#[derive(Debug)]
+pub struct RawDoc<'a> {
+    /// The id, if the record has one.
+    pub id: Option<Cow<'a, str>>,
+    /// The URL, if the record has one.
+    pub url: Option<Cow<'a, str>>,
+    /// The text (or, if [`RawDoc::is_html`], the HTML page).
+    pub text: Cow<'a, str>,
+    /// True if `text` came from the HTML field.
+    pub is_html: bool,
+    /// The language tag, if the record has one.
+    pub lang: Option<Cow<'a, str>>,
+    /// The timestamp field as written (a number in its JSON form), if the record has one.
+    pub timestamp: Option<Cow<'a, str>>,
+}
+
+/// A string that borrows from the input when it has no escapes.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de> de::Deserialize<'de> for Str<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A field value we want as text: strings as they are, numbers in their JSON form, anything else
+/// recorded as the wrong type.
+enum Scalar<'a> {
+    Text(Cow<'a, str>),
+    Number(String),
+    Null,
+    Other(&'static str),
+}
+
+impl<'de> de::Deserialize<'de> for Scalar<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Scalar<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Scalar::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Scalar::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Scalar::Text(Cow::Owned(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Scalar::Number(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Scalar::Other("a boolean"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other("an array"))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other("an object"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An id field: like [`Scalar`], but a number keeps its exact JSON text (`1.0`, `1e2` and
+/// `123456789012345678901234567890` stay as written), so two ids are equal only if written alike.
+struct IdValue<'a>(Scalar<'a>);
+
+impl<'de> de::Deserialize<'de> for IdValue<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: &'de serde_json::value::RawValue = de::Deserialize::deserialize(d)?;
+        let text = raw.get();
+        Ok(IdValue(match text.as_bytes().first() {
+            Some(b'"') => Scalar::Text(
+                serde_json::from_str::<Str<'de>>(text)
+                    .map_err(de::Error::custom)?
+                    .0,
+            ),
+            Some(b'-' | b'0'..=b'9') => Scalar::Number(text.to_owned()),
+            Some(b'n') => Scalar::Null,
+            Some(b't' | b'f') => Scalar::Other("a boolean"),
+            Some(b'[') => Scalar::Other("an array"),
+            _ => Scalar::Other("an object"),
+        }))
+    }
+}
+
+/// The wanted fields of one record (id, text, url, HTML, language, timestamp); the others are
+/// skipped without being built.
+struct Wanted<'a> {
+    id: Option<Scalar<'a>>,
+    url: Option<Scalar<'a>>,
+    text: Option<Scalar<'a>>,
+    html: Option<Scalar<'a>>,
+    lang: Option<Scalar<'a>>,
+    timestamp: Option<Scalar<'a>>,
+}
+
+struct RecordSeed<'f>(&'f Fields);
+
+impl<'de> DeserializeSeed<'de> for RecordSeed<'_> {
+    type Value = Wanted<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RecordSeed<'_> {
+    type Value = Wanted<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut w = Wanted {
+            id: None,
+            url: None,
+            text: None,
+            html: None,
+            lang: None,
+            timestamp: None,
+        };
+        while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
+            if key == self.0.text {
+                w.text = Some(map.next_value()?);
+            } else if key == self.0.id {
+                w.id = Some(map.next_value::<IdValue>()?.0);
+            } else if self.0.url.as_deref() == Some(&*key) {
+                w.url = Some(map.next_value()?);
+            } else if self.0.html.as_deref() == Some(&*key) {
+                w.html = Some(map.next_value()?);
+            } else if self.0.lang.as_deref() == Some(&*key) {
+                w.lang = Some(map.next_value()?);
+            } else if self.0.timestamp.as_deref() == Some(&*key) {
+                w.timestamp = Some(map.next_value::<IdValue>()?.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(w)
+    }
+}
+
+/// True if an id can be written to TSV output unchanged and read back as one field of one line: not
+/// empty, and no control character (tab, newline, NUL, U+0085 ...) nor Unicode line or paragraph
+/// separator (U+2028, U+2029), which some readers take for a line break.
+pub fn id_is_clean(id: &str) -> bool {
+    !id.is_empty()
+        && !id
+            .chars()
+            .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+}
+
+/// Parses one JSON Lines record.
+pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>, Skip> {
+    let text = std::str::from_utf8(line).map_err(|e| {
+        Skip::new(
+            SkipReason::InvalidUtf8,
+            format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()),
+        )
+    })?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let wanted = RecordSeed(fields)
+        .deserialize(&mut de)
+        .and_then(|w| de.end().map(|_| w))
+        .map_err(|e| {
+            Skip::new(
+                SkipReason::InvalidJson,
+                format!(
+                    "invalid JSON: {}",
+                    e.to_string().replace(" at line 1 column ", " at column ")
+                ),
+            )
+        })?;
+    let (field, value, is_html) = match wanted.html {
+        Some(Scalar::Text(html)) => (
+            fields.html.as_deref().unwrap_or_default(),
+            Some(Scalar::Text(html)),
+            true,
+        ),
+        _ => (fields.text.as_str(), wanted.text, false),
+    };
+    let text = match value {
+        Some(Scalar::Text(t)) => t,
+        Some(Scalar::Number(_)) => {
+            return Err(Skip::new(
+                SkipReason::MissingText,
+                format!("field {field:?} is a number, not a string"),
+            ))
+        }
+        Some(Scalar::Other(kind)) => {
+            return Err(Skip::new(
+                SkipReason::MissingText,
+                format!("field {field:?} is {kind}, not a string"),
+            ))
+        }
+        None | Some(Scalar::Null) => {
+            return Err(Skip::new(
+                SkipReason::MissingText,
+                match &fields.html {
+                    Some(html) => format!("no field {:?} or {html:?}", fields.text),
+                    None => format!("no field {:?}", fields.text),
+                },
+            ))
+        }
+    };
+    let id = match wanted.id {
+        Some(Scalar::Text(id)) if id_is_clean(&id) => Some(id),
+        Some(Scalar::Number(id)) => Some(Cow::Owned(id)),
+        Some(Scalar::Text(_)) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                "id is empty or contains a control character or line separator",
+            ))
+        }
+        Some(Scalar::Other(kind)) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                format!("field {:?} is {kind}", fields.id),
+            ))
+        }
+        None | Some(Scalar::Null) => None,
+    };
+    let url = match wanted.url {
+        Some(Scalar::Text(u)) => Some(u),
+        _ => None,
+    };
+    let timestamp = match wanted.timestamp {
+        Some(Scalar::Text(t)) => Some(t),
+        Some(Scalar::Number(n)) => Some(Cow::Owned(n)),
+        _ => None,
+    };
+    let lang = match wanted.lang {
+        Some(Scalar::Text(l)) => Some(l),
+        _ => None,
+    };
+    Ok(RawDoc {
+        id,
+        url,
+        text,
+        is_html,
+        lang,
+        timestamp,
+    })
+}
+
+/// Reads the records of one split of a JSON Lines file; returns the lines that start in it. A record
+/// with an `html` field is an HTML page, other records are text.
+pub fn read_split(
+    file: &InputFile,
+    split: &Split,
+    fields: &Fields,
+    max_record_bytes: usize,
+    on: &mut dyn FnMut(Item<'_>),
+) -> u64 {
+    let mut noted = 0;
+    super::lines::read_records(file, split, max_record_bytes, on, |line, at, on| {
+        let bytes = line.len() as u64 + 1;
+        match parse_jsonl_doc(line, fields) {
+            Err(skip) => {
+                let mut skipped = Skipped::at(at, skip, bytes);
+                // The fields of the first records without the text field, for the hint when no
+                // record has it.
+                if skipped.skip.reason == SkipReason::MissingText && noted < 10 {
+                    noted += 1;
+                    skipped.fields = field_names(line);
+                }
+                on(Item::Skipped(skipped))
+            }
+            Ok(doc) => on(Item::Document(Document {
+                id: doc.id,
+                url: doc.url,
+                body: if doc.is_html {
+                    Body::Html {
+                        bytes: match doc.text {
+                            Cow::Borrowed(t) => Cow::Borrowed(t.as_bytes()),
+                            Cow::Owned(t) => Cow::Owned(t.into_bytes()),
+                        },
+                        charset: Some(Cow::Borrowed("utf-8")),
+                    }
+                } else {
+                    Body::Text(doc.text)
+                },
+                lang: doc.lang,
+                location: at,
+                attributes: Attributes {
+                    bytes,
+                    timestamp: doc.timestamp,
+                },
+            })),
+        }
+    })
+}
+
+/// The top-level field names of a JSON object (at most 32), or none if it is not one.
+fn field_names(line: &[u8]) -> Vec<String> {
+    serde_json::from_slice::<std::collections::BTreeMap<String, IgnoredAny>>(line)
+        .map(|m| m.into_keys().take(32).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_ids_keep_their_json_text() {
+        // Regression (issue 8.7): 1.0 and 1e2 became 1 and 100, and long integers lost digits.
+        let f = Fields::default();
+        let id = |line: &str| {
+            parse_jsonl_doc(line.as_bytes(), &f)
+                .unwrap()
+                .id
+                .map(|c| c.into_owned())
+        };
+        assert_eq!(id(r#"{"id":1.0,"text":"x"}"#).as_deref(), Some("1.0"));
+        assert_eq!(id(r#"{"id":1e2,"text":"x"}"#).as_deref(), Some("1e2"));
+        assert_eq!(id(r#"{"id":100,"text":"x"}"#).as_deref(), Some("100"));
+        assert_eq!(
+            id(r#"{"id":123456789012345678901234567890,"text":"x"}"#).as_deref(),
+            Some("123456789012345678901234567890")
+        );
+        assert_eq!(id(r#"{"id":"a\u0062","text":"x"}"#).as_deref(), Some("ab"));
+        assert_eq!(id(r#"{"id":null,"text":"x"}"#), None);
+    }
+
+    #[test]
+    fn ids_with_control_characters_or_line_separators_are_bad() {
+        // Regression (issue 8.7): NUL, U+0085 and U+2028 were written raw into TSV.
+        let f = Fields::default();
+        for bad in [
+            r#""a\u0000b""#,
+            r#""a\u0085b""#,
+            r#""a\u2028b""#,
+            r#""a\tb""#,
+            r#""""#,
+        ] {
+            let line = format!(r#"{{"id":{bad},"text":"x"}}"#);
+            assert_eq!(
+                parse_jsonl_doc(line.as_bytes(), &f).unwrap_err().reason,
+                SkipReason::BadId,
+                "{bad}"
+            );
+        }
+        assert!(id_is_clean("https://example.org/a b"));
+        assert!(!id_is_clean("x\u{2029}"));
+    }
+
+    #[test]
+    fn jsonl_records_parse_or_skip_with_reasons() {
+        let f = Fields::default();
+        let d = parse_jsonl_doc(
+            br#"{"id":7,"extra":[1,{"a":2}],"text":"hi \u00e9","url":"u"}"#,
+            &f,
+        )
+        .unwrap();
+        assert_eq!(
+            (d.id.as_deref(), d.url.as_deref(), &*d.text),
+            (Some("7"), Some("u"), "hi é")
+        );
+        let d = parse_jsonl_doc(br#"{"text":"no id"}"#, &f).unwrap();
+        assert!(d.id.is_none());
+        let reason = |l: &[u8]| parse_jsonl_doc(l, &f).unwrap_err().reason;
+        assert_eq!(
+            reason(b"{\"id\":1,\"text\":\"a\xff\"}"),
+            SkipReason::InvalidUtf8
+        );
+        assert_eq!(reason(br#"{"id":1,"text":"a""#), SkipReason::InvalidJson);
+        assert_eq!(
+            reason(br#"{"id":1,"text":"a"} trailing"#),
+            SkipReason::InvalidJson
+        );
+        assert_eq!(reason(br#"[1,2]"#), SkipReason::InvalidJson);
+        assert_eq!(reason(br#"{"id":1}"#), SkipReason::MissingText);
+        assert_eq!(reason(br#"{"id":1,"text":5}"#), SkipReason::MissingText);
+        assert_eq!(reason(br#"{"id":"a\tb","text":"x"}"#), SkipReason::BadId);
+        assert_eq!(reason(br#"{"id":true,"text":"x"}"#), SkipReason::BadId);
+    }
+}

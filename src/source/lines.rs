@@ -1,0 +1,359 @@
+//! Reading the lines of a split: bounded line lengths, plain, gzip or zstd streams, a byte-order
+//! mark dropped, and lines numbered within their split (the run turns those into line numbers of
+//! the file once every split's line count is known, so no skipped record costs a second read).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
+use std::path::Path;
+
+use super::document::{Item, Skipped};
+use super::files::{Compression, InputFile, Split};
+use super::{Location, Skip, SkipReason, SplitLine};
+
+/// What reading a split produces. `line` is the line's number within its split, from 1.
+pub enum LineEvent<'a> {
+    /// A line (without its `\n` or `\r\n`, nor a UTF-8 byte-order mark at the start of the file)
+    /// starting at `offset` of the (decompressed) stream.
+    Line {
+        /// Line content.
+        bytes: &'a [u8],
+        /// Byte offset of its first byte.
+        offset: u64,
+        /// Line number within the split.
+        line: u64,
+    },
+    /// A line longer than the limit, skipped whole.
+    TooLong {
+        /// Byte offset of its first byte.
+        offset: u64,
+        /// Line number within the split.
+        line: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// Reading failed (truncated or corrupt compressed data, I/O error); the rest of the split is lost.
+    ReadError {
+        /// Offset in the (decompressed) stream where it failed.
+        offset: u64,
+        /// Number within the split of the line that could not be read.
+        line: u64,
+        /// What went wrong.
+        error: io::Error,
+    },
+}
+
+/// Reads one line of at most `max` bytes into `buf`; returns the bytes consumed (0 at end of input)
+/// and whether the line was longer than `max` (then `buf` holds only its first `max` bytes).
+fn read_line_bounded<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(u64, bool)> {
+    buf.clear();
+    let mut consumed = 0u64;
+    let mut too_long = false;
+    loop {
+        let available = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((consumed, too_long));
+        }
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if chunk.len() > room {
+            too_long = true;
+        }
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let n = chunk.len();
+        consumed += n as u64;
+        r.consume(n);
+        if done {
+            return Ok((consumed, too_long));
+        }
+    }
+}
+
+/// Reads a line-based split, handing every non-blank line and where it starts to `record`, and
+/// turning too-long lines and read errors into skips. Returns the lines that start in the split.
+pub fn read_records(
+    file: &InputFile,
+    split: &Split,
+    max_line: usize,
+    on: &mut dyn FnMut(Item<'_>),
+    mut record: impl FnMut(&[u8], Location, &mut dyn FnMut(Item<'_>)),
+) -> u64 {
+    let at = |offset: u64, line: u64| Location {
+        file: split.file as u32,
+        offset,
+        line: Some(SplitLine {
+            split: split.id,
+            line,
+        }),
+    };
+    let result = read_split(file, split, max_line, |event| match event {
+        LineEvent::Line {
+            bytes,
+            offset,
+            line,
+        } => {
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                on(Item::Blank);
+            } else {
+                record(bytes, at(offset, line), on);
+            }
+        }
+        LineEvent::TooLong { offset, line, len } => on(Item::Skipped(Skipped::at(
+            at(offset, line),
+            Skip::new(
+                SkipReason::TooLarge,
+                format!("record of {len} bytes exceeds max_record_bytes={max_line}"),
+            ),
+            len,
+        ))),
+        LineEvent::ReadError {
+            offset,
+            line,
+            error,
+        } => on(Item::Skipped(Skipped::at(
+            at(offset, line),
+            Skip::new(
+                SkipReason::ReadError,
+                format!("{error}; the rest of this file could not be read"),
+            ),
+            0,
+        ))),
+    });
+    result.unwrap_or_else(|error| {
+        let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {error}"));
+        let at = Location {
+            file: split.file as u32,
+            offset: split.start,
+            line: None,
+        };
+        on(Item::Skipped(Skipped::at(at, skip, 0)));
+        0
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Input files opened on this thread (tests check that a skipped record costs no reopening).
+    pub(crate) static OPENS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Opens an input file (counted in tests).
+fn open_input(path: &Path) -> io::Result<File> {
+    #[cfg(test)]
+    OPENS.with(|c| c.set(c.get() + 1));
+    File::open(path)
+}
+
+/// Opens a whole file for reading, decompressing gzip or zstd.
+pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
+    const BUF: usize = 1 << 20;
+    let f = open_input(&file.path)?;
+    Ok(match file.compression {
+        Compression::None => Box::new(BufReader::with_capacity(BUF, f)),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            BUF,
+            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, f)),
+        )),
+        Compression::Zstd => Box::new(BufReader::with_capacity(BUF, zstd::Decoder::new(f)?)),
+    })
+}
+
+/// The UTF-8 byte-order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Reads the lines of one split, calling `on_event` for each, and returns how many lines start in
+/// the split (blank and too-long ones included). An error opening the file is returned; errors while
+/// reading are reported as [`LineEvent::ReadError`] and end the split.
+pub fn read_split(
+    file: &InputFile,
+    split: &Split,
+    max_line: usize,
+    mut on_event: impl FnMut(LineEvent<'_>),
+) -> io::Result<u64> {
+    let mut reader: Box<dyn BufRead> = if split.start > 0 {
+        let mut f = open_input(&file.path)?;
+        f.seek(SeekFrom::Start(split.start - 1))?;
+        Box::new(BufReader::with_capacity(1 << 20, f))
+    } else {
+        open_stream(file)?
+    };
+    let mut pos = split.start;
+    let mut line = 0u64;
+    let mut buf = Vec::with_capacity(1 << 16);
+    if split.start > 0 {
+        // Skip the tail of the line that started in the previous split (or just its '\n').
+        match read_line_bounded(&mut reader, &mut buf, 0) {
+            Ok((n, _)) => pos = split.start - 1 + n,
+            Err(error) => {
+                on_event(LineEvent::ReadError {
+                    offset: pos,
+                    line: 1,
+                    error,
+                });
+                return Ok(0);
+            }
+        }
+    }
+    while pos < split.end {
+        match read_line_bounded(&mut reader, &mut buf, max_line) {
+            Ok((0, _)) => break,
+            Ok((n, too_long)) => {
+                line += 1;
+                if too_long {
+                    let len = n - u64::from(buf.last() == Some(&b'\n'));
+                    on_event(LineEvent::TooLong {
+                        offset: pos,
+                        line,
+                        len,
+                    });
+                } else {
+                    let mut bytes = &buf[..];
+                    if pos == 0 {
+                        bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+                    }
+                    if let [rest @ .., b'\n'] = bytes {
+                        bytes = rest;
+                    }
+                    if let [rest @ .., b'\r'] = bytes {
+                        bytes = rest;
+                    }
+                    on_event(LineEvent::Line {
+                        bytes,
+                        offset: pos,
+                        line,
+                    });
+                }
+                pos += n;
+            }
+            Err(error) => {
+                on_event(LineEvent::ReadError {
+                    offset: pos,
+                    line: line + 1,
+                    error,
+                });
+                break;
+            }
+        }
+    }
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::files::sniff;
+    use std::io::Write;
+
+    fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        InputFile {
+            size: content.len() as u64,
+            compression: sniff(&path).unwrap(),
+            path,
+        }
+    }
+
+    fn lines_of(file: &InputFile, splits: &[Split]) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        for s in splits {
+            read_split(file, s, 1 << 20, |e| match e {
+                LineEvent::Line { bytes, offset, .. } => out.push((offset, bytes.to_vec())),
+                LineEvent::TooLong { offset, .. } => out.push((offset, b"<too long>".to_vec())),
+                LineEvent::ReadError { .. } => panic!("read error"),
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn every_cut_reads_every_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut content = Vec::new();
+        for i in 0..400 {
+            writeln!(content, "line {i} {}", "x".repeat(i % 37)).unwrap();
+        }
+        content.extend_from_slice(b"last line without newline");
+        let file = plain_file(dir.path(), "a.txt", &content);
+        let whole = lines_of(&file, &[Split::whole(0)]);
+        assert_eq!(whole.len(), 401);
+        for cut in [1u64, 7, 100, 4096, 5000] {
+            let mut splits = Vec::new();
+            let mut start = 0;
+            while start < file.size {
+                let end = (start + cut).min(file.size);
+                splits.push(Split {
+                    id: splits.len() as u32,
+                    file: 0,
+                    start,
+                    end: if end == file.size { u64::MAX } else { end },
+                });
+                start = end;
+            }
+            assert_eq!(lines_of(&file, &splits), whole, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn gzip_is_detected_and_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(b"a\r\nb\n").unwrap();
+        let file = plain_file(dir.path(), "x.data", &gz.finish().unwrap());
+        assert_eq!(file.compression, Compression::Gzip);
+        let lines = lines_of(&file, &[Split::whole(0)]);
+        assert_eq!(lines, vec![(0, b"a".to_vec()), (3, b"b".to_vec())]);
+    }
+
+    #[test]
+    fn lines_are_numbered_within_their_split_and_a_bom_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = plain_file(dir.path(), "l.txt", b"\xef\xbb\xbfa\nbb\n\nccc\nd\n");
+        let mut seen = Vec::new();
+        let whole = Split::whole(0);
+        let n = read_split(&file, &whole, 1 << 20, |e| {
+            if let LineEvent::Line {
+                bytes,
+                offset,
+                line,
+            } = e
+            {
+                seen.push((line, offset, bytes.to_vec()));
+            }
+        })
+        .unwrap();
+        assert_eq!(n, 5);
+        assert_eq!(
+            seen[0],
+            (1, 0, b"a".to_vec()),
+            "BOM stripped from the first line"
+        );
+        assert_eq!(seen[3], (4, 9, b"ccc".to_vec()));
+        // A split starting mid-file numbers its own lines from 1.
+        let tail = Split {
+            id: 1,
+            file: 0,
+            start: 9,
+            end: u64::MAX,
+        };
+        let mut first = None;
+        read_split(&file, &tail, 1 << 20, |e| {
+            if let LineEvent::Line { line, offset, .. } = e {
+                first.get_or_insert((line, offset));
+            }
+        })
+        .unwrap();
+        assert_eq!(first, Some((1, 9)));
+    }
+}

@@ -1,0 +1,227 @@
+//! Sources: the input files of a run, cut into splits, read record by record into documents or
+//! counted skips. Every format (JSON Lines, WARC, HTML files, fingerprints files) yields the same
+//! [`Document`], so the run never knows which format it read.
+
+pub mod document;
+pub mod files;
+pub mod fingerprints;
+pub mod html;
+pub mod jsonl;
+pub mod lines;
+pub mod warc;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub use document::{Attributes, Body, Document};
+pub use document::{Item, Skipped};
+pub use files::{
+    discover, discover_excluding, plan_splits, Compression, InputFile, Split, SplitMode,
+    DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, WARC_EXTENSIONS,
+};
+pub use jsonl::Fields;
+
+/// What the input files hold, and how each is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// JSON Lines documents (text, or HTML in the `html` field).
+    Jsonl(Fields),
+    /// WARC files (`.warc`, `.warc.gz`): `response` and `resource` records holding HTML or text.
+    Warc,
+    /// HTML files, one page each (id = path).
+    Html,
+    /// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
+    Fingerprints,
+}
+
+impl Format {
+    /// The format's name in job files and flags.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Jsonl(_) => "jsonl",
+            Format::Warc => "warc",
+            Format::Html => "html",
+            Format::Fingerprints => "fingerprints",
+        }
+    }
+
+    /// The file endings a directory walk picks up for this format.
+    pub fn dir_extensions(&self) -> &'static [&'static str] {
+        match self {
+            Format::Jsonl(_) => DOCUMENT_EXTENSIONS,
+            Format::Warc => WARC_EXTENSIONS,
+            Format::Html => HTML_EXTENSIONS,
+            Format::Fingerprints => FINGERPRINT_EXTENSIONS,
+        }
+    }
+
+    /// How files of this format may be cut among workers.
+    pub fn split_mode(&self) -> SplitMode {
+        match self {
+            Format::Jsonl(_) | Format::Fingerprints => SplitMode::Lines,
+            Format::Warc => SplitMode::GzipMembers,
+            Format::Html => SplitMode::Whole,
+        }
+    }
+
+    /// Reads one split of `file`, calling `on` with each document, skip or blank line; returns the
+    /// lines that start in the split (0 for formats that are not line-based).
+    pub fn read_split(
+        &self,
+        file: &InputFile,
+        split: &Split,
+        max_record_bytes: usize,
+        on: &mut dyn FnMut(Item<'_>),
+    ) -> u64 {
+        match self {
+            Format::Jsonl(fields) => jsonl::read_split(file, split, fields, max_record_bytes, on),
+            Format::Fingerprints => fingerprints::read_split(file, split, max_record_bytes, on),
+            Format::Warc => {
+                warc::read_pages(file, split, max_record_bytes, on);
+                0
+            }
+            Format::Html => {
+                html::read_page_file(file, split, max_record_bytes, on);
+                0
+            }
+        }
+    }
+}
+
+/// Why a record was not processed. The names are stable: they appear in `summary.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The line is not valid UTF-8.
+    InvalidUtf8,
+    /// The line is not one JSON object.
+    InvalidJson,
+    /// The text field is missing, null or not a string.
+    MissingText,
+    /// The id is empty, contains a tab or newline, or is not a string or number.
+    BadId,
+    /// The text is empty (or only whitespace).
+    EmptyText,
+    /// The text has no word or CJK token (only punctuation, symbols or binary junk).
+    NoTokens,
+    /// The record is longer than `max_record_bytes`.
+    TooLarge,
+    /// Reading the file failed here (I/O error, truncated or corrupt compressed data); records after
+    /// this point in the same file could not be read.
+    ReadError,
+    /// A fingerprints-file line without a 16-hex-digit simhash.
+    BadFingerprint,
+    /// A WARC record that is corrupt or truncated (bad header, bad gzip member, short block).
+    CorruptRecord,
+    /// A WARC record of a type that holds no page (`warcinfo`, `request`, `metadata`, `revisit`, ...).
+    WarcRecordType,
+    /// An HTTP response whose status is not 2xx.
+    HttpStatus,
+    /// A response or record whose content type is not HTML or text.
+    NotHtml,
+    /// Fewer tokens than `min_tokens`: too short for a meaningful fingerprint, so never paired.
+    TooShort,
+    /// A declared language outside the job's `languages`.
+    Language,
+    /// An id that an earlier record (in input order: files by path, then byte offset) already
+    /// has; the first record with an id is kept.
+    DuplicateId,
+}
+
+impl SkipReason {
+    /// Every reason, in summary order.
+    pub const ALL: [SkipReason; 16] = [
+        SkipReason::InvalidUtf8,
+        SkipReason::InvalidJson,
+        SkipReason::MissingText,
+        SkipReason::BadId,
+        SkipReason::EmptyText,
+        SkipReason::NoTokens,
+        SkipReason::TooLarge,
+        SkipReason::ReadError,
+        SkipReason::BadFingerprint,
+        SkipReason::CorruptRecord,
+        SkipReason::WarcRecordType,
+        SkipReason::HttpStatus,
+        SkipReason::NotHtml,
+        SkipReason::TooShort,
+        SkipReason::Language,
+        SkipReason::DuplicateId,
+    ];
+
+    /// The stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::InvalidUtf8 => "invalid_utf8",
+            SkipReason::InvalidJson => "invalid_json",
+            SkipReason::MissingText => "missing_text",
+            SkipReason::BadId => "bad_id",
+            SkipReason::EmptyText => "empty_text",
+            SkipReason::NoTokens => "no_tokens",
+            SkipReason::TooLarge => "too_large",
+            SkipReason::ReadError => "read_error",
+            SkipReason::BadFingerprint => "bad_fingerprint",
+            SkipReason::CorruptRecord => "corrupt_record",
+            SkipReason::WarcRecordType => "warc_record_type",
+            SkipReason::HttpStatus => "http_status",
+            SkipReason::NotHtml => "not_html",
+            SkipReason::TooShort => "too_short",
+            SkipReason::Language => "language",
+            SkipReason::DuplicateId => "duplicate_id",
+        }
+    }
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a record was skipped, with a message for the user.
+#[derive(Debug)]
+pub struct Skip {
+    /// The counted reason.
+    pub reason: SkipReason,
+    /// Details.
+    pub message: String,
+}
+
+impl Skip {
+    /// A skip for `reason`, with details.
+    pub fn new(reason: SkipReason, message: impl Into<String>) -> Self {
+        Skip {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+/// The line of a record in a line-based file, numbered within its split while reading (the number
+/// in the file is known once every split's line count is, see [`LineTable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SplitLine {
+    /// The split's id.
+    pub split: u32,
+    /// Line number within the split, from 1.
+    pub line: u64,
+}
+
+/// Where a record starts. Ordered as the input is: file (index into the run's sorted file list),
+/// then byte offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Location {
+    /// Index of the file in the run's file list.
+    pub file: u32,
+    /// Byte offset of the record (of the compressed file for a `.warc.gz`).
+    pub offset: u64,
+    /// Its line, for line-based files.
+    pub line: Option<SplitLine>,
+}

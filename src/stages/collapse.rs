@@ -1,0 +1,148 @@
+//! Stage *collapse*: documents grouped by identical fingerprint at the fingerprint's owner, so a group
+//! of thousands of exact copies costs linear work until its pairs are listed.
+
+use serde::{Deserialize, Serialize};
+use timely::worker::Worker;
+
+use crate::exchange::{all_gather, owner, shuffle};
+
+/// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
+/// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
+/// the documents' global ranks in a run.
+#[derive(Clone, Debug)]
+pub struct Groups<T = String> {
+    /// Distinct fingerprints, ascending.
+    pub fps: Vec<u64>,
+    /// Offsets into `ids`, one more than `fps`.
+    pub starts: Vec<usize>,
+    /// Member ids, group by group.
+    pub ids: Vec<T>,
+}
+
+impl<T: Ord> Groups<T> {
+    /// Groups `(simhash, id)` records.
+    pub fn build(mut records: Vec<(u64, T)>) -> Groups<T> {
+        records.sort_unstable();
+        let mut g = Groups {
+            fps: Vec::new(),
+            starts: Vec::new(),
+            ids: Vec::with_capacity(records.len()),
+        };
+        for (fp, id) in records {
+            if g.fps.last() != Some(&fp) {
+                g.fps.push(fp);
+                g.starts.push(g.ids.len());
+            }
+            g.ids.push(id);
+        }
+        g.starts.push(g.ids.len());
+        g
+    }
+
+    /// Number of distinct fingerprints.
+    pub fn len(&self) -> usize {
+        self.fps.len()
+    }
+
+    /// True if there are no documents.
+    pub fn is_empty(&self) -> bool {
+        self.fps.is_empty()
+    }
+
+    /// Members of group `g`.
+    pub fn members(&self, g: usize) -> &[T] {
+        &self.ids[self.starts[g]..self.starts[g + 1]]
+    }
+
+    /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint
+    /// is `key(item)` (empty if absent). Items are sorted by key and matched by one linear merge with
+    /// the groups, not a binary search each: the lookups of millions of pairs stay sequential.
+    pub fn join<I>(&self, mut items: Vec<I>, key: impl Fn(&I) -> u64, mut f: impl FnMut(&[T], I)) {
+        items.sort_unstable_by_key(&key);
+        let mut g = 0;
+        for item in items {
+            let k = key(&item);
+            while g < self.fps.len() && self.fps[g] < k {
+                g += 1;
+            }
+            let members = if self.fps.get(g) == Some(&k) {
+                self.members(g)
+            } else {
+                &[]
+            };
+            f(members, item);
+        }
+    }
+}
+
+/// Global facts about the collapsed fingerprints, identical on every worker.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct GroupStats {
+    /// Distinct fingerprints.
+    pub distinct: u64,
+    /// Fingerprints shared by two or more documents.
+    pub groups: u64,
+    /// Documents in those groups.
+    pub docs_in_groups: u64,
+    /// Size of the largest group.
+    pub largest: u64,
+}
+
+impl<T: Ord> Groups<T> {
+    /// This worker's share of the statistics.
+    fn stats(&self) -> GroupStats {
+        let mut s = GroupStats {
+            distinct: self.len() as u64,
+            ..Default::default()
+        };
+        for g in 0..self.len() {
+            let m = self.members(g).len() as u64;
+            if m >= 2 {
+                s.groups += 1;
+                s.docs_in_groups += m;
+                s.largest = s.largest.max(m);
+            }
+        }
+        s
+    }
+}
+
+/// Sends every `(simhash, rank)` to the simhash's owner and groups them there; returns this
+/// worker's groups and the statistics over all workers.
+pub fn collapse(worker: &mut Worker, keyed: Vec<(u64, u64)>) -> (Groups<u64>, GroupStats) {
+    let peers = worker.peers();
+    let groups = Groups::build(shuffle(worker, keyed, move |(fp, _)| owner(*fp, peers)));
+    let total = all_gather(worker, groups.stats())
+        .iter()
+        .fold(GroupStats::default(), |a, s| GroupStats {
+            distinct: a.distinct + s.distinct,
+            groups: a.groups + s.groups,
+            docs_in_groups: a.docs_in_groups + s.docs_in_groups,
+            largest: a.largest.max(s.largest),
+        });
+    (groups, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_collect_identical_fingerprints() {
+        let g: Groups = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
+        assert_eq!(g.fps, vec![3, 5]);
+        assert_eq!(g.members(1), ["a", "b"]);
+        let mut seen = Vec::new();
+        g.join(
+            vec![4u64, 5, 3],
+            |&k| k,
+            |members, k| seen.push((k, members.to_vec())),
+        );
+        let want: Vec<(u64, Vec<String>)> = vec![
+            (3, vec!["x".into()]),
+            (4, vec![]),
+            (5, vec!["a".into(), "b".into()]),
+        ];
+        assert_eq!(seen, want);
+    }
+}

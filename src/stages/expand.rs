@@ -1,0 +1,78 @@
+//! Stage *expand*: fingerprint pairs become document pairs. A pair `(x, y)` goes to x's owner, which
+//! pairs y with each of x's documents; those go to y's owner, which pairs them with y's documents.
+//! Distance-0 pairs come from each group's own members. In collapse mode only representatives
+//! (each group's smallest rank) are paired, and the groups are listed instead.
+
+use timely::worker::Worker;
+
+use super::collapse::Groups;
+use crate::candidates::Pair;
+use crate::exchange::{owner, shuffle};
+
+/// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
+pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
+    for g in 0..groups.len() {
+        let m = groups.members(g);
+        for i in 0..m.len() {
+            for j in i + 1..m.len() {
+                emit(&m[i], &m[j]);
+            }
+        }
+    }
+}
+
+/// The document pairs (ranks) of this worker's share of the fingerprint `pairs`; with `collapse`,
+/// between group representatives only, and no distance-0 pairs.
+pub fn expand(
+    worker: &mut Worker,
+    groups: &Groups<u64>,
+    pairs: Vec<Pair>,
+    collapse: bool,
+) -> Vec<Pair> {
+    let peers = worker.peers();
+    let at_x = shuffle(worker, pairs, move |p| owner(p.a, peers));
+    let mut half: Vec<(u64, u64, u8)> = Vec::new();
+    groups.join(
+        at_x,
+        |p| p.a,
+        |members, p| {
+            let members = if collapse { &members[..1] } else { members };
+            half.extend(members.iter().map(|&a| (p.b, a, p.score.distance)));
+        },
+    );
+    let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
+    let mut out: Vec<Pair> = Vec::new();
+    groups.join(
+        at_y,
+        |h| h.0,
+        |members, (_, a, d)| {
+            let members = if collapse { &members[..1] } else { members };
+            out.extend(members.iter().map(|&b| Pair::new(a, b, d)));
+        },
+    );
+    if !collapse {
+        exact_pairs(groups, |&a, &b| out.push(Pair::new(a, b, 0)));
+    }
+    out
+}
+
+/// This worker's exact-duplicate groups of two or more: `(simhash, member ranks)`.
+pub fn exact_groups(groups: &Groups<u64>) -> Vec<(u64, Vec<u64>)> {
+    (0..groups.len())
+        .filter(|&g| groups.members(g).len() >= 2)
+        .map(|g| (groups.fps[g], groups.members(g).to_vec()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_pairs_are_the_pairs_inside_groups() {
+        let g: Groups = Groups::build(vec![(5, "b".into()), (3, "x".into()), (5, "a".into())]);
+        let mut pairs = Vec::new();
+        exact_pairs(&g, |a, b| pairs.push((a.clone(), b.clone())));
+        assert_eq!(pairs, vec![("a".to_string(), "b".to_string())]);
+    }
+}

@@ -1,0 +1,17 @@
+//! The stages of a run, each a function with typed input and output that every worker calls in
+//! step (see [`crate::run`], which only wires them):
+//!
+//! | stage | in | out |
+//! |---|---|---|
+//! | [`read`] | this worker's splits | sketched documents, counted skips, split line counts |
+//! | [`rank`] | sketched documents | `(simhash, rank)`; duplicate ids skipped; rank owners keep names |
+//! | [`collapse`] | `(simhash, rank)` | groups of identical fingerprints at their owner |
+//! | rounds ([`crate::exchange::rounds`]) | distinct fingerprints | fingerprint pairs, each once |
+//! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
+//! | [`write`] | document pairs, ranks | the sorted output files |
+
+pub mod collapse;
+pub mod expand;
+pub mod rank;
+pub mod read;
+pub mod write;

@@ -1,0 +1,221 @@
+//! Accounting of records: every record read is processed or skipped for a named reason, with a
+//! note that says where and why.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::{Location, SkipReason, SplitLine};
+
+/// How many skip messages are printed per reason before the run only counts.
+pub const MESSAGES_PER_REASON: usize = 10;
+
+/// One skipped record, as reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipNote {
+    /// Where the record starts.
+    pub at: Location,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+    /// The record's id where it is known, else empty.
+    pub id: String,
+    /// The WARC record id, named in messages instead of a line.
+    pub record: Option<String>,
+    /// Details.
+    pub message: String,
+    /// For a duplicate id: where the record that keeps the id starts.
+    pub first: Option<Location>,
+}
+
+/// Line numbers of the records in line-based files: the lines before each split of its file.
+#[derive(Clone, Debug, Default)]
+pub struct LineTable {
+    /// `(split id, lines before the split in its file)`, sorted by split id.
+    before: Vec<(u32, u64)>,
+}
+
+impl LineTable {
+    /// Builds the table from every split's `(id, file, start, lines)`, gathered from all workers.
+    pub fn new(mut splits: Vec<(u32, usize, u64, u64)>) -> LineTable {
+        splits.sort_by_key(|&(_, file, start, _)| (file, start));
+        let mut before = Vec::with_capacity(splits.len());
+        let mut file = usize::MAX;
+        let mut count = 0;
+        for (id, f, _, lines) in splits {
+            if f != file {
+                file = f;
+                count = 0;
+            }
+            before.push((id, count));
+            count += lines;
+        }
+        before.sort_unstable();
+        LineTable { before }
+    }
+
+    /// The line number in its file of a record at `line`.
+    pub fn line(&self, line: SplitLine) -> Option<u64> {
+        let i = self
+            .before
+            .binary_search_by_key(&line.split, |&(id, _)| id)
+            .ok()?;
+        Some(self.before[i].1 + line.line)
+    }
+}
+
+impl SkipNote {
+    /// The note's place in its file, for messages: `PATH:LINE`, `PATH record ID` or `PATH`.
+    fn place(at: &Location, record: Option<&str>, files: &[String], lines: &LineTable) -> String {
+        let path = files
+            .get(at.file as usize)
+            .map_or("?", String::as_str)
+            .to_string();
+        match (at.line.and_then(|l| lines.line(l)), record) {
+            (Some(l), _) => format!("{path}:{l}"),
+            (None, Some(r)) => format!("{path} record {r}"),
+            (None, None) => path,
+        }
+    }
+
+    /// The message with what it refers to, e.g. `duplicate id "a"; the record at x.jsonl:3 keeps it`.
+    pub fn details(&self, files: &[String], lines: &LineTable) -> String {
+        match &self.first {
+            Some(first) => format!(
+                "{}; the record at {} (byte {}) keeps it",
+                self.message,
+                Self::place(first, None, files, lines),
+                first.offset
+            ),
+            None => self.message.clone(),
+        }
+    }
+
+    /// The full warning line: `PATH:LINE: reason: message (byte OFFSET)`.
+    pub fn render(&self, files: &[String], lines: &LineTable) -> String {
+        format!(
+            "{}: {}: {} (byte {})",
+            Self::place(&self.at, self.record.as_deref(), files, lines),
+            self.reason,
+            self.details(files, lines),
+            self.at.offset
+        )
+    }
+
+    /// The row of the skipped-records output.
+    pub fn row(&self, files: &[String], lines: &LineTable) -> SkippedRow {
+        SkippedRow {
+            file: files
+                .get(self.at.file as usize)
+                .cloned()
+                .unwrap_or_default(),
+            offset: self.at.offset,
+            reason: self.reason,
+            id: self.id.clone(),
+            message: self.details(files, lines),
+        }
+    }
+}
+
+/// Per-worker counts, merged across workers at the end.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counters {
+    /// Records read (processed + skipped).
+    pub read: u64,
+    /// Records fingerprinted (or, for a fingerprints file, loaded).
+    pub processed: u64,
+    /// Skipped records by reason.
+    pub skipped: BTreeMap<SkipReason, u64>,
+    /// Empty lines between records (not documents, not counted as read).
+    pub blank_lines: u64,
+    /// Records without an id, given `PATH@OFFSET` as id.
+    pub generated_ids: u64,
+    /// Bytes of input lines read.
+    pub bytes: u64,
+    /// Every skipped record when `listing`, else the first [`MESSAGES_PER_REASON`] per reason.
+    pub notes: Vec<SkipNote>,
+    /// Keep a note of every skipped record (for the skipped-records output).
+    pub listing: bool,
+    /// Field names seen in records skipped as `missing_text` (a few), for the hint when no record
+    /// has the text field.
+    pub fields_seen: std::collections::BTreeSet<String>,
+}
+
+/// One skipped record, for the skipped-records output.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SkippedRow {
+    /// Input file.
+    pub file: String,
+    /// Byte offset of the record (of the compressed file for `.warc.gz`).
+    pub offset: u64,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+    /// The record's id where it is known, else empty.
+    pub id: String,
+    /// Details.
+    pub message: String,
+}
+
+impl Counters {
+    /// Counters that keep a note of every skipped record when `listing`.
+    pub fn new(listing: bool) -> Self {
+        Counters {
+            listing,
+            ..Default::default()
+        }
+    }
+
+    /// Counts a skipped record and keeps its note if it is listed or among the first of its reason.
+    pub fn skip(&mut self, note: SkipNote) {
+        self.read += 1;
+        let n = self.skipped.entry(note.reason).or_insert(0);
+        *n += 1;
+        if self.listing || *n as usize <= MESSAGES_PER_REASON {
+            self.notes.push(note);
+        }
+    }
+
+    /// Counts a skipped record without a note (for tools that report only counts).
+    pub fn tally(&mut self, reason: SkipReason) {
+        self.read += 1;
+        *self.skipped.entry(reason).or_insert(0) += 1;
+    }
+
+    /// Turns a processed record into a skipped one (a duplicate id found after reading).
+    pub fn unprocess(&mut self, note: SkipNote) {
+        self.processed -= 1;
+        self.read -= 1;
+        self.skip(note);
+    }
+
+    /// Total skipped records.
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: Counters) {
+        self.read += other.read;
+        self.processed += other.processed;
+        for (r, n) in other.skipped {
+            *self.skipped.entry(r).or_insert(0) += n;
+        }
+        self.blank_lines += other.blank_lines;
+        self.generated_ids += other.generated_ids;
+        self.bytes += other.bytes;
+        self.notes.extend(other.notes);
+        self.fields_seen.extend(other.fields_seen);
+    }
+}
+
+/// The notes to show: the first [`MESSAGES_PER_REASON`] per reason, in input order.
+pub fn first_notes<'a>(notes: impl IntoIterator<Item = &'a SkipNote>) -> Vec<&'a SkipNote> {
+    let mut notes: Vec<&SkipNote> = notes.into_iter().collect();
+    notes.sort_by_key(|n| n.at);
+    let mut per_reason: BTreeMap<SkipReason, usize> = BTreeMap::new();
+    notes.retain(|n| {
+        let c = per_reason.entry(n.reason).or_insert(0);
+        *c += 1;
+        *c <= MESSAGES_PER_REASON
+    });
+    notes
+}

@@ -1,0 +1,209 @@
+//! The run summary (`summary.json` and the lines printed on stderr) and the accounting behind it.
+
+pub mod counters;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::SkipReason;
+
+pub use counters::{first_notes, Counters, LineTable, SkipNote, SkippedRow, MESSAGES_PER_REASON};
+
+/// Document accounting in the summary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DocumentSummary {
+    /// Records read.
+    pub read: u64,
+    /// Records processed.
+    pub processed: u64,
+    /// Records skipped.
+    pub skipped: u64,
+    /// Skipped records per reason (every reason listed, zeros included).
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// Blank lines seen (not documents).
+    pub blank_lines: u64,
+    /// Records given a generated `PATH@OFFSET` id.
+    pub generated_ids: u64,
+    /// Input bytes read (decompressed).
+    pub bytes: u64,
+    /// The first skip messages (at most ten per reason, in input order).
+    pub sample_messages: Vec<String>,
+}
+
+impl DocumentSummary {
+    /// Builds the document section from merged counters; `messages` are the rendered first notes.
+    pub fn from_counters(c: &Counters, messages: Vec<String>) -> Self {
+        DocumentSummary {
+            read: c.read,
+            processed: c.processed,
+            skipped: c.skipped_total(),
+            skipped_by_reason: SkipReason::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), c.skipped.get(r).copied().unwrap_or(0)))
+                .collect(),
+            blank_lines: c.blank_lines,
+            generated_ids: c.generated_ids,
+            bytes: c.bytes,
+            sample_messages: messages.into_iter().take(50).collect(),
+        }
+    }
+}
+
+/// Fingerprint statistics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FingerprintSummary {
+    /// Distinct fingerprints.
+    pub distinct: u64,
+    /// Fingerprints shared by two or more documents.
+    pub exact_duplicate_groups: u64,
+    /// Documents in those groups.
+    pub documents_in_exact_groups: u64,
+    /// Size of the largest group.
+    pub largest_exact_group: u64,
+}
+
+/// The table layout used.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LayoutSummary {
+    /// Short name, e.g. `16x28`.
+    pub name: String,
+    /// Block design, e.g. `two:4,4`.
+    pub design: String,
+    /// Hamming threshold k.
+    pub k: u32,
+    /// Number of tables.
+    pub tables: usize,
+    /// Rounds each table is split into to fit the memory budget.
+    pub parts_per_table: u32,
+    /// Smallest key width.
+    pub p_min: u32,
+    /// Largest key width.
+    pub p_max: u32,
+    /// The planner's reasoning (the layout when `auto`, and the parts per table).
+    pub auto_reasoning: Option<String>,
+}
+
+/// Pair statistics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PairSummary {
+    /// Lines in the pairs output.
+    pub total: u64,
+    /// Pairs per Hamming distance 0..=k.
+    pub by_distance: Vec<u64>,
+    /// Candidate comparisons made inside groups, over all tables.
+    pub comparisons: u64,
+    /// Largest group met in any table.
+    pub largest_group: u64,
+}
+
+/// Wall-clock seconds per stage (as seen by worker 0; stages end at global barriers).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StageTimes {
+    /// Reading and fingerprinting (or loading fingerprints).
+    pub read_fingerprint: f64,
+    /// Ranking the ids (and skipping duplicate ids).
+    pub rank: f64,
+    /// Gathering and writing the fingerprints output.
+    pub write_fingerprints: f64,
+    /// Grouping identical fingerprints.
+    pub collapse: f64,
+    /// Table rounds: exchange, sort, compare.
+    pub tables: f64,
+    /// Expanding fingerprint pairs to document pairs and gathering them.
+    pub expand: f64,
+    /// Sorting and writing pairs (and groups).
+    pub write_pairs: f64,
+    /// Whole run.
+    pub total: f64,
+}
+
+/// Everything `summary.json` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// neardup version.
+    pub version: String,
+    /// The sub-command that ran.
+    pub command: String,
+    /// Input files.
+    pub inputs: Vec<String>,
+    /// Worker threads per process.
+    pub workers: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Document accounting.
+    pub documents: DocumentSummary,
+    /// Fingerprints (absent for `fingerprint` alone).
+    pub fingerprints: Option<FingerprintSummary>,
+    /// Layout (absent for `fingerprint` alone).
+    pub layout: Option<LayoutSummary>,
+    /// Pairs (absent for `fingerprint` alone).
+    pub pairs: Option<PairSummary>,
+    /// Stage times in seconds.
+    pub seconds: StageTimes,
+    /// Peak resident memory of each process in bytes (VmHWM).
+    pub peak_memory_bytes_by_process: Vec<u64>,
+    /// The other files of this run's output set, each with its size and xxh3-64 checksum: the
+    /// summary is written last, as the record that the set is complete.
+    pub outputs: BTreeMap<String, crate::output::Written>,
+}
+
+impl Summary {
+    /// The short human summary printed on stderr.
+    pub fn human(&self) -> String {
+        let d = &self.documents;
+        let mut s = format!(
+            "neardup {}: {} documents read, {} processed, {} skipped",
+            self.command, d.read, d.processed, d.skipped
+        );
+        let reasons: Vec<String> = d
+            .skipped_by_reason
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(r, n)| format!("{r}={n}"))
+            .collect();
+        if !reasons.is_empty() {
+            s += &format!(" ({})", reasons.join(", "));
+        }
+        if let (Some(f), Some(p), Some(l)) = (&self.fingerprints, &self.pairs, &self.layout) {
+            s += &format!(
+                "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={}); {} pairs",
+                f.distinct, f.exact_duplicate_groups, l.name, l.k, p.total
+            );
+        }
+        s += &format!(
+            "\n  {:.2} s total, peak memory {} MiB; {} worker(s) x {} process(es)",
+            self.seconds.total,
+            self.peak_memory_bytes_by_process
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or(0)
+                >> 20,
+            self.workers,
+            self.processes
+        );
+        for (name, w) in &self.outputs {
+            s += &format!("\n  {name}: {}", w.path);
+        }
+        s
+    }
+}
+
+/// Resets the peak resident set size (`VmHWM`) to the current size, so the next reading covers only
+/// what follows (Linux 4.0+; silently does nothing elsewhere).
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set size of this process in bytes, from `/proc/self/status` (0 where unavailable).
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
