@@ -11,9 +11,9 @@ use crate::candidates::tables;
 use crate::config::{Inputs, LayoutChoice, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather, rounds};
-use crate::output::OutputSet;
+use crate::output::{Format, OutputSet};
 use crate::progress::{Reporter, PROGRESS};
-use crate::source::{plan_splits, Format, SkipReason};
+use crate::source::{self, plan_splits, SkipReason};
 use crate::stages::{collapse, expand, rank, read, write};
 use crate::summary::{
     first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
@@ -65,7 +65,7 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
         .map(|(r, n)| (*r, *n))
         .unwrap_or((SkipReason::ReadError, 0));
     let hint = match (reason, &inputs.format) {
-        (SkipReason::MissingText, Format::Jsonl(fields)) => {
+        (SkipReason::MissingText, source::Format::Jsonl(fields)) => {
             let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
             format!(
                 "no record has a string in the field {:?}{}{}; set [input] text_field \
@@ -199,13 +199,19 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     stage(&mut times.rank);
 
     if plan.outputs.fingerprints.is_some() {
-        keep(write::fingerprints(worker, &ranked, writer));
+        let format = plan.outputs.fingerprints.as_deref().map(Format::of);
+        keep(write::fingerprints(
+            worker,
+            &ranked,
+            format.unwrap_or(Format::Tsv),
+            writer,
+        ));
     }
     stage(&mut times.write_fingerprints);
 
     let mut fingerprints = None;
     let mut layout_summary = None;
-    let mut pair_summary = None;
+    let mut by_distance = None;
     let mut comparisons = 0;
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
@@ -273,15 +279,13 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         stage(&mut times.expand);
 
         enter(4);
-        match write::pairs(worker, &ranked, pairs, exact, stage_plan.k, writer) {
-            Ok(by_distance) => {
-                pair_summary = Some(PairSummary {
-                    total: by_distance.iter().sum(),
-                    by_distance,
-                    comparisons: 0,
-                    largest_group: 0,
-                })
-            }
+        let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
+        let formats = (
+            format(&plan.outputs.pairs),
+            format(&plan.outputs.exact_groups),
+        );
+        match write::pairs(worker, &ranked, pairs, exact, stage_plan.k, formats, writer) {
+            Ok(counts) => by_distance = Some(counts),
             Err(e) => keep(Err(e)),
         }
         stage(&mut times.write_pairs);
@@ -322,10 +326,12 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         comparisons += r.comparisons;
         largest_group = largest_group.max(r.largest_group);
     }
-    if let Some(p) = &mut pair_summary {
-        p.comparisons = comparisons;
-        p.largest_group = largest_group;
-    }
+    let pair_summary = by_distance.map(|by_distance| PairSummary {
+        total: by_distance.iter().sum(),
+        by_distance,
+        comparisons,
+        largest_group,
+    });
     times.total = started.elapsed().as_secs_f64();
     Ok(Some(Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),

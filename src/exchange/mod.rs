@@ -86,3 +86,88 @@ pub fn all_gather<T: ExchangeData + Clone>(worker: &mut Worker, value: T) -> Vec
     got.sort_by_key(|(_, from, _)| *from);
     got.into_iter().map(|(_, _, v)| v).collect()
 }
+
+/// Where worker 0 puts the chunks of [`stream_to_leader`].
+pub type ChunkSink<'a> = &'a mut dyn FnMut(&[u8]);
+/// Sequence-numbered chunks.
+type Chunks = Vec<(u64, Vec<u8>)>;
+
+/// Streams every worker's chunks to worker 0 in worker order: worker 0's chunks, then worker 1's,
+/// and so on. A worker makes its `i`-th chunk with `make(i)` only when its turn comes, and the next
+/// is not sent before worker 0 has taken the one before, so worker 0 holds one or two chunks at a
+/// time however large the whole is. `sink` (worker 0's, `None` elsewhere) gets the chunks in order.
+/// Every worker must call it, in the same order as its other exchanges.
+pub fn stream_to_leader(
+    worker: &mut Worker,
+    chunks: usize,
+    mut make: impl FnMut(usize) -> Vec<u8>,
+    sink: Option<ChunkSink<'_>>,
+) {
+    use timely::dataflow::operators::{Capability, Probe};
+    use timely::dataflow::ProbeHandle;
+
+    let counts = all_gather(worker, chunks as u64);
+    let me = worker.index();
+    let first: u64 = counts[..me].iter().sum();
+    let total: u64 = counts.iter().sum();
+    // The sink runs inside the dataflow, which wants 'static: chunks are handed over through a
+    // shared queue and written here, between steps.
+    let arrived: Rc<RefCell<Chunks>> = Rc::new(RefCell::new(Vec::new()));
+    let queue = Rc::clone(&arrived);
+    let mut input: InputHandle<u64, CapacityContainerBuilder<Chunks>> = InputHandle::new();
+    let probe = ProbeHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        input
+            .to_stream(scope)
+            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(|_: &(u64, Vec<u8>)| 0),
+                "StreamToLeader",
+                move |_, _| {
+                    let mut stash: Vec<(Capability<u64>, Chunks)> = Vec::new();
+                    move |(input, frontier), output| {
+                        input.for_each_stamp(|cap, data| {
+                            if let Some(cap) = cap.retain_least(output.output_index()) {
+                                let mut got = Vec::new();
+                                for batch in data {
+                                    got.append(batch);
+                                }
+                                stash.push((cap, got));
+                            }
+                        });
+                        stash.retain_mut(|(cap, chunks)| {
+                            if frontier.less_equal(cap.time()) {
+                                return true;
+                            }
+                            queue.borrow_mut().append(chunks);
+                            false
+                        });
+                    }
+                },
+            )
+            .probe_with(&probe);
+    });
+    let mut sink = sink;
+    let drain = |sink: &mut Option<ChunkSink<'_>>| {
+        let mut got = std::mem::take(&mut *arrived.borrow_mut());
+        got.sort_unstable_by_key(|(seq, _)| *seq);
+        if let Some(sink) = sink.as_mut() {
+            for (_, chunk) in &got {
+                sink(chunk);
+            }
+        }
+    };
+    for seq in 0..total {
+        if (first..first + chunks as u64).contains(&seq) {
+            input.send((seq, make((seq - first) as usize)));
+        }
+        input.advance_to(seq + 1);
+        // One chunk in flight: wait until worker 0 has taken the one before this one.
+        worker.step_or_park_while(None, || probe.less_than(&seq));
+        drain(&mut sink);
+    }
+    drop(input);
+    while worker.has_dataflows() {
+        worker.step_or_park(None);
+    }
+    drain(&mut sink);
+}

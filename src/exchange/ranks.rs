@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-use super::{all_gather, gather, shuffle};
+use super::{all_gather, shuffle};
 use crate::source::Location;
 
 /// Ids sampled per worker for the splitters.
@@ -62,11 +62,10 @@ pub struct Ranked {
 pub fn assign(worker: &mut Worker, docs: Vec<RankInput>, keep_rows: bool) -> Ranked {
     let (me, peers) = (worker.index(), worker.peers());
     let n = docs.len();
-    let mut ids: Vec<&str> = docs.iter().map(|d| d.id.as_str()).collect();
-    ids.sort_unstable();
+    // Evenly spaced documents in input order sample the ids well enough for splitters (sorted
+    // input gives exact quantiles, unsorted input a random sample) without sorting them all.
     let take = SAMPLES.min(n);
-    let sample: Vec<String> = (0..take).map(|i| ids[i * n / take].to_string()).collect();
-    drop(ids);
+    let sample: Vec<String> = (0..take).map(|i| docs[i * n / take].id.clone()).collect();
     let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
     samples.sort_unstable();
     let splitters: Vec<String> = if samples.is_empty() {
@@ -89,7 +88,7 @@ pub fn assign(worker: &mut Worker, docs: Vec<RankInput>, keep_rows: bool) -> Ran
     let mut mine = shuffle(worker, records, move |(d, _, _)| {
         splitters.partition_point(|s| s.as_str() <= d.id.as_str()) as u64
     });
-    mine.sort_unstable_by(|a, b| (&a.0.id, a.0.at).cmp(&(&b.0.id, b.0.at)));
+    sort_by_id(&mut mine);
     let kept = mine
         .iter()
         .enumerate()
@@ -144,18 +143,87 @@ pub fn assign(worker: &mut Worker, docs: Vec<RankInput>, keep_rows: bool) -> Ran
     }
 }
 
-/// Fetches the names of `needed` ranks (sorted, distinct) from their owners to worker 0, which gets
-/// them sorted by rank; other workers pass and get nothing.
-pub fn resolve(worker: &mut Worker, ranked: &Ranked, needed: Vec<u64>) -> Vec<(u64, String)> {
-    let bounds = ranked.bounds.clone();
-    let requests = shuffle(worker, needed, move |r| {
-        (bounds.partition_point(|&b| b <= *r) - 1) as u64
-    });
-    let replies: Vec<(u64, String)> = requests
-        .into_iter()
-        .map(|r| (r, ranked.names[(r - ranked.first) as usize].clone()))
+/// The first 16 bytes of an id as a big-endian number: ids ordered by it are ordered by their bytes
+/// as far as those 16 go (ids hold no NUL, so the zero padding of a shorter id sorts it first).
+#[inline]
+fn prefix_key(id: &str) -> u128 {
+    let b = id.as_bytes();
+    let mut buf = [0u8; 16];
+    let n = b.len().min(16);
+    buf[..n].copy_from_slice(&b[..n]);
+    u128::from_be_bytes(buf)
+}
+
+/// Sorts records by (id, location): by a 16-byte prefix key and index first, which decides almost
+/// every comparison without touching the strings, then runs of equal prefix by the whole id. The
+/// records themselves move once, by the resulting permutation.
+///
+/// Morally: `records.sort_by(|a, b| (&a.0.id, a.0.at).cmp(&(&b.0.id, b.0.at)))`.
+fn sort_by_id(records: &mut Vec<(RankInput, u32, u64)>) {
+    let mut keys: Vec<(u128, u32)> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (prefix_key(&r.0.id), i as u32))
         .collect();
-    let mut names = gather(worker, replies);
+    keys.sort_unstable();
+    let mut start = 0;
+    while start < keys.len() {
+        let mut end = start + 1;
+        while end < keys.len() && keys[end].0 == keys[start].0 {
+            end += 1;
+        }
+        if end - start > 1 {
+            keys[start..end].sort_unstable_by(|x, y| {
+                let (a, b) = (&records[x.1 as usize].0, &records[y.1 as usize].0);
+                (&a.id, a.at).cmp(&(&b.id, b.at))
+            });
+        }
+        start = end;
+    }
+    let mut slots: Vec<Option<(RankInput, u32, u64)>> =
+        std::mem::take(records).into_iter().map(Some).collect();
+    records.extend(
+        keys.iter()
+            .map(|&(_, i)| slots[i as usize].take().expect("a permutation")),
+    );
+}
+
+impl Ranked {
+    /// The worker that owns rank `r` (and its name).
+    pub fn owner_of(&self, r: u64) -> usize {
+        self.bounds.partition_point(|&b| b <= r) - 1
+    }
+
+    /// True if this worker owns rank `r`.
+    pub fn owns(&self, r: u64) -> bool {
+        r >= self.first && r < self.first + self.names.len() as u64
+    }
+
+    /// The name of a rank this worker owns.
+    pub fn name(&self, r: u64) -> &str {
+        &self.names[(r - self.first) as usize]
+    }
+}
+
+/// Fetches from their owners the names of `needed` ranks (sorted, distinct; none this worker
+/// owns), for this worker: every worker calls it with its own list and gets its own answers,
+/// sorted by rank.
+pub fn fetch(worker: &mut Worker, ranked: &Ranked, needed: Vec<u64>) -> Vec<(u64, String)> {
+    let me = worker.index() as u64;
+    let bounds = ranked.bounds.clone();
+    let requests = shuffle(
+        worker,
+        needed.into_iter().map(|r| (r, me)).collect::<Vec<_>>(),
+        move |(r, _)| (bounds.partition_point(|&b| b <= *r) - 1) as u64,
+    );
+    let replies: Vec<(u64, u64, String)> = requests
+        .into_iter()
+        .map(|(r, from)| (from, r, ranked.name(r).to_owned()))
+        .collect();
+    let mut names: Vec<(u64, String)> = shuffle(worker, replies, |(from, _, _)| *from)
+        .into_iter()
+        .map(|(_, r, n)| (r, n))
+        .collect();
     names.sort_unstable_by_key(|(r, _)| *r);
     names
 }

@@ -13,6 +13,7 @@ use serde::Serialize;
 pub use commit::{write_file, OutputSet, Written};
 
 use crate::candidates::Pair;
+use crate::sketch::{to_hex, Hex};
 
 /// Output format, chosen by extension: `.jsonl`/`.json`/`.ndjson` give JSON Lines, anything else TSV.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,20 +106,20 @@ struct FingerprintLine<'a> {
 pub fn write_fingerprints(
     out: &mut dyn Write,
     format: Format,
-    fps: &[(String, Option<String>, u64)],
+    fps: &[(&str, Option<&str>, u64)],
 ) -> io::Result<()> {
     write_rows(
         out,
         format,
         fps,
-        |out, (id, _, fp)| writeln!(out, "{id}\t{fp:016x}"),
+        |out, (id, _, fp)| writeln!(out, "{id}\t{}", Hex(*fp)),
         |out, (id, url, fp)| {
             json_line(
                 out,
                 &FingerprintLine {
                     id,
-                    url: url.as_deref(),
-                    simhash: format!("{fp:016x}"),
+                    url: *url,
+                    simhash: to_hex(*fp),
                 },
             )
         },
@@ -144,7 +145,7 @@ pub fn write_groups<'n>(
         format,
         groups,
         |out, (fp, ids)| {
-            write!(out, "{fp:016x}")?;
+            write!(out, "{}", Hex(*fp))?;
             for &id in ids {
                 out.write_all(b"\t")?;
                 out.write_all(name(id).as_bytes())?;
@@ -155,7 +156,7 @@ pub fn write_groups<'n>(
             json_line(
                 out,
                 &GroupLine {
-                    simhash: format!("{fp:016x}"),
+                    simhash: to_hex(*fp),
                     ids: ids.iter().map(|&id| name(id)).collect(),
                 },
             )

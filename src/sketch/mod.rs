@@ -3,7 +3,7 @@
 
 pub mod simhash;
 
-pub use simhash::{from_hex, hamming, to_hex, Fingerprint, Fingerprinter};
+pub use simhash::{from_hex, hamming, to_hex, Fingerprint, Fingerprinter, Hex};
 
 /// Turns texts into sketches, reusing its buffers between calls.
 pub trait Sketcher {

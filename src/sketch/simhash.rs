@@ -173,9 +173,19 @@ pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 
+/// A fingerprint displayed as 16 lowercase hex digits, the form of every output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hex(pub u64);
+
+impl std::fmt::Display for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
 /// Formats a fingerprint as 16 lowercase hex digits.
 pub fn to_hex(simhash: u64) -> String {
-    format!("{simhash:016x}")
+    Hex(simhash).to_string()
 }
 
 /// Parses 16 hex digits (either case) into a fingerprint.

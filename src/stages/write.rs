@@ -1,85 +1,169 @@
-//! Stage *write*: the sorted outputs, written by worker 0 of process 0 into the run's output set.
-//! Rows are sorted by rank, which is id order, so the files are the same whatever the number of
-//! workers and processes.
+//! Stage *write*: the sorted outputs, into the run's output set on worker 0 of process 0, without
+//! gathering them there. Every row belongs to the worker that owns the rank that sorts it (a pair's
+//! `a`, a group's representative, a fingerprint's id); owners are ranges of ranks in worker order,
+//! so each worker sorts and formats its own rows, and [`stream_to_leader`] hands the formatted
+//! chunks to worker 0 in order, one or two at a time: the writer's memory does not grow with the
+//! output, and the file is the same whatever the number of workers and processes.
 
 use timely::worker::Worker;
 
 use crate::candidates::Pair;
 use crate::error::Result;
-use crate::exchange::gather;
 use crate::exchange::ranks::{self, Ranked};
-use crate::output::{self, OutputSet};
+use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
+use crate::output::{self, Format, OutputSet};
 use crate::summary::SkippedRow;
 
-/// Writes the fingerprints output from the rank owners' rows (every worker calls it together).
-pub fn fingerprints(worker: &mut Worker, ranked: &Ranked, out: Option<&OutputSet>) -> Result<()> {
-    let rows: Vec<(u64, String, Option<String>, u64)> = ranked
-        .names
-        .iter()
-        .zip(&ranked.rows)
-        .enumerate()
-        .map(|(j, (id, (url, fp)))| (ranked.first + j as u64, id.clone(), url.clone(), *fp))
-        .collect();
-    let mut all = gather(worker, rows);
-    let Some(out) = out else { return Ok(()) };
-    all.sort_unstable_by_key(|r| r.0);
-    let rows: Vec<(String, Option<String>, u64)> = all
-        .into_iter()
-        .map(|(_, id, url, fp)| (id, url, fp))
-        .collect();
-    out.write("fingerprints", |w, f| {
-        output::write_fingerprints(w, f, &rows)
-    })
+/// Rows formatted per chunk: a few MiB of text.
+const ROWS_PER_CHUNK: usize = 1 << 16;
+
+/// Streams `rows` rows, formatted `ROWS_PER_CHUNK` at a time by `format(range, buffer)`, into output
+/// `name` (on worker 0; every worker calls it together).
+fn stream_rows(
+    worker: &mut Worker,
+    name: &str,
+    rows: usize,
+    mut format: impl FnMut(std::ops::Range<usize>, &mut Vec<u8>) -> std::io::Result<()>,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let chunks = rows.div_ceil(ROWS_PER_CHUNK);
+    let mut make = |i: usize| {
+        let mut buf = Vec::with_capacity(4 << 20);
+        let range = i * ROWS_PER_CHUNK..((i + 1) * ROWS_PER_CHUNK).min(rows);
+        format(range, &mut buf).expect("formatting into memory cannot fail");
+        buf
+    };
+    let Some(out) = out else {
+        stream_to_leader(worker, chunks, make, None);
+        return Ok(());
+    };
+    let mut streamed = false;
+    let result = out.write(name, |w, _| {
+        streamed = true;
+        // A failed write is kept while the stream runs to its end: every worker takes part in it.
+        let mut error = None;
+        stream_to_leader(
+            worker,
+            chunks,
+            &mut make,
+            Some(&mut |chunk: &[u8]| {
+                if error.is_none() {
+                    error = w.write_all(chunk).err();
+                }
+            }),
+        );
+        error.map_or(Ok(()), Err)
+    });
+    if !streamed {
+        stream_to_leader(worker, chunks, make, None);
+    }
+    result
 }
 
-/// Writes the pairs (and, when given, the exact-duplicate groups) with their ids; returns the
-/// number of pairs per distance 0..=k on worker 0 (every worker calls it together).
+/// Writes the fingerprints output from the rank owners' rows (every worker calls it together).
+pub fn fingerprints(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    format: Format,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let n = ranked.names.len();
+    stream_rows(
+        worker,
+        "fingerprints",
+        n,
+        |range, buf| {
+            let rows: Vec<(&str, Option<&str>, u64)> = range
+                .map(|j| {
+                    let (url, fp) = &ranked.rows[j];
+                    (ranked.names[j].as_str(), url.as_deref(), *fp)
+                })
+                .collect();
+            output::write_fingerprints(buf, format, &rows)
+        },
+        out,
+    )
+}
+
+/// Writes the pairs and, in collapse mode, the exact-duplicate groups, with their ids; returns the
+/// number of pairs per distance 0..=k, summed over all workers (every worker calls it together).
+#[allow(clippy::too_many_arguments)]
 pub fn pairs(
     worker: &mut Worker,
     ranked: &Ranked,
     pairs: Vec<Pair>,
     groups: Option<Vec<(u64, Vec<u64>)>>,
     k: u32,
+    formats: (Format, Format),
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
-    let leader = worker.index() == 0;
-    let mut pairs = gather(worker, pairs);
+    let owners = ranked.bounds.clone();
+    let owner_of = move |r: u64| (owners.partition_point(|&b| b <= r) - 1) as u64;
+    let mut mine = shuffle(worker, pairs, {
+        let owner_of = owner_of.clone();
+        move |p| owner_of(p.a)
+    });
+    mine.sort_unstable();
     let collapse = groups.is_some();
-    let mut groups = groups.map(|g| gather(worker, g)).unwrap_or_default();
-    // The names of the ranks that appear in the outputs, fetched from their owners.
-    let mut needed: Vec<u64> = Vec::new();
-    if leader {
-        pairs.sort_unstable();
-        groups.sort_unstable_by(|a, b| a.1.cmp(&b.1));
-        needed.extend(pairs.iter().flat_map(|p| [p.a, p.b]));
-        needed.extend(groups.iter().flat_map(|(_, ids)| ids.iter().copied()));
-        needed.sort_unstable();
-        needed.dedup();
-    }
-    let names = ranks::resolve(worker, ranked, needed);
-    let mut by_distance = vec![0u64; k as usize + 1];
-    let Some(out) = out else {
-        return Ok(by_distance);
-    };
+    let mut my_groups = groups
+        .map(|g| shuffle(worker, g, move |(_, ids)| owner_of(ids[0])))
+        .unwrap_or_default();
+    my_groups.sort_unstable_by_key(|(_, ids)| ids[0]);
+    // Names of the other ranks these rows mention, from their owners.
+    let mut needed: Vec<u64> = mine
+        .iter()
+        .map(|p| p.b)
+        .chain(my_groups.iter().flat_map(|(_, ids)| ids.iter().copied()))
+        .filter(|&r| !ranked.owns(r))
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let remote = ranks::fetch(worker, ranked, needed);
     let name = |r: u64| -> &str {
-        let i = names
-            .binary_search_by_key(&r, |(rank, _)| *rank)
-            .expect("every needed name resolved");
-        &names[i].1
+        if ranked.owns(r) {
+            ranked.name(r)
+        } else {
+            let i = remote
+                .binary_search_by_key(&r, |(rank, _)| *rank)
+                .expect("every needed name fetched");
+            &remote[i].1
+        }
     };
-    for p in &pairs {
+    let mut by_distance = vec![0u64; k as usize + 1];
+    for p in &mine {
         by_distance[p.score.distance as usize] += 1;
     }
-    out.write("pairs", |w, f| output::write_pairs(w, f, &pairs, &name))?;
-    if collapse {
-        out.write("exact_groups", |w, f| {
-            output::write_groups(w, f, &groups, &name)
-        })?;
-    }
+    let by_distance = all_gather(worker, by_distance).into_iter().fold(
+        vec![0u64; k as usize + 1],
+        |mut acc, v| {
+            acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+            acc
+        },
+    );
+    let pairs_written = stream_rows(
+        worker,
+        "pairs",
+        mine.len(),
+        |range, buf| output::write_pairs(buf, formats.0, &mine[range], &name),
+        out,
+    );
+    let groups_written = if collapse {
+        stream_rows(
+            worker,
+            "exact_groups",
+            my_groups.len(),
+            |range, buf| output::write_groups(buf, formats.1, &my_groups[range], &name),
+            out,
+        )
+    } else {
+        Ok(())
+    };
+    pairs_written.and(groups_written)?;
     Ok(by_distance)
 }
 
-/// Writes the skipped-records output, in input order (every worker calls it together).
+/// Writes the skipped-records output, in input order (every worker calls it together). Skipped
+/// records are few next to the others, so they are gathered and sorted at worker 0.
 pub fn skipped(worker: &mut Worker, rows: Vec<SkippedRow>, out: Option<&OutputSet>) -> Result<()> {
     let mut all = gather(worker, rows);
     let Some(out) = out else { return Ok(()) };

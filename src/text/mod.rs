@@ -142,7 +142,7 @@ pub struct Scratch {
 /// Calls `emit` with each normalized token of `text`, in order.
 ///
 /// Morally: `text.nfkc().to_lowercase()`, split into alphanumeric runs and single CJK characters
-/// (see [`reference_tokens`]). ASCII text skips normalization (it is NFKC already); other text is cut
+/// (see the reference tokenizer in the tests). ASCII text skips normalization (it is NFKC already); other text is cut
 /// before safe starters (ASCII, ideographs, kana, Hangul syllables) into runs, and only runs that fail
 /// the NFKC quick check are normalized, so CJK text pays for normalization only around the characters
 /// that change (full-width punctuation, compatibility forms, combining marks).
@@ -185,19 +185,6 @@ pub fn for_each_token(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(&s
         emit(word);
         word.clear();
     }
-}
-
-/// The obviously correct tokenizer: NFKC over the whole text, then the same token rules. The twin
-/// [`for_each_token`] is tested against.
-pub fn reference_tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut emit = |t: &str| out.push(t.to_owned());
-    text.nfkc().for_each(|c| push_char(c, &mut word, &mut emit));
-    if !word.is_empty() {
-        emit(&word);
-    }
-    out
 }
 
 /// Hash of one normalized token.
@@ -540,6 +527,19 @@ pub fn tokens(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The obviously correct tokenizer: NFKC over the whole text, then the same token rules. The twin
+    /// [`for_each_token`] is tested against.
+    fn reference_tokens(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        let mut emit = |t: &str| out.push(t.to_owned());
+        text.nfkc().for_each(|c| push_char(c, &mut word, &mut emit));
+        if !word.is_empty() {
+            emit(&word);
+        }
+        out
+    }
 
     #[test]
     fn ascii_words_are_lowercased_and_split_on_punctuation() {
