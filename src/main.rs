@@ -29,24 +29,24 @@ struct Allocator;
 // intercepted, and that path never returns.
 unsafe impl std::alloc::GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let p = mimalloc::MiMalloc.alloc(layout);
+        let p = std::alloc::System.alloc(layout);
         if p.is_null() {
             neardup::output::cleanup::out_of_memory(layout.size());
         }
         p
     }
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let p = mimalloc::MiMalloc.alloc_zeroed(layout);
+        let p = std::alloc::System.alloc_zeroed(layout);
         if p.is_null() {
             neardup::output::cleanup::out_of_memory(layout.size());
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        mimalloc::MiMalloc.dealloc(ptr, layout)
+        std::alloc::System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        let p = mimalloc::MiMalloc.realloc(ptr, layout, new_size);
+        let p = std::alloc::System.realloc(ptr, layout, new_size);
         if p.is_null() {
             neardup::output::cleanup::out_of_memory(new_size);
         }

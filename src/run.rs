@@ -159,6 +159,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         &plan.features,
         &plan.content,
         &splits[me],
+        plan.outputs.fingerprints.is_some(),
         &mut counters,
         &mut |bytes| PROGRESS.read_one(bytes),
     );

@@ -6,9 +6,9 @@
 //! always meet at one owner. The owner sorts by (id, location): the first record with an id in input
 //! order (files by path, then byte offset) keeps it and gets the next rank; every later one is a
 //! duplicate and is reported back to its reader, which skips it. Rank order is id order, so sorting
-//! pairs of ranks sorts them by id, whatever the number of workers. The owners keep the names (and,
-//! when the fingerprints output wants them, urls and fingerprints), and [`resolve`] fetches only the
-//! names a writer needs.
+//! pairs of ranks sorts them by id, whatever the number of workers. The owners keep the names in one
+//! arena (and, when the fingerprints output wants them, urls and fingerprints), and [`fetch`] brings
+//! a worker the names its rows need.
 
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
@@ -24,31 +24,59 @@ const SAMPLES: usize = 64;
 pub struct RankInput {
     /// Its id.
     pub id: String,
-    /// Its fingerprint.
-    pub simhash: u64,
     /// Where it starts: decides which of several records with one id keeps it.
     pub at: Location,
-    /// Its URL, carried to the owner only when the fingerprints output is written.
-    pub url: Option<String>,
+    /// URL and fingerprint, carried to the owner only when the fingerprints output is written
+    /// (boxed: most runs do without, and every document pays for the field).
+    pub row: Option<Box<(Option<String>, u64)>>,
 }
 
-/// What an owner tells a reader about one of its documents.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-enum Verdict {
-    /// The document's rank.
-    Rank(u64),
-    /// The id (given) belongs to the record at this location.
-    Duplicate(Location, String),
+/// The rank an owner sends back for a duplicate: none.
+const DUPLICATE: u64 = u64::MAX;
+
+/// Names in one byte arena: a name costs its bytes and four bytes of offset, not a `String` each.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) {
+        self.bytes.extend_from_slice(name.as_bytes());
+        self.ends.push(
+            u32::try_from(self.bytes.len()).expect("under 4 GiB of ids per worker (see docs)"),
+        );
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True if there is none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`-th name.
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let bytes = &self.bytes[start..self.ends[i] as usize];
+        // SAFETY: only whole `&str`s are pushed, so every range between ends is valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
 }
 
 /// The ranks of this worker's documents and the names of the rank range it owns.
 pub struct Ranked {
     /// Rank of each local document, in input order; `None` for a duplicate id.
     pub ranks: Vec<Option<u64>>,
-    /// The local documents whose id an earlier record has: (index, where that record starts, id).
-    pub duplicates: Vec<(usize, Location, String)>,
+    /// The local documents whose id an earlier record has: (id, where it starts, where the record
+    /// that keeps the id starts), in input order.
+    pub duplicates: Vec<(String, Location, Location)>,
     /// Ids of the ranks `first..first + names.len()`, in rank order.
-    pub names: Vec<String>,
+    pub names: Names,
     /// URL and fingerprint of the same ranks (empty unless asked for).
     pub rows: Vec<(Option<String>, u64)>,
     /// First rank this worker owns.
@@ -57,89 +85,20 @@ pub struct Ranked {
     pub bounds: Vec<u64>,
 }
 
-/// Ranks every worker's documents by id, deciding duplicate ids. With `keep_rows` the owners also
-/// keep each ranked document's URL and fingerprint (for the fingerprints output).
-pub fn assign(worker: &mut Worker, docs: Vec<RankInput>, keep_rows: bool) -> Ranked {
-    let (me, peers) = (worker.index(), worker.peers());
-    let n = docs.len();
-    // Evenly spaced documents in input order sample the ids well enough for splitters (sorted
-    // input gives exact quantiles, unsorted input a random sample) without sorting them all.
-    let take = SAMPLES.min(n);
-    let sample: Vec<String> = (0..take).map(|i| docs[i * n / take].id.clone()).collect();
-    let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
-    samples.sort_unstable();
-    let splitters: Vec<String> = if samples.is_empty() {
-        Vec::new()
-    } else {
-        (1..peers)
-            .map(|j| samples[j * samples.len() / peers].clone())
-            .collect()
-    };
-    let records: Vec<(RankInput, u32, u64)> = docs
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut d)| {
-            if !keep_rows {
-                d.url = None;
-            }
-            (d, me as u32, i as u64)
-        })
-        .collect();
-    let mut mine = shuffle(worker, records, move |(d, _, _)| {
-        splitters.partition_point(|s| s.as_str() <= d.id.as_str()) as u64
-    });
-    sort_by_id(&mut mine);
-    let kept = mine
-        .iter()
-        .enumerate()
-        .filter(|(j, (d, _, _))| *j == 0 || mine[j - 1].0.id != d.id)
-        .count();
-    let counts = all_gather(worker, kept as u64);
-    let bounds: Vec<u64> = counts
-        .iter()
-        .scan(0u64, |acc, c| {
-            let start = *acc;
-            *acc += c;
-            Some(start)
-        })
-        .collect();
-    let first = bounds[me];
-    let mut names = Vec::with_capacity(kept);
-    let mut rows = Vec::new();
-    let mut replies: Vec<(u32, u64, Verdict)> = Vec::with_capacity(mine.len());
-    let mut keeper = Location {
-        file: 0,
-        offset: 0,
-        line: None,
-    };
-    for (d, origin, idx) in mine {
-        if names.last() == Some(&d.id) {
-            replies.push((origin, idx, Verdict::Duplicate(keeper, d.id)));
-            continue;
-        }
-        keeper = d.at;
-        replies.push((origin, idx, Verdict::Rank(first + names.len() as u64)));
-        if keep_rows {
-            rows.push((d.url, d.simhash));
-        }
-        names.push(d.id);
+impl Ranked {
+    /// The worker that owns rank `r` (and its name).
+    pub fn owner_of(&self, r: u64) -> usize {
+        self.bounds.partition_point(|&b| b <= r) - 1
     }
-    let mut ranks = vec![None; n];
-    let mut duplicates = Vec::new();
-    for (_, idx, verdict) in shuffle(worker, replies, |(origin, _, _)| *origin as u64) {
-        match verdict {
-            Verdict::Rank(r) => ranks[idx as usize] = Some(r),
-            Verdict::Duplicate(at, id) => duplicates.push((idx as usize, at, id)),
-        }
+
+    /// True if this worker owns rank `r`.
+    pub fn owns(&self, r: u64) -> bool {
+        r >= self.first && r < self.first + self.names.len() as u64
     }
-    duplicates.sort_unstable_by_key(|d| d.0);
-    Ranked {
-        ranks,
-        duplicates,
-        names,
-        rows,
-        first,
-        bounds,
+
+    /// The name of a rank this worker owns.
+    pub fn name(&self, r: u64) -> &str {
+        self.names.get((r - self.first) as usize)
     }
 }
 
@@ -154,12 +113,12 @@ fn prefix_key(id: &str) -> u128 {
     u128::from_be_bytes(buf)
 }
 
-/// Sorts records by (id, location): by a 16-byte prefix key and index first, which decides almost
-/// every comparison without touching the strings, then runs of equal prefix by the whole id. The
-/// records themselves move once, by the resulting permutation.
+/// The order of `records` by (id, location): indices sorted by a 16-byte prefix key, which decides
+/// almost every comparison without touching the strings, then runs of equal prefix by the whole
+/// id. The records themselves do not move.
 ///
-/// Morally: `records.sort_by(|a, b| (&a.0.id, a.0.at).cmp(&(&b.0.id, b.0.at)))`.
-fn sort_by_id(records: &mut Vec<(RankInput, u32, u64)>) {
+/// Morally: `(0..n).sorted_by(|a, b| (&r[a].id, r[a].at).cmp(&(&r[b].id, r[b].at)))`.
+fn sorted_order(records: &[(RankInput, u32, u64)]) -> Vec<u32> {
     let mut keys: Vec<(u128, u32)> = records
         .iter()
         .enumerate()
@@ -180,29 +139,94 @@ fn sort_by_id(records: &mut Vec<(RankInput, u32, u64)>) {
         }
         start = end;
     }
-    let mut slots: Vec<Option<(RankInput, u32, u64)>> =
-        std::mem::take(records).into_iter().map(Some).collect();
-    records.extend(
-        keys.iter()
-            .map(|&(_, i)| slots[i as usize].take().expect("a permutation")),
-    );
+    keys.into_iter().map(|(_, i)| i).collect()
 }
 
-impl Ranked {
-    /// The worker that owns rank `r` (and its name).
-    pub fn owner_of(&self, r: u64) -> usize {
-        self.bounds.partition_point(|&b| b <= r) - 1
+/// Ranks every worker's documents (given in input order) by id, deciding duplicate ids.
+pub fn assign(
+    worker: &mut Worker,
+    docs: impl ExactSizeIterator<Item = RankInput>,
+    sample: Vec<String>,
+) -> Ranked {
+    let (me, peers) = (worker.index(), worker.peers());
+    let n = docs.len();
+    let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
+    samples.sort_unstable();
+    let splitters: Vec<String> = if samples.is_empty() {
+        Vec::new()
+    } else {
+        (1..peers)
+            .map(|j| samples[j * samples.len() / peers].clone())
+            .collect()
+    };
+    let records = docs.enumerate().map(move |(i, d)| (d, me as u32, i as u64));
+    let mut mine = shuffle(worker, records, move |(d, _, _)| {
+        splitters.partition_point(|s| s.as_str() <= d.id.as_str()) as u64
+    });
+    let order = sorted_order(&mine);
+    let kept = order
+        .iter()
+        .enumerate()
+        .filter(|&(j, &i)| j == 0 || mine[order[j - 1] as usize].0.id != mine[i as usize].0.id)
+        .count();
+    let counts = all_gather(worker, kept as u64);
+    let bounds: Vec<u64> = counts
+        .iter()
+        .scan(0u64, |acc, c| {
+            let start = *acc;
+            *acc += c;
+            Some(start)
+        })
+        .collect();
+    let first = bounds[me];
+    let mut names = Names::default();
+    let mut rows = Vec::new();
+    let mut replies: Vec<(u32, u64, u64)> = Vec::with_capacity(mine.len());
+    let mut dups: Vec<(u32, String, Location, Location)> = Vec::new();
+    let mut keeper = Location::at(0, 0);
+    for &i in &order {
+        let (d, origin, idx) = &mut mine[i as usize];
+        if !names.is_empty() && names.get(names.len() - 1) == d.id {
+            replies.push((*origin, *idx, DUPLICATE));
+            dups.push((*origin, std::mem::take(&mut d.id), d.at, keeper));
+            continue;
+        }
+        keeper = d.at;
+        replies.push((*origin, *idx, first + names.len() as u64));
+        if let Some(row) = d.row.take() {
+            rows.push(*row);
+        }
+        names.push(&d.id);
     }
+    drop(mine);
+    let mut ranks = vec![None; n];
+    for (_, idx, rank) in shuffle(worker, replies, |(origin, _, _)| *origin as u64) {
+        if rank != DUPLICATE {
+            ranks[idx as usize] = Some(rank);
+        }
+    }
+    let mut duplicates: Vec<(String, Location, Location)> =
+        shuffle(worker, dups, |(origin, ..)| *origin as u64)
+            .into_iter()
+            .map(|(_, id, at, keeper)| (id, at, keeper))
+            .collect();
+    duplicates.sort_unstable_by_key(|d| d.1);
+    Ranked {
+        ranks,
+        duplicates,
+        names,
+        rows,
+        first,
+        bounds,
+    }
+}
 
-    /// True if this worker owns rank `r`.
-    pub fn owns(&self, r: u64) -> bool {
-        r >= self.first && r < self.first + self.names.len() as u64
-    }
-
-    /// The name of a rank this worker owns.
-    pub fn name(&self, r: u64) -> &str {
-        &self.names[(r - self.first) as usize]
-    }
+/// Evenly spaced ids among `n` documents (`id(i)` is the i-th): they sample the ids well enough for
+/// splitters (sorted input gives exact quantiles, unsorted input a random sample) without sorting
+/// them all.
+pub fn sample<'a>(n: usize, id: impl Fn(usize) -> &'a str) -> Vec<String> {
+    let take = SAMPLES.min(n);
+    (0..take).map(|i| id(i * n / take).to_string()).collect()
 }
 
 /// Fetches from their owners the names of `needed` ranks (sorted, distinct; none this worker
@@ -226,4 +250,57 @@ pub fn fetch(worker: &mut Worker, ranked: &Ranked, needed: Vec<u64>) -> Vec<(u64
         .collect();
     names.sort_unstable_by_key(|(r, _)| *r);
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorting_by_id_orders_by_bytes_then_location() {
+        let at = |offset| Location::at(0, offset);
+        let ids = [
+            "b",
+            "a",
+            "aaaaaaaaaaaaaaaaaaaz",
+            "aaaaaaaaaaaaaaaaaaay",
+            "a",
+            "é",
+            "",
+        ];
+        let records: Vec<(RankInput, u32, u64)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let input = RankInput {
+                    id: id.to_string(),
+                    at: at(100 - i as u64),
+                    row: None,
+                };
+                (input, 0, i as u64)
+            })
+            .collect();
+        let mut want: Vec<usize> = (0..records.len()).collect();
+        want.sort_by(|&a, &b| {
+            let (x, y) = (&records[a].0, &records[b].0);
+            (&x.id, x.at).cmp(&(&y.id, y.at))
+        });
+        let got: Vec<usize> = sorted_order(&records)
+            .into_iter()
+            .map(|i| i as usize)
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn names_live_in_one_arena() {
+        let mut n = Names::default();
+        for s in ["", "abc", "é", "x"] {
+            n.push(s);
+        }
+        assert_eq!(
+            (0..n.len()).map(|i| n.get(i)).collect::<Vec<_>>(),
+            ["", "abc", "é", "x"]
+        );
+    }
 }

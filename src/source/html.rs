@@ -466,11 +466,7 @@ pub fn read_page_file(
 ) {
     use std::io::Read;
     let id = file.path.display().to_string();
-    let at = Location {
-        file: split.file as u32,
-        offset: 0,
-        line: None,
-    };
+    let at = Location::at(split.file, 0);
     let mut bytes = Vec::new();
     let read = super::lines::open_stream(file)
         .and_then(|r| r.take(max_record_bytes as u64 + 1).read_to_end(&mut bytes));

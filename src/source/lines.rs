@@ -88,13 +88,15 @@ pub fn read_records(
     on: &mut dyn FnMut(Item<'_>),
     mut record: impl FnMut(&[u8], Location, &mut dyn FnMut(Item<'_>)),
 ) -> u64 {
-    let at = |offset: u64, line: u64| Location {
-        file: split.file as u32,
-        offset,
-        line: Some(SplitLine {
-            split: split.id,
-            line,
-        }),
+    let at = |offset: u64, line: u64| {
+        Location::on_line(
+            split.file,
+            offset,
+            SplitLine {
+                split: split.id,
+                line,
+            },
+        )
     };
     let result = read_split(file, split, max_line, |event| match event {
         LineEvent::Line {
@@ -131,11 +133,7 @@ pub fn read_records(
     });
     result.unwrap_or_else(|error| {
         let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {error}"));
-        let at = Location {
-            file: split.file as u32,
-            offset: split.start,
-            line: None,
-        };
+        let at = Location::at(split.file, split.start);
         on(Item::Skipped(Skipped::at(at, skip, 0)));
         0
     })

@@ -215,13 +215,45 @@ pub struct SplitLine {
 }
 
 /// Where a record starts. Ordered as the input is: file (index into the run's sorted file list),
-/// then byte offset.
+/// then byte offset. 24 bytes: every document carries one until it is ranked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Location {
     /// Index of the file in the run's file list.
     pub file: u32,
     /// Byte offset of the record (of the compressed file for a `.warc.gz`).
     pub offset: u64,
-    /// Its line, for line-based files.
-    pub line: Option<SplitLine>,
+    /// Line number within the split, from 1; 0 for formats that are not line-based.
+    line: u64,
+    /// The split of `line`.
+    split: u32,
+}
+
+impl Location {
+    /// A record at `offset` of file `file`, which is not line-based.
+    pub fn at(file: usize, offset: u64) -> Location {
+        Location {
+            file: file as u32,
+            offset,
+            line: 0,
+            split: 0,
+        }
+    }
+
+    /// A record at `offset` of file `file`, on `line`.
+    pub fn on_line(file: usize, offset: u64, line: SplitLine) -> Location {
+        Location {
+            file: file as u32,
+            offset,
+            line: line.line,
+            split: line.split,
+        }
+    }
+
+    /// Its line within its split, for line-based files.
+    pub fn split_line(&self) -> Option<SplitLine> {
+        (self.line > 0).then_some(SplitLine {
+            split: self.split,
+            line: self.line,
+        })
+    }
 }

@@ -1093,11 +1093,7 @@ pub fn read_pages(
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) {
-    let at = |offset: u64| Location {
-        file: split.file as u32,
-        offset,
-        line: None,
-    };
+    let at = |offset: u64| Location::at(split.file, offset);
     let compression = match file.compression {
         Compression::None => WarcCompression::Plain,
         Compression::Gzip => WarcCompression::Gzip,
@@ -1214,6 +1210,18 @@ pub fn read_pages(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crawler_metadata_uris_by_scheme_on_any_text() {
+        assert!(is_crawler_metadata(
+            "metadata://gnu.org/software/wget/warc/wget.log"
+        ));
+        assert!(is_crawler_metadata("DNS:example.org"));
+        assert!(!is_crawler_metadata("https://example.org/"));
+        // A multi-byte character where a scheme would end is no scheme, and no panic.
+        assert!(!is_crawler_metadata("dnsé://x"));
+        assert!(!is_crawler_metadata("ur"));
+    }
     use flate2::{write::GzEncoder, Compression};
     use proptest::prelude::*;
     use std::io::{Cursor, Write};

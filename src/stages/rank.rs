@@ -24,23 +24,17 @@ pub fn rank(
     keep_rows: bool,
     counters: &mut Counters,
 ) -> RankOutput {
-    let mut meta = Vec::with_capacity(docs.len());
-    let inputs: Vec<RankInput> = docs
-        .into_iter()
-        .map(|d| {
-            meta.push((d.simhash, d.at));
-            RankInput {
-                id: d.id,
-                simhash: d.simhash,
-                at: d.at,
-                url: d.url,
-            }
-        })
-        .collect();
-    let ranked = ranks::assign(worker, inputs, keep_rows);
-    for (i, keeper, id) in &ranked.duplicates {
+    let sample = ranks::sample(docs.len(), |i| &docs[i].id);
+    let fps: Vec<u64> = docs.iter().map(|d| d.simhash).collect();
+    let inputs = docs.into_iter().map(|d| RankInput {
+        row: keep_rows.then(|| Box::new((d.url, d.simhash))),
+        id: d.id,
+        at: d.at,
+    });
+    let ranked = ranks::assign(worker, inputs, sample);
+    for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {
-            at: meta[*i].1,
+            at: *at,
             reason: SkipReason::DuplicateId,
             id: id.clone(),
             record: None,
@@ -48,10 +42,10 @@ pub fn rank(
             first: Some(*keeper),
         });
     }
-    let keyed = meta
+    let keyed = fps
         .iter()
         .zip(&ranked.ranks)
-        .filter_map(|((fp, _), r)| r.map(|r| (*fp, r)))
+        .filter_map(|(fp, r)| r.map(|r| (*fp, r)))
         .collect();
     RankOutput { keyed, ranked }
 }

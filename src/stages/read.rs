@@ -11,23 +11,19 @@ use crate::source::{Body, Document, Item, Location, Skip, SkipReason, Skipped, S
 use crate::summary::{Counters, SkipNote};
 use crate::text::FeatureConfig;
 
-/// A document after the read stage: its sketch and the facts later stages need.
+/// A document after the read stage: its sketch and what later stages of this run need, and no
+/// more (a run of 100M documents holds one each until they are ranked). The document's other facts
+/// (size, tokens, timestamp: [`crate::source::Attributes`]) join it here when a stage needs them.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Sketched {
     /// Its simhash.
     pub simhash: u64,
     /// Its id (given, or `PATH@OFFSET`).
     pub id: String,
-    /// Its URL, if the record has one.
+    /// Its URL, if the record has one and the run writes URLs.
     pub url: Option<String>,
     /// Where the record starts.
     pub at: Location,
-    /// The record's size as read, in bytes.
-    pub bytes: u64,
-    /// Tokens of its text (0 for a fingerprints file).
-    pub tokens: u32,
-    /// Its date or time as written (`WARC-Date`, a JSONL timestamp field).
-    pub timestamp: Option<String>,
 }
 
 /// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
@@ -121,12 +117,13 @@ impl From<Skipped> for SkipNote {
 }
 
 /// Reads `splits` of `inputs` into sketched documents, in input order, counting every skip in
-/// `counters` and every byte read in `on_bytes`.
+/// `counters` and every byte read in `on_bytes`; URLs are kept with `keep_urls`.
 pub fn read(
     inputs: &Inputs,
     features: &FeatureConfig,
     content: &ContentOptions,
     splits: &[Split],
+    keep_urls: bool,
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Vec<Sketched>, SplitLines) {
@@ -161,7 +158,7 @@ pub fn read(
                                 message: skip.message,
                                 first: None,
                             }),
-                            Ok((simhash, tokens)) => {
+                            Ok((simhash, _tokens)) => {
                                 let id = match doc.id {
                                     Some(id) => id.into_owned(),
                                     None => {
@@ -174,11 +171,8 @@ pub fn read(
                                 out.push(Sketched {
                                     simhash,
                                     id,
-                                    url: doc.url.map(Cow::into_owned),
+                                    url: doc.url.filter(|_| keep_urls).map(Cow::into_owned),
                                     at: doc.location,
-                                    bytes,
-                                    tokens: tokens.min(u32::MAX as usize) as u32,
-                                    timestamp: doc.attributes.timestamp.map(Cow::into_owned),
                                 });
                             }
                         }
@@ -203,8 +197,73 @@ pub fn read_documents(
         features,
         content,
         splits,
+        true,
         &mut counters,
         &mut |_| {},
     );
     (docs, counters, lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{discover, Fields, Format};
+    use crate::summary::LineTable;
+
+    #[test]
+    fn skipped_records_cost_no_second_read_of_their_file() {
+        // Regression (issue 8.1): every skip reopened its file and read it from byte 0 to find
+        // its line number, so 5,000 skips cost 5,000 reads of the file.
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let mut plain = Vec::new();
+        for i in 0..2000 {
+            if i % 2 == 0 {
+                writeln!(plain, "{{\"id\":{i},\"text\":\"words number {i} here\"}}").unwrap();
+            } else {
+                writeln!(plain, "{{\"id\":{i},\"body\":\"no text field\"}}").unwrap();
+            }
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        for (name, bytes) in [
+            ("a.jsonl", plain.clone()),
+            ("b.jsonl.gz", gz.finish().unwrap()),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let inputs = Inputs {
+                format: Format::Jsonl(Fields::default()),
+                files: discover(&[path], &[]).unwrap(),
+                max_record_bytes: 1 << 20,
+                split_bytes: 1 << 20,
+            };
+            let content = ContentOptions {
+                min_tokens: 1,
+                ..Default::default()
+            };
+            let before = crate::source::lines::OPENS.with(|c| c.get());
+            let mut counters = Counters::new(true);
+            let (docs, lines) = read(
+                &inputs,
+                &FeatureConfig::default(),
+                &content,
+                &[Split::whole(0)],
+                true,
+                &mut counters,
+                &mut |_| {},
+            );
+            let opens = crate::source::lines::OPENS.with(|c| c.get()) - before;
+            assert_eq!(opens, 1, "{name}: one open");
+            assert_eq!((docs.len(), counters.notes.len()), (1000, 1000), "{name}");
+            // Line numbers still come out right, from the split's own count.
+            let table = LineTable::new(lines);
+            let last = counters.notes.last().unwrap();
+            assert_eq!(
+                table.line(last.at.split_line().unwrap()),
+                Some(2000),
+                "{name}"
+            );
+        }
+    }
 }

@@ -76,7 +76,7 @@ pub fn fingerprints(
             let rows: Vec<(&str, Option<&str>, u64)> = range
                 .map(|j| {
                     let (url, fp) = &ranked.rows[j];
-                    (ranked.names[j].as_str(), url.as_deref(), *fp)
+                    (ranked.names.get(j), url.as_deref(), *fp)
                 })
                 .collect();
             output::write_fingerprints(buf, format, &rows)

@@ -70,7 +70,7 @@ impl SkipNote {
             .get(at.file as usize)
             .map_or("?", String::as_str)
             .to_string();
-        match (at.line.and_then(|l| lines.line(l)), record) {
+        match (at.split_line().and_then(|l| lines.line(l)), record) {
             (Some(l), _) => format!("{path}:{l}"),
             (None, Some(r)) => format!("{path} record {r}"),
             (None, None) => path,
