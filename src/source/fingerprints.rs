@@ -21,12 +21,7 @@ pub struct FingerprintRecord<'a> {
 /// Parses one line of a fingerprints file: `id<TAB>simhash` or a JSON object with `id`, `simhash`
 /// (16 hex digits) and optionally `url`.
 pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip> {
-    let text = std::str::from_utf8(line).map_err(|e| {
-        Skip::new(
-            SkipReason::InvalidUtf8,
-            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-        )
-    })?;
+    let text = super::utf8_line(line)?;
     let bad_hash = |h: &str| {
         Skip::new(
             SkipReason::BadFingerprint,

@@ -228,12 +228,7 @@ pub fn id_is_clean(id: &str) -> bool {
 
 /// Parses one JSON Lines record.
 pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>, Skip> {
-    let text = std::str::from_utf8(line).map_err(|e| {
-        Skip::new(
-            SkipReason::InvalidUtf8,
-            format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()),
-        )
-    })?;
+    let text = super::utf8_line(line)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let wanted = RecordSeed(fields)
         .deserialize(&mut de)

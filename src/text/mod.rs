@@ -99,34 +99,72 @@ pub fn is_cjk(c: char) -> bool {
         | 0x30000..=0x3134F) // CJK Extension G
 }
 
-/// True for characters before which NFKC can be applied piecewise: starters that never combine with
-/// what precedes them and whose decomposition (if any) starts with a starter. ASCII, CJK ideographs
-/// (not the compatibility block), Hiragana/Katakana letters and Hangul syllables qualify.
+/// True for characters before which NFKC can be applied piecewise and which the tokenizer may take
+/// as they are: starters that never combine with what precedes them, and that NFKC leaves alone or
+/// maps only to separators. ASCII, CJK ideographs (not the compatibility block), Hiragana/Katakana
+/// letters, Hangul syllables, and the punctuation of Chinese and typeset text qualify: general
+/// punctuation (dashes, curly quotes, bullets, ellipsis), CJK punctuation and brackets (not the
+/// iteration marks and numerals U+3005..U+3007, U+3021.., which are letters or numbers), and the
+/// full-width and half-width punctuation that NFKC turns into punctuation (not U+FF65, which
+/// becomes a katakana middle dot, a token).
 #[inline]
 fn is_safe_boundary(c: char) -> bool {
     c.is_ascii()
         || matches!(c as u32,
             0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0x3041..=0x3096 | 0x30A1..=0x30FA | 0xAC00..=0xD7A3)
+        || is_plain_punctuation(c)
+}
+
+/// Where the tokenizer puts its tokens: whole words, and characters that are tokens by themselves
+/// (CJK), which a sink may handle faster than a one-character word.
+trait TokenSink {
+    /// A word token.
+    fn word(&mut self, w: &str);
+    /// A CJK character, a token by itself.
+    fn single(&mut self, c: char) {
+        let mut buf = [0u8; 4];
+        self.word(c.encode_utf8(&mut buf));
+    }
+}
+
+/// A closure over token strings as a sink.
+struct Words<F>(F);
+
+impl<F: FnMut(&str)> TokenSink for Words<F> {
+    fn word(&mut self, w: &str) {
+        (self.0)(w)
+    }
+}
+
+/// True for the punctuation that [`is_safe_boundary`] takes as it is: a separator, known without
+/// a Unicode table lookup.
+#[inline]
+fn is_plain_punctuation(c: char) -> bool {
+    matches!(c as u32,
+        0x2010..=0x2027 | 0x2030..=0x205E | 0x3000..=0x3004 | 0x3008..=0x3020
+        | 0xFF01..=0xFF0F | 0xFF1A..=0xFF20 | 0xFF3B..=0xFF40 | 0xFF5B..=0xFF64)
 }
 
 /// Feeds one normalized character to the tokenizer state.
 #[inline]
-fn push_char(c: char, word: &mut String, emit: &mut impl FnMut(&str)) {
-    if is_cjk(c) {
-        if !word.is_empty() {
-            emit(word);
+fn push_char(c: char, word: &mut String, sink: &mut impl TokenSink) {
+    if c.is_ascii() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        } else if !word.is_empty() {
+            sink.word(word);
             word.clear();
         }
-        let mut buf = [0u8; 4];
-        emit(c.encode_utf8(&mut buf));
-    } else if c.is_alphanumeric() {
-        if c.is_ascii() {
-            word.push(c.to_ascii_lowercase());
-        } else {
-            word.extend(c.to_lowercase());
+    } else if is_cjk(c) {
+        if !word.is_empty() {
+            sink.word(word);
+            word.clear();
         }
+        sink.single(c);
+    } else if !is_plain_punctuation(c) && c.is_alphanumeric() {
+        word.extend(c.to_lowercase());
     } else if !word.is_empty() {
-        emit(word);
+        sink.word(word);
         word.clear();
     }
 }
@@ -146,21 +184,35 @@ pub struct Scratch {
 /// before safe starters (ASCII, ideographs, kana, Hangul syllables) into runs, and only runs that fail
 /// the NFKC quick check are normalized, so CJK text pays for normalization only around the characters
 /// that change (full-width punctuation, compatibility forms, combining marks).
-pub fn for_each_token(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(&str)) {
-    let word = &mut scratch.word;
+pub fn for_each_token(text: &str, scratch: &mut Scratch, emit: impl FnMut(&str)) {
+    tokenize(text, &mut scratch.word, &mut Words(emit));
+}
+
+/// [`for_each_token`] into any sink, with `word` as the word buffer.
+fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
     word.clear();
     if text.is_ascii() {
         for &b in text.as_bytes() {
             if b.is_ascii_alphanumeric() {
                 word.push(b.to_ascii_lowercase() as char);
             } else if !word.is_empty() {
-                emit(word);
+                sink.word(word);
                 word.clear();
             }
         }
     } else {
         let mut chars = text.char_indices().peekable();
         while let Some((start, c)) = chars.next() {
+            let next_is_safe = chars.peek().is_none_or(|&(_, d)| is_safe_boundary(d));
+            if next_is_safe && IDEOGRAPHS.contains(&(c as u32)) {
+                // The bulk of Chinese text: a token by itself, stable under NFKC.
+                if !word.is_empty() {
+                    sink.word(word);
+                    word.clear();
+                }
+                sink.single(c);
+                continue;
+            }
             let mut end = start + c.len_utf8();
             while let Some(&(i, d)) = chars.peek() {
                 if is_safe_boundary(d) {
@@ -171,20 +223,80 @@ pub fn for_each_token(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(&s
             }
             let run = &text[start..end];
             if end == start + c.len_utf8() && is_safe_boundary(c) {
-                push_char(c, word, &mut emit);
+                push_char(c, word, sink);
             } else if unicode_normalization::is_nfkc_quick(run.chars())
                 == unicode_normalization::IsNormalized::Yes
             {
-                run.chars().for_each(|d| push_char(d, word, &mut emit));
+                run.chars().for_each(|d| push_char(d, word, sink));
             } else {
-                run.nfkc().for_each(|d| push_char(d, word, &mut emit));
+                run.nfkc().for_each(|d| push_char(d, word, sink));
             }
         }
     }
     if !word.is_empty() {
-        emit(word);
+        sink.word(word);
         word.clear();
     }
+}
+
+/// The CJK unified ideographs whose token hashes are kept in a table: blocks U+3400..U+4DBF and
+/// U+4E00..U+9FFF, the bulk of Chinese text. Each is NFKC-stable and a token by itself.
+const IDEOGRAPHS: std::ops::RangeInclusive<u32> = 0x3400..=0x9FFF;
+
+/// [`token_hash`] of every character in [`IDEOGRAPHS`], computed once (216 KiB): a Chinese
+/// character's token costs a table lookup instead of a hash.
+fn ideograph_hashes() -> &'static [u64] {
+    static TABLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        IDEOGRAPHS
+            .map(|u| {
+                let mut buf = [0u8; 4];
+                char::from_u32(u).map_or(0, |c| token_hash(c.encode_utf8(&mut buf)))
+            })
+            .collect()
+    })
+}
+
+/// A sink that hashes tokens, looking up CJK ideographs in [`ideograph_hashes`].
+struct Hashes<'t, F> {
+    table: &'t [u64],
+    emit: F,
+    count: usize,
+}
+
+impl<F: FnMut(u64)> TokenSink for Hashes<'_, F> {
+    #[inline]
+    fn word(&mut self, w: &str) {
+        self.count += 1;
+        (self.emit)(token_hash(w));
+    }
+
+    #[inline]
+    fn single(&mut self, c: char) {
+        self.count += 1;
+        let u = c as u32;
+        (self.emit)(if IDEOGRAPHS.contains(&u) {
+            self.table[(u - IDEOGRAPHS.start()) as usize]
+        } else {
+            let mut buf = [0u8; 4];
+            token_hash(c.encode_utf8(&mut buf))
+        });
+    }
+}
+
+/// The index of the first byte of `bytes` at or after `from` that is not ASCII, eight bytes at a
+/// time.
+#[inline]
+fn next_non_ascii(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 8 <= bytes.len() {
+        let w = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) & 0x8080_8080_8080_8080;
+        if w != 0 {
+            return Some(i + (w.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    bytes[i..].iter().position(|b| !b.is_ascii()).map(|p| i + p)
 }
 
 /// Hash of one normalized token.
@@ -314,11 +426,10 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnM
     let mut count = 0;
     let mut start = 0;
     while start < bytes.len() {
-        let Some(p) = bytes[start..].iter().position(|b| !b.is_ascii()) else {
+        let Some(p) = next_non_ascii(bytes, start) else {
             count += ascii_token_hashes(&text[start..], scratch, &mut emit);
             break;
         };
-        let p = start + p;
         // The ASCII prefix, up to the separator before the word that holds the non-ASCII byte.
         let cut = bytes[start..p]
             .iter()
@@ -332,10 +443,13 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnM
             .iter()
             .position(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
             .map_or(bytes.len(), |i| p + i);
-        for_each_token(&text[cut..end], scratch, |t| {
-            count += 1;
-            emit(token_hash(t));
-        });
+        let mut sink = Hashes {
+            table: ideograph_hashes(),
+            emit: &mut emit,
+            count: 0,
+        };
+        tokenize(&text[cut..end], &mut scratch.word, &mut sink);
+        count += sink.count;
         start = end;
     }
     count
@@ -533,12 +647,40 @@ mod tests {
     fn reference_tokens(text: &str) -> Vec<String> {
         let mut out = Vec::new();
         let mut word = String::new();
-        let mut emit = |t: &str| out.push(t.to_owned());
-        text.nfkc().for_each(|c| push_char(c, &mut word, &mut emit));
+        let mut sink = Words(|t: &str| out.push(t.to_owned()));
+        text.nfkc().for_each(|c| push_char(c, &mut word, &mut sink));
         if !word.is_empty() {
-            emit(&word);
+            sink.word(&word);
         }
         out
+    }
+
+    #[test]
+    fn every_safe_boundary_character_tokenizes_as_whole_text_nfkc_does() {
+        // Exhaustive over the non-letter ranges taken as safe boundaries: alone, inside words,
+        // before a combining mark, between ideographs and after a full-width letter.
+        for u in (0x2000..=0x2100)
+            .chain(0x3000..=0x3030)
+            .chain(0xFF00..=0xFF70)
+        {
+            let Some(c) = char::from_u32(u) else { continue };
+            if !is_safe_boundary(c) {
+                continue;
+            }
+            for text in [
+                format!("{c}"),
+                format!("a{c}b"),
+                format!("x{c}\u{301}y"),
+                format!("中{c}文"),
+                format!("Ａ{c}1"),
+            ] {
+                assert_eq!(
+                    tokens(&text),
+                    reference_tokens(&text),
+                    "U+{u:04X} in {text:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -571,14 +713,15 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         #[test]
         fn piecewise_normalization_equals_whole_text_nfkc(
-            picks in proptest::collection::vec(0usize..40, 0..40),
+            picks in proptest::collection::vec(0usize..51, 0..40),
         ) {
             // Characters chosen to stress composition and reordering across run boundaries.
-            const ALPHABET: [&str; 40] = [
+            const ALPHABET: [&str; 51] = [
                 "a", "e", "E", "<", "=", " ", ",", "1", "\u{301}", "\u{338}", "\u{327}", "\u{323}",
                 "\u{3099}", "\u{309A}", "か", "ハ", "ｶ", "ﾞ", "中", "文", "，", "。", "Ａ", "ｂ", "ﬁ", "①",
                 "\u{F900}", "\u{1100}", "\u{1161}", "\u{11A8}", "가", "각", "é", "Å", "\u{212B}", "ẞ", "İ",
-                "\u{344}", "\u{FB2C}", "\u{2126}",
+                "\u{344}", "\u{FB2C}", "\u{2126}", "\u{2026}", "\u{201C}", "\u{2033}", "\u{3005}",
+                "\u{3007}", "\u{3001}", "\u{300C}", "\u{FF1A}", "\u{FF5E}", "\u{FF65}", "\u{3021}",
             ];
             let text: String = picks.iter().map(|&i| ALPHABET[i]).collect();
             proptest::prop_assert_eq!(tokens(&text), reference_tokens(&text), "{:?}", text);
