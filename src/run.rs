@@ -154,15 +154,40 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         inputs.format.split_mode(),
     );
     let mut counters = Counters::new(plan.outputs.skipped.is_some());
-    let (docs, split_lines) = read::read(
+    // Compressed files of line-based formats are decompressed by their reader and sketched by all
+    // the workers of its process; everything else is read and sketched where it is assigned.
+    let shared = |s: &&source::Split| {
+        plan.exec.workers > 1
+            && inputs.format.is_line_based()
+            && inputs.files[s.file].compression != source::Compression::None
+    };
+    let (mine_shared, mine_local): (Vec<source::Split>, Vec<source::Split>) =
+        splits[me].iter().partition(|s| shared(s));
+    let keep_urls = plan.outputs.fingerprints.is_some();
+    let (mut docs, mut split_lines) = read::read(
         inputs,
         &plan.features,
         &plan.content,
-        &splits[me],
-        plan.outputs.fingerprints.is_some(),
+        &mine_local,
+        keep_urls,
         &mut counters,
         &mut |bytes| PROGRESS.read_one(bytes),
     );
+    if splits.iter().flatten().any(|s| shared(&s)) {
+        let (more, lines) = read::read_shared(
+            worker,
+            plan.exec.workers,
+            inputs,
+            &plan.features,
+            &plan.content,
+            &mine_shared,
+            keep_urls,
+            &mut counters,
+            |bytes| PROGRESS.read_one(bytes),
+        );
+        docs.extend(more);
+        split_lines.extend(lines);
+    }
     PROGRESS.flush_read();
     let places = Places {
         files: inputs

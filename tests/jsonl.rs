@@ -283,3 +283,48 @@ fn mutated_jsonl_files_never_crash_and_never_lose_an_untouched_record() {
     let cases = fuzz(seconds, seed);
     eprintln!("fuzzed {cases} JSON Lines files in {seconds} s (seed {seed})");
 }
+
+/// A compressed file is decompressed by one worker and sketched by all the workers of its
+/// process: the outputs are those of one worker, and those of the same lines uncompressed.
+#[test]
+fn a_compressed_file_sketched_by_every_worker_gives_one_workers_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(9);
+    let (mut bytes, _) = corpus(&mut rng, 3000, "z");
+    // Some records that are skipped, and one too long.
+    bytes.extend_from_slice(b"{\"id\":\"broken\"\n{\"id\":\"short\",\"text\":\"a\"}\n");
+    bytes.extend_from_slice(
+        format!("{{\"id\":\"long\",\"text\":\"{}\"}}\n", "x ".repeat(40_000)).as_bytes(),
+    );
+    let (more, _) = corpus(&mut rng, 500, "y");
+    bytes.extend_from_slice(&more);
+    std::fs::write(dir.path().join("plain.jsonl"), &bytes).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&bytes).unwrap();
+    std::fs::write(dir.path().join("packed.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    let run = |input: &str, w: usize| -> (Vec<u8>, String) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["fingerprint", "--input", input, "--out"])
+            .arg(format!("fps-{input}-{w}.tsv"))
+            .args(["--skipped", &format!("skipped-{input}-{w}.tsv")])
+            .args(["--max-record-bytes", "65536", "-w", &w.to_string()])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let fps = std::fs::read(dir.path().join(format!("fps-{input}-{w}.tsv"))).unwrap();
+        let skipped =
+            std::fs::read_to_string(dir.path().join(format!("skipped-{input}-{w}.tsv"))).unwrap();
+        (fps, skipped.replace(input, "FILE"))
+    };
+    let want = run("plain.jsonl", 1);
+    assert!(want.1.lines().count() >= 3, "skips present: {}", want.1);
+    for w in [1, 2, 3] {
+        assert_eq!(run("packed.jsonl.gz", w), want, "{w} workers");
+    }
+}

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use super::document::{Attributes, Body, Document, Item, Skipped};
 use super::files::{InputFile, Split};
 use super::jsonl::{id_is_clean, parse_jsonl_doc, Fields};
-use super::{Skip, SkipReason};
+use super::{Location, Skip, SkipReason};
 
 /// A record of a fingerprints file.
 #[derive(Debug)]
@@ -75,23 +75,26 @@ pub fn read_split(
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) -> u64 {
-    super::lines::read_records(file, split, max_record_bytes, on, |line, at, on| {
-        let bytes = line.len() as u64 + 1;
-        match parse_fingerprint_line(line) {
-            Err(skip) => on(Item::Skipped(Skipped::at(at, skip, bytes))),
-            Ok(r) => on(Item::Document(Document {
-                id: Some(r.id),
-                url: r.url,
-                body: Body::Simhash(r.simhash),
-                lang: None,
-                location: at,
-                attributes: Attributes {
-                    bytes,
-                    timestamp: None,
-                },
-            })),
-        }
-    })
+    super::lines::read_records(file, split, max_record_bytes, on, record)
+}
+
+/// One line of a fingerprints file at `at`, as a document whose body is its simhash, or a skip.
+pub fn record(line: &[u8], at: Location, on: &mut dyn FnMut(Item<'_>)) {
+    let bytes = line.len() as u64 + 1;
+    match parse_fingerprint_line(line) {
+        Err(skip) => on(Item::Skipped(Skipped::at(at, skip, bytes))),
+        Ok(r) => on(Item::Document(Document {
+            id: Some(r.id),
+            url: r.url,
+            body: Body::Simhash(r.simhash),
+            lang: None,
+            location: at,
+            attributes: Attributes {
+                bytes,
+                timestamp: None,
+            },
+        })),
+    }
 }
 
 #[cfg(test)]

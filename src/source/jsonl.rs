@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::document::{Attributes, Body, Document, Item, Skipped};
 use super::files::{InputFile, Split};
-use super::{Skip, SkipReason};
+use super::{Location, Skip, SkipReason};
 
 /// Field names of a JSON Lines document.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -325,41 +325,53 @@ pub fn read_split(
 ) -> u64 {
     let mut noted = 0;
     super::lines::read_records(file, split, max_record_bytes, on, |line, at, on| {
-        let bytes = line.len() as u64 + 1;
-        match parse_jsonl_doc(line, fields) {
-            Err(skip) => {
-                let mut skipped = Skipped::at(at, skip, bytes);
-                // The fields of the first records without the text field, for the hint when no
-                // record has it.
-                if skipped.skip.reason == SkipReason::MissingText && noted < 10 {
-                    noted += 1;
-                    skipped.fields = field_names(line);
-                }
-                on(Item::Skipped(skipped))
-            }
-            Ok(doc) => on(Item::Document(Document {
-                id: doc.id,
-                url: doc.url,
-                body: if doc.is_html {
-                    Body::Html {
-                        bytes: match doc.text {
-                            Cow::Borrowed(t) => Cow::Borrowed(t.as_bytes()),
-                            Cow::Owned(t) => Cow::Owned(t.into_bytes()),
-                        },
-                        charset: Some(Cow::Borrowed("utf-8")),
-                    }
-                } else {
-                    Body::Text(doc.text)
-                },
-                lang: doc.lang,
-                location: at,
-                attributes: Attributes {
-                    bytes,
-                    timestamp: doc.timestamp,
-                },
-            })),
-        }
+        record(line, at, fields, &mut noted, on)
     })
+}
+
+/// One record of a JSON Lines file (a non-blank line) at `at`, as a document or a skip. `noted`
+/// counts the records whose field names were noted (the first ten without the text field).
+pub fn record(
+    line: &[u8],
+    at: Location,
+    fields: &Fields,
+    noted: &mut u32,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let bytes = line.len() as u64 + 1;
+    match parse_jsonl_doc(line, fields) {
+        Err(skip) => {
+            let mut skipped = Skipped::at(at, skip, bytes);
+            // The fields of the first records without the text field, for the hint when no
+            // record has it.
+            if skipped.skip.reason == SkipReason::MissingText && *noted < 10 {
+                *noted += 1;
+                skipped.fields = field_names(line);
+            }
+            on(Item::Skipped(skipped))
+        }
+        Ok(doc) => on(Item::Document(Document {
+            id: doc.id,
+            url: doc.url,
+            body: if doc.is_html {
+                Body::Html {
+                    bytes: match doc.text {
+                        Cow::Borrowed(t) => Cow::Borrowed(t.as_bytes()),
+                        Cow::Owned(t) => Cow::Owned(t.into_bytes()),
+                    },
+                    charset: Some(Cow::Borrowed("utf-8")),
+                }
+            } else {
+                Body::Text(doc.text)
+            },
+            lang: doc.lang,
+            location: at,
+            attributes: Attributes {
+                bytes,
+                timestamp: doc.timestamp,
+            },
+        })),
+    }
 }
 
 /// The top-level field names of a JSON object (at most 32), or none if it is not one.

@@ -77,6 +77,26 @@ impl Format {
         }
     }
 
+    /// True for formats of one record per line (JSON Lines, fingerprints).
+    pub fn is_line_based(&self) -> bool {
+        matches!(self, Format::Jsonl(_) | Format::Fingerprints)
+    }
+
+    /// One record of a line-based format (a non-blank line) at `at`; `noted` is the reader's
+    /// count of noted field lists (see [`jsonl::record`]).
+    pub fn read_record(
+        &self,
+        line: &[u8],
+        at: Location,
+        noted: &mut u32,
+        on: &mut dyn FnMut(Item<'_>),
+    ) {
+        match self {
+            Format::Jsonl(fields) => jsonl::record(line, at, fields, noted, on),
+            _ => fingerprints::record(line, at, on),
+        }
+    }
+
     /// Reads one split of `file`, calling `on` with each document, skip or blank line; returns the
     /// lines that start in the split (0 for formats that are not line-based).
     pub fn read_split(

@@ -341,7 +341,7 @@ pub fn next_member_start<R: Read + Seek>(reader: &mut R, from: u64) -> io::Resul
 
 enum Src<R> {
     Plain(R),
-    Gz(Gz<R>),
+    Gz(Box<Gz<R>>),
 }
 
 /// Lookahead buffer over the record data: the plain file, or the current gzip member's content.
@@ -702,7 +702,7 @@ impl<R: Read + Seek> WarcReader<R> {
                     Some(p) if end.is_none_or(|e| p < e) => State::Member,
                     _ => State::Done,
                 };
-                (Src::Gz(gz), state)
+                (Src::Gz(Box::new(gz)), state)
             }
         };
         let state = if end.is_some_and(|e| e <= start) {

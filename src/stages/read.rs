@@ -116,6 +116,90 @@ impl From<Skipped> for SkipNote {
     }
 }
 
+/// What one worker keeps while reading: the documents so far and their accounting.
+struct Reader {
+    acceptor: Acceptor<Fingerprinter>,
+    keep_urls: bool,
+    out: Vec<Sketched>,
+    counters: Counters,
+    /// Display form of each input file, for generated ids.
+    paths: Vec<String>,
+}
+
+impl Reader {
+    fn new(
+        features: &FeatureConfig,
+        content: &ContentOptions,
+        keep_urls: bool,
+        inputs: &Inputs,
+    ) -> Self {
+        Reader {
+            acceptor: Acceptor::new(Fingerprinter::new(*features), content.clone()),
+            keep_urls,
+            out: Vec::new(),
+            counters: Counters::default(),
+            paths: inputs
+                .files
+                .iter()
+                .map(|f| f.path.display().to_string())
+                .collect(),
+        }
+    }
+
+    /// Counts, sketches and keeps one item read; returns its bytes.
+    fn item(&mut self, item: Item<'_>) -> u64 {
+        let counters = &mut self.counters;
+        match item {
+            Item::Blank => {
+                counters.blank_lines += 1;
+                0
+            }
+            Item::Skipped(s) => {
+                let bytes = s.bytes;
+                counters.bytes += bytes;
+                counters.fields_seen.extend(s.fields.iter().cloned());
+                counters.skip(s.into());
+                bytes
+            }
+            Item::Document(doc) => {
+                let bytes = doc.attributes.bytes;
+                counters.bytes += bytes;
+                match self.acceptor.accept(&doc) {
+                    Err(skip) => counters.skip(SkipNote {
+                        at: doc.location,
+                        reason: skip.reason,
+                        id: doc.id.as_deref().unwrap_or_default().to_owned(),
+                        record: None,
+                        message: skip.message,
+                        first: None,
+                    }),
+                    Ok((simhash, _tokens)) => {
+                        let id = match doc.id {
+                            Some(id) => id.into_owned(),
+                            None => {
+                                counters.generated_ids += 1;
+                                format!(
+                                    "{}@{}",
+                                    self.paths[doc.location.file as usize], doc.location.offset
+                                )
+                            }
+                        };
+                        counters.read += 1;
+                        counters.processed += 1;
+                        self.out.push(Sketched {
+                            simhash,
+                            id,
+                            url: doc.url.filter(|_| self.keep_urls).map(Cow::into_owned),
+                            at: doc.location,
+                        });
+                    }
+                }
+                bytes
+            }
+        }
+    }
+}
+
 /// Reads `splits` of `inputs` into sketched documents, in input order, counting every skip in
 /// `counters` and every byte read in `on_bytes`; URLs are kept with `keep_urls`.
 pub fn read(
@@ -127,61 +211,231 @@ pub fn read(
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Vec<Sketched>, SplitLines) {
-    let mut out = Vec::new();
+    let mut reader = Reader::new(features, content, keep_urls, inputs);
+    reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
-    let mut acceptor = Acceptor::new(Fingerprinter::new(*features), content.clone());
     for split in splits {
         let file = &inputs.files[split.file];
-        let n =
-            inputs.format.read_split(
-                file,
-                split,
-                inputs.max_record_bytes,
-                &mut |item| match item {
-                    Item::Blank => counters.blank_lines += 1,
-                    Item::Skipped(s) => {
-                        counters.bytes += s.bytes;
-                        on_bytes(s.bytes);
-                        counters.fields_seen.extend(s.fields.iter().cloned());
-                        counters.skip(s.into());
-                    }
-                    Item::Document(doc) => {
-                        let bytes = doc.attributes.bytes;
-                        counters.bytes += bytes;
-                        on_bytes(bytes);
-                        match acceptor.accept(&doc) {
-                            Err(skip) => counters.skip(SkipNote {
-                                at: doc.location,
-                                reason: skip.reason,
-                                id: doc.id.as_deref().unwrap_or_default().to_owned(),
-                                record: None,
-                                message: skip.message,
-                                first: None,
-                            }),
-                            Ok((simhash, _tokens)) => {
-                                let id = match doc.id {
-                                    Some(id) => id.into_owned(),
-                                    None => {
-                                        counters.generated_ids += 1;
-                                        format!("{}@{}", file.path.display(), doc.location.offset)
-                                    }
-                                };
-                                counters.read += 1;
-                                counters.processed += 1;
-                                out.push(Sketched {
-                                    simhash,
-                                    id,
-                                    url: doc.url.filter(|_| keep_urls).map(Cow::into_owned),
-                                    at: doc.location,
-                                });
-                            }
-                        }
-                    }
-                },
-            );
+        let n = inputs
+            .format
+            .read_split(file, split, inputs.max_record_bytes, &mut |item| {
+                on_bytes(reader.item(item))
+            });
         lines.push((split.id, split.file, split.start, n));
     }
-    (out, lines)
+    *counters = reader.counters;
+    (reader.out, lines)
+}
+
+/// Lines of a compressed file, decompressed by one worker and sketched by another.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct LineChunk {
+    /// The worker that sketches them.
+    target: u64,
+    file: u32,
+    split: u32,
+    /// `(offset, line within the split, end in bytes)` of each line.
+    lines: Vec<(u64, u64, u32)>,
+    bytes: Vec<u8>,
+}
+
+/// Decompressed bytes per chunk handed to another worker.
+const CHUNK_BYTES: usize = 1 << 20;
+/// Chunks a decompressing worker may be ahead of the slowest consumer.
+const CHUNKS_AHEAD: u64 = 8;
+
+/// Reads the compressed files of line-based inputs among `splits` (every worker calls it
+/// together): each worker decompresses its own files and hands chunks of whole lines round-robin
+/// to the workers of its process, which parse and sketch them, so one large `.jsonl.gz` keeps
+/// every core busy instead of one. Documents end up on other workers than their reader's; the
+/// stages after this one do not care where a document is.
+#[allow(clippy::too_many_arguments)]
+pub fn read_shared(
+    worker: &mut timely::worker::Worker,
+    workers_per_process: usize,
+    inputs: &Inputs,
+    features: &FeatureConfig,
+    content: &ContentOptions,
+    splits: &[Split],
+    keep_urls: bool,
+    counters: &mut Counters,
+    on_bytes: fn(u64),
+) -> (Vec<Sketched>, SplitLines) {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use timely::container::CapacityContainerBuilder;
+    use timely::dataflow::channels::pact::Exchange;
+    use timely::dataflow::operators::generic::operator::Operator;
+    use timely::dataflow::operators::Probe;
+    use timely::dataflow::{InputHandle, ProbeHandle};
+
+    let me = worker.index();
+    let base = me - me % workers_per_process;
+    let reader = Rc::new(RefCell::new(Reader::new(
+        features, content, keep_urls, inputs,
+    )));
+    reader.borrow_mut().counters.listing = counters.listing;
+    let sink = Rc::clone(&reader);
+    let format = inputs.format.clone();
+    let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<LineChunk>>> = InputHandle::new();
+    let probe = ProbeHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        input
+            .to_stream(scope)
+            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(|c: &LineChunk| c.target),
+                "SketchLines",
+                move |_, _| {
+                    let mut noted = 0;
+                    move |(input, _frontier), _output| {
+                        input.for_each(|_, data| {
+                            let mut reader = sink.borrow_mut();
+                            for chunk in data.drain(..) {
+                                let mut start = 0;
+                                for &(offset, line, end) in &chunk.lines {
+                                    let bytes = &chunk.bytes[start..end as usize];
+                                    start = end as usize;
+                                    let at = crate::source::Location::on_line(
+                                        chunk.file as usize,
+                                        offset,
+                                        crate::source::SplitLine {
+                                            split: chunk.split,
+                                            line,
+                                        },
+                                    );
+                                    format.read_record(bytes, at, &mut noted, &mut |item| {
+                                        on_bytes(reader.item(item));
+                                    });
+                                }
+                            }
+                        });
+                    }
+                },
+            )
+            .probe_with(&probe);
+    });
+    // The decompressing worker keeps one chunk in 2W - 1 and gives two to each other worker of its
+    // process: decompressing costs it about what sketching the difference would.
+    let others: Vec<usize> = (base..base + workers_per_process)
+        .filter(|&w| w != me)
+        .collect();
+    let target = |seq: u64| -> usize {
+        let r = (seq % (2 * workers_per_process as u64 - 1)) as usize;
+        if r == 0 || others.is_empty() {
+            me
+        } else {
+            others[(r - 1) / 2]
+        }
+    };
+    let mut lines = Vec::with_capacity(splits.len());
+    let mut seq = 0u64;
+    let mut chunk = LineChunk::default();
+    for split in splits {
+        let file = &inputs.files[split.file];
+        let mut send = |chunk: &mut LineChunk,
+                        input: &mut InputHandle<_, _>,
+                        worker: &mut timely::worker::Worker| {
+            if chunk.lines.is_empty() {
+                return;
+            }
+            chunk.target = target(seq) as u64;
+            let full = std::mem::replace(
+                chunk,
+                LineChunk {
+                    file: split.file as u32,
+                    split: split.id,
+                    ..Default::default()
+                },
+            );
+            input.send(full);
+            seq += 1;
+            input.advance_to(seq);
+            worker.step_or_park_while(None, || probe.less_than(&seq.saturating_sub(CHUNKS_AHEAD)));
+        };
+        chunk.file = split.file as u32;
+        chunk.split = split.id;
+        let mut local: Vec<(crate::source::Location, Skipped)> = Vec::new();
+        let n = crate::source::lines::read_split(file, split, inputs.max_record_bytes, |event| {
+            use crate::source::lines::LineEvent;
+            let at = |offset, line| {
+                crate::source::Location::on_line(
+                    split.file,
+                    offset,
+                    crate::source::SplitLine {
+                        split: split.id,
+                        line,
+                    },
+                )
+            };
+            match event {
+                LineEvent::Line {
+                    bytes,
+                    offset,
+                    line,
+                } => {
+                    if bytes.iter().all(u8::is_ascii_whitespace) {
+                        counters.blank_lines += 1;
+                        return;
+                    }
+                    chunk.bytes.extend_from_slice(bytes);
+                    chunk.lines.push((offset, line, chunk.bytes.len() as u32));
+                    if chunk.bytes.len() >= CHUNK_BYTES {
+                        send(&mut chunk, &mut input, worker);
+                    }
+                }
+                LineEvent::TooLong { offset, line, len } => {
+                    let skip = crate::source::Skip::new(
+                        crate::source::SkipReason::TooLarge,
+                        format!(
+                            "record of {len} bytes exceeds max_record_bytes={}",
+                            inputs.max_record_bytes
+                        ),
+                    );
+                    local.push((at(offset, line), Skipped::at(at(offset, line), skip, len)));
+                }
+                LineEvent::ReadError {
+                    offset,
+                    line,
+                    error,
+                } => {
+                    let skip = crate::source::Skip::new(
+                        crate::source::SkipReason::ReadError,
+                        format!("{error}; the rest of this file could not be read"),
+                    );
+                    local.push((at(offset, line), Skipped::at(at(offset, line), skip, 0)));
+                }
+            }
+        });
+        let n = n.unwrap_or_else(|error| {
+            let skip = crate::source::Skip::new(
+                crate::source::SkipReason::ReadError,
+                format!("cannot open: {error}"),
+            );
+            let at = crate::source::Location::at(split.file, split.start);
+            local.push((at, Skipped::at(at, skip, 0)));
+            0
+        });
+        send(&mut chunk, &mut input, worker);
+        for (_, skipped) in local {
+            counters.bytes += skipped.bytes;
+            counters.skip(skipped.into());
+        }
+        lines.push((split.id, split.file, split.start, n));
+    }
+    drop(input);
+    while worker.has_dataflows() {
+        worker.step_or_park(None);
+    }
+    let reader = Rc::try_unwrap(reader)
+        .map(RefCell::into_inner)
+        .unwrap_or_else(|rc| {
+            std::mem::replace(
+                &mut *rc.borrow_mut(),
+                Reader::new(features, content, keep_urls, inputs),
+            )
+        });
+    counters.merge(reader.counters);
+    (reader.out, lines)
 }
 
 /// [`read`] without progress: what one worker does before the exchange, for tests and fuzzers.
