@@ -16,7 +16,7 @@ use crate::progress::{Reporter, PROGRESS};
 use crate::source::{self, plan_splits, SkipReason};
 use crate::stages::{collapse, expand, rank, read, write};
 use crate::summary::{
-    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
+    first_notes, peak_rss_bytes, reset_peak_rss, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
     LineTable, PairSummary, SkipNote, StageTimes, Summary,
 };
 
@@ -26,6 +26,7 @@ struct WorkerReport {
     counters: Counters,
     process: usize,
     peak_rss: u64,
+    stage_peaks: Vec<(String, u64)>,
     comparisons: u64,
     largest_group: u64,
 }
@@ -133,9 +134,19 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     };
     let mut times = StageTimes::default();
     let mut lap = Instant::now();
-    let mut stage = |slot: &mut f64| {
+    // Each stage's time, and the peak memory of this process during it (measured by its first
+    // worker: stages end at barriers, so the others are inside the same stage).
+    let mut stage_peaks: Vec<(String, u64)> = Vec::new();
+    if local_lead {
+        reset_peak_rss();
+    }
+    let mut stage = |name: &str, slot: &mut f64| {
         *slot = lap.elapsed().as_secs_f64();
         lap = Instant::now();
+        if local_lead {
+            stage_peaks.push((name.to_string(), peak_rss_bytes()));
+            reset_peak_rss();
+        }
     };
     // An output that fails to write is remembered, and the workers go on to the final barrier.
     let mut first_error: Option<Error> = None;
@@ -199,7 +210,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     };
     let mut shown = Vec::new();
     show_notes(worker, &counters.notes, &places, &mut shown);
-    stage(&mut times.read_fingerprint);
+    stage("read_fingerprint", &mut times.read_fingerprint);
 
     // rank (and duplicate ids)
     let before = counters.notes.len();
@@ -222,7 +233,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     if totals.processed == 0 {
         return Err(Error::Input(nothing_usable(&totals, inputs)));
     }
-    stage(&mut times.rank);
+    stage("rank", &mut times.rank);
 
     if plan.outputs.fingerprints.is_some() {
         let format = plan.outputs.fingerprints.as_deref().map(Format::of);
@@ -233,7 +244,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             writer,
         ));
     }
-    stage(&mut times.write_fingerprints);
+    stage("write_fingerprints", &mut times.write_fingerprints);
 
     let mut fingerprints = None;
     let mut layout_summary = None;
@@ -249,7 +260,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             documents_in_exact_groups: total.docs_in_groups,
             largest_exact_group: total.largest,
         });
-        stage(&mut times.collapse);
+        stage("collapse", &mut times.collapse);
 
         // layout: every worker computes the same plan from the same global count
         let (layout, reasoning) = match &stage_plan.layout {
@@ -294,7 +305,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         });
         comparisons = found.stats.comparisons;
         largest_group = found.stats.largest_group;
-        stage(&mut times.tables);
+        stage("tables", &mut times.tables);
 
         // expand fingerprint pairs into document pairs
         enter(3);
@@ -302,7 +313,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         let pairs = expand::expand(worker, &groups, found.pairs, collapse);
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
-        stage(&mut times.expand);
+        stage("expand", &mut times.expand);
 
         enter(4);
         let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
@@ -314,7 +325,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             Ok(counts) => by_distance = Some(counts),
             Err(e) => keep(Err(e)),
         }
-        stage(&mut times.write_pairs);
+        stage("write_pairs", &mut times.write_pairs);
     }
     drop(ranked);
 
@@ -332,7 +343,8 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let report = WorkerReport {
         counters,
         process: me / plan.exec.workers,
-        peak_rss: peak_rss_bytes(),
+        peak_rss: stage_peaks.iter().map(|p| p.1).max().unwrap_or(0).max(peak_rss_bytes()),
+        stage_peaks,
         comparisons,
         largest_group,
     };
@@ -345,10 +357,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     }
     let mut merged = Counters::default();
     let mut peak = vec![0u64; plan.exec.processes];
+    let mut by_stage = std::collections::BTreeMap::new();
     let (mut comparisons, mut largest_group) = (0, 0);
     for r in reports {
         merged.merge(r.counters);
         peak[r.process] = peak[r.process].max(r.peak_rss);
+        for (name, bytes) in r.stage_peaks {
+            let e = by_stage.entry(name).or_insert(0u64);
+            *e = (*e).max(bytes);
+        }
         comparisons += r.comparisons;
         largest_group = largest_group.max(r.largest_group);
     }
@@ -371,6 +388,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         pairs: pair_summary,
         seconds: times,
         peak_memory_bytes_by_process: peak,
+        peak_memory_bytes_by_stage: by_stage,
         outputs: Default::default(),
     }))
 }

@@ -143,6 +143,8 @@ pub struct Summary {
     pub seconds: StageTimes,
     /// Peak resident memory of each process in bytes (VmHWM).
     pub peak_memory_bytes_by_process: Vec<u64>,
+    /// Peak resident memory during each stage, in bytes: the largest over the processes.
+    pub peak_memory_bytes_by_stage: BTreeMap<String, u64>,
     /// The other files of this run's output set, each with its size and xxh3-64 checksum: the
     /// summary is written last, as the record that the set is complete.
     pub outputs: BTreeMap<String, crate::output::Written>,

@@ -203,12 +203,13 @@ pub fn whole_fingerprint_run(
     let mut times = Vec::new();
     let mut summary = None;
     let mut bytes = 0;
-    reset_peak_rss();
+    let mut peak = 0;
     for _ in 0..runs {
         let plan = fingerprint_plan(input, "jsonl", None, workers, scratch)?;
         bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         let s = execute(plan)?.expect("one process");
         times.push(s.seconds.total);
+        peak = peak.max(s.peak_memory_bytes_by_process[0]);
         summary = Some(s);
     }
     let s = summary.expect("at least one run");
@@ -224,7 +225,7 @@ pub fn whole_fingerprint_run(
         items_per_s: s.documents.read as f64 / m,
         mb_per_s: bytes as f64 / m / 1e6,
         output: s.documents.processed,
-        peak_rss: peak_rss_bytes(),
+        peak_rss: peak,
     })
 }
 
@@ -272,16 +273,17 @@ fn read_and_fingerprint(
     runs: usize,
     scratch: &Path,
 ) -> Result<Row> {
-    reset_peak_rss();
     let mut times = Vec::new();
     let mut docs = 0;
     let mut bytes = 0;
+    let mut peak = 0;
     for _ in 0..runs {
         let plan = fingerprint_plan(input, format, min_tokens, workers, scratch)?;
         bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         let summary = execute(plan)?.expect("one process");
         times.push(summary.seconds.read_fingerprint);
         docs = summary.documents.processed;
+        peak = peak.max(summary.peak_memory_bytes_by_process[0]);
     }
     let m = median(&times);
     Ok(Row {
@@ -295,7 +297,7 @@ fn read_and_fingerprint(
         items_per_s: docs as f64 / m,
         mb_per_s: bytes as f64 / m / 1e6,
         output: docs,
-        peak_rss: peak_rss_bytes(),
+        peak_rss: peak,
     })
 }
 
