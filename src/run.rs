@@ -16,8 +16,8 @@ use crate::progress::{Reporter, PROGRESS};
 use crate::source::{self, plan_splits, SkipReason};
 use crate::stages::{collapse, expand, rank, read, write};
 use crate::summary::{
-    first_notes, peak_rss_bytes, reset_peak_rss, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
-    LineTable, PairSummary, SkipNote, StageTimes, Summary,
+    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
+    LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -119,6 +119,17 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
 /// What worker 0 returns: the summary; other workers return `None`.
 pub type WorkerResult = Result<Option<Summary>>;
 
+/// The stages whose time and memory the summary reports, in order.
+const STAGE_NAMES: [&str; 7] = [
+    "read_fingerprint",
+    "rank",
+    "write_fingerprints",
+    "collapse",
+    "tables",
+    "expand",
+    "write_pairs",
+];
+
 /// The whole run, as executed by one worker. `outputs` is the output set, on worker 0 of process 0.
 pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
     let started = Instant::now();
@@ -127,6 +138,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let writer = outputs.filter(|_| leader);
     // The first worker of each process moves that process's progress bar along.
     let local_lead = me % plan.exec.workers == 0;
+    let memory = local_lead.then(|| StageMemory::start(STAGE_NAMES.len() + 1));
     let enter = |stage: usize| {
         if local_lead {
             PROGRESS.stage(stage);
@@ -134,18 +146,17 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     };
     let mut times = StageTimes::default();
     let mut lap = Instant::now();
-    // Each stage's time, and the peak memory of this process during it (measured by its first
-    // worker: stages end at barriers, so the others are inside the same stage).
-    let mut stage_peaks: Vec<(String, u64)> = Vec::new();
-    if local_lead {
-        reset_peak_rss();
-    }
-    let mut stage = |name: &str, slot: &mut f64| {
+    // Each stage's time, and the peak memory of this process during it (sampled; its first
+    // worker says which stage it is in: stages end at barriers, so the others are in it too).
+    let stage = |name: &str, slot: &mut f64, lap: &mut Instant| {
         *slot = lap.elapsed().as_secs_f64();
-        lap = Instant::now();
-        if local_lead {
-            stage_peaks.push((name.to_string(), peak_rss_bytes()));
-            reset_peak_rss();
+        *lap = Instant::now();
+        let i = STAGE_NAMES
+            .iter()
+            .position(|n| *n == name)
+            .expect("a stage");
+        if let Some(m) = &memory {
+            m.enter(i + 1);
         }
     };
     // An output that fails to write is remembered, and the workers go on to the final barrier.
@@ -210,7 +221,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     };
     let mut shown = Vec::new();
     show_notes(worker, &counters.notes, &places, &mut shown);
-    stage("read_fingerprint", &mut times.read_fingerprint);
+    stage("read_fingerprint", &mut times.read_fingerprint, &mut lap);
 
     // rank (and duplicate ids)
     let before = counters.notes.len();
@@ -233,7 +244,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     if totals.processed == 0 {
         return Err(Error::Input(nothing_usable(&totals, inputs)));
     }
-    stage("rank", &mut times.rank);
+    stage("rank", &mut times.rank, &mut lap);
 
     if plan.outputs.fingerprints.is_some() {
         let format = plan.outputs.fingerprints.as_deref().map(Format::of);
@@ -244,7 +255,14 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             writer,
         ));
     }
-    stage("write_fingerprints", &mut times.write_fingerprints);
+    stage(
+        "write_fingerprints",
+        &mut times.write_fingerprints,
+        &mut lap,
+    );
+    if let (None, Some(m)) = (&plan.pairs, &memory) {
+        m.enter(STAGE_NAMES.len()); // the end: no pair stages follow
+    }
 
     let mut fingerprints = None;
     let mut layout_summary = None;
@@ -260,7 +278,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             documents_in_exact_groups: total.docs_in_groups,
             largest_exact_group: total.largest,
         });
-        stage("collapse", &mut times.collapse);
+        stage("collapse", &mut times.collapse, &mut lap);
 
         // layout: every worker computes the same plan from the same global count
         let (layout, reasoning) = match &stage_plan.layout {
@@ -305,7 +323,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         });
         comparisons = found.stats.comparisons;
         largest_group = found.stats.largest_group;
-        stage("tables", &mut times.tables);
+        stage("tables", &mut times.tables, &mut lap);
 
         // expand fingerprint pairs into document pairs
         enter(3);
@@ -313,7 +331,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         let pairs = expand::expand(worker, &groups, found.pairs, collapse);
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
-        stage("expand", &mut times.expand);
+        stage("expand", &mut times.expand, &mut lap);
 
         enter(4);
         let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
@@ -325,7 +343,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             Ok(counts) => by_distance = Some(counts),
             Err(e) => keep(Err(e)),
         }
-        stage("write_pairs", &mut times.write_pairs);
+        stage("write_pairs", &mut times.write_pairs, &mut lap);
     }
     drop(ranked);
 
@@ -343,8 +361,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let report = WorkerReport {
         counters,
         process: me / plan.exec.workers,
-        peak_rss: stage_peaks.iter().map(|p| p.1).max().unwrap_or(0).max(peak_rss_bytes()),
-        stage_peaks,
+        peak_rss: peak_rss_bytes(),
+        stage_peaks: memory.map_or_else(Vec::new, |m| {
+            STAGE_NAMES
+                .iter()
+                .map(|n| n.to_string())
+                .zip(m.peaks())
+                .filter(|(_, bytes)| *bytes > 0)
+                .collect()
+        }),
         comparisons,
         largest_group,
     };

@@ -457,3 +457,30 @@ fn two_processes_give_the_same_output_as_one_worker() {
         );
     }
 }
+
+#[test]
+fn a_job_runs_on_other_inputs_into_another_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("subset.jsonl");
+    let lines: Vec<&str> = std::fs::read_to_string(root().join("data-samples/docs.jsonl"))
+        .unwrap()
+        .leak()
+        .lines()
+        .take(50)
+        .collect();
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    run_ok(
+        neardup()
+            .arg("run")
+            .arg(root().join("jobs/sample.toml"))
+            .arg("--input")
+            .arg(&input)
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let s = summary(&out.join("summary.json"));
+    assert_eq!(s["documents"]["read"], 50);
+    assert_eq!(s["inputs"][0], input.display().to_string());
+    assert!(out.join("pairs.tsv").exists());
+}

@@ -310,19 +310,21 @@ pub fn plan_splits(
     out
 }
 
+/// Writes `content` to `dir/name` and describes it as an input file (for tests).
+#[cfg(test)]
+pub(crate) fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    InputFile {
+        size: content.len() as u64,
+        compression: sniff(&path).unwrap(),
+        path,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
-        let path = dir.join(name);
-        std::fs::write(&path, content).unwrap();
-        InputFile {
-            size: content.len() as u64,
-            compression: sniff(&path).unwrap(),
-            path,
-        }
-    }
 
     #[test]
     fn plans_cover_files_and_balance() {

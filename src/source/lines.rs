@@ -249,18 +249,8 @@ pub fn read_split(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::files::sniff;
+    use crate::source::files::plain_file;
     use std::io::Write;
-
-    fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
-        let path = dir.join(name);
-        std::fs::write(&path, content).unwrap();
-        InputFile {
-            size: content.len() as u64,
-            compression: sniff(&path).unwrap(),
-            path,
-        }
-    }
 
     fn lines_of(file: &InputFile, splits: &[Split]) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::new();

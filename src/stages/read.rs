@@ -354,69 +354,29 @@ pub fn read_shared(
         };
         chunk.file = split.file as u32;
         chunk.split = split.id;
-        let mut local: Vec<(crate::source::Location, Skipped)> = Vec::new();
-        let n = crate::source::lines::read_split(file, split, inputs.max_record_bytes, |event| {
-            use crate::source::lines::LineEvent;
-            let at = |offset, line| {
-                crate::source::Location::on_line(
-                    split.file,
-                    offset,
-                    crate::source::SplitLine {
-                        split: split.id,
-                        line,
-                    },
-                )
-            };
-            match event {
-                LineEvent::Line {
-                    bytes,
-                    offset,
-                    line,
-                } => {
-                    if bytes.iter().all(u8::is_ascii_whitespace) {
-                        counters.blank_lines += 1;
-                        return;
-                    }
-                    chunk.bytes.extend_from_slice(bytes);
-                    chunk.lines.push((offset, line, chunk.bytes.len() as u32));
-                    if chunk.bytes.len() >= CHUNK_BYTES {
-                        send(&mut chunk, &mut input, worker);
-                    }
+        let mut local: Vec<Skipped> = Vec::new();
+        let n = crate::source::lines::read_records(
+            file,
+            split,
+            inputs.max_record_bytes,
+            &mut |item| match item {
+                Item::Skipped(s) => local.push(s),
+                Item::Blank => counters.blank_lines += 1,
+                Item::Document(_) => unreachable!("records go to the chunk"),
+            },
+            |bytes, at, _| {
+                chunk.bytes.extend_from_slice(bytes);
+                let line = at.split_line().map_or(0, |l| l.line);
+                chunk
+                    .lines
+                    .push((at.offset, line, chunk.bytes.len() as u32));
+                if chunk.bytes.len() >= CHUNK_BYTES {
+                    send(&mut chunk, &mut input, worker);
                 }
-                LineEvent::TooLong { offset, line, len } => {
-                    let skip = crate::source::Skip::new(
-                        crate::source::SkipReason::TooLarge,
-                        format!(
-                            "record of {len} bytes exceeds max_record_bytes={}",
-                            inputs.max_record_bytes
-                        ),
-                    );
-                    local.push((at(offset, line), Skipped::at(at(offset, line), skip, len)));
-                }
-                LineEvent::ReadError {
-                    offset,
-                    line,
-                    error,
-                } => {
-                    let skip = crate::source::Skip::new(
-                        crate::source::SkipReason::ReadError,
-                        format!("{error}; the rest of this file could not be read"),
-                    );
-                    local.push((at(offset, line), Skipped::at(at(offset, line), skip, 0)));
-                }
-            }
-        });
-        let n = n.unwrap_or_else(|error| {
-            let skip = crate::source::Skip::new(
-                crate::source::SkipReason::ReadError,
-                format!("cannot open: {error}"),
-            );
-            let at = crate::source::Location::at(split.file, split.start);
-            local.push((at, Skipped::at(at, skip, 0)));
-            0
-        });
+            },
+        );
         send(&mut chunk, &mut input, worker);
-        for (_, skipped) in local {
+        for skipped in local {
             counters.bytes += skipped.bytes;
             counters.skip(skipped.into());
         }

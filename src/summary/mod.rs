@@ -192,6 +192,65 @@ impl Summary {
     }
 }
 
+/// Peak memory of each stage of a run, sampled: a thread reads the resident set size every 10 ms
+/// and keeps the largest value under the stage the run says it is in. The kernel's own peak
+/// (`VmHWM`) is never reset, so tools that read it (`/usr/bin/time`, `getrusage`) stay right.
+pub struct StageMemory {
+    current: std::sync::atomic::AtomicUsize,
+    peaks: Vec<std::sync::atomic::AtomicU64>,
+}
+
+impl StageMemory {
+    /// Starts sampling, in stage 0 of `stages`; sampling stops when the returned handle is dropped.
+    pub fn start(stages: usize) -> std::sync::Arc<StageMemory> {
+        let m = std::sync::Arc::new(StageMemory {
+            current: 0.into(),
+            peaks: (0..stages.max(1)).map(|_| 0.into()).collect(),
+        });
+        let weak = std::sync::Arc::downgrade(&m);
+        let _ = std::thread::Builder::new()
+            .name("neardup:memory".into())
+            .spawn(move || {
+                while let Some(m) = weak.upgrade() {
+                    m.sample();
+                    drop(m);
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            });
+        m
+    }
+
+    fn sample(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stage = self.current.load(Relaxed).min(self.peaks.len() - 1);
+        self.peaks[stage].fetch_max(rss_bytes(), Relaxed);
+    }
+
+    /// Ends the current stage (sampling it once more) and enters `next`.
+    pub fn enter(&self, next: usize) {
+        self.sample();
+        self.current
+            .store(next, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The peak of each stage so far.
+    pub fn peaks(&self) -> Vec<u64> {
+        self.sample();
+        self.peaks
+            .iter()
+            .map(|p| p.load(std::sync::atomic::Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// Resident set size of this process now, in bytes, from `/proc/self/statm` (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
 /// Resets the peak resident set size (`VmHWM`) to the current size, so the next reading covers only
 /// what follows (Linux 4.0+; silently does nothing elsewhere).
 pub fn reset_peak_rss() {
