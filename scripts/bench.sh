@@ -32,6 +32,16 @@ fi
 echo "== fingerprinting: JSONL documents -> simhash (read_fingerprint stage)"
 "$bin" bench fingerprint --n "$docs,$docs_big" -w 1,2 --runs "$runs" --out-dir "$out"
 
+# Real text: make_corpus.py's medium corpus (its README says how to build it); set
+# NEARDUP_REAL_TEXT to its text.jsonl (uncompressed) or leave it at the default place.
+real_text="${NEARDUP_REAL_TEXT:-$HOME/devcorpus/text.jsonl}"
+if [ "$tiny" = 0 ] && [ -f "$real_text" ]; then
+    echo "== fingerprinting real text: $real_text"
+    "$bin" bench fingerprint --input "$real_text" -w 1,2 --runs 5 --out-dir "$out" --name bench-real-text
+elif [ "$tiny" = 0 ]; then
+    echo "== real text skipped: no $real_text (python3 ../shared/tools/make_corpus.py --out ~/devcorpus, then gunzip text.jsonl.gz)"
+fi
+
 echo "== skipped records: whole fingerprint runs, default settings, clean corpus vs one record in ten unusable"
 "$bin" bench skipped --n "$docs" -w 1,2 --runs "$runs" --out-dir "$out"
 

@@ -178,6 +178,10 @@ enum Command {
         /// For warc: the WARC file that is scaled up by concatenating copies.
         #[arg(long, default_value = "data-samples/warc/sample.warc.gz")]
         warc: PathBuf,
+        /// For fingerprint: measure this JSON Lines file (real text, e.g. make_corpus.py's
+        /// text.jsonl) instead of generated documents; --n is then ignored.
+        #[arg(long)]
+        input: Option<PathBuf>,
     },
     /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
     #[command(subcommand)]
@@ -451,10 +455,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out_dir,
             name,
             warc,
+            input,
         } => {
             anyhow::ensure!(runs >= 1, "--runs must be at least 1");
             let mut rows = Vec::new();
-            for &size in &n {
+            if let (Some(input), "fingerprint") = (&input, what.as_str()) {
+                for &w in &workers {
+                    let row = neardup::tools::bench::fingerprint(input, w, runs, &out_dir)?;
+                    eprintln!(
+                        "{} {} w={w}: median {:.3} s",
+                        row.stage,
+                        input.display(),
+                        row.median_s
+                    );
+                    rows.push(row);
+                }
+            }
+            for &size in n.iter().filter(|_| input.is_none()) {
                 let docs = out_dir.join(format!("docs-{size}.jsonl"));
                 if (what == "fingerprint" || what == "skipped") && !docs.exists() {
                     let opts = neardup::tools::gen::DocOptions {
