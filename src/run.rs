@@ -207,7 +207,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             &mut counters,
             |bytes| PROGRESS.read_one(bytes),
         );
-        docs.extend(more);
+        docs.append(more);
         split_lines.extend(lines);
     }
     PROGRESS.flush_read();

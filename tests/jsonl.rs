@@ -161,8 +161,8 @@ fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u
         read += c.read;
         processed += c.processed;
         skipped += c.skipped_total();
-        for doc in d {
-            docs.insert(doc.id, doc.simhash);
+        for doc in d.iter() {
+            docs.insert(doc.id.to_string(), doc.simhash);
         }
     }
     (docs, read, processed, skipped)

@@ -59,8 +59,8 @@ fn whole(file: usize) -> Split {
 fn fingerprints_by_url(boilerplate: Boilerplate, kind: FeatureKind) -> BTreeMap<String, u64> {
     let files = discover(&[sample()], &[]).unwrap();
     let (docs, _, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
-    docs.into_iter()
-        .map(|d| (d.url.expect("WARC pages have a URL"), d.simhash))
+    docs.iter()
+        .map(|d| (d.url.expect("WARC pages have a URL").to_string(), d.simhash))
         .collect()
 }
 
@@ -305,14 +305,17 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
         let plan =
             neardup::source::plan_splits(&files, peers, 4096, source.inputs.format.split_mode());
         assert!(plan.iter().map(Vec::len).sum::<usize>() > peers);
-        let mut all = Vec::new();
+        let mut all: Vec<(u64, String, Option<String>, neardup::source::Location)> = Vec::new();
         let mut counters = neardup::summary::Counters::default();
+        let owned = |d: neardup::stages::read::Doc<'_>| {
+            (d.simhash, d.id.to_string(), d.url.map(str::to_string), d.at)
+        };
         for splits in &plan {
             let (docs, c, _) = load_documents(&source, splits);
-            all.extend(docs);
+            all.extend(docs.iter().map(owned));
             counters.merge(c);
         }
-        let mut a = one.clone();
+        let mut a: Vec<_> = one.iter().map(owned).collect();
         a.sort();
         all.sort();
         assert_eq!(all, a, "{peers} workers");
@@ -399,9 +402,9 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
         let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
         load_documents(&source, &[whole(0)])
     };
-    let by_url = |docs: &[neardup::stages::read::Sketched]| -> BTreeMap<String, u64> {
+    let by_url = |docs: &neardup::stages::read::Sketched| -> BTreeMap<String, u64> {
         docs.iter()
-            .map(|d| (d.url.clone().unwrap_or_default(), d.simhash))
+            .map(|d| (d.url.unwrap_or_default().to_string(), d.simhash))
             .collect()
     };
     let gz_path = dir.path().join("m.warc.gz");
@@ -582,8 +585,8 @@ fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
     let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
     let (docs, counters, _) = load_documents(&source, &[whole(0)]);
     let urls: BTreeMap<String, (u64, String)> = docs
-        .into_iter()
-        .map(|d| (d.url.unwrap(), (d.simhash, d.id)))
+        .iter()
+        .map(|d| (d.url.unwrap().to_string(), (d.simhash, d.id.to_string())))
         .collect();
     let base = "http://127.0.0.1:8731/";
     let want: BTreeSet<String> = [

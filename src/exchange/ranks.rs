@@ -14,59 +14,34 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use super::{all_gather, shuffle};
-use crate::source::Location;
+use crate::source::{Location, Names};
 
 /// Ids sampled per worker for the splitters.
 const SAMPLES: usize = 64;
 
-/// A document to rank.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RankInput {
-    /// Its id.
-    pub id: String,
-    /// Where it starts: decides which of several records with one id keeps it.
-    pub at: Location,
-    /// URL and fingerprint, carried to the owner only when the fingerprints output is written
-    /// (boxed: most runs do without, and every document pays for the field).
-    pub row: Option<Box<(Option<String>, u64)>>,
+/// Documents on their way to the owner of their ids' range: one record per few thousand
+/// documents, ids in one arena, so an exchange moves batches, not strings.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct IdBatch {
+    /// The worker they were read on.
+    origin: u32,
+    /// Their indices there.
+    idx: Vec<u64>,
+    ids: Names,
+    /// Where each starts: decides which of several records with one id keeps it.
+    at: Vec<Location>,
+    /// URL and fingerprint of each, only when the fingerprints output is written.
+    rows: Vec<(Option<String>, u64)>,
 }
+
+/// Documents per [`IdBatch`].
+const BATCH_DOCS: usize = 4096;
 
 /// The rank an owner sends back for a duplicate: none.
 const DUPLICATE: u64 = u64::MAX;
 
-/// Names in one byte arena: a name costs its bytes and four bytes of offset, not a `String` each.
-#[derive(Clone, Debug, Default)]
-pub struct Names {
-    bytes: Vec<u8>,
-    ends: Vec<u32>,
-}
-
-impl Names {
-    fn push(&mut self, name: &str) {
-        self.bytes.extend_from_slice(name.as_bytes());
-        self.ends.push(
-            u32::try_from(self.bytes.len()).expect("under 4 GiB of ids per worker (see docs)"),
-        );
-    }
-
-    /// Number of names.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// True if there is none.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// The `i`-th name.
-    pub fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        let bytes = &self.bytes[start..self.ends[i] as usize];
-        // SAFETY: only whole `&str`s are pushed, so every range between ends is valid UTF-8.
-        unsafe { std::str::from_utf8_unchecked(bytes) }
-    }
-}
+/// Ranks an owner sends back to a reader: `(index there, rank)`.
+type RankReply = (u32, Vec<(u64, u64)>);
 
 /// The ranks of this worker's documents and the names of the rank range it owns.
 pub struct Ranked {
@@ -113,18 +88,24 @@ fn prefix_key(id: &str) -> u128 {
     u128::from_be_bytes(buf)
 }
 
-/// The order of `records` by (id, location): indices sorted by a 16-byte prefix key, which decides
-/// almost every comparison without touching the strings, then runs of equal prefix by the whole
-/// id. The records themselves do not move.
+/// The order of the documents of `batches` by (id, location), as (batch, position) pairs: indices
+/// sorted by a 16-byte prefix key, which decides almost every comparison without touching the
+/// strings, then runs of equal prefix by the whole id. The documents themselves do not move.
 ///
-/// Morally: `(0..n).sorted_by(|a, b| (&r[a].id, r[a].at).cmp(&(&r[b].id, r[b].at)))`.
-fn sorted_order(records: &[(RankInput, u32, u64)]) -> Vec<u32> {
-    let mut keys: Vec<(u128, u32)> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (prefix_key(&r.0.id), i as u32))
-        .collect();
+/// Morally: `docs.sorted_by(|a, b| (a.id, a.at).cmp(&(b.id, b.at)))`.
+fn sorted_order(batches: &[IdBatch]) -> Vec<(u32, u32)> {
+    let mut keys: Vec<(u128, u32, u32)> =
+        Vec::with_capacity(batches.iter().map(|b| b.idx.len()).sum());
+    for (b, batch) in batches.iter().enumerate() {
+        for (j, id) in batch.ids.iter().enumerate() {
+            keys.push((prefix_key(id), b as u32, j as u32));
+        }
+    }
     keys.sort_unstable();
+    let doc = |&(_, b, j): &(u128, u32, u32)| {
+        let batch = &batches[b as usize];
+        (batch.ids.get(j as usize), batch.at[j as usize])
+    };
     let mut start = 0;
     while start < keys.len() {
         let mut end = start + 1;
@@ -132,24 +113,24 @@ fn sorted_order(records: &[(RankInput, u32, u64)]) -> Vec<u32> {
             end += 1;
         }
         if end - start > 1 {
-            keys[start..end].sort_unstable_by(|x, y| {
-                let (a, b) = (&records[x.1 as usize].0, &records[y.1 as usize].0);
-                (&a.id, a.at).cmp(&(&b.id, b.at))
-            });
+            keys[start..end].sort_unstable_by(|x, y| doc(x).cmp(&doc(y)));
         }
         start = end;
     }
-    keys.into_iter().map(|(_, i)| i).collect()
+    keys.into_iter().map(|(_, b, j)| (b, j)).collect()
 }
 
-/// Ranks every worker's documents (given in input order) by id, deciding duplicate ids.
+/// Ranks every worker's documents (`ids`, `at` and, with `rows`, URL and fingerprint of each, in
+/// input order) by id, deciding duplicate ids.
 pub fn assign(
     worker: &mut Worker,
-    docs: impl ExactSizeIterator<Item = RankInput>,
-    sample: Vec<String>,
+    ids: &Names,
+    at: &[Location],
+    rows: Option<Vec<(Option<String>, u64)>>,
 ) -> Ranked {
     let (me, peers) = (worker.index(), worker.peers());
-    let n = docs.len();
+    let n = ids.len();
+    let sample = sample(n, |i| ids.get(i));
     let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
     samples.sort_unstable();
     let splitters: Vec<String> = if samples.is_empty() {
@@ -159,15 +140,43 @@ pub fn assign(
             .map(|j| samples[j * samples.len() / peers].clone())
             .collect()
     };
-    let records = docs.enumerate().map(move |(i, d)| (d, me as u32, i as u64));
-    let mut mine = shuffle(worker, records, move |(d, _, _)| {
-        splitters.partition_point(|s| s.as_str() <= d.id.as_str()) as u64
-    });
+    // Batches per owner, sent as they fill.
+    let mut open: Vec<IdBatch> = (0..peers).map(|_| IdBatch::default()).collect();
+    let mut full: Vec<(u64, IdBatch)> = Vec::new();
+    let mut rows = rows.map(|r| r.into_iter());
+    for (i, (id, &at)) in ids.iter().zip(at).enumerate() {
+        let dest = splitters.partition_point(|s| s.as_str() <= id);
+        let b = &mut open[dest];
+        b.idx.push(i as u64);
+        b.ids.push(id);
+        b.at.push(at);
+        if let Some(r) = rows.as_mut().and_then(Iterator::next) {
+            b.rows.push(r);
+        }
+        if b.idx.len() == BATCH_DOCS {
+            let batch = std::mem::take(b);
+            full.push((dest as u64, batch));
+        }
+    }
+    full.extend(
+        open.into_iter()
+            .enumerate()
+            .filter(|(_, b)| !b.idx.is_empty())
+            .map(|(dest, b)| (dest as u64, b)),
+    );
+    for (_, b) in &mut full {
+        b.origin = me as u32;
+    }
+    let mine: Vec<IdBatch> = shuffle(worker, full, |(dest, _)| *dest)
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
     let order = sorted_order(&mine);
+    let id_of = |(b, j): (u32, u32)| mine[b as usize].ids.get(j as usize);
     let kept = order
         .iter()
         .enumerate()
-        .filter(|&(j, &i)| j == 0 || mine[order[j - 1] as usize].0.id != mine[i as usize].0.id)
+        .filter(|&(k, &p)| k == 0 || id_of(order[k - 1]) != id_of(p))
         .count();
     let counts = all_gather(worker, kept as u64);
     let bounds: Vec<u64> = counts
@@ -180,29 +189,34 @@ pub fn assign(
         .collect();
     let first = bounds[me];
     let mut names = Names::default();
-    let mut rows = Vec::new();
-    let mut replies: Vec<(u32, u64, u64)> = Vec::with_capacity(mine.len());
+    let mut kept_rows = Vec::new();
+    let mut replies: Vec<RankReply> = (0..peers).map(|w| (w as u32, Vec::new())).collect();
     let mut dups: Vec<(u32, String, Location, Location)> = Vec::new();
     let mut keeper = Location::at(0, 0);
-    for &i in &order {
-        let (d, origin, idx) = &mut mine[i as usize];
-        if !names.is_empty() && names.get(names.len() - 1) == d.id {
-            replies.push((*origin, *idx, DUPLICATE));
-            dups.push((*origin, std::mem::take(&mut d.id), d.at, keeper));
+    for &(b, j) in &order {
+        let batch = &mine[b as usize];
+        let (origin, j) = (batch.origin as usize, j as usize);
+        let (id, at, idx) = (batch.ids.get(j), batch.at[j], batch.idx[j]);
+        if !names.is_empty() && names.get(names.len() - 1) == id {
+            replies[origin].1.push((idx, DUPLICATE));
+            dups.push((origin as u32, id.to_owned(), at, keeper));
             continue;
         }
-        keeper = d.at;
-        replies.push((*origin, *idx, first + names.len() as u64));
-        if let Some(row) = d.row.take() {
-            rows.push(*row);
+        keeper = at;
+        replies[origin].1.push((idx, first + names.len() as u64));
+        if let Some(row) = batch.rows.get(j) {
+            kept_rows.push(row.clone());
         }
-        names.push(&d.id);
+        names.push(id);
     }
     drop(mine);
     let mut ranks = vec![None; n];
-    for (_, idx, rank) in shuffle(worker, replies, |(origin, _, _)| *origin as u64) {
-        if rank != DUPLICATE {
-            ranks[idx as usize] = Some(rank);
+    let replies: Vec<RankReply> = replies.into_iter().filter(|r| !r.1.is_empty()).collect();
+    for (_, pairs) in shuffle(worker, replies, |(origin, _)| *origin as u64) {
+        for (idx, rank) in pairs {
+            if rank != DUPLICATE {
+                ranks[idx as usize] = Some(rank);
+            }
         }
     }
     let mut duplicates: Vec<(String, Location, Location)> =
@@ -215,7 +229,7 @@ pub fn assign(
         ranks,
         duplicates,
         names,
-        rows,
+        rows: kept_rows,
         first,
         bounds,
     }
@@ -230,26 +244,41 @@ pub fn sample<'a>(n: usize, id: impl Fn(usize) -> &'a str) -> Vec<String> {
 }
 
 /// Fetches from their owners the names of `needed` ranks (sorted, distinct; none this worker
-/// owns), for this worker: every worker calls it with its own list and gets its own answers,
-/// sorted by rank.
-pub fn fetch(worker: &mut Worker, ranked: &Ranked, needed: Vec<u64>) -> Vec<(u64, String)> {
+/// owns), for this worker: every worker calls it with its own list and gets its own answers, in
+/// the order asked. Requests go as one list per owner and names come back in one arena per
+/// requester, so no name is a `String` of its own on the way.
+pub fn fetch(worker: &mut Worker, ranked: &Ranked, needed: &[u64]) -> Names {
     let me = worker.index() as u64;
-    let bounds = ranked.bounds.clone();
-    let requests = shuffle(
-        worker,
-        needed.into_iter().map(|r| (r, me)).collect::<Vec<_>>(),
-        move |(r, _)| (bounds.partition_point(|&b| b <= *r) - 1) as u64,
-    );
-    let replies: Vec<(u64, u64, String)> = requests
+    let peers = worker.peers();
+    let mut requests: Vec<(u64, u64, Vec<u64>)> =
+        (0..peers).map(|w| (w as u64, me, Vec::new())).collect();
+    for &r in needed {
+        requests[ranked.owner_of(r)].2.push(r);
+    }
+    requests.retain(|(_, _, rs)| !rs.is_empty());
+    let asked = shuffle(worker, requests, |(owner, _, _)| *owner);
+    let replies: Vec<(u64, u64, Names)> = asked
         .into_iter()
-        .map(|(r, from)| (from, r, ranked.name(r).to_owned()))
+        .map(|(_, from, rs)| {
+            let mut names = Names::default();
+            for r in rs {
+                names.push(ranked.name(r));
+            }
+            (from, me, names)
+        })
         .collect();
-    let mut names: Vec<(u64, String)> = shuffle(worker, replies, |(from, _, _)| *from)
+    // Owners are ranges of ranks in worker order, so the answers in owner order are in the
+    // order asked.
+    let mut answers: Vec<(u64, Names)> = shuffle(worker, replies, |(from, _, _)| *from)
         .into_iter()
-        .map(|(_, r, n)| (r, n))
+        .map(|(_, owner, names)| (owner, names))
         .collect();
-    names.sort_unstable_by_key(|(r, _)| *r);
-    names
+    answers.sort_unstable_by_key(|(owner, _)| *owner);
+    let mut all = Names::default();
+    for (_, names) in &answers {
+        all.append(names);
+    }
+    all
 }
 
 #[cfg(test)]
@@ -258,7 +287,6 @@ mod tests {
 
     #[test]
     fn sorting_by_id_orders_by_bytes_then_location() {
-        let at = |offset| Location::at(0, offset);
         let ids = [
             "b",
             "a",
@@ -268,39 +296,27 @@ mod tests {
             "é",
             "",
         ];
-        let records: Vec<(RankInput, u32, u64)> = ids
+        // Two batches, as from two readers.
+        let mut batches = vec![IdBatch::default(), IdBatch::default()];
+        for (i, id) in ids.iter().enumerate() {
+            let b = &mut batches[i % 2];
+            b.idx.push(i as u64);
+            b.ids.push(id);
+            b.at.push(Location::at(0, 100 - i as u64));
+        }
+        let mut want: Vec<(String, Location)> = ids
             .iter()
             .enumerate()
-            .map(|(i, id)| {
-                let input = RankInput {
-                    id: id.to_string(),
-                    at: at(100 - i as u64),
-                    row: None,
-                };
-                (input, 0, i as u64)
+            .map(|(i, id)| (id.to_string(), Location::at(0, 100 - i as u64)))
+            .collect();
+        want.sort();
+        let got: Vec<(String, Location)> = sorted_order(&batches)
+            .into_iter()
+            .map(|(b, j)| {
+                let batch = &batches[b as usize];
+                (batch.ids.get(j as usize).to_string(), batch.at[j as usize])
             })
             .collect();
-        let mut want: Vec<usize> = (0..records.len()).collect();
-        want.sort_by(|&a, &b| {
-            let (x, y) = (&records[a].0, &records[b].0);
-            (&x.id, x.at).cmp(&(&y.id, y.at))
-        });
-        let got: Vec<usize> = sorted_order(&records)
-            .into_iter()
-            .map(|i| i as usize)
-            .collect();
         assert_eq!(got, want);
-    }
-
-    #[test]
-    fn names_live_in_one_arena() {
-        let mut n = Names::default();
-        for s in ["", "abc", "é", "x"] {
-            n.push(s);
-        }
-        assert_eq!(
-            (0..n.len()).map(|i| n.get(i)).collect::<Vec<_>>(),
-            ["", "abc", "é", "x"]
-        );
     }
 }

@@ -8,6 +8,7 @@ pub mod fingerprints;
 pub mod html;
 pub mod jsonl;
 pub mod lines;
+pub mod names;
 pub mod warc;
 
 use std::fmt;
@@ -21,6 +22,7 @@ pub use files::{
     DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, WARC_EXTENSIONS,
 };
 pub use jsonl::Fields;
+pub use names::Names;
 
 /// `line` as text, or an `invalid_utf8` skip naming the first bad byte. Validated with SIMD
 /// (simdutf8, several GB/s): every record of every line-based input passes here.

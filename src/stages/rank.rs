@@ -4,7 +4,7 @@
 use timely::worker::Worker;
 
 use super::read::Sketched;
-use crate::exchange::ranks::{self, RankInput, Ranked};
+use crate::exchange::ranks::{self, Ranked};
 use crate::source::SkipReason;
 use crate::summary::{Counters, SkipNote};
 
@@ -20,18 +20,25 @@ pub struct RankOutput {
 /// `counters`. With `keep_rows` the owners keep each document's URL and simhash.
 pub fn rank(
     worker: &mut Worker,
-    docs: Vec<Sketched>,
+    docs: Sketched,
     keep_rows: bool,
     counters: &mut Counters,
 ) -> RankOutput {
-    let sample = ranks::sample(docs.len(), |i| &docs[i].id);
-    let fps: Vec<u64> = docs.iter().map(|d| d.simhash).collect();
-    let inputs = docs.into_iter().map(|d| RankInput {
-        row: keep_rows.then(|| Box::new((d.url, d.simhash))),
-        id: d.id,
-        at: d.at,
+    let Sketched {
+        simhash,
+        ids,
+        urls,
+        at,
+    } = docs;
+    let rows = keep_rows.then(|| {
+        let mut urls = urls.into_iter();
+        simhash
+            .iter()
+            .map(|&fp| (urls.next().flatten(), fp))
+            .collect()
     });
-    let ranked = ranks::assign(worker, inputs, sample);
+    let ranked = ranks::assign(worker, &ids, &at, rows);
+    drop((ids, at));
     for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {
             at: *at,
@@ -42,7 +49,7 @@ pub fn rank(
             first: Some(*keeper),
         });
     }
-    let keyed = fps
+    let keyed = simhash
         .iter()
         .zip(&ranked.ranks)
         .filter_map(|(fp, r)| r.map(|r| (*fp, r)))

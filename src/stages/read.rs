@@ -7,23 +7,72 @@ use std::borrow::Cow;
 use crate::config::{ContentOptions, Inputs};
 use crate::sketch::{Fingerprinter, Sketcher};
 use crate::source::html::{self, Boilerplate};
-use crate::source::{Body, Document, Item, Location, Skip, SkipReason, Skipped, Split};
+use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
 use crate::summary::{Counters, SkipNote};
 use crate::text::FeatureConfig;
 
-/// A document after the read stage: its sketch and what later stages of this run need, and no
-/// more (a run of 100M documents holds one each until they are ranked). The document's other facts
-/// (size, tokens, timestamp: [`crate::source::Attributes`]) join it here when a stage needs them.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// The documents a worker read, column by column: their sketches and what later stages of this run
+/// need, and no more (a run of 100M documents holds them until they are ranked). Ids live in one
+/// arena. The documents' other facts (size, tokens, timestamp: [`crate::source::Attributes`]) join
+/// here when a stage needs them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sketched {
+    /// Simhash of each document.
+    pub simhash: Vec<u64>,
+    /// Id of each (given, or `PATH@OFFSET`).
+    pub ids: Names,
+    /// URL of each, when the run writes URLs (else empty).
+    pub urls: Vec<Option<String>>,
+    /// Where each record starts.
+    pub at: Vec<Location>,
+}
+
+/// One document of [`Sketched`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Doc<'a> {
     /// Its simhash.
     pub simhash: u64,
-    /// Its id (given, or `PATH@OFFSET`).
-    pub id: String,
-    /// Its URL, if the record has one and the run writes URLs.
-    pub url: Option<String>,
-    /// Where the record starts.
+    /// Its id.
+    pub id: &'a str,
+    /// Its URL, if kept.
+    pub url: Option<&'a str>,
+    /// Where it starts.
     pub at: Location,
+}
+
+impl Sketched {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.simhash.len()
+    }
+
+    /// True if there is none.
+    pub fn is_empty(&self) -> bool {
+        self.simhash.is_empty()
+    }
+
+    /// The `i`-th document.
+    pub fn get(&self, i: usize) -> Doc<'_> {
+        Doc {
+            simhash: self.simhash[i],
+            id: self.ids.get(i),
+            url: self.urls.get(i).and_then(|u| u.as_deref()),
+            at: self.at[i],
+        }
+    }
+
+    /// The documents in order.
+    pub fn iter(&self) -> impl Iterator<Item = Doc<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Appends every document of `other` (both keep URLs, or neither).
+    pub fn append(&mut self, other: Sketched) {
+        self.simhash.extend(other.simhash);
+        self.ids.append(&other.ids);
+        self.urls.extend(other.urls);
+        self.at.extend(other.at);
+    }
 }
 
 /// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
@@ -120,7 +169,7 @@ impl From<Skipped> for SkipNote {
 struct Reader {
     acceptor: Acceptor<Fingerprinter>,
     keep_urls: bool,
-    out: Vec<Sketched>,
+    out: Sketched,
     counters: Counters,
     /// Display form of each input file, for generated ids.
     paths: Vec<String>,
@@ -136,7 +185,7 @@ impl Reader {
         Reader {
             acceptor: Acceptor::new(Fingerprinter::new(*features), content.clone()),
             keep_urls,
-            out: Vec::new(),
+            out: Sketched::default(),
             counters: Counters::default(),
             paths: inputs
                 .files
@@ -174,24 +223,22 @@ impl Reader {
                         first: None,
                     }),
                     Ok((simhash, _tokens)) => {
-                        let id = match doc.id {
-                            Some(id) => id.into_owned(),
+                        let out = &mut self.out;
+                        match &doc.id {
+                            Some(id) => out.ids.push(id),
                             None => {
                                 counters.generated_ids += 1;
-                                format!(
-                                    "{}@{}",
-                                    self.paths[doc.location.file as usize], doc.location.offset
-                                )
+                                let path = &self.paths[doc.location.file as usize];
+                                out.ids.push(&format!("{path}@{}", doc.location.offset));
                             }
-                        };
+                        }
                         counters.read += 1;
                         counters.processed += 1;
-                        self.out.push(Sketched {
-                            simhash,
-                            id,
-                            url: doc.url.filter(|_| self.keep_urls).map(Cow::into_owned),
-                            at: doc.location,
-                        });
+                        out.simhash.push(simhash);
+                        out.at.push(doc.location);
+                        if self.keep_urls {
+                            out.urls.push(doc.url.map(Cow::into_owned));
+                        }
                     }
                 }
                 bytes
@@ -210,7 +257,7 @@ pub fn read(
     keep_urls: bool,
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
-) -> (Vec<Sketched>, SplitLines) {
+) -> (Sketched, SplitLines) {
     let mut reader = Reader::new(features, content, keep_urls, inputs);
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
@@ -260,7 +307,7 @@ pub fn read_shared(
     keep_urls: bool,
     counters: &mut Counters,
     on_bytes: fn(u64),
-) -> (Vec<Sketched>, SplitLines) {
+) -> (Sketched, SplitLines) {
     use std::cell::RefCell;
     use std::rc::Rc;
     use timely::container::CapacityContainerBuilder;
@@ -404,7 +451,7 @@ pub fn read_documents(
     features: &FeatureConfig,
     content: &ContentOptions,
     splits: &[Split],
-) -> (Vec<Sketched>, Counters, SplitLines) {
+) -> (Sketched, Counters, SplitLines) {
     let mut counters = Counters::default();
     let (docs, lines) = read(
         inputs,

@@ -118,15 +118,13 @@ pub fn pairs(
         .collect();
     needed.sort_unstable();
     needed.dedup();
-    let remote = ranks::fetch(worker, ranked, needed);
+    let remote = ranks::fetch(worker, ranked, &needed);
     let name = |r: u64| -> &str {
         if ranked.owns(r) {
             ranked.name(r)
         } else {
-            let i = remote
-                .binary_search_by_key(&r, |(rank, _)| *rank)
-                .expect("every needed name fetched");
-            &remote[i].1
+            let i = needed.binary_search(&r).expect("every needed name fetched");
+            remote.get(i)
         }
     };
     let mut by_distance = vec![0u64; k as usize + 1];

@@ -142,7 +142,7 @@ pub fn load_documents(
     source: &Source,
     splits: &[neardup::source::Split],
 ) -> (
-    Vec<neardup::stages::read::Sketched>,
+    neardup::stages::read::Sketched,
     neardup::summary::Counters,
     neardup::stages::read::SplitLines,
 ) {

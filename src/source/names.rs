@@ -1,0 +1,67 @@
+//! Names (document ids) kept in one byte arena: a name costs its bytes and four bytes of offset,
+//! not a `String` of its own, from the read stage to the writer.
+
+/// Names in one byte arena: a name costs its bytes and four bytes of offset, not a `String` each.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Names {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Names {
+    /// Appends a name.
+    pub fn push(&mut self, name: &str) {
+        self.bytes.extend_from_slice(name.as_bytes());
+        self.ends.push(
+            u32::try_from(self.bytes.len())
+                .expect("under 4 GiB of ids per worker (docs/DESIGN.md)"),
+        );
+    }
+
+    /// Number of names.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True if there is none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Appends every name of `other`.
+    pub fn append(&mut self, other: &Names) {
+        let base = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(&other.bytes);
+        self.ends.extend(other.ends.iter().map(|e| base + e));
+    }
+
+    /// The names in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// The `i`-th name.
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        let bytes = &self.bytes[start..self.ends[i] as usize];
+        // SAFETY: only whole `&str`s are pushed, so every range between ends is valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_live_in_one_arena() {
+        let mut n = Names::default();
+        for s in ["", "abc", "é"] {
+            n.push(s);
+        }
+        let mut m = Names::default();
+        m.push("x");
+        n.append(&m);
+        assert_eq!(n.iter().collect::<Vec<_>>(), ["", "abc", "é", "x"]);
+    }
+}
