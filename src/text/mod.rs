@@ -201,26 +201,34 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
             }
         }
     } else {
-        let mut chars = text.char_indices().peekable();
-        while let Some((start, c)) = chars.next() {
-            let next_is_safe = chars.peek().is_none_or(|&(_, d)| is_safe_boundary(d));
-            if next_is_safe && IDEOGRAPHS.contains(&(c as u32)) {
-                // The bulk of Chinese text: a token by itself, stable under NFKC.
-                if !word.is_empty() {
-                    sink.word(word);
-                    word.clear();
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            // The bulk of Chinese text: an ideograph (three bytes of UTF-8) followed by a safe
+            // boundary is a token by itself, stable under NFKC, decoded here without a char
+            // iterator.
+            if let Some(u) = ideograph_at(bytes, pos) {
+                if next_is_safe(text, pos + 3) {
+                    if !word.is_empty() {
+                        sink.word(word);
+                        word.clear();
+                    }
+                    // SAFETY: `ideograph_at` decoded a valid scalar value in IDEOGRAPHS.
+                    sink.single(unsafe { char::from_u32_unchecked(u) });
+                    pos += 3;
+                    continue;
                 }
-                sink.single(c);
-                continue;
             }
+            let c = text[pos..].chars().next().expect("pos is a char boundary");
+            let start = pos;
             let mut end = start + c.len_utf8();
-            while let Some(&(i, d)) = chars.peek() {
+            for d in text[end..].chars() {
                 if is_safe_boundary(d) {
                     break;
                 }
-                end = i + d.len_utf8();
-                chars.next();
+                end += d.len_utf8();
             }
+            pos = end;
             let run = &text[start..end];
             if end == start + c.len_utf8() && is_safe_boundary(c) {
                 push_char(c, word, sink);
@@ -239,9 +247,43 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
     }
 }
 
-/// The CJK unified ideographs whose token hashes are kept in a table: blocks U+3400..U+4DBF and
-/// U+4E00..U+9FFF, the bulk of Chinese text. Each is NFKC-stable and a token by itself.
+/// The span of the CJK unified ideographs whose token hashes are kept in a table: blocks
+/// U+3400..U+4DBF and U+4E00..U+9FFF, the bulk of Chinese text (see [`is_table_ideograph`]: the
+/// Yijing hexagrams between them are symbols, not tokens). Each is NFKC-stable and a token by
+/// itself.
 const IDEOGRAPHS: std::ops::RangeInclusive<u32> = 0x3400..=0x9FFF;
+
+/// True for the ideographs of [`IDEOGRAPHS`] (not the hexagrams U+4DC0..U+4DFF).
+#[inline]
+fn is_table_ideograph(u: u32) -> bool {
+    matches!(u, 0x3400..=0x4DBF | 0x4E00..=0x9FFF)
+}
+
+/// The ideograph of [`is_table_ideograph`] whose UTF-8 starts at `pos`, if one does.
+#[inline]
+fn ideograph_at(bytes: &[u8], pos: usize) -> Option<u32> {
+    let b = bytes.get(pos..pos + 3)?;
+    // Lead bytes E3..E9 start U+3000..U+9FFF; the two continuation bytes are valid in a `str`.
+    if !(0xE3..=0xE9).contains(&b[0]) {
+        return None;
+    }
+    let u = ((b[0] as u32 & 0x0F) << 12) | ((b[1] as u32 & 0x3F) << 6) | (b[2] as u32 & 0x3F);
+    is_table_ideograph(u).then_some(u)
+}
+
+/// True if the character at `pos` of `text` (or the end) is a safe boundary.
+#[inline]
+fn next_is_safe(text: &str, pos: usize) -> bool {
+    let bytes = text.as_bytes();
+    match bytes.get(pos) {
+        None => true,
+        Some(&b) if b < 0x80 => true,
+        Some(_) => {
+            ideograph_at(bytes, pos).is_some()
+                || text[pos..].chars().next().is_some_and(is_safe_boundary)
+        }
+    }
+}
 
 /// [`token_hash`] of every character in [`IDEOGRAPHS`], computed once (216 KiB): a Chinese
 /// character's token costs a table lookup instead of a hash.
@@ -275,7 +317,7 @@ impl<F: FnMut(u64)> TokenSink for Hashes<'_, F> {
     fn single(&mut self, c: char) {
         self.count += 1;
         let u = c as u32;
-        (self.emit)(if IDEOGRAPHS.contains(&u) {
+        (self.emit)(if is_table_ideograph(u) {
             self.table[(u - IDEOGRAPHS.start()) as usize]
         } else {
             let mut buf = [0u8; 4];
@@ -657,16 +699,17 @@ mod tests {
 
     #[test]
     fn every_safe_boundary_character_tokenizes_as_whole_text_nfkc_does() {
-        // Exhaustive over the non-letter ranges taken as safe boundaries: alone, inside words,
-        // before a combining mark, between ideographs and after a full-width letter.
+        // Exhaustive over the ranges the fast paths take (safe punctuation, the edges of the
+        // ideograph table and the hexagrams between its blocks): alone, inside words, before a
+        // combining mark, between ideographs and after a full-width letter.
         for u in (0x2000..=0x2100)
             .chain(0x3000..=0x3030)
+            .chain(0x3400..=0x3410)
+            .chain(0x4DB0..=0x4E10)
+            .chain(0x9FF0..=0xA010)
             .chain(0xFF00..=0xFF70)
         {
             let Some(c) = char::from_u32(u) else { continue };
-            if !is_safe_boundary(c) {
-                continue;
-            }
             for text in [
                 format!("{c}"),
                 format!("a{c}b"),
