@@ -7,17 +7,16 @@ use std::time::Instant;
 
 use timely::worker::Worker;
 
-use crate::candidates::tables;
-use crate::config::{Inputs, LayoutChoice, Plan};
+use crate::config::{Inputs, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather, rounds};
 use crate::output::{Format, OutputSet};
 use crate::progress::{Reporter, PROGRESS};
-use crate::source::{self, plan_splits, SkipReason};
-use crate::stages::{collapse, expand, rank, read, write};
+use crate::source::{self, SkipReason};
+use crate::stages::{collapse, expand, plan_rounds, rank, read, write};
 use crate::summary::{
-    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LayoutSummary,
-    LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary,
+    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LineTable,
+    PairSummary, SkipNote, StageMemory, StageTimes, Summary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -133,7 +132,7 @@ const STAGE_NAMES: [&str; 7] = [
 /// The whole run, as executed by one worker. `outputs` is the output set, on worker 0 of process 0.
 pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
     let started = Instant::now();
-    let (me, peers) = (worker.index(), worker.peers());
+    let me = worker.index();
     let leader = me == 0;
     let writer = outputs.filter(|_| leader);
     // The first worker of each process moves that process's progress bar along.
@@ -169,47 +168,10 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 
     // read
     let inputs = &plan.inputs;
-    let splits = plan_splits(
-        &inputs.files,
-        peers,
-        inputs.split_bytes,
-        inputs.format.split_mode(),
-    );
     let mut counters = Counters::new(plan.outputs.skipped.is_some());
-    // Compressed files of line-based formats are decompressed by their reader and sketched by all
-    // the workers of its process; everything else is read and sketched where it is assigned.
-    let shared = |s: &&source::Split| {
-        plan.exec.workers > 1
-            && inputs.format.is_line_based()
-            && inputs.files[s.file].compression != source::Compression::None
-    };
-    let (mine_shared, mine_local): (Vec<source::Split>, Vec<source::Split>) =
-        splits[me].iter().partition(|s| shared(s));
-    let keep_urls = plan.outputs.fingerprints.is_some();
-    let (mut docs, mut split_lines) = read::read(
-        inputs,
-        &plan.features,
-        &plan.content,
-        &mine_local,
-        keep_urls,
-        &mut counters,
-        &mut |bytes| PROGRESS.read_one(bytes),
-    );
-    if splits.iter().flatten().any(|s| shared(&s)) {
-        let (more, lines) = read::read_shared(
-            worker,
-            plan.exec.workers,
-            inputs,
-            &plan.features,
-            &plan.content,
-            &mine_shared,
-            keep_urls,
-            &mut counters,
-            |bytes| PROGRESS.read_one(bytes),
-        );
-        docs.append(more);
-        split_lines.extend(lines);
-    }
+    let (docs, split_lines) = read::read_worker(worker, plan, &mut counters, |bytes| {
+        PROGRESS.read_one(bytes)
+    });
     PROGRESS.flush_read();
     let places = Places {
         files: inputs
@@ -281,40 +243,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         stage("collapse", &mut times.collapse, &mut lap);
 
         // layout: every worker computes the same plan from the same global count
-        let (layout, reasoning) = match &stage_plan.layout {
-            LayoutChoice::Fixed(l) => (l.clone(), None),
-            LayoutChoice::Auto => {
-                let p = tables::plan(stage_plan.k, total.distinct);
-                (p.layout, Some(p.reasoning))
-            }
-        };
-        tables::check_selectivity(&layout, total.distinct, stage_plan.max_candidates)?;
-        let budget = stage_plan.memory_budget;
-        let parts = tables::parts_per_table(total.distinct, plan.exec.processes, budget);
-        let memory = format!(
-            "one table round needs ~{} MiB per process; budget {} MiB: {parts} part(s) per table",
-            (total.distinct * tables::BYTES_PER_RECORD_IN_ROUND)
-                .div_ceil(plan.exec.processes as u64)
-                >> 20,
-            budget >> 20
-        );
-        let reasoning = match reasoning {
-            Some(r) => format!("{r}; {memory}"),
-            None => memory,
-        };
+        let rounds_plan = plan_rounds::plan(stage_plan, total.distinct, plan.exec.processes)?;
         if leader && plan.verbose {
-            eprintln!("{reasoning}");
+            eprintln!(
+                "{}",
+                rounds_plan.summary.auto_reasoning.as_deref().unwrap_or("")
+            );
         }
-        layout_summary = Some(LayoutSummary {
-            name: layout.name(),
-            design: layout.design.to_string(),
-            k: stage_plan.k,
-            tables: layout.tables.len(),
-            parts_per_table: parts,
-            p_min: layout.min_p(),
-            p_max: layout.tables.iter().map(|t| t.p).max().unwrap_or(0),
-            auto_reasoning: Some(reasoning),
-        });
+        let (layout, parts) = (rounds_plan.layout, rounds_plan.summary.parts_per_table);
+        layout_summary = Some(rounds_plan.summary);
 
         // rounds
         enter(2);

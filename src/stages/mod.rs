@@ -6,12 +6,14 @@
 //! | [`read`] | this worker's splits | sketched documents, counted skips, split line counts |
 //! | [`rank`] | sketched documents | `(simhash, rank)`; duplicate ids skipped; rank owners keep names |
 //! | [`collapse`] | `(simhash, rank)` | groups of identical fingerprints at their owner |
+//! | [`plan_rounds`] | distinct count | table layout, parts per round (budget), or a refusal |
 //! | rounds ([`crate::exchange::rounds`]) | distinct fingerprints | fingerprint pairs, each once |
 //! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
 pub mod collapse;
 pub mod expand;
+pub mod plan_rounds;
 pub mod rank;
 pub mod read;
 pub mod write;

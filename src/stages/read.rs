@@ -274,6 +274,57 @@ pub fn read(
     (reader.out, lines)
 }
 
+/// The read stage of one worker of a run (every worker calls it together): its splits of the
+/// plan's inputs, read where they are assigned; compressed files of line-based formats are
+/// decompressed by their reader and sketched by all the workers of its process ([`read_shared`]).
+pub fn read_worker(
+    worker: &mut timely::worker::Worker,
+    plan: &crate::config::Plan,
+    counters: &mut Counters,
+    on_bytes: fn(u64),
+) -> (Sketched, SplitLines) {
+    let inputs = &plan.inputs;
+    let splits = crate::source::plan_splits(
+        &inputs.files,
+        worker.peers(),
+        inputs.split_bytes,
+        inputs.format.split_mode(),
+    );
+    let shared = |s: &&Split| {
+        plan.exec.workers > 1
+            && inputs.format.is_line_based()
+            && inputs.files[s.file].compression != crate::source::Compression::None
+    };
+    let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
+        splits[worker.index()].iter().partition(|s| shared(s));
+    let keep_urls = plan.outputs.fingerprints.is_some();
+    let (mut docs, mut lines) = read(
+        inputs,
+        &plan.features,
+        &plan.content,
+        &mine_local,
+        keep_urls,
+        counters,
+        &mut |bytes| on_bytes(bytes),
+    );
+    if splits.iter().flatten().any(|s| shared(&s)) {
+        let (more, more_lines) = read_shared(
+            worker,
+            plan.exec.workers,
+            inputs,
+            &plan.features,
+            &plan.content,
+            &mine_shared,
+            keep_urls,
+            counters,
+            on_bytes,
+        );
+        docs.append(more);
+        lines.extend(more_lines);
+    }
+    (docs, lines)
+}
+
 /// Lines of a compressed file, decompressed by one worker and sketched by another.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct LineChunk {
