@@ -145,6 +145,42 @@ enum Command {
         #[command(flatten)]
         fields: FieldArgs,
     },
+    /// Scores a pairs file against a truth file written by `truth`: precision, recall, F1, recall
+    /// by Jaccard band, and how similar the false positives were (given the documents). Prints a
+    /// table on stdout.
+    Eval {
+        /// Pairs found (TSV or JSON Lines, as `pairs` and `run` write them).
+        #[arg(long)]
+        pairs: PathBuf,
+        /// The truth (`neardup truth`).
+        #[arg(long)]
+        truth: PathBuf,
+        /// The documents, to measure the true Jaccard of each false positive.
+        #[arg(long, num_args = 1..)]
+        docs: Vec<PathBuf>,
+        /// Format of --docs.
+        #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+        format: String,
+        /// JSON Lines: field of --docs holding a whole HTML page.
+        #[arg(long)]
+        html_field: Option<String>,
+        /// HTML pages of --docs: main content (extract) or the whole page (keep).
+        #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+        boilerplate: String,
+        /// JSON Lines with an `id` and a group per document (make_corpus.py's meta.jsonl.gz), to
+        /// score the pairs within each group too.
+        #[arg(long)]
+        groups: Option<PathBuf>,
+        /// Field of --groups that names the group.
+        #[arg(long, default_value = "lang")]
+        group_field: String,
+        /// The truth's threshold (where the recall bands start).
+        #[arg(long, default_value_t = 0.8)]
+        threshold: f64,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
     Bench {
         /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
@@ -444,6 +480,60 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Eval {
+            pairs,
+            truth,
+            docs,
+            format,
+            html_field,
+            boilerplate,
+            groups,
+            group_field,
+            threshold,
+            json,
+        } => {
+            use neardup::tools::eval;
+            let found = eval::read_pairs(&pairs)?;
+            let truth_pairs = eval::read_truth(&truth)?;
+            let sets = if docs.is_empty() {
+                None
+            } else {
+                let mut spec = JobSpec::new(InputSpec {
+                    html_field,
+                    ..InputSpec::new(docs, &format)
+                });
+                spec.content.boilerplate = Some(boilerplate);
+                spec.output.fingerprints = Some("-".into());
+                let plan = spec.validate(Path::new("."), Overrides::default())?;
+                let mut counters = neardup::summary::Counters::default();
+                let sets = neardup::tools::truth::load_sets(
+                    &plan.inputs,
+                    plan.content.boilerplate,
+                    &mut counters,
+                );
+                Some(
+                    sets.into_iter()
+                        .collect::<std::collections::HashMap<_, _>>(),
+                )
+            };
+            let group_of = match &groups {
+                None => None,
+                Some(path) => Some(eval::read_groups(path, &group_field)?),
+            };
+            let report = eval::report(
+                &found,
+                &truth_pairs,
+                threshold,
+                sets.as_ref(),
+                group_of.as_ref(),
+            );
+            print!("{}", report.table());
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&report)?;
+                neardup::output::write_file(&path, |w| writeln!(w, "{text}"))?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
             what,

@@ -13,10 +13,10 @@ use crate::exchange::{all_gather, gather, rounds};
 use crate::output::{Format, OutputSet};
 use crate::progress::{Reporter, PROGRESS};
 use crate::source::{self, SkipReason};
-use crate::stages::{collapse, expand, plan_rounds, rank, read, write};
+use crate::stages::{collapse, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
     first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LineTable,
-    PairSummary, SkipNote, StageMemory, StageTimes, Summary,
+    PairSummary, SkipNote, StageMemory, StageTimes, Summary, VerifySummary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -26,6 +26,7 @@ struct WorkerReport {
     process: usize,
     peak_rss: u64,
     stage_peaks: Vec<(String, u64)>,
+    verify: Option<verify::VerifyStats>,
     comparisons: u64,
     largest_group: u64,
 }
@@ -119,13 +120,14 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
 pub type WorkerResult = Result<Option<Summary>>;
 
 /// The stages whose time and memory the summary reports, in order.
-const STAGE_NAMES: [&str; 7] = [
+const STAGE_NAMES: [&str; 8] = [
     "read_fingerprint",
     "rank",
     "write_fingerprints",
     "collapse",
     "tables",
     "expand",
+    "verify",
     "write_pairs",
 ];
 
@@ -191,6 +193,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         worker,
         docs,
         plan.outputs.fingerprints.is_some(),
+        plan.verify.is_some(),
         &mut counters,
     );
     show_notes(worker, &counters.notes[before..], &places, &mut shown);
@@ -229,6 +232,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut fingerprints = None;
     let mut layout_summary = None;
     let mut by_distance = None;
+    let mut verify_stats: Option<verify::VerifyStats> = None;
     let mut comparisons = 0;
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
@@ -270,6 +274,21 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         drop(groups);
         stage("expand", &mut times.expand, &mut lap);
 
+        let pairs = match &plan.verify {
+            None => pairs,
+            Some(v) => match verify::verify(worker, inputs, &plan.content, &ranked, pairs, *v) {
+                Ok((kept, stats)) => {
+                    verify_stats = Some(stats);
+                    kept
+                }
+                Err(e) => {
+                    keep(Err(e));
+                    Vec::new()
+                }
+            },
+        };
+        stage("verify", &mut times.verify, &mut lap);
+
         enter(4);
         let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
         let formats = (
@@ -307,6 +326,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                 .filter(|(_, bytes)| *bytes > 0)
                 .collect()
         }),
+        verify: verify_stats,
         comparisons,
         largest_group,
     };
@@ -321,7 +341,17 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut peak = vec![0u64; plan.exec.processes];
     let mut by_stage = std::collections::BTreeMap::new();
     let (mut comparisons, mut largest_group) = (0, 0);
+    let mut verification = plan.verify.map(|v| VerifySummary {
+        threshold: v.threshold,
+        shingle: v.shingle,
+        ..Default::default()
+    });
     for r in reports {
+        if let (Some(sum), Some(v)) = (verification.as_mut(), r.verify) {
+            sum.candidates += v.candidates;
+            sum.kept += v.kept;
+            sum.records_read += v.records_read;
+        }
         merged.merge(r.counters);
         peak[r.process] = peak[r.process].max(r.peak_rss);
         for (name, bytes) in r.stage_peaks {
@@ -348,6 +378,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         fingerprints,
         layout: layout_summary,
         pairs: pair_summary,
+        verification,
         seconds: times,
         peak_memory_bytes_by_process: peak,
         peak_memory_bytes_by_stage: by_stage,

@@ -20,6 +20,24 @@ pub use tables::TableLayout;
 pub struct Score {
     /// Distance of the sketches (Hamming bits for simhash).
     pub distance: u8,
+    /// The exact Jaccard similarity of the two documents' shingle sets (as `f64` bits), once the
+    /// pair is verified.
+    jaccard_bits: Option<u64>,
+}
+
+impl Score {
+    /// The exact Jaccard similarity, if the pair was verified.
+    pub fn jaccard(&self) -> Option<f64> {
+        self.jaccard_bits.map(f64::from_bits)
+    }
+
+    /// This score with a verified similarity.
+    pub fn verified(self, jaccard: f64) -> Score {
+        Score {
+            jaccard_bits: Some(jaccard.to_bits()),
+            ..self
+        }
+    }
 }
 
 /// Two items (fingerprints, or document ranks) with `a < b`, and their score.
@@ -37,7 +55,10 @@ impl<T: Ord> Pair<T> {
     /// The pair of `x` and `y` in either order, at `distance`.
     #[inline]
     pub fn new(x: T, y: T, distance: u8) -> Pair<T> {
-        let score = Score { distance };
+        let score = Score {
+            distance,
+            jaccard_bits: None,
+        };
         if x <= y {
             Pair { a: x, b: y, score }
         } else {

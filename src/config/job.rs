@@ -131,6 +131,17 @@ pub struct SimhashSpec {
     pub max_candidates: Option<f64>,
 }
 
+/// `[verify]`: candidate pairs re-scored by the exact Jaccard similarity of their documents'
+/// shingle sets.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySpec {
+    /// Smallest Jaccard kept; absent: no verification.
+    pub threshold: Option<f64>,
+    /// Tokens per shingle of the compared sets (default 5, the truth's).
+    pub shingle: Option<usize>,
+}
+
 /// `[run]`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,6 +211,9 @@ pub struct JobSpec {
     /// Simhash and table options.
     #[serde(default)]
     pub simhash: SimhashSpec,
+    /// Verification of candidate pairs.
+    #[serde(default)]
+    pub verify: VerifySpec,
     /// Execution.
     #[serde(default)]
     pub run: RunSpec,
@@ -340,6 +354,7 @@ impl JobSpec {
             features: FeaturesSpec::default(),
             content: ContentSpec::default(),
             simhash: SimhashSpec::default(),
+            verify: VerifySpec::default(),
             run: RunSpec::default(),
             output: OutputSpec {
                 dir: PathBuf::new(),
@@ -464,6 +479,29 @@ impl JobSpec {
                 })
             }
         };
+        let verify = match self.verify.threshold {
+            None => None,
+            Some(threshold) => {
+                ensure!(
+                    threshold > 0.0 && threshold <= 1.0,
+                    Config,
+                    "[verify] threshold must be in (0, 1], got {threshold}"
+                );
+                let shingle = self.verify.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
+                FeatureConfig::shingles(shingle).validate()?;
+                ensure!(
+                    format != Format::Fingerprints,
+                    Config,
+                    "[verify] reads the documents again: it needs documents, not a fingerprints file"
+                );
+                ensure!(
+                    pairs.is_some(),
+                    Config,
+                    "[verify] verifies pairs: set [output] pairs"
+                );
+                Some(crate::stages::verify::Verification { threshold, shingle })
+            }
+        };
         let mut exec = Exec {
             workers: o.workers.or(self.run.workers).unwrap_or(1),
             processes: o.processes.max(1),
@@ -497,6 +535,7 @@ impl JobSpec {
             features,
             content,
             pairs,
+            verify,
             outputs,
             protected,
             exec,

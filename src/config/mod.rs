@@ -130,6 +130,8 @@ pub struct Plan {
     pub content: ContentOptions,
     /// Pair finding, if wanted.
     pub pairs: Option<PairStage>,
+    /// Verification of the candidate pairs, if wanted.
+    pub verify: Option<crate::stages::verify::Verification>,
     /// Outputs.
     pub outputs: Outputs,
     /// Files besides the inputs that no output may replace (the job file, the hostfile).
@@ -186,6 +188,9 @@ impl Plan {
             ));
             lines.push(format!("pairs.memory_budget = {}", p.memory_budget));
             lines.push(format!("pairs.max_candidates = {}", p.max_candidates));
+        }
+        if let Some(v) = &self.verify {
+            lines.push(format!("verify = {v:?}"));
         }
         let names: Vec<String> = self
             .outputs

@@ -54,6 +54,9 @@ pub struct Ranked {
     pub names: Names,
     /// URL and fingerprint of the same ranks (empty unless asked for).
     pub rows: Vec<(Option<String>, u64)>,
+    /// The worker that read each of the same ranks, and where its record starts (empty unless
+    /// asked for): what a stage that reads a record again needs.
+    pub origins: Vec<(u32, Location)>,
     /// First rank this worker owns.
     pub first: u64,
     /// First rank owned by each worker (ascending; a worker may own none).
@@ -127,6 +130,7 @@ pub fn assign(
     ids: &Names,
     at: &[Location],
     rows: Option<Vec<(Option<String>, u64)>>,
+    keep_origins: bool,
 ) -> Ranked {
     let (me, peers) = (worker.index(), worker.peers());
     let n = ids.len();
@@ -190,6 +194,7 @@ pub fn assign(
     let first = bounds[me];
     let mut names = Names::default();
     let mut kept_rows = Vec::new();
+    let mut origins = Vec::new();
     let mut replies: Vec<RankReply> = (0..peers).map(|w| (w as u32, Vec::new())).collect();
     let mut dups: Vec<(u32, String, Location, Location)> = Vec::new();
     let mut keeper = Location::at(0, 0);
@@ -206,6 +211,9 @@ pub fn assign(
         replies[origin].1.push((idx, first + names.len() as u64));
         if let Some(row) = batch.rows.get(j) {
             kept_rows.push(row.clone());
+        }
+        if keep_origins {
+            origins.push((origin as u32, at));
         }
         names.push(id);
     }
@@ -230,6 +238,7 @@ pub fn assign(
         duplicates,
         names,
         rows: kept_rows,
+        origins,
         first,
         bounds,
     }

@@ -60,10 +60,18 @@ struct PairLine<'a> {
     id_a: &'a str,
     id_b: &'a str,
     distance: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jaccard: Option<f64>,
+}
+
+/// A verified similarity as written: four decimals, the form `neardup truth` writes.
+fn jaccard_text(j: f64) -> String {
+    format!("{j:.4}")
 }
 
 /// Writes sorted pairs of document ranks with their names: `id_a<TAB>id_b<TAB>distance` or
-/// `{"id_a","id_b","distance"}`.
+/// `{"id_a","id_b","distance"}`, and the verified Jaccard similarity after them when there is one
+/// (`<TAB>0.8421`, `"jaccard":0.8421`).
 pub fn write_pairs<'n>(
     out: &mut dyn Write,
     format: Format,
@@ -78,7 +86,10 @@ pub fn write_pairs<'n>(
             out.write_all(name(p.a).as_bytes())?;
             out.write_all(b"\t")?;
             out.write_all(name(p.b).as_bytes())?;
-            writeln!(out, "\t{}", p.score.distance)
+            match p.score.jaccard() {
+                Some(j) => writeln!(out, "\t{}\t{}", p.score.distance, jaccard_text(j)),
+                None => writeln!(out, "\t{}", p.score.distance),
+            }
         },
         |out, p| {
             json_line(
@@ -87,6 +98,10 @@ pub fn write_pairs<'n>(
                     id_a: name(p.a),
                     id_b: name(p.b),
                     distance: p.score.distance,
+                    jaccard: p
+                        .score
+                        .jaccard()
+                        .map(|j| jaccard_text(j).parse().expect("a number")),
                 },
             )
         },

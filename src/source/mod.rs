@@ -99,6 +99,91 @@ impl Format {
         }
     }
 
+    /// Reads again the records of `file` (index `file_index` in the run's list) that start at
+    /// `offsets` (sorted, distinct), calling `on` with each: documents, or skips if a record no
+    /// longer reads. Plain line files are read in windows around the offsets, `.warc.gz` files
+    /// member by member; compressed line files, plain WARC and HTML files are read through, and only
+    /// the wanted records are parsed.
+    pub fn read_at(
+        &self,
+        file: &InputFile,
+        file_index: usize,
+        offsets: &[u64],
+        max_record_bytes: usize,
+        on: &mut dyn FnMut(Item<'_>),
+    ) {
+        /// Offsets closer than this are read in one window.
+        const WINDOW: u64 = 1 << 20;
+        let wanted = |o: u64| offsets.binary_search(&o).is_ok();
+        let mut filtered = |item: Item<'_>| {
+            let at = match &item {
+                Item::Document(d) => d.location.offset,
+                Item::Skipped(s) => s.at.offset,
+                Item::Blank => return,
+            };
+            if wanted(at) {
+                on(item);
+            }
+        };
+        let whole = Split {
+            id: 0,
+            file: file_index,
+            start: 0,
+            end: u64::MAX,
+        };
+        match self {
+            Format::Jsonl(_) | Format::Fingerprints => {
+                let mut noted = 0;
+                let mut windows = Vec::new();
+                if file.compression == Compression::None {
+                    let mut i = 0;
+                    while i < offsets.len() {
+                        let mut j = i;
+                        while j + 1 < offsets.len() && offsets[j + 1] - offsets[i] < WINDOW {
+                            j += 1;
+                        }
+                        windows.push(Split {
+                            id: 0,
+                            file: file_index,
+                            start: offsets[i],
+                            end: offsets[j] + 1,
+                        });
+                        i = j + 1;
+                    }
+                } else {
+                    windows.push(whole);
+                }
+                for split in windows {
+                    lines::read_records(
+                        file,
+                        &split,
+                        max_record_bytes,
+                        &mut filtered,
+                        |line, at, on| {
+                            if wanted(at.offset) {
+                                self.read_record(line, at, &mut noted, on);
+                            }
+                        },
+                    );
+                }
+            }
+            Format::Warc if file.compression == Compression::Gzip => {
+                for &o in offsets {
+                    let split = Split {
+                        id: 0,
+                        file: file_index,
+                        start: o,
+                        end: o + 1,
+                    };
+                    warc::read_pages(file, &split, max_record_bytes, &mut filtered);
+                }
+            }
+            _ => {
+                self.read_split(file, &whole, max_record_bytes, &mut filtered);
+            }
+        }
+    }
+
     /// Reads one split of `file`, calling `on` with each document, skip or blank line; returns the
     /// lines that start in the split (0 for formats that are not line-based).
     pub fn read_split(

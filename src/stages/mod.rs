@@ -9,6 +9,7 @@
 //! | [`plan_rounds`] | distinct count | table layout, parts per round (budget), or a refusal |
 //! | rounds ([`crate::exchange::rounds`]) | distinct fingerprints | fingerprint pairs, each once |
 //! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
+//! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
 pub mod collapse;
@@ -16,4 +17,5 @@ pub mod expand;
 pub mod plan_rounds;
 pub mod rank;
 pub mod read;
+pub mod verify;
 pub mod write;

@@ -17,11 +17,13 @@ pub struct RankOutput {
 }
 
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
-/// `counters`. With `keep_rows` the owners keep each document's URL and simhash.
+/// `counters`. With `keep_rows` the owners keep each document's URL and simhash, with
+/// `keep_origins` where it was read (for a stage that reads it again).
 pub fn rank(
     worker: &mut Worker,
     docs: Sketched,
     keep_rows: bool,
+    keep_origins: bool,
     counters: &mut Counters,
 ) -> RankOutput {
     let Sketched {
@@ -37,7 +39,7 @@ pub fn rank(
             .map(|&fp| (urls.next().flatten(), fp))
             .collect()
     });
-    let ranked = ranks::assign(worker, &ids, &at, rows);
+    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins);
     drop((ids, at));
     for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {

@@ -152,6 +152,24 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
     }
 }
 
+/// The text a document is sketched and verified from: its text, or for an HTML page the text that
+/// `boilerplate` leaves of it. A fingerprints file has none.
+pub fn document_text<'d>(
+    doc: &'d Document<'_>,
+    boilerplate: Boilerplate,
+) -> crate::error::Result<Cow<'d, str>> {
+    match &doc.body {
+        Body::Text(t) => Ok(Cow::Borrowed(t)),
+        Body::Html { bytes, charset } => {
+            let decoded = html::decode(bytes, charset.as_deref());
+            Ok(Cow::Owned(html::page_text(&decoded.text, boilerplate).text))
+        }
+        Body::Simhash(_) => Err(crate::error::Error::Config(
+            "verification reads the documents again: a fingerprints file has no text".into(),
+        )),
+    }
+}
+
 impl From<Skipped> for SkipNote {
     fn from(s: Skipped) -> SkipNote {
         SkipNote {

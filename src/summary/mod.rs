@@ -97,6 +97,21 @@ pub struct PairSummary {
     pub largest_group: u64,
 }
 
+/// Verification of the candidate pairs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct VerifySummary {
+    /// Smallest Jaccard kept.
+    pub threshold: f64,
+    /// Tokens per shingle of the compared sets.
+    pub shingle: usize,
+    /// Candidate pairs scored.
+    pub candidates: u64,
+    /// Pairs kept (the pairs output).
+    pub kept: u64,
+    /// Records read again to be verified.
+    pub records_read: u64,
+}
+
 /// Wall-clock seconds per stage (as seen by worker 0; stages end at global barriers).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StageTimes {
@@ -112,6 +127,8 @@ pub struct StageTimes {
     pub tables: f64,
     /// Expanding fingerprint pairs to document pairs and gathering them.
     pub expand: f64,
+    /// Verifying candidate pairs (reading their documents again, comparing shingle sets).
+    pub verify: f64,
     /// Sorting and writing pairs (and groups).
     pub write_pairs: f64,
     /// Whole run.
@@ -139,6 +156,8 @@ pub struct Summary {
     pub layout: Option<LayoutSummary>,
     /// Pairs (absent for `fingerprint` alone).
     pub pairs: Option<PairSummary>,
+    /// Verification (absent when the pairs are not verified).
+    pub verification: Option<VerifySummary>,
     /// Stage times in seconds.
     pub seconds: StageTimes,
     /// Peak resident memory of each process in bytes (VmHWM).
@@ -171,6 +190,12 @@ impl Summary {
             s += &format!(
                 "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={}); {} pairs",
                 f.distinct, f.exact_duplicate_groups, l.name, l.k, p.total
+            );
+        }
+        if let Some(v) = &self.verification {
+            s += &format!(
+                "\n  verified {} candidate pairs ({} records read again): {} with Jaccard >= {} of {}-token shingles",
+                v.candidates, v.records_read, v.kept, v.threshold, v.shingle
             );
         }
         s += &format!(

@@ -680,6 +680,40 @@ pub fn tokens(text: &str) -> Vec<String> {
     out
 }
 
+/// Tokens per shingle in the accuracy truth's definition (and the default of verification).
+pub const TRUTH_SHINGLE: usize = 5;
+
+/// The sorted, distinct hashes of the `n`-token shingles of `text` (a text shorter than `n` tokens
+/// has one shingle of all its tokens): the set whose Jaccard similarity defines a near-duplicate.
+pub fn shingle_set_of(text: &str, n: usize, scratch: &mut Scratch) -> Vec<u64> {
+    let cfg = FeatureConfig::shingles(n);
+    let mut set = Vec::new();
+    for_each_shingle(text, &cfg, scratch, |h| set.push(h));
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// Exact Jaccard similarity of two sorted, distinct sets (0 for two empty sets).
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    common as f64 / (a.len() + b.len() - common) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,40 +10,12 @@ use crate::config::Inputs;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Item, SkipReason, Split};
 use crate::summary::Counters;
-use crate::text::{for_each_shingle, FeatureConfig, Scratch};
 
-/// Tokens per shingle in the truth definition.
-pub const TRUTH_SHINGLE: usize = 5;
+pub use crate::text::{jaccard, shingle_set_of, TRUTH_SHINGLE};
 
-/// The sorted, de-duplicated shingle-hash set of `text` (documents shorter than 5 tokens have one
-/// shingle of all their tokens).
+/// The truth's shingle set of `text`: sorted, distinct 5-token shingle hashes.
 pub fn shingle_set(text: &str) -> Vec<u64> {
-    let cfg = FeatureConfig::shingles(TRUTH_SHINGLE);
-    let mut set = Vec::new();
-    for_each_shingle(text, &cfg, &mut Scratch::default(), |h| set.push(h));
-    set.sort_unstable();
-    set.dedup();
-    set
-}
-
-/// Exact Jaccard of two sorted sets.
-pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 0.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    common as f64 / (a.len() + b.len() - common) as f64
+    shingle_set_of(text, TRUTH_SHINGLE, &mut crate::text::Scratch::default())
 }
 
 /// Every pair of documents with Jaccard >= `threshold`: `(id_a, id_b, jaccard)` with `id_a < id_b`,

@@ -1,0 +1,382 @@
+//! Scoring found pairs against the exact truth that `neardup truth` writes: precision, recall, F1,
+//! recall by Jaccard band, and (given the documents) how similar the false positives really were.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::BufRead;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, IoContext, Result};
+
+/// An unordered pair of ids, smaller first.
+pub type IdPair = (String, String);
+
+fn ordered(a: &str, b: &str) -> IdPair {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+/// The lines of a plain, gzip or zstd file.
+fn lines(path: &Path) -> Result<Vec<String>> {
+    let file = crate::source::discover(&[path.to_path_buf()], &[])?
+        .pop()
+        .ok_or_else(|| Error::Input(format!("no file {}", path.display())))?;
+    let reader = crate::source::lines::open_stream(&file)
+        .io_context(|| format!("reading {}", path.display()))?;
+    reader
+        .lines()
+        .collect::<std::io::Result<Vec<String>>>()
+        .io_context(|| format!("reading {}", path.display()))
+}
+
+/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>...]` or JSON Lines `{"id_a","id_b",...}`, as
+/// `neardup pairs` and `run` write them (any other columns are ignored).
+pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
+    let mut out = BTreeSet::new();
+    for (i, line) in lines(path)?.iter().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = || {
+            Error::Input(format!(
+                "{}:{}: not a pair: {line:?}",
+                path.display(),
+                i + 1
+            ))
+        };
+        let (a, b) = if line.starts_with('{') {
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|_| bad())?;
+            let field = |k: &str| -> Option<String> {
+                match &v[k] {
+                    serde_json::Value::String(s) => Some(s.clone()),
+                    serde_json::Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                }
+            };
+            (
+                field("id_a").ok_or_else(bad)?,
+                field("id_b").ok_or_else(bad)?,
+            )
+        } else {
+            let mut cols = line.split('\t');
+            match (cols.next(), cols.next()) {
+                (Some(a), Some(b)) => (a.to_string(), b.to_string()),
+                _ => return Err(bad()),
+            }
+        };
+        out.insert(ordered(&a, &b));
+    }
+    Ok(out)
+}
+
+/// Reads a truth file (`id_a<TAB>id_b<TAB>jaccard`, as `neardup truth` writes it).
+pub fn read_truth(path: &Path) -> Result<BTreeMap<IdPair, f64>> {
+    let mut out = BTreeMap::new();
+    for (i, line) in lines(path)?.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').collect();
+        let j = cols.get(2).and_then(|j| j.parse::<f64>().ok());
+        match (cols.len(), j) {
+            (3, Some(j)) => {
+                out.insert(ordered(cols[0], cols[1]), j);
+            }
+            _ => {
+                return Err(Error::Input(format!(
+                    "{}:{}: expected id_a<TAB>id_b<TAB>jaccard, got {line:?}",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads a group per document id from JSON Lines (plain, gzip or zstd): `{"id": ..., FIELD: ...}`.
+pub fn read_groups(path: &Path, field: &str) -> Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for line in lines(path)? {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let text = |v: &serde_json::Value| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        if let (Some(id), Some(g)) = (text(&v["id"]), text(&v[field])) {
+            out.insert(id, g);
+        }
+    }
+    Ok(out)
+}
+
+/// Recall within one band of true similarity.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Band {
+    /// Lowest Jaccard of the band (inclusive).
+    pub from: f64,
+    /// Highest (exclusive; the last band includes 1.0).
+    pub to: f64,
+    /// True pairs in the band.
+    pub truth: u64,
+    /// Of those, found.
+    pub found: u64,
+    /// found / truth.
+    pub recall: Option<f64>,
+}
+
+/// How many false positives had a true Jaccard in `from..to`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Bin {
+    /// Lowest Jaccard (inclusive).
+    pub from: f64,
+    /// Highest (exclusive).
+    pub to: f64,
+    /// False positives in the bin.
+    pub count: u64,
+}
+
+/// The true Jaccard of a pair, where the documents are known.
+pub type TrueJaccard<'a> = &'a dyn Fn(&IdPair) -> Option<f64>;
+
+/// The scores of one set of pairs.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Scores {
+    /// Pairs found.
+    pub found: u64,
+    /// True pairs.
+    pub truth: u64,
+    /// Found and true.
+    pub true_positives: u64,
+    /// Found, not true.
+    pub false_positives: u64,
+    /// True, not found.
+    pub false_negatives: u64,
+    /// true positives / found.
+    pub precision: Option<f64>,
+    /// true positives / truth.
+    pub recall: Option<f64>,
+    /// Harmonic mean of the two.
+    pub f1: Option<f64>,
+    /// Recall by band of true Jaccard.
+    pub recall_by_band: Vec<Band>,
+    /// The false positives' true Jaccard, in bins of 0.1 (when the documents were given).
+    pub false_positive_similarity: Option<Vec<Bin>>,
+}
+
+/// The full report: all pairs, and per group (e.g. language) when a grouping was given.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Truth threshold the bands start at.
+    pub threshold: f64,
+    /// Every pair.
+    pub all: Scores,
+    /// Pairs whose two documents are in the same group, by group.
+    pub by_group: BTreeMap<String, Scores>,
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}
+
+/// Scores `found` against `truth`; `jaccard` gives the true similarity of a false positive when the
+/// documents are known.
+pub fn score(
+    found: &BTreeSet<IdPair>,
+    truth: &BTreeMap<IdPair, f64>,
+    threshold: f64,
+    jaccard: Option<TrueJaccard<'_>>,
+) -> Scores {
+    let tp = found.iter().filter(|p| truth.contains_key(*p)).count() as u64;
+    let (n_found, n_truth) = (found.len() as u64, truth.len() as u64);
+    let precision = ratio(tp, n_found);
+    let recall = ratio(tp, n_truth);
+    let f1 = match (precision, recall) {
+        (Some(p), Some(r)) if p + r > 0.0 => Some(2.0 * p * r / (p + r)),
+        _ => None,
+    };
+    let mut edges: Vec<f64> = vec![threshold];
+    for e in [0.85, 0.9, 0.95, 0.99] {
+        if e > threshold {
+            edges.push(e);
+        }
+    }
+    edges.push(1.0);
+    let recall_by_band = edges
+        .windows(2)
+        .map(|w| {
+            let last = w[1] >= 1.0;
+            let in_band = |j: f64| j >= w[0] && (j < w[1] || (last && j <= 1.0));
+            let (mut t, mut f) = (0, 0);
+            for (p, &j) in truth {
+                if in_band(j) {
+                    t += 1;
+                    f += u64::from(found.contains(p));
+                }
+            }
+            Band {
+                from: w[0],
+                to: w[1],
+                truth: t,
+                found: f,
+                recall: ratio(f, t),
+            }
+        })
+        .collect();
+    let false_positive_similarity = jaccard.map(|jaccard| {
+        let mut bins: Vec<Bin> = (0..10)
+            .map(|i| Bin {
+                from: i as f64 / 10.0,
+                to: (i + 1) as f64 / 10.0,
+                count: 0,
+            })
+            .collect();
+        for p in found.iter().filter(|p| !truth.contains_key(*p)) {
+            if let Some(j) = jaccard(p) {
+                bins[((j * 10.0) as usize).min(9)].count += 1;
+            }
+        }
+        bins
+    });
+    Scores {
+        found: n_found,
+        truth: n_truth,
+        true_positives: tp,
+        false_positives: n_found - tp,
+        false_negatives: n_truth - tp,
+        precision,
+        recall,
+        f1,
+        recall_by_band,
+        false_positive_similarity,
+    }
+}
+
+/// Scores `found` against `truth`, overall and within each group of `group_of` (a pair counts in a
+/// group when both its documents are in it).
+pub fn report(
+    found: &BTreeSet<IdPair>,
+    truth: &BTreeMap<IdPair, f64>,
+    threshold: f64,
+    sets: Option<&HashMap<String, Vec<u64>>>,
+    group_of: Option<&HashMap<String, String>>,
+) -> Report {
+    let jaccard = |p: &IdPair| -> Option<f64> {
+        let sets = sets?;
+        Some(super::truth::jaccard(sets.get(&p.0)?, sets.get(&p.1)?))
+    };
+    let j: Option<TrueJaccard<'_>> = sets.map(|_| &jaccard as _);
+    let all = score(found, truth, threshold, j);
+    let mut by_group = BTreeMap::new();
+    if let Some(groups) = group_of {
+        let names: BTreeSet<&String> = groups.values().collect();
+        for g in names {
+            let same = |p: &IdPair| groups.get(&p.0) == Some(g) && groups.get(&p.1) == Some(g);
+            let f: BTreeSet<IdPair> = found.iter().filter(|p| same(p)).cloned().collect();
+            let t: BTreeMap<IdPair, f64> = truth
+                .iter()
+                .filter(|(p, _)| same(p))
+                .map(|(p, j)| (p.clone(), *j))
+                .collect();
+            if !t.is_empty() || !f.is_empty() {
+                by_group.insert(g.clone(), score(&f, &t, threshold, j));
+            }
+        }
+    }
+    Report {
+        threshold,
+        all,
+        by_group,
+    }
+}
+
+fn fmt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+impl Report {
+    /// The report as Markdown tables.
+    pub fn table(&self) -> String {
+        let mut s = String::from(
+            "| pairs | found | truth | true pos. | false pos. | false neg. | precision | recall | F1 |\n\
+             |---|---|---|---|---|---|---|---|---|\n",
+        );
+        let row = |name: &str, x: &Scores| {
+            format!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                x.found,
+                x.truth,
+                x.true_positives,
+                x.false_positives,
+                x.false_negatives,
+                fmt(x.precision),
+                fmt(x.recall),
+                fmt(x.f1)
+            )
+        };
+        s += &row("all", &self.all);
+        for (g, x) in &self.by_group {
+            s += &row(g, x);
+        }
+        s += "\nRecall by true Jaccard:\n\n| band | truth | found | recall |\n|---|---|---|---|\n";
+        for b in &self.all.recall_by_band {
+            s += &format!(
+                "| {:.2}..{:.2} | {} | {} | {} |\n",
+                b.from,
+                b.to,
+                b.truth,
+                b.found,
+                fmt(b.recall)
+            );
+        }
+        if let Some(bins) = &self.all.false_positive_similarity {
+            s += "\nFalse positives by true Jaccard:\n\n| Jaccard | false positives |\n|---|---|\n";
+            for b in bins.iter().filter(|b| b.count > 0) {
+                s += &format!("| {:.1}..{:.1} | {} |\n", b.from, b.to, b.count);
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_count_precision_recall_and_bands() {
+        let p = |a: &str, b: &str| ordered(a, b);
+        let truth: BTreeMap<IdPair, f64> =
+            [(p("a", "b"), 0.81), (p("c", "d"), 0.9), (p("e", "f"), 1.0)]
+                .into_iter()
+                .collect();
+        let found: BTreeSet<IdPair> = [p("b", "a"), p("e", "f"), p("x", "y")]
+            .into_iter()
+            .collect();
+        let s = score(&found, &truth, 0.8, None);
+        assert_eq!(
+            (s.true_positives, s.false_positives, s.false_negatives),
+            (2, 1, 1)
+        );
+        assert_eq!(s.precision, Some(2.0 / 3.0));
+        assert_eq!(s.recall, Some(2.0 / 3.0));
+        let bands: Vec<(u64, u64)> = s
+            .recall_by_band
+            .iter()
+            .map(|b| (b.truth, b.found))
+            .collect();
+        // 0.80..0.85, 0.85..0.90, 0.90..0.95, 0.95..0.99, 0.99..1.00
+        assert_eq!(bands, [(1, 1), (0, 0), (1, 0), (0, 0), (1, 1)]);
+        let j = |_: &IdPair| Some(0.42);
+        let s = score(&found, &truth, 0.8, Some(&j));
+        assert_eq!(s.false_positive_similarity.unwrap()[4].count, 1);
+    }
+}
