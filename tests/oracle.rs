@@ -267,3 +267,75 @@ fn duplicate_ids_keep_the_first_record_and_never_pair_with_themselves() {
     );
     assert_eq!(got, want);
 }
+
+#[test]
+fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
+    use neardup::sketch::Fingerprinter;
+    use neardup::text::{jaccard, shingle_set_of, FeatureConfig, Scratch};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.jsonl");
+    let opts = neardup::tools::gen::DocOptions {
+        n: 400,
+        seed: 21,
+        near_fraction: 0.35,
+        edit_rate: 0.06,
+        median_tokens: 60.0,
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut bytes).unwrap();
+    std::fs::write(&docs, &bytes).unwrap();
+    // The twin: every document's simhash and 5-shingle set; every pair within k whose Jaccard
+    // reaches the threshold.
+    let (k, threshold) = (10u32, 0.6);
+    let mut fp = Fingerprinter::new(FeatureConfig::default());
+    let mut scratch = Scratch::default();
+    let all: Vec<(String, u64, Vec<u64>)> = std::str::from_utf8(&bytes)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let text = v["text"].as_str().unwrap();
+            let f = fp.fingerprint(text)?;
+            (f.tokens >= 10).then(|| {
+                let set = shingle_set_of(text, 5, &mut scratch);
+                (v["id"].as_str().unwrap().to_string(), f.simhash, set)
+            })
+        })
+        .collect();
+    let mut want = Vec::new();
+    for i in 0..all.len() {
+        for j in i + 1..all.len() {
+            let d = (all[i].1 ^ all[j].1).count_ones();
+            let s = jaccard(&all[i].2, &all[j].2);
+            if d <= k && s >= threshold {
+                let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+                want.push(format!("{}\t{}\t{d}\t{s:.4}", all[a].0, all[b].0));
+            }
+        }
+    }
+    want.sort();
+    assert!(want.len() > 30, "planted pairs: {}", want.len());
+    let mut outputs = Vec::new();
+    for w in [1, 2, 4] {
+        let out = dir.path().join(format!("out{w}"));
+        let mut plan = plan_of(
+            dir.path(),
+            &format!(
+                "[input]\npaths = [\"docs.jsonl\"]\n[simhash]\nk = {k}\n\
+                 [verify]\nthreshold = {threshold}\n[output]\ndir = {out:?}\n"
+            ),
+            w,
+        );
+        plan.inputs.split_bytes = 16 << 10;
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let got = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
+        let got: Vec<String> = got.lines().map(str::to_string).collect();
+        assert_eq!(got, want, "workers {w}");
+        let v = summary.verification.unwrap();
+        assert_eq!(v.kept as usize, want.len());
+        assert!(v.candidates > v.kept, "some candidates are rejected");
+        outputs.push(got);
+    }
+}
