@@ -7,12 +7,16 @@ use std::time::Instant;
 
 use timely::worker::Worker;
 
+use crate::candidates::Score;
 use crate::config::{Inputs, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather, rounds};
 use crate::output::{Format, OutputSet};
 use crate::progress::{Reporter, PROGRESS};
 use crate::source::{self, SkipReason};
+use crate::stages::bands::{self, BandScoring};
+use crate::stages::plan_rounds::Rounds;
+use crate::stages::verify::VerifyMode;
 use crate::stages::{collapse, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
     first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LineTable,
@@ -27,6 +31,7 @@ struct WorkerReport {
     peak_rss: u64,
     stage_peaks: Vec<(String, u64)>,
     verify: Option<verify::VerifyStats>,
+    bands: Option<bands::BandStats>,
     comparisons: u64,
     largest_group: u64,
 }
@@ -189,11 +194,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 
     // rank (and duplicate ids)
     let before = counters.notes.len();
-    let rank::RankOutput { keyed, ranked } = rank::rank(
+    let rank::RankOutput {
+        keyed,
+        signatures,
+        ranked,
+    } = rank::rank(
         worker,
         docs,
         plan.outputs.fingerprints.is_some(),
-        plan.verify.is_some(),
+        plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact),
         &mut counters,
     );
     show_notes(worker, &counters.notes[before..], &places, &mut shown);
@@ -231,13 +240,21 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 
     let mut fingerprints = None;
     let mut layout_summary = None;
+    let mut bands_summary = None;
     let mut by_distance = None;
     let mut verify_stats: Option<verify::VerifyStats> = None;
+    let mut band_stats: Option<bands::BandStats> = None;
     let mut comparisons = 0;
     let mut largest_group = 0;
     if let Some(stage_plan) = &plan.pairs {
         enter(1);
         let (groups, total) = collapse::collapse(worker, keyed);
+        let m = plan.sketch.values();
+        let signatures = if m > 0 {
+            collapse::signatures(worker, &groups, signatures, m)
+        } else {
+            Vec::new()
+        };
         fingerprints = Some(FingerprintSummary {
             distinct: total.distinct,
             exact_duplicate_groups: total.groups,
@@ -246,37 +263,70 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         });
         stage("collapse", &mut times.collapse, &mut lap);
 
-        // layout: every worker computes the same plan from the same global count
+        // rounds: every worker computes the same plan from the same global count
         let rounds_plan = plan_rounds::plan(stage_plan, total.distinct, plan.exec.processes)?;
         if leader && plan.verbose {
-            eprintln!(
-                "{}",
-                rounds_plan.summary.auto_reasoning.as_deref().unwrap_or("")
-            );
+            eprintln!("{}", rounds_plan.reasoning);
         }
-        let (layout, parts) = (rounds_plan.layout, rounds_plan.summary.parts_per_table);
-        layout_summary = Some(rounds_plan.summary);
-
-        // rounds
+        let parts = rounds_plan.parts;
+        layout_summary = rounds_plan.tables;
+        bands_summary = rounds_plan.bands;
         enter(2);
-        let found = rounds::run(worker, &layout, parts, &groups.fps, |done, total| {
-            PROGRESS.round(done, total)
-        });
+        let progress = |done, total| PROGRESS.round(done, total);
+        let found = match &rounds_plan.rounds {
+            Rounds::Tables(l) => rounds::run(worker, l, parts, &groups.fps, |_| &(), progress),
+            Rounds::Bands(l) => rounds::run(
+                worker,
+                l,
+                parts,
+                &groups.fps,
+                |i| &signatures[i * m..(i + 1) * m],
+                progress,
+            ),
+        };
         comparisons = found.stats.comparisons;
         largest_group = found.stats.largest_group;
+        // MinHash: the pairs of several bands once, with their estimate when one is wanted.
+        let estimate = plan.verify.is_none_or(|v| v.mode == VerifyMode::Estimate);
+        let (sketch_pairs, exact) = match &rounds_plan.rounds {
+            Rounds::Tables(_) => (found.pairs, Score::at_distance(0)),
+            Rounds::Bands(l) => {
+                let scoring = BandScoring {
+                    min_bands: l.min_bands,
+                    estimate,
+                    threshold: plan
+                        .verify
+                        .filter(|v| v.mode == VerifyMode::Estimate)
+                        .map(|v| v.threshold),
+                };
+                let (pairs, stats) =
+                    bands::merge(worker, &groups, &signatures, m, found.pairs, scoring);
+                band_stats = Some(stats);
+                let exact = Score::at_distance(0);
+                (
+                    pairs,
+                    if estimate {
+                        exact.estimated(1.0)
+                    } else {
+                        exact
+                    },
+                )
+            }
+        };
+        drop(signatures);
         stage("tables", &mut times.tables, &mut lap);
 
-        // expand fingerprint pairs into document pairs
+        // expand sketch pairs into document pairs
         enter(3);
         let collapse = plan.outputs.exact_groups.is_some();
-        let pairs = expand::expand(worker, &groups, found.pairs, collapse);
+        let pairs = expand::expand(worker, &groups, sketch_pairs, collapse, exact);
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
         stage("expand", &mut times.expand, &mut lap);
 
-        let pairs = match &plan.verify {
+        let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
-            Some(v) => match verify::verify(worker, inputs, &plan.content, &ranked, pairs, *v) {
+            Some(v) => match verify::verify(worker, inputs, &plan.content, &ranked, pairs, v) {
                 Ok((kept, stats)) => {
                     verify_stats = Some(stats);
                     kept
@@ -295,7 +345,8 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             format(&plan.outputs.pairs),
             format(&plan.outputs.exact_groups),
         );
-        match write::pairs(worker, &ranked, pairs, exact, stage_plan.k, formats, writer) {
+        let k = (!stage_plan.is_bands()).then(|| stage_plan.k());
+        match write::pairs(worker, &ranked, pairs, exact, k, formats, writer) {
             Ok(counts) => by_distance = Some(counts),
             Err(e) => keep(Err(e)),
         }
@@ -327,6 +378,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                 .collect()
         }),
         verify: verify_stats,
+        bands: band_stats,
         comparisons,
         largest_group,
     };
@@ -342,11 +394,27 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut by_stage = std::collections::BTreeMap::new();
     let (mut comparisons, mut largest_group) = (0, 0);
     let mut verification = plan.verify.map(|v| VerifySummary {
+        mode: v.mode.name().into(),
         threshold: v.threshold,
         shingle: v.shingle,
         ..Default::default()
     });
+    if let (
+        Some(b),
+        crate::config::SketchPlan::MinHash {
+            shingle, scheme, ..
+        },
+    ) = (bands_summary.as_mut(), plan.sketch)
+    {
+        b.shingle = shingle;
+        b.scheme = scheme.name().into();
+    }
     for r in reports {
+        if let (Some(sum), Some(s)) = (bands_summary.as_mut(), r.bands) {
+            sum.band_collisions += s.band_collisions;
+            sum.candidates += s.candidates;
+            sum.kept += s.kept;
+        }
         if let (Some(sum), Some(v)) = (verification.as_mut(), r.verify) {
             sum.candidates += v.candidates;
             sum.kept += v.kept;
@@ -363,7 +431,12 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     }
     let pair_summary = by_distance.map(|by_distance| PairSummary {
         total: by_distance.iter().sum(),
-        by_distance,
+        // MinHash pairs have no distance.
+        by_distance: if bands_summary.is_some() {
+            Vec::new()
+        } else {
+            by_distance
+        },
         comparisons,
         largest_group,
     });
@@ -376,7 +449,12 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         processes: plan.exec.processes,
         documents: DocumentSummary::from_counters(&merged, shown),
         fingerprints,
+        method: match plan.sketch {
+            crate::config::SketchPlan::Simhash(_) => "simhash".into(),
+            crate::config::SketchPlan::MinHash { .. } => "minhash".into(),
+        },
         layout: layout_summary,
+        bands: bands_summary,
         pairs: pair_summary,
         verification,
         seconds: times,

@@ -5,13 +5,16 @@
 //! exchanged by key, and each group of equal keys is compared where it lands. A pair is emitted only
 //! in the *first* round whose key it shares, which the scheme decides from the two records alone, so
 //! no global deduplication is needed. Manku's block-permutation tables for simhash are one scheme
-//! ([`tables`]); MinHash LSH bands will be another, with a band key per round.
+//! ([`tables`]); MinHash LSH bands ([`bands`]) are another, with a band key per round, whose pairs
+//! of several bands are kept once by the band stage.
 
+pub mod bands;
 pub mod group;
 pub mod tables;
 
 use serde::{Deserialize, Serialize};
 
+pub use bands::BandLayout;
 pub use group::CompareStats;
 pub use tables::TableLayout;
 
@@ -20,21 +23,38 @@ pub use tables::TableLayout;
 pub struct Score {
     /// Distance of the sketches (Hamming bits for simhash).
     pub distance: u8,
-    /// The exact Jaccard similarity of the two documents' shingle sets (as `f64` bits), once the
-    /// pair is verified.
+    /// The Jaccard similarity of the two documents' shingle sets (as `f64` bits): exact once the
+    /// pair is verified, or estimated from MinHash signatures.
     jaccard_bits: Option<u64>,
+    /// True if `jaccard_bits` is an estimate.
+    estimated: bool,
 }
 
 impl Score {
-    /// The exact Jaccard similarity, if the pair was verified.
+    /// The Jaccard similarity, exact or estimated, if known.
     pub fn jaccard(&self) -> Option<f64> {
         self.jaccard_bits.map(f64::from_bits)
     }
 
-    /// This score with a verified similarity.
+    /// True if the similarity is an estimate from signatures, not the exact Jaccard.
+    pub fn is_estimate(&self) -> bool {
+        self.estimated
+    }
+
+    /// This score with the exact similarity of a verified pair.
     pub fn verified(self, jaccard: f64) -> Score {
         Score {
             jaccard_bits: Some(jaccard.to_bits()),
+            estimated: false,
+            ..self
+        }
+    }
+
+    /// This score with a similarity estimated from signatures.
+    pub fn estimated(self, jaccard: f64) -> Score {
+        Score {
+            jaccard_bits: Some(jaccard.to_bits()),
+            estimated: true,
             ..self
         }
     }
@@ -51,14 +71,27 @@ pub struct Pair<T = u64> {
     pub score: Score,
 }
 
+impl Score {
+    /// A score of `distance` alone.
+    pub fn at_distance(distance: u8) -> Score {
+        Score {
+            distance,
+            jaccard_bits: None,
+            estimated: false,
+        }
+    }
+}
+
 impl<T: Ord> Pair<T> {
     /// The pair of `x` and `y` in either order, at `distance`.
     #[inline]
     pub fn new(x: T, y: T, distance: u8) -> Pair<T> {
-        let score = Score {
-            distance,
-            jaccard_bits: None,
-        };
+        Pair::scored(x, y, Score::at_distance(distance))
+    }
+
+    /// The pair of `x` and `y` in either order, with `score`.
+    #[inline]
+    pub fn scored(x: T, y: T, score: Score) -> Pair<T> {
         if x <= y {
             Pair { a: x, b: y, score }
         } else {
@@ -71,14 +104,18 @@ impl<T: Ord> Pair<T> {
 /// qualifying pair only in its first colliding round.
 pub trait Candidates {
     /// What one distinct sketch sends in a round (for simhash tables: the permuted fingerprint,
-    /// key first).
+    /// key first; for bands: the band key and the sketch's key).
     type Record: timely::ExchangeData + Clone;
+
+    /// What a distinct sketch is besides its 64-bit key: nothing more for simhash (the key is
+    /// the fingerprint), the signature's values for MinHash.
+    type Sketch: ?Sized;
 
     /// Number of rounds (tables, bands).
     fn rounds(&self) -> usize;
 
-    /// The record `sketch` sends in `round`.
-    fn record(&self, round: usize, sketch: u64) -> Self::Record;
+    /// The record the sketch `key` (with its values `sketch`) sends in `round`.
+    fn record(&self, round: usize, key: u64, sketch: &Self::Sketch) -> Self::Record;
 
     /// A well-mixed hash of the record's key (or of a prefix every round keys on), so equal keys
     /// always meet on one worker and in one part of a round.
@@ -98,14 +135,15 @@ pub trait Candidates {
 
 impl Candidates for TableLayout {
     type Record = u64;
+    type Sketch = ();
 
     fn rounds(&self) -> usize {
         self.tables.len()
     }
 
     #[inline]
-    fn record(&self, round: usize, sketch: u64) -> u64 {
-        self.tables[round].permute(sketch)
+    fn record(&self, round: usize, key: u64, _: &()) -> u64 {
+        self.tables[round].permute(key)
     }
 
     /// Routes on the leading bits that every table keeps in its key, so a group never straddles

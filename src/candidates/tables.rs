@@ -488,7 +488,13 @@ pub fn check_selectivity(
 /// `budget_per_process` bytes: a round holds every distinct fingerprint once, spread over the
 /// processes; a part holds the groups whose key hashes to it, so every group stays whole.
 pub fn parts_per_table(n: u64, processes: usize, budget_per_process: u64) -> u32 {
-    let per_process = (n * BYTES_PER_RECORD_IN_ROUND).div_ceil(processes.max(1) as u64);
+    parts_per_round(n, BYTES_PER_RECORD_IN_ROUND, processes, budget_per_process)
+}
+
+/// How many parts a round of `n` records of `bytes` bytes each, spread over `processes`, is split
+/// into so that one part fits `budget_per_process` bytes.
+pub fn parts_per_round(n: u64, bytes: u64, processes: usize, budget_per_process: u64) -> u32 {
+    let per_process = (n * bytes).div_ceil(processes.max(1) as u64);
     per_process
         .div_ceil(budget_per_process.max(1))
         .clamp(1, u32::MAX as u64) as u32

@@ -12,14 +12,17 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage, Plan, DEFAULT_MAX_RECORD_BYTES,
-    DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS, DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB,
-    MIN_MEMORY_BUDGET_MIB,
+    CandidatePlan, ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage, Plan,
+    SketchPlan, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
+    DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB,
 };
+use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::error::{Error, IoContext, Result};
+use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
 use crate::source::{discover_excluding, Fields, Format};
+use crate::stages::verify::{Verification, VerifyMode};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
 
@@ -131,12 +134,41 @@ pub struct SimhashSpec {
     pub max_candidates: Option<f64>,
 }
 
-/// `[verify]`: candidate pairs re-scored by the exact Jaccard similarity of their documents'
-/// shingle sets.
+/// `[minhash]`: MinHash signatures and LSH bands (with `method = "minhash"`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinhashSpec {
+    /// `super-shingles`: Broder's 84 min-hashes in 6 bands of 14, at least 2 equal.
+    pub preset: Option<String>,
+    /// Values per signature (default 128).
+    pub hashes: Option<usize>,
+    /// Bands; with `rows`, fixes the layout (else the planner chooses).
+    pub bands: Option<usize>,
+    /// Values per band.
+    pub rows: Option<usize>,
+    /// Equal bands a candidate needs (default 1).
+    pub min_bands: Option<usize>,
+    /// The planner's Jaccard threshold (default: the verification's, else 0.8).
+    pub threshold: Option<f64>,
+    /// The planner's wanted probability of a candidate at the threshold (default 0.99).
+    pub recall: Option<f64>,
+    /// Tokens per shingle (default 5, the truth's).
+    pub shingle: Option<usize>,
+    /// `oph` (one-permutation hashing with densification, default) or `classic`.
+    pub scheme: Option<String>,
+    /// Memory one band round may take per process, in MiB (rounds are split to fit).
+    pub memory_budget_mib: Option<u64>,
+}
+
+/// `[verify]`: candidate pairs re-scored by the Jaccard similarity of their documents' shingle
+/// sets.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerifySpec {
-    /// Smallest Jaccard kept; absent: no verification.
+    /// `exact` (the documents read again), `estimate` (MinHash signatures) or `none`. Default:
+    /// `exact` with MinHash or when a threshold is set, else `none`.
+    pub mode: Option<String>,
+    /// Smallest Jaccard kept (default 0.8).
     pub threshold: Option<f64>,
     /// Tokens per shingle of the compared sets (default 5, the truth's).
     pub shingle: Option<usize>,
@@ -200,6 +232,9 @@ impl Default for OutputSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
+    /// `simhash` (default: fingerprints and Manku's tables) or `minhash` (signatures and LSH
+    /// bands).
+    pub method: Option<String>,
     /// Inputs.
     pub input: InputSpec,
     /// Feature options.
@@ -211,6 +246,8 @@ pub struct JobSpec {
     /// Simhash and table options.
     #[serde(default)]
     pub simhash: SimhashSpec,
+    /// MinHash and band options.
+    pub minhash: Option<MinhashSpec>,
     /// Verification of candidate pairs.
     #[serde(default)]
     pub verify: VerifySpec,
@@ -346,14 +383,149 @@ fn resolve(base: &Path, p: &Path) -> PathBuf {
     out
 }
 
+/// The verification `[verify]` asks for (`None`: none), with MinHash's default of exact.
+fn verification(v: &VerifySpec, minhash: bool) -> Result<Option<Verification>> {
+    let mode = match v.mode.as_deref() {
+        None if minhash || v.threshold.is_some() => VerifyMode::Exact,
+        None | Some("none") => {
+            ensure!(
+                v.threshold.is_none() && v.shingle.is_none(),
+                Config,
+                "[verify] mode = \"none\" takes no threshold or shingle"
+            );
+            return Ok(None);
+        }
+        Some("exact") => VerifyMode::Exact,
+        Some("estimate") => VerifyMode::Estimate,
+        Some(other) => bail!(
+            Config,
+            "[verify] mode must be \"exact\", \"estimate\" or \"none\", got {other:?}"
+        ),
+    };
+    let threshold = v.threshold.unwrap_or(DEFAULT_THRESHOLD);
+    ensure!(
+        threshold > 0.0 && threshold <= 1.0,
+        Config,
+        "[verify] threshold must be in (0, 1], got {threshold}"
+    );
+    let shingle = v.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
+    FeatureConfig::shingles(shingle).validate()?;
+    ensure!(
+        mode == VerifyMode::Exact || v.shingle.is_none(),
+        Config,
+        "[verify] shingle is for exact verification; an estimate compares the signatures of \
+         [minhash] shingle"
+    );
+    Ok(Some(Verification {
+        threshold,
+        shingle,
+        mode,
+    }))
+}
+
+/// Default Jaccard threshold of verification and of the band planner: the truth's.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+
+/// The sketch, bands and memory budget `[minhash]` asks for.
+fn minhash_plan(
+    m: MinhashSpec,
+    verify: Option<&Verification>,
+) -> Result<(SketchPlan, CandidatePlan, u64)> {
+    let preset = match m.preset.as_deref() {
+        None => None,
+        Some("super-shingles") => {
+            ensure!(
+                m.hashes.is_none()
+                    && m.bands.is_none()
+                    && m.rows.is_none()
+                    && m.min_bands.is_none(),
+                Config,
+                "[minhash] preset = \"super-shingles\" sets hashes, bands, rows and min_bands \
+                 (84, 6, 14, 2): leave them out"
+            );
+            Some(BandLayout::super_shingles())
+        }
+        Some(other) => bail!(
+            Config,
+            "[minhash] preset must be \"super-shingles\", got {other:?}"
+        ),
+    };
+    let hashes = preset
+        .as_ref()
+        .map_or(m.hashes.unwrap_or(DEFAULT_HASHES), |p| p.hashes);
+    ensure!(
+        (1..=MAX_HASHES).contains(&hashes),
+        Config,
+        "[minhash] hashes must be between 1 and {MAX_HASHES}, got {hashes}"
+    );
+    let shingle = m.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
+    FeatureConfig::shingles(shingle).validate()?;
+    let scheme = match m.scheme.as_deref() {
+        None => Scheme::default(),
+        Some(s) => Scheme::parse(s).ok_or_else(|| {
+            Error::Config(format!(
+                "[minhash] scheme must be \"oph\" or \"classic\", got {s:?}"
+            ))
+        })?,
+    };
+    let min_bands = m.min_bands.unwrap_or(1);
+    let (layout, reasoning) = match (preset, m.bands, m.rows) {
+        (Some(p), _, _) => {
+            let why = format!("bands: {} (super-shingles): {}", p.name(), p.s_curve_text());
+            (p, why)
+        }
+        (None, Some(b), Some(r)) => {
+            ensure!(
+                m.threshold.is_none() && m.recall.is_none(),
+                Config,
+                "[minhash] threshold and recall guide the planner: with bands and rows set, \
+                 leave them out"
+            );
+            let l = BandLayout::new(hashes, b, r, min_bands)?;
+            let why = format!("bands: {} (set in the job): {}", l.name(), l.s_curve_text());
+            (l, why)
+        }
+        (None, None, None) => {
+            let threshold = m
+                .threshold
+                .or(verify.map(|v| v.threshold))
+                .unwrap_or(DEFAULT_THRESHOLD);
+            let p = bands::plan(
+                hashes,
+                threshold,
+                m.recall.unwrap_or(DEFAULT_RECALL),
+                min_bands,
+            )?;
+            (p.layout, p.reasoning)
+        }
+        _ => bail!(
+            Config,
+            "[minhash] bands and rows go together: set both, or neither to let the planner \
+             choose"
+        ),
+    };
+    let budget = memory_budget(m.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?;
+    Ok((
+        SketchPlan::MinHash {
+            hashes,
+            shingle,
+            scheme,
+        },
+        CandidatePlan::Bands { layout, reasoning },
+        budget,
+    ))
+}
+
 impl JobSpec {
     /// A job over `inputs`, every other key at its default and no output yet.
     pub fn new(input: InputSpec) -> JobSpec {
         JobSpec {
+            method: None,
             input,
             features: FeaturesSpec::default(),
             content: ContentSpec::default(),
             simhash: SimhashSpec::default(),
+            minhash: None,
             verify: VerifySpec::default(),
             run: RunSpec::default(),
             output: OutputSpec {
@@ -459,49 +631,102 @@ impl JobSpec {
             Config,
             "the job writes nothing: set [output] pairs or fingerprints"
         );
-        let pairs = match &outputs.pairs {
-            None => None,
-            Some(_) => {
-                let s = self.simhash;
-                Some(PairStage {
-                    k: s.k.unwrap_or(3),
-                    layout: layout_choice(
-                        s.f.unwrap_or(64),
-                        s.k.unwrap_or(3),
-                        s.layout.as_deref().unwrap_or("auto"),
-                    )?,
-                    memory_budget: memory_budget(
-                        s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
-                    )?,
-                    max_candidates: max_candidates(
-                        s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES),
-                    )?,
-                })
-            }
+        let minhash = match self.method.as_deref() {
+            None | Some("simhash") => false,
+            Some("minhash") => true,
+            Some(other) => bail!(
+                Config,
+                "method must be \"simhash\" or \"minhash\", got {other:?}"
+            ),
         };
-        let verify = match self.verify.threshold {
-            None => None,
-            Some(threshold) => {
-                ensure!(
-                    threshold > 0.0 && threshold <= 1.0,
-                    Config,
-                    "[verify] threshold must be in (0, 1], got {threshold}"
-                );
-                let shingle = self.verify.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
-                FeatureConfig::shingles(shingle).validate()?;
+        if minhash {
+            ensure!(
+                outputs.pairs.is_some() && outputs.fingerprints.is_none(),
+                Config,
+                "method = \"minhash\" writes pairs, not fingerprints (those are simhashes): set \
+                 [output] pairs and leave out fingerprints"
+            );
+        }
+        let verify = verification(&self.verify, minhash)?;
+        if let Some(v) = &verify {
+            ensure!(
+                format != Format::Fingerprints || v.mode == VerifyMode::Estimate,
+                Config,
+                "[verify] reads the documents again: it needs documents, not a fingerprints file \
+                 (or set [verify] mode = \"none\")"
+            );
+            ensure!(
+                outputs.pairs.is_some(),
+                Config,
+                "[verify] verifies pairs: set [output] pairs"
+            );
+        }
+        let (sketch, pairs) =
+            if minhash {
                 ensure!(
                     format != Format::Fingerprints,
                     Config,
-                    "[verify] reads the documents again: it needs documents, not a fingerprints file"
+                    "method = \"minhash\" sketches documents: a fingerprints file holds simhashes"
                 );
+                let s = &self.simhash;
+                let f = &self.features;
                 ensure!(
-                    pairs.is_some(),
-                    Config,
-                    "[verify] verifies pairs: set [output] pairs"
-                );
-                Some(crate::stages::verify::Verification { threshold, shingle })
-            }
-        };
+                s.f.is_none()
+                    && s.k.is_none()
+                    && s.layout.is_none()
+                    && s.memory_budget_mib.is_none()
+                    && s.max_candidates.is_none()
+                    && f.shingle.is_none()
+                    && f.kind.is_none(),
+                Config,
+                "[simhash] and [features] configure the simhash method; with method = \"minhash\" \
+                 set [minhash] instead"
+            );
+                let m = self.minhash.unwrap_or_default();
+                let (sketch, candidates, budget) = minhash_plan(m, verify.as_ref())?;
+                let pairs = outputs.pairs.as_ref().map(|_| PairStage {
+                    candidates,
+                    memory_budget: budget,
+                });
+                (sketch, pairs)
+            } else {
+                ensure!(
+                self.minhash.is_none(),
+                Config,
+                "[minhash] configures method = \"minhash\"; add that line at the top of the job"
+            );
+                ensure!(
+                verify.as_ref().is_none_or(|v| v.mode != VerifyMode::Estimate),
+                Config,
+                "[verify] mode = \"estimate\" needs MinHash signatures (method = \"minhash\"); \
+                 a simhash pair's own estimate is its distance"
+            );
+                let pairs = match &outputs.pairs {
+                    None => None,
+                    Some(_) => {
+                        let s = self.simhash;
+                        let k = s.k.unwrap_or(3);
+                        Some(PairStage {
+                            candidates: CandidatePlan::Tables {
+                                k,
+                                layout: layout_choice(
+                                    s.f.unwrap_or(64),
+                                    k,
+                                    s.layout.as_deref().unwrap_or("auto"),
+                                )?,
+                                max_candidates: max_candidates(
+                                    s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES),
+                                )?,
+                            },
+                            memory_budget: memory_budget(
+                                s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+                            )?,
+                        })
+                    }
+                };
+                (SketchPlan::Simhash(features), pairs)
+            };
+        let verify = verify.filter(|_| pairs.is_some());
         let mut exec = Exec {
             workers: o.workers.or(self.run.workers).unwrap_or(1),
             processes: o.processes.max(1),
@@ -532,7 +757,7 @@ impl JobSpec {
                 max_record_bytes: inp.max_record_bytes,
                 split_bytes: inp.split_mib << 20,
             },
-            features,
+            sketch,
             content,
             pairs,
             verify,

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 pub use exec::Exec;
 pub use job::{JobSpec, Overrides};
 
-use crate::candidates::TableLayout;
+use crate::candidates::{BandLayout, TableLayout};
+use crate::sketch::{AnySketcher, Fingerprinter, MinHasher, Scheme};
 use crate::source::html::Boilerplate;
 use crate::source::{Format, InputFile};
 use crate::text::FeatureConfig;
@@ -72,18 +73,100 @@ pub enum LayoutChoice {
     Auto,
 }
 
+/// How a document's text becomes its sketch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SketchPlan {
+    /// A 64-bit simhash of the features.
+    Simhash(FeatureConfig),
+    /// A MinHash signature of `hashes` values over `shingle`-token shingles.
+    MinHash {
+        /// Values per signature.
+        hashes: usize,
+        /// Tokens per shingle.
+        shingle: usize,
+        /// How the values are computed.
+        scheme: Scheme,
+    },
+}
+
+impl Default for SketchPlan {
+    fn default() -> Self {
+        SketchPlan::Simhash(FeatureConfig::default())
+    }
+}
+
+impl From<FeatureConfig> for SketchPlan {
+    fn from(f: FeatureConfig) -> Self {
+        SketchPlan::Simhash(f)
+    }
+}
+
+impl SketchPlan {
+    /// A sketcher of this plan.
+    pub fn sketcher(&self) -> AnySketcher {
+        match *self {
+            SketchPlan::Simhash(f) => AnySketcher::Simhash(Fingerprinter::new(f)),
+            SketchPlan::MinHash {
+                hashes,
+                shingle,
+                scheme,
+            } => AnySketcher::MinHash(MinHasher::new(hashes, shingle, scheme)),
+        }
+    }
+
+    /// Values each sketch has besides its key (0 for simhash).
+    pub fn values(&self) -> usize {
+        match *self {
+            SketchPlan::Simhash(_) => 0,
+            SketchPlan::MinHash { hashes, .. } => hashes,
+        }
+    }
+}
+
+/// Which sketches are compared.
+#[derive(Clone, Debug)]
+pub enum CandidatePlan {
+    /// Manku's tables over simhash fingerprints.
+    Tables {
+        /// Hamming threshold.
+        k: u32,
+        /// Layout.
+        layout: LayoutChoice,
+        /// Most comparisons per fingerprint the layout may leave before the run is refused
+        /// ([`crate::candidates::tables::check_selectivity`]).
+        max_candidates: f64,
+    },
+    /// LSH bands over MinHash signatures.
+    Bands {
+        /// The bands.
+        layout: BandLayout,
+        /// Why these bands (the planner's line, or "set in the job").
+        reasoning: String,
+    },
+}
+
 /// The pair-finding stage.
 #[derive(Clone, Debug)]
 pub struct PairStage {
-    /// Hamming threshold.
-    pub k: u32,
-    /// Layout.
-    pub layout: LayoutChoice,
-    /// Memory one table round may take per process, in bytes: rounds are split into parts that fit.
+    /// Tables or bands.
+    pub candidates: CandidatePlan,
+    /// Memory one round may take per process, in bytes: rounds are split into parts that fit.
     pub memory_budget: u64,
-    /// Most comparisons per fingerprint the layout may leave before the run is refused
-    /// ([`crate::candidates::tables::check_selectivity`]).
-    pub max_candidates: f64,
+}
+
+impl PairStage {
+    /// The Hamming threshold of a simhash stage (0 for bands, whose pairs have no distance).
+    pub fn k(&self) -> u32 {
+        match &self.candidates {
+            CandidatePlan::Tables { k, .. } => *k,
+            CandidatePlan::Bands { .. } => 0,
+        }
+    }
+
+    /// True for MinHash bands.
+    pub fn is_bands(&self) -> bool {
+        matches!(self.candidates, CandidatePlan::Bands { .. })
+    }
 }
 
 /// Where a run's outputs go (`-` is standard output).
@@ -124,8 +207,8 @@ pub struct Plan {
     pub command: String,
     /// Inputs.
     pub inputs: Inputs,
-    /// Which features a text yields.
-    pub features: FeatureConfig,
+    /// How a text becomes its sketch.
+    pub sketch: SketchPlan,
     /// Filters, and how HTML becomes text.
     pub content: ContentOptions,
     /// Pair finding, if wanted.
@@ -163,7 +246,7 @@ impl Plan {
             lines.push(format!("fields = {fields:?}"));
         }
         if i.format != Format::Fingerprints {
-            lines.push(format!("features = {:?}", self.features));
+            lines.push(format!("sketch = {:?}", self.sketch));
             lines.push(format!("content = {:?}", self.content));
         }
         lines.push(format!("max_record_bytes = {}", i.max_record_bytes));
@@ -178,16 +261,27 @@ impl Plan {
             ));
         }
         if let Some(p) = &self.pairs {
-            lines.push(format!("pairs.k = {}", p.k));
-            lines.push(format!(
-                "pairs.layout = {}",
-                match &p.layout {
-                    LayoutChoice::Fixed(l) => l.name(),
-                    LayoutChoice::Auto => "auto".into(),
+            match &p.candidates {
+                CandidatePlan::Tables {
+                    k,
+                    layout,
+                    max_candidates,
+                } => {
+                    lines.push(format!("pairs.k = {k}"));
+                    lines.push(format!(
+                        "pairs.layout = {}",
+                        match layout {
+                            LayoutChoice::Fixed(l) => l.name(),
+                            LayoutChoice::Auto => "auto".into(),
+                        }
+                    ));
+                    lines.push(format!("pairs.max_candidates = {max_candidates}"));
                 }
-            ));
+                CandidatePlan::Bands { layout, .. } => {
+                    lines.push(format!("pairs.bands = {layout:?}"));
+                }
+            }
             lines.push(format!("pairs.memory_budget = {}", p.memory_budget));
-            lines.push(format!("pairs.max_candidates = {}", p.max_candidates));
         }
         if let Some(v) = &self.verify {
             lines.push(format!("verify = {v:?}"));

@@ -32,18 +32,21 @@ fn part_of(route: u64, parts: u32) -> u64 {
     mix64(route ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
 }
 
-/// Runs `parts` rounds per round of `candidates` over this worker's distinct `sketches` (round
-/// `r * parts + j` carries the records of part j of round r; more parts, less memory per round).
-/// `on_round(done, total)` is called after each.
-pub fn run<C>(
+/// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
+/// are `keys` and the values of the i-th `sketch(i)` (round `r * parts + j` carries the records of
+/// part j of round r; more parts, less memory per round). `on_round(done, total)` is called after
+/// each.
+pub fn run<'s, C>(
     worker: &mut Worker,
     candidates: &C,
     parts: u32,
-    sketches: &[u64],
+    keys: &[u64],
+    sketch: impl Fn(usize) -> &'s C::Sketch,
     mut on_round: impl FnMut(u64, u64),
 ) -> RoundsOutput
 where
     C: Candidates + Clone + 'static,
+    C::Sketch: 's,
 {
     let parts = parts.max(1);
     let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
@@ -100,8 +103,8 @@ where
     let total = candidates.rounds() as u64 * parts as u64;
     for r in 0..total {
         let (round, part) = ((r / parts as u64) as usize, r % parts as u64);
-        for &sketch in sketches {
-            let record = candidates.record(round, sketch);
+        for (i, &key) in keys.iter().enumerate() {
+            let record = candidates.record(round, key, sketch(i));
             if parts > 1 && part_of(candidates.route(&record), parts) != part {
                 continue;
             }

@@ -59,25 +59,32 @@ fn write_rows<T>(
 struct PairLine<'a> {
     id_a: &'a str,
     id_b: &'a str,
-    distance: u8,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distance: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     jaccard: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    jaccard_estimate: Option<f64>,
 }
 
-/// A verified similarity as written: four decimals, the form `neardup truth` writes.
+/// A similarity as written: four decimals, the form `neardup truth` writes.
 fn jaccard_text(j: f64) -> String {
     format!("{j:.4}")
 }
 
-/// Writes sorted pairs of document ranks with their names: `id_a<TAB>id_b<TAB>distance` or
-/// `{"id_a","id_b","distance"}`, and the verified Jaccard similarity after them when there is one
-/// (`<TAB>0.8421`, `"jaccard":0.8421`).
+/// Writes sorted pairs of document ranks with their names. Simhash pairs (`with_distance`):
+/// `id_a<TAB>id_b<TAB>distance` or `{"id_a","id_b","distance"}`; MinHash pairs have no distance
+/// column. The similarity follows when there is one: the exact Jaccard of a verified pair
+/// (`<TAB>0.8421`, `"jaccard":0.8421`) or a MinHash estimate (`<TAB>0.8438`,
+/// `"jaccard_estimate":0.8438`; the summary's `verification.mode` says which a TSV holds).
 pub fn write_pairs<'n>(
     out: &mut dyn Write,
     format: Format,
     pairs: &[Pair],
+    with_distance: bool,
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
+    let number = |j: f64| -> f64 { jaccard_text(j).parse().expect("a number") };
     write_rows(
         out,
         format,
@@ -86,22 +93,25 @@ pub fn write_pairs<'n>(
             out.write_all(name(p.a).as_bytes())?;
             out.write_all(b"\t")?;
             out.write_all(name(p.b).as_bytes())?;
+            if with_distance {
+                write!(out, "\t{}", p.score.distance)?;
+            }
             match p.score.jaccard() {
-                Some(j) => writeln!(out, "\t{}\t{}", p.score.distance, jaccard_text(j)),
-                None => writeln!(out, "\t{}", p.score.distance),
+                Some(j) => writeln!(out, "\t{}", jaccard_text(j)),
+                None => writeln!(out),
             }
         },
         |out, p| {
+            let j = p.score.jaccard();
+            let estimated = p.score.is_estimate();
             json_line(
                 out,
                 &PairLine {
                     id_a: name(p.a),
                     id_b: name(p.b),
-                    distance: p.score.distance,
-                    jaccard: p
-                        .score
-                        .jaccard()
-                        .map(|j| jaccard_text(j).parse().expect("a number")),
+                    distance: with_distance.then_some(p.score.distance),
+                    jaccard: j.filter(|_| !estimated).map(number),
+                    jaccard_estimate: j.filter(|_| estimated).map(number),
                 },
             )
         },
@@ -217,13 +227,33 @@ mod tests {
         let name = |r: u64| ids[r as usize];
         let mut tsv = Vec::new();
         let pairs = [Pair::new(0, 2, 0), Pair::new(1, 2, 2)];
-        write_pairs(&mut tsv, Format::Tsv, &pairs, &name).unwrap();
+        write_pairs(&mut tsv, Format::Tsv, &pairs, true, &name).unwrap();
         assert_eq!(String::from_utf8(tsv).unwrap(), "a\tc\t0\nb\tc\t2\n");
         let mut jl = Vec::new();
-        write_pairs(&mut jl, Format::Jsonl, &[Pair::new(3, 1, 3)], &name).unwrap();
+        write_pairs(&mut jl, Format::Jsonl, &[Pair::new(3, 1, 3)], true, &name).unwrap();
         assert_eq!(
             String::from_utf8(jl).unwrap(),
             "{\"id_a\":\"b\",\"id_b\":\"a\\\"\",\"distance\":3}\n"
+        );
+        // MinHash pairs: no distance; an estimate or an exact similarity.
+        let estimated = Pair::scored(
+            0,
+            1,
+            crate::candidates::Score::at_distance(0).estimated(0.84375),
+        );
+        let exact = Pair::scored(1, 2, crate::candidates::Score::at_distance(0).verified(0.9));
+        let mut tsv = Vec::new();
+        write_pairs(&mut tsv, Format::Tsv, &[estimated, exact], false, &name).unwrap();
+        assert_eq!(
+            String::from_utf8(tsv).unwrap(),
+            "a\tb\t0.8438\nb\tc\t0.9000\n"
+        );
+        let mut jl = Vec::new();
+        write_pairs(&mut jl, Format::Jsonl, &[estimated, exact], false, &name).unwrap();
+        assert_eq!(
+            String::from_utf8(jl).unwrap(),
+            "{\"id_a\":\"a\",\"id_b\":\"b\",\"jaccard_estimate\":0.8438}\n\
+             {\"id_a\":\"b\",\"id_b\":\"c\",\"jaccard\":0.9}\n"
         );
     }
 

@@ -123,6 +123,31 @@ pub fn collapse(worker: &mut Worker, keyed: Vec<(u64, u64)>) -> (Groups<u64>, Gr
     (groups, total)
 }
 
+/// The MinHash signatures of this worker's `groups`, `m` values per group in the order of
+/// `groups.fps`, from every worker's `(key, signature)` of its distinct keys (every worker calls it
+/// together). A signature travels once per worker that holds its key, not once per document.
+pub fn signatures(
+    worker: &mut Worker,
+    groups: &Groups<u64>,
+    local: Vec<(u64, Vec<u32>)>,
+    m: usize,
+) -> Vec<u32> {
+    let peers = worker.peers();
+    let mut mine = shuffle(worker, local, move |(key, _)| owner(*key, peers));
+    mine.sort_unstable_by_key(|(key, _)| *key);
+    mine.dedup_by_key(|(key, _)| *key);
+    let mut out = Vec::with_capacity(groups.len() * m);
+    let mut i = 0;
+    for &key in &groups.fps {
+        while mine[i].0 < key {
+            i += 1;
+        }
+        debug_assert_eq!(mine[i].0, key, "every group's signature arrived");
+        out.extend_from_slice(&mine[i].1);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

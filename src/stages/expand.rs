@@ -6,7 +6,7 @@
 use timely::worker::Worker;
 
 use super::collapse::Groups;
-use crate::candidates::Pair;
+use crate::candidates::{Pair, Score};
 use crate::exchange::{owner, shuffle};
 
 /// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
@@ -21,23 +21,26 @@ pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
     }
 }
 
-/// The document pairs (ranks) of this worker's share of the fingerprint `pairs`; with `collapse`,
-/// between group representatives only, and no distance-0 pairs.
+/// The document pairs (ranks) of this worker's share of the sketch `pairs`, each with its pair's
+/// score; with `collapse`, between group representatives only, and no pairs inside a group.
+/// Otherwise the members of a group are paired with `exact` (distance 0, or an estimated
+/// similarity of 1).
 pub fn expand(
     worker: &mut Worker,
     groups: &Groups<u64>,
     pairs: Vec<Pair>,
     collapse: bool,
+    exact: Score,
 ) -> Vec<Pair> {
     let peers = worker.peers();
     let at_x = shuffle(worker, pairs, move |p| owner(p.a, peers));
-    let mut half: Vec<(u64, u64, u8)> = Vec::new();
+    let mut half: Vec<(u64, u64, Score)> = Vec::new();
     groups.join(
         at_x,
         |p| p.a,
         |members, p| {
             let members = if collapse { &members[..1] } else { members };
-            half.extend(members.iter().map(|&a| (p.b, a, p.score.distance)));
+            half.extend(members.iter().map(|&a| (p.b, a, p.score)));
         },
     );
     let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
@@ -45,13 +48,13 @@ pub fn expand(
     groups.join(
         at_y,
         |h| h.0,
-        |members, (_, a, d)| {
+        |members, (_, a, score)| {
             let members = if collapse { &members[..1] } else { members };
-            out.extend(members.iter().map(|&b| Pair::new(a, b, d)));
+            out.extend(members.iter().map(|&b| Pair::scored(a, b, score)));
         },
     );
     if !collapse {
-        exact_pairs(groups, |&a, &b| out.push(Pair::new(a, b, 0)));
+        exact_pairs(groups, |&a, &b| out.push(Pair::scored(a, b, exact)));
     }
     out
 }

@@ -12,6 +12,7 @@
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
+pub mod bands;
 pub mod collapse;
 pub mod expand;
 pub mod plan_rounds;

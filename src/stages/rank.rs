@@ -12,6 +12,8 @@ use crate::summary::{Counters, SkipNote};
 pub struct RankOutput {
     /// `(simhash, rank)` of every local document that kept its id.
     pub keyed: Vec<(u64, u64)>,
+    /// MinHash: `(key, signature)` of each distinct key among them (else empty).
+    pub signatures: Vec<(u64, Vec<u32>)>,
     /// The rank owners' side: names (and rows) of the ranks this worker owns.
     pub ranked: Ranked,
 }
@@ -28,6 +30,7 @@ pub fn rank(
 ) -> RankOutput {
     let Sketched {
         simhash,
+        values,
         ids,
         urls,
         at,
@@ -51,10 +54,32 @@ pub fn rank(
             first: Some(*keeper),
         });
     }
-    let keyed = simhash
+    let keyed: Vec<(u64, u64)> = simhash
         .iter()
         .zip(&ranked.ranks)
         .filter_map(|(fp, r)| r.map(|r| (*fp, r)))
         .collect();
-    RankOutput { keyed, ranked }
+    let signatures = if values.is_empty() {
+        Vec::new()
+    } else {
+        let m = values.len() / simhash.len();
+        let mut firsts: Vec<(u64, usize)> = simhash
+            .iter()
+            .zip(&ranked.ranks)
+            .enumerate()
+            .filter(|(_, (_, r))| r.is_some())
+            .map(|(i, (key, _))| (*key, i))
+            .collect();
+        firsts.sort_unstable();
+        firsts.dedup_by_key(|(key, _)| *key);
+        firsts
+            .into_iter()
+            .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
+            .collect()
+    };
+    RankOutput {
+        keyed,
+        signatures,
+        ranked,
+    }
 }

@@ -4,12 +4,11 @@
 
 use std::borrow::Cow;
 
-use crate::config::{ContentOptions, Inputs};
-use crate::sketch::{Fingerprinter, Sketcher};
+use crate::config::{ContentOptions, Inputs, SketchPlan};
+use crate::sketch::{AnySketcher, Sketcher};
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
 use crate::summary::{Counters, SkipNote};
-use crate::text::FeatureConfig;
 
 /// The documents a worker read, column by column: their sketches and what later stages of this run
 /// need, and no more (a run of 100M documents holds them until they are ranked). Ids live in one
@@ -17,8 +16,10 @@ use crate::text::FeatureConfig;
 /// here when a stage needs them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sketched {
-    /// Simhash of each document.
+    /// The sketch key of each document: its simhash, or the hash of its MinHash signature.
     pub simhash: Vec<u64>,
+    /// MinHash: the signatures, `m` values per document in order (else empty).
+    pub values: Vec<u32>,
     /// Id of each (given, or `PATH@OFFSET`).
     pub ids: Names,
     /// URL of each, when the run writes URLs (else empty).
@@ -69,6 +70,7 @@ impl Sketched {
     /// Appends every document of `other` (both keep URLs, or neither).
     pub fn append(&mut self, other: Sketched) {
         self.simhash.extend(other.simhash);
+        self.values.extend(other.values);
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
         self.at.extend(other.at);
@@ -89,6 +91,11 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
     /// An acceptor sketching with `sketcher` under `content`'s filters.
     pub fn new(sketcher: S, content: ContentOptions) -> Self {
         Acceptor { sketcher, content }
+    }
+
+    /// The values of the last sketch beyond its key (a MinHash signature).
+    pub fn values(&self) -> &[u32] {
+        self.sketcher.values()
     }
 
     /// Sketches `text`; `lang` is its declared language, if any.
@@ -185,7 +192,7 @@ impl From<Skipped> for SkipNote {
 
 /// What one worker keeps while reading: the documents so far and their accounting.
 struct Reader {
-    acceptor: Acceptor<Fingerprinter>,
+    acceptor: Acceptor<AnySketcher>,
     keep_urls: bool,
     out: Sketched,
     counters: Counters,
@@ -195,13 +202,13 @@ struct Reader {
 
 impl Reader {
     fn new(
-        features: &FeatureConfig,
+        sketch: &SketchPlan,
         content: &ContentOptions,
         keep_urls: bool,
         inputs: &Inputs,
     ) -> Self {
         Reader {
-            acceptor: Acceptor::new(Fingerprinter::new(*features), content.clone()),
+            acceptor: Acceptor::new(sketch.sketcher(), content.clone()),
             keep_urls,
             out: Sketched::default(),
             counters: Counters::default(),
@@ -253,6 +260,7 @@ impl Reader {
                         counters.read += 1;
                         counters.processed += 1;
                         out.simhash.push(simhash);
+                        out.values.extend_from_slice(self.acceptor.values());
                         out.at.push(doc.location);
                         if self.keep_urls {
                             out.urls.push(doc.url.map(Cow::into_owned));
@@ -269,14 +277,14 @@ impl Reader {
 /// `counters` and every byte read in `on_bytes`; URLs are kept with `keep_urls`.
 pub fn read(
     inputs: &Inputs,
-    features: &FeatureConfig,
+    sketch: &SketchPlan,
     content: &ContentOptions,
     splits: &[Split],
     keep_urls: bool,
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Sketched, SplitLines) {
-    let mut reader = Reader::new(features, content, keep_urls, inputs);
+    let mut reader = Reader::new(sketch, content, keep_urls, inputs);
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
     for split in splits {
@@ -318,7 +326,7 @@ pub fn read_worker(
     let keep_urls = plan.outputs.fingerprints.is_some();
     let (mut docs, mut lines) = read(
         inputs,
-        &plan.features,
+        &plan.sketch,
         &plan.content,
         &mine_local,
         keep_urls,
@@ -330,7 +338,7 @@ pub fn read_worker(
             worker,
             plan.exec.workers,
             inputs,
-            &plan.features,
+            &plan.sketch,
             &plan.content,
             &mine_shared,
             keep_urls,
@@ -370,7 +378,7 @@ pub fn read_shared(
     worker: &mut timely::worker::Worker,
     workers_per_process: usize,
     inputs: &Inputs,
-    features: &FeatureConfig,
+    sketch: &SketchPlan,
     content: &ContentOptions,
     splits: &[Split],
     keep_urls: bool,
@@ -388,7 +396,7 @@ pub fn read_shared(
     let me = worker.index();
     let base = me - me % workers_per_process;
     let reader = Rc::new(RefCell::new(Reader::new(
-        features, content, keep_urls, inputs,
+        sketch, content, keep_urls, inputs,
     )));
     reader.borrow_mut().counters.listing = counters.listing;
     let sink = Rc::clone(&reader);
@@ -507,7 +515,7 @@ pub fn read_shared(
         .unwrap_or_else(|rc| {
             std::mem::replace(
                 &mut *rc.borrow_mut(),
-                Reader::new(features, content, keep_urls, inputs),
+                Reader::new(sketch, content, keep_urls, inputs),
             )
         });
     counters.merge(reader.counters);
@@ -517,14 +525,14 @@ pub fn read_shared(
 /// [`read`] without progress: what one worker does before the exchange, for tests and fuzzers.
 pub fn read_documents(
     inputs: &Inputs,
-    features: &FeatureConfig,
+    sketch: &SketchPlan,
     content: &ContentOptions,
     splits: &[Split],
 ) -> (Sketched, Counters, SplitLines) {
     let mut counters = Counters::default();
     let (docs, lines) = read(
         inputs,
-        features,
+        sketch,
         content,
         splits,
         true,
@@ -576,7 +584,7 @@ mod tests {
             let mut counters = Counters::new(true);
             let (docs, lines) = read(
                 &inputs,
-                &FeatureConfig::default(),
+                &SketchPlan::default(),
                 &content,
                 &[Split::whole(0)],
                 true,

@@ -35,6 +35,27 @@ pub struct Verification {
     pub threshold: f64,
     /// Tokens per shingle of the sets compared.
     pub shingle: usize,
+    /// Exact, or estimated from signatures.
+    pub mode: VerifyMode,
+}
+
+/// Where a pair's similarity comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyMode {
+    /// The exact Jaccard of the shingle sets, the records read again (this stage).
+    Exact,
+    /// The fraction of equal MinHash values (the band stage, [`super::bands`]).
+    Estimate,
+}
+
+impl VerifyMode {
+    /// `exact` or `estimate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::Exact => "exact",
+            VerifyMode::Estimate => "estimate",
+        }
+    }
 }
 
 /// What verifying cost and found, on this worker.

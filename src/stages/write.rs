@@ -87,13 +87,14 @@ pub fn fingerprints(
 
 /// Writes the pairs and, in collapse mode, the exact-duplicate groups, with their ids; returns the
 /// number of pairs per distance 0..=k, summed over all workers (every worker calls it together).
+/// MinHash pairs (`k` = `None`) have no distance: their count is the one entry.
 #[allow(clippy::too_many_arguments)]
 pub fn pairs(
     worker: &mut Worker,
     ranked: &Ranked,
     pairs: Vec<Pair>,
     groups: Option<Vec<(u64, Vec<u64>)>>,
-    k: u32,
+    k: Option<u32>,
     formats: (Format, Format),
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
@@ -127,22 +128,23 @@ pub fn pairs(
             remote.get(i)
         }
     };
-    let mut by_distance = vec![0u64; k as usize + 1];
+    let slots = k.unwrap_or(0) as usize + 1;
+    let mut by_distance = vec![0u64; slots];
     for p in &mine {
         by_distance[p.score.distance as usize] += 1;
     }
-    let by_distance = all_gather(worker, by_distance).into_iter().fold(
-        vec![0u64; k as usize + 1],
-        |mut acc, v| {
-            acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
-            acc
-        },
-    );
+    let by_distance =
+        all_gather(worker, by_distance)
+            .into_iter()
+            .fold(vec![0u64; slots], |mut acc, v| {
+                acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+                acc
+            });
     let pairs_written = stream_rows(
         worker,
         "pairs",
         mine.len(),
-        |range, buf| output::write_pairs(buf, formats.0, &mine[range], &name),
+        |range, buf| output::write_pairs(buf, formats.0, &mine[range], k.is_some(), &name),
         out,
     );
     let groups_written = if collapse {

@@ -84,12 +84,43 @@ pub struct LayoutSummary {
     pub auto_reasoning: Option<String>,
 }
 
+/// MinHash LSH bands, and what they found.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct BandsSummary {
+    /// `m / b x r` (`/ min_bands` when more than one).
+    pub name: String,
+    /// Values per signature.
+    pub hashes: usize,
+    /// Bands.
+    pub bands: usize,
+    /// Values per band.
+    pub rows: usize,
+    /// Equal bands a candidate needs.
+    pub min_bands: usize,
+    /// How the values are computed (`oph`, `classic`).
+    pub scheme: String,
+    /// Tokens per shingle of the signatures.
+    pub shingle: usize,
+    /// Rounds each band is split into to fit the memory budget.
+    pub parts_per_band: u32,
+    /// Probability of becoming a candidate at Jaccard J: `[J, P(J)]`.
+    pub s_curve: Vec<(f64, f64)>,
+    /// Why these bands.
+    pub reasoning: String,
+    /// Pairs emitted by the bands, once per band they share.
+    pub band_collisions: u64,
+    /// Distinct signature pairs sharing at least `min_bands` bands.
+    pub candidates: u64,
+    /// Of those, kept after the estimate (all in other modes).
+    pub kept: u64,
+}
+
 /// Pair statistics.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PairSummary {
     /// Lines in the pairs output.
     pub total: u64,
-    /// Pairs per Hamming distance 0..=k.
+    /// Pairs per Hamming distance 0..=k (simhash; empty for MinHash).
     pub by_distance: Vec<u64>,
     /// Candidate comparisons made inside groups, over all tables.
     pub comparisons: u64,
@@ -100,6 +131,8 @@ pub struct PairSummary {
 /// Verification of the candidate pairs.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct VerifySummary {
+    /// `exact` (the records read again) or `estimate` (MinHash signatures).
+    pub mode: String,
     /// Smallest Jaccard kept.
     pub threshold: f64,
     /// Tokens per shingle of the compared sets.
@@ -152,8 +185,12 @@ pub struct Summary {
     pub documents: DocumentSummary,
     /// Fingerprints (absent for `fingerprint` alone).
     pub fingerprints: Option<FingerprintSummary>,
-    /// Layout (absent for `fingerprint` alone).
+    /// `simhash` or `minhash`.
+    pub method: String,
+    /// Table layout (simhash; absent for `fingerprint` alone).
     pub layout: Option<LayoutSummary>,
+    /// Bands (MinHash).
+    pub bands: Option<BandsSummary>,
     /// Pairs (absent for `fingerprint` alone).
     pub pairs: Option<PairSummary>,
     /// Verification (absent when the pairs are not verified).
@@ -192,7 +229,18 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, l.name, l.k, p.total
             );
         }
-        if let Some(v) = &self.verification {
+        if let (Some(f), Some(p), Some(b)) = (&self.fingerprints, &self.pairs, &self.bands) {
+            s += &format!(
+                "\n  {} distinct signatures, {} exact-duplicate groups; bands {}: {} band collisions, {} candidate pairs, {} pairs",
+                f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates, p.total
+            );
+        }
+        if let Some(v) = self.verification.as_ref().filter(|v| v.mode == "estimate") {
+            s += &format!(
+                "\n  kept the pairs whose MinHash estimate is >= {}",
+                v.threshold
+            );
+        } else if let Some(v) = &self.verification {
             s += &format!(
                 "\n  verified {} candidate pairs ({} records read again): {} with Jaccard >= {} of {}-token shingles",
                 v.candidates, v.records_read, v.kept, v.threshold, v.shingle

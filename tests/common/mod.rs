@@ -146,5 +146,10 @@ pub fn load_documents(
     neardup::summary::Counters,
     neardup::stages::read::SplitLines,
 ) {
-    neardup::stages::read::read_documents(&source.inputs, &source.features, &source.content, splits)
+    neardup::stages::read::read_documents(
+        &source.inputs,
+        &source.features.into(),
+        &source.content,
+        splits,
+    )
 }

@@ -1,0 +1,296 @@
+//! MinHash: m minimum hash values over a document's set of n-token shingles, so that two
+//! documents agree in each position with probability equal to the Jaccard similarity of their sets.
+//!
+//! Two schemes of the same signature:
+//!
+//! * [`Scheme::OnePermutation`] (the default): one-permutation hashing with optimal densification
+//!   (Li, Owen and Zhang, NIPS 2012; Shrivastava, ICML 2017). Each shingle hash is used once: its
+//!   high bits choose one of m bins, its low 32 bits compete for the bin's minimum. Bins that no
+//!   shingle reached borrow the value of a non-empty bin found by a probe sequence that depends
+//!   only on the bin and the attempt, so two documents borrow alike. One multiply and one compare
+//!   per shingle instead of m hash evaluations.
+//! * [`Scheme::Classic`]: m independent hash functions, the minimum of each over the set; m hash
+//!   evaluations per shingle. Kept to measure the one-permutation scheme against
+//!   (`docs/ACCURACY.md`).
+//!
+//! The shingles are exactly the sets the truth and verification compare ([`for_each_shingle`]:
+//! NFKC, lowercase, word tokens and CJK characters), so the fraction of equal values estimates the
+//! same Jaccard similarity that decides a true near-duplicate.
+//!
+//! Hand-rolled rather than taken from a crate: it is the hot path of the MinHash method (every
+//! shingle of every document), and it must hash the very shingles our tokenizer yields.
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+use super::Sketcher;
+use crate::hashing::mix64;
+use crate::text::{for_each_shingle, FeatureConfig, Scratch};
+
+/// Default number of min-hashes.
+pub const DEFAULT_HASHES: usize = 128;
+/// Most min-hashes a signature may have.
+pub const MAX_HASHES: usize = 1024;
+
+/// How the m values are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// One-permutation hashing with optimal densification.
+    #[default]
+    OnePermutation,
+    /// m independent hash functions.
+    Classic,
+}
+
+impl Scheme {
+    /// `oph` or `classic`.
+    pub fn parse(s: &str) -> Option<Scheme> {
+        match s {
+            "oph" | "one-permutation" => Some(Scheme::OnePermutation),
+            "classic" => Some(Scheme::Classic),
+            _ => None,
+        }
+    }
+
+    /// The name [`Scheme::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::OnePermutation => "oph",
+            Scheme::Classic => "classic",
+        }
+    }
+}
+
+/// An empty bin (a value is at most `u32::MAX`, so this is never one).
+const EMPTY: u64 = u64::MAX;
+
+/// Seeds the signature key and the band keys apart.
+const KEY_SEED: u64 = 0x4d49_4e48_4153_484b; // "MINHASHK"
+
+/// Computes MinHash signatures, reusing its buffers between calls.
+pub struct MinHasher {
+    hashes: usize,
+    scheme: Scheme,
+    features: FeatureConfig,
+    scratch: Scratch,
+    bins: Vec<u64>,
+    signature: Vec<u32>,
+    /// The bins before densification.
+    filled: Vec<u64>,
+    /// Classic scheme: one seed per hash function.
+    seeds: Vec<u64>,
+}
+
+impl MinHasher {
+    /// A hasher of `hashes` values over `shingle`-token shingles.
+    pub fn new(hashes: usize, shingle: usize, scheme: Scheme) -> MinHasher {
+        assert!((1..=MAX_HASHES).contains(&hashes), "hashes out of range");
+        MinHasher {
+            hashes,
+            scheme,
+            features: FeatureConfig::shingles(shingle),
+            scratch: Scratch::default(),
+            bins: vec![EMPTY; hashes],
+            signature: Vec::with_capacity(hashes),
+            filled: Vec::with_capacity(hashes),
+            seeds: (0..hashes as u64)
+                .map(|i| mix64(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
+                .collect(),
+        }
+    }
+
+    /// Number of values per signature.
+    pub fn hashes(&self) -> usize {
+        self.hashes
+    }
+
+    /// The signature of `text` and its number of tokens, or `None` if it has no token. The
+    /// signature is valid until the next call.
+    pub fn signature(&mut self, text: &str) -> Option<(&[u32], usize)> {
+        let m = self.hashes;
+        self.bins.clear();
+        self.bins.resize(m, EMPTY);
+        let bins = &mut self.bins[..];
+        let tokens = match self.scheme {
+            Scheme::OnePermutation => for_each_shingle(
+                text,
+                &self.features,
+                &mut self.scratch,
+                #[inline(always)]
+                |h| {
+                    let bin = ((h as u128 * m as u128) >> 64) as usize;
+                    let v = h & 0xffff_ffff;
+                    if v < bins[bin] {
+                        bins[bin] = v;
+                    }
+                },
+            ),
+            Scheme::Classic => {
+                let seeds = &self.seeds;
+                for_each_shingle(text, &self.features, &mut self.scratch, |h| {
+                    for (bin, &seed) in bins.iter_mut().zip(seeds) {
+                        let v = mix64(h ^ seed) & 0xffff_ffff;
+                        if v < *bin {
+                            *bin = v;
+                        }
+                    }
+                })
+            }
+        };
+        if tokens == 0 {
+            return None;
+        }
+        densify(bins, &mut self.filled);
+        self.signature.clear();
+        self.signature.extend(bins.iter().map(|&v| v as u32));
+        Some((&self.signature, tokens))
+    }
+}
+
+/// Optimal densification: every empty bin takes the value of the first non-empty bin on its own
+/// probe sequence `probe(i, 1), probe(i, 2), ...`, which depends only on `i` and the attempt, so
+/// two documents with the same non-empty bins fill their empty ones alike.
+fn densify(bins: &mut [u64], filled: &mut Vec<u64>) {
+    let m = bins.len() as u64;
+    if !bins.contains(&EMPTY) {
+        return;
+    }
+    filled.clear();
+    filled.extend_from_slice(bins);
+    for (i, bin) in bins.iter_mut().enumerate() {
+        if *bin != EMPTY {
+            continue;
+        }
+        let mut attempt = 1u64;
+        loop {
+            let j = ((mix64((i as u64) << 32 | attempt) as u128 * m as u128) >> 64) as usize;
+            if filled[j] != EMPTY {
+                *bin = filled[j];
+                break;
+            }
+            attempt += 1;
+        }
+    }
+}
+
+/// The 64-bit key of a whole signature: documents with equal keys are collapsed as one.
+pub fn signature_key(signature: &[u32]) -> u64 {
+    xxh3_64_with_seed(as_bytes(signature), KEY_SEED)
+}
+
+/// The key of band `band` (values `rows` at a time from the start of the signature).
+#[inline]
+pub fn band_key(signature: &[u32], band: usize, rows: usize) -> u64 {
+    let values = &signature[band * rows..(band + 1) * rows];
+    xxh3_64_with_seed(as_bytes(values), KEY_SEED ^ (band as u64 + 1))
+}
+
+/// The fraction of positions where two signatures agree: the estimated Jaccard similarity.
+pub fn estimate(a: &[u32], b: &[u32]) -> f64 {
+    debug_assert_eq!(a.len(), b.len());
+    let equal = a.iter().zip(b).filter(|(x, y)| x == y).count();
+    equal as f64 / a.len().max(1) as f64
+}
+
+fn as_bytes(values: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding and every byte pattern is a valid u8; the length is in bytes.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    }
+}
+
+impl Sketcher for MinHasher {
+    type Sketch = u64;
+
+    fn sketch(&mut self, text: &str) -> Option<(u64, usize)> {
+        self.signature(text)
+            .map(|(sig, tokens)| (signature_key(sig), tokens))
+    }
+
+    fn values(&self) -> &[u32] {
+        &self.signature
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::{jaccard, shingle_set_of};
+
+    fn words(seed: u64, n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("w{}", mix64(seed ^ i as u64) % 5000))
+            .collect()
+    }
+
+    #[test]
+    fn identical_texts_have_identical_signatures_and_empty_text_none() {
+        for scheme in [Scheme::OnePermutation, Scheme::Classic] {
+            let mut h = MinHasher::new(64, 5, scheme);
+            let a = h
+                .signature("the quick brown fox jumps over the lazy dog")
+                .unwrap()
+                .0
+                .to_vec();
+            let b = h
+                .signature("The  QUICK brown fox, jumps over the lazy dog!")
+                .unwrap()
+                .0
+                .to_vec();
+            assert_eq!(a, b, "{scheme:?}: normalization is the tokenizer's");
+            assert!(h.signature("  ,;  ").is_none());
+            // A text shorter than the shingle has one shingle: with one permutation, every bin
+            // gets its value (densification).
+            let (s, tokens) = h.signature("two words").unwrap();
+            assert_eq!(tokens, 2);
+            if scheme == Scheme::OnePermutation {
+                assert!(s.iter().all(|&v| v == s[0]));
+            }
+        }
+    }
+
+    /// The estimate tracks the exact Jaccard of the truth's shingle sets, for both schemes, with
+    /// the spread binomial sampling allows (and densification keeps for short documents).
+    #[test]
+    fn estimates_track_exact_jaccard() {
+        for scheme in [Scheme::OnePermutation, Scheme::Classic] {
+            for (len, m) in [(400, 256), (40, 256), (2000, 128)] {
+                let mut errors = Vec::new();
+                for seed in 0..40u64 {
+                    let a = words(seed, len);
+                    let mut b = a.clone();
+                    // Replace a varying share of the words.
+                    let changes = (seed as usize % 10) * len / 60;
+                    for i in 0..changes {
+                        let at = (mix64(seed * 977 + i as u64) % len as u64) as usize;
+                        b[at] = format!("x{i}");
+                    }
+                    let (ta, tb) = (a.join(" "), b.join(" "));
+                    let mut s = Scratch::default();
+                    let exact = jaccard(
+                        &shingle_set_of(&ta, 5, &mut s),
+                        &shingle_set_of(&tb, 5, &mut s),
+                    );
+                    let mut h = MinHasher::new(m, 5, scheme);
+                    let sa = h.signature(&ta).unwrap().0.to_vec();
+                    let sb = h.signature(&tb).unwrap().0.to_vec();
+                    errors.push(estimate(&sa, &sb) - exact);
+                }
+                let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+                let rms = (errors.iter().map(|e| e * e).sum::<f64>() / errors.len() as f64).sqrt();
+                // Binomial sd at J = 0.5 and m = 128 is 0.044.
+                assert!(mean.abs() < 0.03, "{scheme:?} len {len} m {m}: bias {mean}");
+                assert!(rms < 0.07, "{scheme:?} len {len} m {m}: rms error {rms}");
+            }
+        }
+    }
+
+    #[test]
+    fn band_keys_differ_by_band_and_values() {
+        let sig: Vec<u32> = (0..16).collect();
+        let same: Vec<u32> = vec![0, 1, 2, 3, 9, 9, 9, 9, 8, 9, 10, 11, 12, 13, 14, 15];
+        assert_eq!(band_key(&sig, 0, 4), band_key(&same, 0, 4));
+        assert_ne!(band_key(&sig, 1, 4), band_key(&same, 1, 4));
+        assert_ne!(band_key(&sig, 0, 4), band_key(&sig, 1, 4));
+        assert_ne!(signature_key(&sig), signature_key(&same));
+    }
+}
