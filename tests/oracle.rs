@@ -339,3 +339,152 @@ fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
         outputs.push(got);
     }
 }
+
+/// Generated documents with near-duplicates and exact copies, and each usable one's id, MinHash
+/// signature (128 values, one permutation) and 5-shingle set: the twin of the MinHash path.
+fn minhash_twin(
+    dir: &Path,
+    seed: u64,
+    n: usize,
+) -> (std::path::PathBuf, Vec<(String, Vec<u32>, Vec<u64>)>) {
+    use neardup::sketch::{MinHasher, Scheme};
+    use neardup::text::{shingle_set_of, Scratch};
+    let docs = dir.join("docs.jsonl");
+    let opts = neardup::tools::gen::DocOptions {
+        n,
+        seed,
+        near_fraction: 0.35,
+        exact_fraction: 0.05,
+        edit_rate: 0.05,
+        median_tokens: 60.0,
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut bytes).unwrap();
+    std::fs::write(&docs, &bytes).unwrap();
+    let mut hasher = MinHasher::new(128, 5, Scheme::OnePermutation);
+    let mut scratch = Scratch::default();
+    let all = std::str::from_utf8(&bytes)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let text = v["text"].as_str().unwrap();
+            let (sig, tokens) = hasher.signature(text)?;
+            (tokens >= 10).then(|| {
+                let id = v["id"].as_str().unwrap().to_string();
+                (id, sig.to_vec(), shingle_set_of(text, 5, &mut scratch))
+            })
+        })
+        .collect();
+    (docs, all)
+}
+
+/// Runs a MinHash job (the `[minhash]` and `[verify]` lines given) over `docs.jsonl` in `dir` at
+/// 1, 2 and 4 workers with small splits, and checks each pairs output against `want`.
+fn check_minhash_job(dir: &Path, sections: &str, want: &[String], what: &str) {
+    for w in [1, 2, 4] {
+        let out = dir.join(format!("out-{w}"));
+        let mut plan = plan_of(
+            dir,
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n{sections}\n\
+                 [output]\ndir = {out:?}\n"
+            ),
+            w,
+        );
+        plan.inputs.split_bytes = 16 << 10;
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let got = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
+        let got: Vec<String> = got.lines().map(str::to_string).collect();
+        assert_eq!(got, want, "{what}, workers {w}");
+        assert_eq!(summary.pairs.unwrap().total as usize, want.len(), "{what}");
+        assert!(summary.bands.unwrap().candidates > 0);
+    }
+}
+
+#[test]
+fn lsh_bands_each_pair_once_equal_to_brute_force_over_band_keys_at_1_2_4_workers() {
+    use neardup::candidates::BandLayout;
+    use neardup::sketch::minhash::{band_key, estimate};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, all) = minhash_twin(dir.path(), 33, 500);
+    for (bands, rows, min_bands) in [(16, 8, 1), (32, 4, 2), (6, 14, 2)] {
+        let layout = BandLayout::new(128, bands, rows, min_bands).unwrap();
+        let keys: Vec<Vec<u64>> = all
+            .iter()
+            .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
+            .collect();
+        // Brute force: every pair of documents sharing at least min_bands band keys, once, with
+        // the estimate of its signatures (exact copies share them all).
+        let mut want = Vec::new();
+        for i in 0..all.len() {
+            for j in i + 1..all.len() {
+                let shared = (0..bands).filter(|&b| keys[i][b] == keys[j][b]).count();
+                if shared >= layout.min_bands {
+                    let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+                    let e = estimate(&all[a].1, &all[b].1);
+                    want.push(format!("{}\t{}\t{e:.4}", all[a].0, all[b].0));
+                }
+            }
+        }
+        want.sort();
+        assert!(want.len() > 20, "{bands}x{rows}: {} pairs", want.len());
+        check_minhash_job(
+            dir.path(),
+            &format!(
+                "[minhash]\nbands = {bands}\nrows = {rows}\nmin_bands = {min_bands}\n\
+                 [verify]\nmode = \"none\"\n"
+            ),
+            &want,
+            &format!("{bands} x {rows} / {min_bands}"),
+        );
+    }
+}
+
+#[test]
+fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
+    use neardup::sketch::minhash::{band_key, estimate};
+    use neardup::text::jaccard;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, all) = minhash_twin(dir.path(), 34, 500);
+    let (bands, rows, threshold) = (20, 5, 0.7);
+    let keys: Vec<Vec<u64>> = all
+        .iter()
+        .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
+        .collect();
+    let (mut exact, mut estimated) = (Vec::new(), Vec::new());
+    let mut exact_copies = 0;
+    for i in 0..all.len() {
+        for j in i + 1..all.len() {
+            if !(0..bands).any(|b| keys[i][b] == keys[j][b]) {
+                continue;
+            }
+            let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+            let s = jaccard(&all[a].2, &all[b].2);
+            if s >= threshold {
+                exact.push(format!("{}\t{}\t{s:.4}", all[a].0, all[b].0));
+            }
+            let e = estimate(&all[a].1, &all[b].1);
+            if e >= threshold {
+                estimated.push(format!("{}\t{}\t{e:.4}", all[a].0, all[b].0));
+            }
+            exact_copies += usize::from(all[a].1 == all[b].1);
+        }
+    }
+    exact.sort();
+    estimated.sort();
+    assert!(exact_copies > 5, "exact copies among the pairs: {exact_copies}");
+    assert!(exact.len() > 30 && estimated.len() > 30);
+    let ids = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .map(|l| l.rsplit_once('\t').unwrap().0.to_string())
+            .collect()
+    };
+    assert_ne!(ids(&exact), ids(&estimated), "estimates are not exact");
+    let sections = format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = {threshold}\n");
+    check_minhash_job(dir.path(), &sections, &exact, "exact");
+    let sections = format!("{sections}mode = \"estimate\"\n");
+    check_minhash_job(dir.path(), &sections, &estimated, "estimate");
+}
