@@ -985,7 +985,10 @@ CORPUS_NOTES = [
     "truth's rule is written in Python (scripts/bench_peers.py, TRUTH_TOKENIZER) and runs inside the peer "
     "program, single-threaded, so its time counts in that row's wall and compute; gaoya's own rule runs in "
     "Rust on its threads. gaoya takes the truth's features through its callable-analyzer API (the shingle "
-    "lists are made once and passed through), which inserts on one thread.",
+    "lists are made once and passed through), which inserts on one thread. The own rule splits on ASCII "
+    "whitespace only (gaoya's `is_ascii_whitespace`), so a no-break space (U+00A0) or an ideographic space "
+    "(U+3000) joins the words on either side into one token, and two copies of a page that differ only in "
+    "such spaces share few shingles; NFKC in the truth's rule makes them plain spaces.",
     "**short documents**: with the truth's tokenization a document with fewer than 5 tokens is one shingle of "
     "all of them (as in the truth), and one without a token is not indexed (the truth leaves it out). With the "
     "own rule every document is indexed, as the peers would: rensa and datasketch get one shingle of all the "
