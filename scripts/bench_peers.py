@@ -7,13 +7,15 @@ Usage (from anywhere; relative default paths are resolved from the repository ro
     python3 scripts/bench_peers.py --tiny             # 50k fingerprints, 2k docs, 1 run: a smoke test
     python3 scripts/bench_peers.py --fps 1000000 --docs 20000 --runs 5 --skip datasketch
     python3 scripts/bench_peers.py --neardup /path/to/neardup --work /tmp/w --venvs /tmp/v --out-dir /tmp/o
+    python3 scripts/bench_peers.py --fps '' --docs 0 --corpus ~/devcorpus/text.jsonl \
+        --truth ~/devcorpus/truth-text.tsv --groups ~/devcorpus/meta.jsonl.gz --lsh-bands 16,20,32
 
 Python 3.11 standard library only. Every peer is installed with pip into its own throwaway virtualenv
 under --venvs (default target/peer-venvs), reused on later runs; one venv per peer because
 `simhash-pybind` installs a module named `simhash`. A peer that fails to install or import is reported
 as unavailable, with its error, and the others still run.
 
-Two measurements, each repeated --runs times (median and every run reported):
+Two measurements, each repeated --runs times (median and every run reported), and a third on request:
 
 * Pairs at scale (--fps): every pair of 64-bit fingerprints within Hamming distance 3.
   neardup: `neardup pairs --fingerprints F --k 3 --layout auto --out OUT -w 2 --summary S.json`, and the
@@ -25,6 +27,16 @@ Two measurements, each repeated --runs times (median and every run reported):
   two), word 5-shingles, 128-permutation MinHash, LSH with --lsh-bands bands (16 bands x 8 rows by
   default, the same for all three), query every document, keep the candidate pairs whose estimated
   Jaccard is >= 0.8.
+* Accuracy on a corpus (--corpus C.jsonl --truth T.tsv [--groups META.jsonl.gz]): each document peer
+  runs on C, with the same MinHash-LSH as above, for every --lsh-bands value (a comma list is a sweep)
+  and two tokenizations: its own ("own (ASCII split)", what its users get; it leaves Chinese without
+  ASCII separators as long tokens) and the truth's ("truth's (NFKC, CJK chars)": NFKC, lowercase,
+  alphanumeric runs as words, each CJK character a token, 5-token shingles, written in Python and
+  handed to the peer as its features, so only the LSH differs from the truth). Each pairs file is
+  scored with `neardup eval --pairs P --truth T [--groups META] --json`: precision, recall, F1, recall
+  by group (language) and by true Jaccard, next to pairs, wall time, peak RSS (medians of --runs).
+  The Python tokenizer is first checked against T (it must reproduce each truth pair's Jaccard).
+  Files: --work/corpus/pairs-PEER-TOKENIZATION-bBANDS.tsv and eval-*.json.
 
 What the timings include (printed with the tables too):
 
@@ -96,7 +108,35 @@ print(json.dumps({"import_s": t0 - t_start, "parse_s": t1 - t0, "compute_s": t2 
                   "fingerprints": len(hashes), "pairs": len(matches), "blocks": blocks, "k": k}))
 '''
 
+# The accuracy truth's tokenization (neardup's src/text: NFKC, then maximal runs of alphanumeric
+# characters as lowercased word tokens and every CJK character (Han, Kana, Hangul) as a token of its
+# own; the rest only separates), in Python. Used by the peer programs for the "truth" tokenization and
+# by the corpus mode's check that it reproduces the truth file's Jaccard values.
+TRUTH_TOKENIZER = r'''
+import re, unicodedata
+# neardup's text::is_cjk ranges, and the punctuation it never takes as a letter (is_plain_punctuation).
+CJK_CHARS = ("\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+             "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9d\U00020000-\U0002fa1f\U00030000-\U0003134f")
+PLAIN_PUNCT = ("\u2010-\u2027\u2030-\u205e\u3000-\u3004\u3008-\u3020\uff01-\uff0f\uff1a-\uff20"
+               "\uff3b-\uff40\uff5b-\uff64")
+TRUTH_TOKEN = re.compile("[" + CJK_CHARS + "]|[^\\W_" + PLAIN_PUNCT + CJK_CHARS + "]+")
+
+def truth_tokens(text):
+    """NFKC; each CJK character a token; runs of other alphanumerics (not `_`) a lowercased token."""
+    return [t.lower() for t in TRUTH_TOKEN.findall(unicodedata.normalize("NFKC", text))]
+
+def shingle_set(toks, n):
+    """The set of n-token shingles (one shingle of all tokens when shorter; empty without tokens)."""
+    if len(toks) <= n:
+        return {" ".join(toks)} if toks else set()
+    return {" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+'''
+
 # Shared by the three document peers: read JSON Lines, shingle, write the pairs after the timing.
+# argv: corpus, limit, pairs out, num_perm, bands, shingle, seed, threshold[, tokenization]. With
+# tokenization "peer" (the default) the features are the peers' own word shingles; with "truth" they
+# are the accuracy truth's (TRUTH_TOKENIZER), and documents without a token are left out (the truth
+# leaves them out too; indexed, their empty sets would all collide).
 DOCS_PRELUDE = r'''
 import json, re, sys, time
 t_start = time.perf_counter()
@@ -104,7 +144,9 @@ PEER_IMPORTS
 path, limit, pairs_out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 num_perm, bands, shingle, seed = (int(a) for a in sys.argv[4:8])
 threshold = float(sys.argv[8])
+tokenization = sys.argv[9] if len(sys.argv) > 9 else "peer"
 rows = num_perm // bands
+TRUTH_TOKENIZER_SOURCE
 t0 = time.perf_counter()
 phases = {}
 
@@ -119,15 +161,24 @@ def read_docs():
             texts.append(doc["text"])
     return ids, texts
 
-# gaoya's native "word" analyzer: split on ASCII whitespace and ASCII punctuation, drop empty tokens.
-TOKEN = re.compile(r"[^\s!-/:-@\[-`{-~]+")
+# gaoya's native "word" analyzer (gaoya::text::tokenize_text): split on char::is_ascii_punctuation
+# and char::is_ascii_whitespace (tab, LF, FF, CR, space; not other Unicode spaces), drop empty tokens.
+TOKEN = re.compile(r"[^\t\n\x0c\r !-/:-@\[-`{-~]+")
 
-def shingles(text):
+def peer_shingles(text):
     """Lowercased word tokens (as gaoya splits them), the set of word SHINGLE-grams (all if shorter)."""
     toks = TOKEN.findall(text.lower())
     if len(toks) <= shingle:
         return {" ".join(toks)}
     return {" ".join(toks[i:i + shingle]) for i in range(len(toks) - shingle + 1)}
+
+def shingles(text):
+    """The feature set of a document under the chosen tokenization."""
+    if tokenization == "truth":
+        return shingle_set(truth_tokens(text), shingle)
+    return peer_shingles(text)
+
+SHINGLE_PHASE = "shingle (python, truth tokenization)" if tokenization == "truth" else "shingle (python)"
 
 def mark(name, since):
     now = time.perf_counter()
@@ -135,6 +186,7 @@ def mark(name, since):
     return now
 
 def finish(ids, pairs, candidates, extra):
+    """pairs: (i, j) indices into ids."""
     t_end = time.perf_counter()
     with open(pairs_out, "w") as f:
         for a, b in sorted(pairs):
@@ -142,7 +194,7 @@ def finish(ids, pairs, candidates, extra):
             f.write(f"{x}\t{y}\n")
     out = {"import_s": t0 - t_start, "compute_s": t_end - t0, "phases": phases, "documents": len(ids),
            "pairs": len(pairs), "candidate_pairs": candidates, "bands": bands, "rows": rows,
-           "num_perm": num_perm, "threshold": threshold, "shingle": shingle}
+           "num_perm": num_perm, "threshold": threshold, "shingle": shingle, "tokenization": tokenization}
     out.update(extra)
     print(json.dumps(out))
 '''
@@ -153,43 +205,75 @@ ids, texts = read_docs()
 t = mark("read", t)
 # Native Rust tokenizer: lowercase, split on ASCII whitespace and punctuation, word 5-grams. The index
 # keeps only candidates whose estimated Jaccard is >= threshold, so there is no separate candidate count.
-index = gaoya.minhash.MinHashStringIndex(hash_size=32, jaccard_threshold=threshold, num_bands=bands,
-                                         band_size=rows, analyzer="word", lowercase=True,
-                                         ngram_range=(shingle, shingle))
-index.par_bulk_insert_docs(list(range(len(texts))), texts)
-t = mark("insert (tokenize + minhash + index, threads)", t)
-results = index.par_bulk_query(texts)  # tokenizes and hashes every document again
-t = mark("query (tokenize + minhash + lookup + verify, threads)", t)
-pairs = {(min(i, j), max(i, j)) for i, found in enumerate(results) for j in found if j != i}
+if tokenization == "truth":
+    # gaoya's way to bring one's own features: a callable analyzer. Here the "documents" handed to the
+    # index are the shingle lists, made once, and the analyzer passes them through; gaoya then hashes
+    # the strings (insert: bulk_insert_tokens, one thread; query: par_bulk_query_tokens, threads).
+    keep, docs = [], []
+    for i, text in enumerate(texts):
+        s = shingles(text)
+        if s:
+            keep.append(i)
+            docs.append(list(s))
+    t = mark(SHINGLE_PHASE, t)
+    index = gaoya.minhash.MinHashStringIndex(hash_size=32, jaccard_threshold=threshold, num_bands=bands,
+                                             band_size=rows, analyzer=lambda features: features)
+    insert_phase = "insert (minhash + index)"
+    query_phase = "query (minhash + lookup + verify, threads)"
+else:
+    # Native Rust tokenizer: lowercase, split on ASCII whitespace and punctuation, word 5-grams. The
+    # index keeps only candidates whose estimated Jaccard is >= threshold, so there is no separate
+    # candidate count.
+    keep, docs = list(range(len(texts))), texts
+    index = gaoya.minhash.MinHashStringIndex(hash_size=32, jaccard_threshold=threshold, num_bands=bands,
+                                             band_size=rows, analyzer="word", lowercase=True,
+                                             ngram_range=(shingle, shingle))
+    insert_phase = "insert (tokenize + minhash + index, threads)"
+    query_phase = "query (tokenize + minhash + lookup + verify, threads)"
+index.par_bulk_insert_docs(keep, docs)
+t = mark(insert_phase, t)
+results = index.par_bulk_query(docs)  # native: tokenizes and hashes every document again
+t = mark(query_phase, t)
+pairs = {(min(i, j), max(i, j)) for i, found in zip(keep, results) for j in found if j != i}
 mark("collect pairs", t)
-finish(ids, pairs, None, {"index": repr(index)})
+finish(ids, pairs, None, {"index": repr(index), "indexed": len(keep)})
 '''
 
 RENSA_PROGRAM = DOCS_PRELUDE.replace("PEER_IMPORTS", "import rensa") + r'''
 t = t0
 ids, texts = read_docs()
 t = mark("read", t)
-token_sets = [list(shingles(text)) for text in texts]
-t = mark("shingle (python)", t)
+keep, token_sets = [], []
+for i, text in enumerate(texts):
+    s = shingles(text)
+    if s:
+        keep.append(i)
+        token_sets.append(list(s))
+t = mark(SHINGLE_PHASE, t)
 minhashes = rensa.RMinHash.from_token_sets(token_sets, num_perm=num_perm, seed=seed)
 t = mark("minhash", t)
 lsh = rensa.RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=bands)
-lsh.insert_many(minhashes)  # keys 0..n-1
+lsh.insert_many(minhashes)  # keys 0..n-1: positions in keep
 t = mark("lsh insert", t)
 found = lsh.query_all(minhashes)
 t = mark("lsh query", t)
 candidates = {(min(i, j), max(i, j)) for i, keys in enumerate(found) for j in keys if j != i}
-pairs = {(i, j) for i, j in candidates if minhashes[i].jaccard(minhashes[j]) >= threshold}
+pairs = {(keep[i], keep[j]) for i, j in candidates if minhashes[i].jaccard(minhashes[j]) >= threshold}
 mark("collect + verify", t)
-finish(ids, pairs, len(candidates), {})
+finish(ids, pairs, len(candidates), {"indexed": len(keep)})
 '''
 
 DATASKETCH_PROGRAM = DOCS_PRELUDE.replace("PEER_IMPORTS", "from datasketch import MinHash, MinHashLSH") + r'''
 t = t0
 ids, texts = read_docs()
 t = mark("read", t)
-token_sets = [[s.encode("utf-8") for s in shingles(text)] for text in texts]
-t = mark("shingle (python)", t)
+keep, token_sets = [], []
+for i, text in enumerate(texts):
+    s = shingles(text)
+    if s:
+        keep.append(i)
+        token_sets.append([x.encode("utf-8") for x in s])
+t = mark(SHINGLE_PHASE, t)
 minhashes = MinHash.bulk(token_sets, num_perm=num_perm, seed=seed)
 t = mark("minhash (MinHash.bulk)", t)
 lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, params=(bands, rows))
@@ -203,12 +287,14 @@ for i, m in enumerate(minhashes):
         if j != i:
             candidates.add((min(i, j), max(i, j)))
 t = mark("lsh query", t)
-pairs = {(i, j) for i, j in candidates if minhashes[i].jaccard(minhashes[j]) >= threshold}
+pairs = {(keep[i], keep[j]) for i, j in candidates if minhashes[i].jaccard(minhashes[j]) >= threshold}
 mark("verify", t)
-finish(ids, pairs, len(candidates), {})
+finish(ids, pairs, len(candidates), {"indexed": len(keep)})
 '''
 
-DOC_PROGRAMS = {"gaoya": GAOYA_PROGRAM, "rensa": RENSA_PROGRAM, "datasketch": DATASKETCH_PROGRAM}
+DOC_PROGRAMS = {name: program.replace("TRUTH_TOKENIZER_SOURCE", TRUTH_TOKENIZER)
+                for name, program in (("gaoya", GAOYA_PROGRAM), ("rensa", RENSA_PROGRAM),
+                                      ("datasketch", DATASKETCH_PROGRAM))}
 
 # ---------------------------------------------------------------------------------------------------
 # Running and measuring a subprocess
@@ -465,9 +551,15 @@ def neardup_run(neardup: Path, job: Path, workers: int, runs: int) -> dict:
     return res
 
 
-def doc_peer(peer: Peer, docs: Path, limit: int, bands: int, workdir: Path, runs: int) -> dict:
-    pairs_file = workdir / f"pairs-{peer.name}.tsv"
+def doc_peer(peer: Peer, docs: Path, limit: int, bands: int, workdir: Path, runs: int,
+             tokenization: str = "peer", tag: str | None = None) -> dict:
+    """tokenization: "peer" (the peers' own word split) or "truth" (the accuracy truth's, in Python).
+    tag, when given, names the pairs file and the log lines (corpus mode: tokenization and bands)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    pairs_file = workdir / f"pairs-{peer.name}{f'-{tag}' if tag else ''}.tsv"
     args = [docs, limit, pairs_file, NUM_PERM, bands, SHINGLE, MINHASH_SEED, JACCARD]
+    if tokenization != "peer":
+        args.append(tokenization)
     cmd = [peer.python, "-c", DOC_PROGRAMS[peer.name]] + args
 
     def one(_):
@@ -479,9 +571,12 @@ def doc_peer(peer: Peer, docs: Path, limit: int, bands: int, workdir: Path, runs
              "peak_rss_kb": m.peak_rss_kb, "cpu_s": cpu(m), "phases_s": j["phases"]}
         if "index" in j:
             r["index"] = j["index"]
+        if "indexed" in j:
+            r["indexed"] = j["indexed"]
         return r
 
-    res = measure_runs(f"{peer.name} {docs.name}{f' (first {limit})' if limit else ''}", runs, one)
+    res = measure_runs(f"{peer.name} {docs.name}{f' (first {limit})' if limit else ''}{f' {tag}' if tag else ''}",
+                       runs, one)
     res["command"] = f"{peer.python} -c {peer.name.upper()}_PROGRAM " + shlex.join(str(a) for a in args)
     res["pairs_file"] = str(pairs_file)
     res["limit"] = limit
@@ -538,6 +633,111 @@ def accuracy(neardup: Path, docs: Path, workdir: Path, tools: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------
+# Accuracy on a real corpus (--corpus): every document peer, both tokenizations, each LSH banding
+# ---------------------------------------------------------------------------------------------------
+
+TOKENIZATIONS = {
+    "peer": "own (ASCII split)",
+    "truth": "truth's (NFKC, CJK chars)",
+}
+
+
+def candidate_probability(bands: int, jaccard: float = JACCARD) -> float:
+    """Chance that a pair at this Jaccard shares a band: 1 - (1 - J^rows)^bands."""
+    rows = NUM_PERM // bands
+    return 1 - (1 - jaccard ** rows) ** bands
+
+
+def truth_tokenizer_check(corpus: Path, truth: Path) -> dict:
+    """Recomputes each truth pair's Jaccard with the Python truth tokenizer the "truth" variant uses."""
+    ns = {}
+    exec(TRUTH_TOKENIZER, ns)  # the same source the peer programs run
+    rows = []
+    with open(truth) as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) >= 3:
+                rows.append((cols[0], cols[1], float(cols[2])))
+    wanted = {x for a, b, _ in rows for x in (a, b)}
+    sets = {}
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            if doc.get("id") in wanted and doc["id"] not in sets:
+                sets[doc["id"]] = ns["shingle_set"](ns["truth_tokens"](doc.get("text") or ""), SHINGLE)
+    worst, agree, missing = 0.0, 0, 0
+    for a, b, jac in rows:
+        if a not in sets or b not in sets:
+            missing += 1
+            continue
+        sa, sb = sets[a], sets[b]
+        common = len(sa & sb)
+        union = len(sa) + len(sb) - common
+        diff = abs((common / union if union else 0.0) - jac)
+        worst = max(worst, diff)
+        agree += diff <= 5.1e-5  # the truth file rounds to 4 decimals
+    return {"truth_pairs": len(rows), "agree": agree, "missing_ids": missing, "max_abs_diff": worst}
+
+
+def neardup_eval(neardup: Path, pairs: Path, truth: Path, groups: Path | None, out_json: Path) -> dict:
+    cmd = [neardup, "eval", "--pairs", pairs, "--truth", truth, "--json", out_json]
+    if groups:
+        cmd += ["--groups", groups]
+    m = run_measured(cmd)
+    check(m, "neardup eval")
+    r = json.loads(out_json.read_text())
+    r["command"] = shlex.join(str(c) for c in cmd)
+    r["json"] = str(out_json)
+    return r
+
+
+def bench_corpus(args, peers, results):
+    corpus, truth = args.corpus, args.truth
+    wd = args.work / "corpus"
+    wd.mkdir(parents=True, exist_ok=True)
+    size = corpus.stat().st_size
+    with open(corpus, "rb") as f:
+        documents = sum(1 for line in f if line.strip())
+    c = {"input": str(corpus), "truth": str(truth), "groups": str(args.groups) if args.groups else None,
+         "documents": documents, "bytes": size, "num_perm": NUM_PERM, "threshold": JACCARD,
+         "shingle": SHINGLE, "bands": args.lsh_bands, "tokenizations": TOKENIZATIONS, "configs": []}
+    results["corpus"] = c
+    log(f"corpus: checking the Python truth tokenizer against {truth}")
+    c["tokenizer_check"] = truth_tokenizer_check(corpus, truth)
+    chk = c["tokenizer_check"]
+    log(f"corpus: the Python truth tokenizer reproduces {chk['agree']} of {chk['truth_pairs']} truth pairs' Jaccard"
+        + ("" if chk["agree"] == chk["truth_pairs"] else
+           " -- WARNING: the \"truth's\" tokenization differs from the truth's (see the report)"))
+    for bands in args.lsh_bands:
+        for name in ("gaoya", "rensa", "datasketch"):
+            peer = peers.get(name)
+            if not peer or not peer.python:
+                continue
+            for tok in TOKENIZATIONS:
+                tag = f"{tok}-b{bands}"
+                cfg = {"peer": name, "tokenization": tok, "bands": bands, "rows": NUM_PERM // bands,
+                       "p_candidate_at_threshold": candidate_probability(bands)}
+                c["configs"].append(cfg)
+                if name == "rensa" and NUM_PERM % bands:
+                    cfg["skipped"] = f"rensa needs the bands to divide {NUM_PERM}"
+                    continue
+                try:
+                    res = doc_peer(peer, corpus, 0, bands, wd, args.runs, tok, tag)
+                    counts = {r["pairs"] for r in res["runs"]}
+                    res["pairs_same_every_run"] = len(counts) == 1
+                    res["eval"] = neardup_eval(args.neardup, Path(res["pairs_file"]), truth, args.groups,
+                                               wd / f"eval-{name}-{tag}.json")
+                except BenchError as e:
+                    log(str(e))
+                    cfg["error"] = str(e)
+                    continue
+                cfg.update(res)
+                a = res["eval"]["all"]
+                log(f"corpus: {name} {tag}: precision {fmt_f(a['precision'])} recall {fmt_f(a['recall'])} "
+                    f"F1 {fmt_f(a['f1'])}")
+
+
+# ---------------------------------------------------------------------------------------------------
 # Machine info and report
 # ---------------------------------------------------------------------------------------------------
 
@@ -577,6 +777,10 @@ def fmt_n(x):
     if x is None:
         return "–"
     return f"{int(x):,}" if float(x).is_integer() else f"{x:,.1f}"
+
+
+def fmt_f(x, digits=3):
+    return "–" if x is None else f"{x:.{digits}f}"
 
 
 def fmt_mib(kb):
@@ -690,6 +894,9 @@ def report(results: dict) -> str:
                       "alphanumeric runs, CJK characters as tokens):\n\n" +
                       table(["tool", "pairs", "true pairs found", "true pairs", "precision", "recall"], rows) + "\n")
 
+    if results.get("corpus"):
+        md.append(corpus_report(results["corpus"]))
+
     if results.get("ratios"):
         md.append("## Ratios: peer time / neardup time (same input, same run; > 1 means neardup is faster)\n")
         md.append(table(["input", "peer", "neardup baseline", "wall ratio", "compute ratio"],
@@ -699,6 +906,104 @@ def report(results: dict) -> str:
     md.append("## What the numbers include\n")
     md.append("\n".join(f"- {n}" for n in NOTES) + "\n")
     return "\n".join(md)
+
+
+def corpus_report(c: dict) -> str:
+    md = []
+    ok = [cfg for cfg in c["configs"] if "eval" in cfg]
+    groups = {}
+    for cfg in ok:
+        for g, r in (cfg["eval"].get("by_group") or {}).items():
+            groups[g] = r["truth"]
+    top = sorted(groups, key=lambda g: -groups[g])[:2]  # the main table's recall columns
+    truth_pairs = ok[0]["eval"]["all"]["truth"] if ok else None
+    md.append(f"## Accuracy on a corpus: {Path(c['input']).name} ({fmt_n(c['documents'])} documents, "
+              f"{c['bytes'] / 1e6:,.1f} MB)\n")
+    md.append(f"Truth: `{c['truth']}`, {fmt_n(truth_pairs)} pairs with exact Jaccard ≥ {c['threshold']} of "
+              f"{c['shingle']}-token shingle sets (NFKC, lowercase, alphanumeric runs as words, each CJK character "
+              f"a token). Every peer: {c['num_perm']}-permutation MinHash of word {c['shingle']}-shingles, LSH with "
+              "the bands shown, candidates kept when the MinHash-estimated Jaccard is ≥ "
+              f"{c['threshold']}; pairs scored by `neardup eval`"
+              f"{' with --groups ' + Path(c['groups']).name if c['groups'] else ''}. Tokenization "
+              f"**{TOKENIZATIONS['peer']}**: what a user of the peer gets (gaoya's native `word` analyzer; rensa and "
+              "datasketch take token sets, and get the same rule in Python): Chinese without ASCII spaces or "
+              f"punctuation stays one long token. Tokenization **{TOKENIZATIONS['truth']}**: the truth's own rule, "
+              "in Python, handed to each peer as its features, so only the MinHash-LSH differs from the truth.\n")
+    chk = c.get("tokenizer_check")
+    if chk:
+        md.append(f"Check of the Python truth tokenizer: it reproduces the Jaccard of {fmt_n(chk['agree'])} of "
+                  f"{fmt_n(chk['truth_pairs'])} truth pairs to the file's 4 decimals (largest difference "
+                  f"{chk['max_abs_diff']:.1e}{', ' + fmt_n(chk['missing_ids']) + ' pairs with ids not in the corpus' if chk['missing_ids'] else ''}).\n")
+    rows = []
+    for cfg in c["configs"]:
+        lsh = f"{cfg['bands']}×{cfg['rows']} ({cfg['p_candidate_at_threshold']:.3f})"
+        head = [cfg["peer"], TOKENIZATIONS[cfg["tokenization"]], lsh]
+        if "eval" not in cfg:
+            rows.append(head + ["–"] * (6 + len(top)) + ["", "", ""] +
+                        [one_line(cfg.get("skipped") or "failed: " + cfg.get("error", ""))[:200]])
+            continue
+        a, m, by = cfg["eval"]["all"], cfg["median"], cfg["eval"].get("by_group") or {}
+        rows.append(head + [fmt_f(a["precision"]), fmt_f(a["recall"]), fmt_f(a["f1"])] +
+                    [fmt_f(by[g]["recall"]) if g in by else "–" for g in top] +
+                    [fmt_n(m["pairs"]), fmt_s(m["wall_s"]), runs_list(cfg), fmt_s(m["compute_s"]),
+                     fmt_mib(m["peak_rss_kb"]), fmt_s(m["cpu_s"]),
+                     "" if cfg["pairs_same_every_run"] else "pair count varies between runs"])
+    md.append(table(["peer", "tokenization", "LSH bands×rows (P cand. at J=0.8)", "precision", "recall", "F1"] +
+                    [f"recall {g}" for g in top] +
+                    ["pairs", "wall s (median)", "wall s (runs)", "compute s (median)", "peak RSS MiB", "CPU s",
+                     "notes"], rows) + "\n")
+    if groups:
+        order = sorted(groups, key=lambda g: -groups[g])
+        rows = []
+        for cfg in ok:
+            by = cfg["eval"].get("by_group") or {}
+            rows.append([cfg["peer"], TOKENIZATIONS[cfg["tokenization"]], f"{cfg['bands']}×{cfg['rows']}"] +
+                        [f"{fmt_f(by[g]['precision'])} / {fmt_f(by[g]['recall'])}" if g in by else "–"
+                         for g in order])
+        md.append("Precision / recall per group (truth pairs in the header; a pair is in a group when both its "
+                  "documents are):\n\n" +
+                  table(["peer", "tokenization", "LSH"] + [f"{g} ({fmt_n(groups[g])})" for g in order], rows) + "\n")
+    if ok:
+        bands = ok[0]["eval"]["all"]["recall_by_band"]
+        rows = [[cfg["peer"], TOKENIZATIONS[cfg["tokenization"]], f"{cfg['bands']}×{cfg['rows']}"] +
+                [fmt_f(b["recall"]) for b in cfg["eval"]["all"]["recall_by_band"]] for cfg in ok]
+        md.append("Recall by true Jaccard (truth pairs in the header):\n\n" +
+                  table(["peer", "tokenization", "LSH"] +
+                        [f"{b['from']:.2f}..{b['to']:.2f} ({fmt_n(b['truth'])})" for b in bands], rows) + "\n")
+        first = [cfg for cfg in ok if cfg["bands"] == ok[0]["bands"]]
+        rows = [[cfg["peer"], TOKENIZATIONS[cfg["tokenization"]],
+                 "; ".join(f"{k} {fmt_s(v)}" for k, v in cfg["runs"][len(cfg["runs"]) // 2]["phases_s"].items())]
+                for cfg in first]
+        md.append(f"Peer compute phases (s, one run, LSH {first[0]['bands']}×{first[0]['rows']}):\n\n" +
+                  table(["peer", "tokenization", "phases"], rows) + "\n")
+    md.append("\n".join(f"- {n}" for n in CORPUS_NOTES) + "\n")
+    return "\n".join(md)
+
+
+CORPUS_NOTES = [
+    "**tokenization**: the two rows of a peer differ only in the features handed to the same MinHash-LSH. The "
+    "truth's rule is written in Python (scripts/bench_peers.py, TRUTH_TOKENIZER) and runs inside the peer "
+    "program, single-threaded, so its time counts in that row's wall and compute; gaoya's own rule runs in "
+    "Rust on its threads. gaoya takes the truth's features through its callable-analyzer API (the shingle "
+    "lists are made once and passed through), which inserts on one thread. The own rule splits on ASCII "
+    "whitespace only (gaoya's `is_ascii_whitespace`), so a no-break space (U+00A0) or an ideographic space "
+    "(U+3000) joins the words on either side into one token, and two copies of a page that differ only in "
+    "such spaces share few shingles; NFKC in the truth's rule makes them plain spaces.",
+    "**short documents**: with the truth's tokenization a document with fewer than 5 tokens is one shingle of "
+    "all of them (as in the truth), and one without a token is not indexed (the truth leaves it out). With the "
+    "own rule every document is indexed, as the peers would: rensa and datasketch get one shingle of all the "
+    "tokens of a document shorter than 5 (the script's rule), while gaoya's native 5-gram analyzer gives such a "
+    "document no shingle at all, and all those empty signatures match each other. Under ASCII splitting most "
+    "Chinese documents are a handful of long tokens, so this is where gaoya's own-rule false positives in "
+    "Chinese come from.",
+    "**LSH**: rows = 128 // bands; with bands not dividing 128 (e.g. 20 × 6) gaoya's signature is bands × rows "
+    "hashes long, datasketch bands the first 120 of its 128 values and verifies on all 128, and rensa cannot "
+    "run (skipped). P cand. is 1 − (1 − 0.8^rows)^bands, the chance that a pair at Jaccard 0.8 shares a band; "
+    "pairs near 0.8 are also lost to the estimated-Jaccard filter (128 permutations: standard error ≈ 0.035 at "
+    "0.8), which the recall-by-Jaccard table shows.",
+    "**pairs** are scored from the pairs file of the last run; the MinHash seeds are fixed, so every run finds "
+    "the same pairs (a note says so when the count differs).",
+]
 
 
 NOTES = [
@@ -756,26 +1061,48 @@ def parse_args(argv=None):
                     help="find_all number_of_blocks values to run (must be > 3); the simhash-pybind README "
                          "uses 4 in its usage example and 5 in its benchmark for 3 bits, and says the best "
                          "value depends on the data. The ratios use the fastest.")
-    ap.add_argument("--lsh-bands", type=int, default=16, help="LSH bands (rows = 128 / bands), all peers")
+    ap.add_argument("--lsh-bands", default="16",
+                    help="LSH bands (rows = 128 // bands), all peers; a comma list (e.g. 16,20,32) is swept by "
+                         "--corpus, and the generated-docs pass uses its first value")
+    ap.add_argument("--corpus", help="JSON Lines corpus ({id, text} per line) to score every document peer on, "
+                                     "with both tokenizations and every --lsh-bands value (needs --truth)")
+    ap.add_argument("--truth", help="the corpus's truth, as `neardup truth` writes it (id_a, id_b, jaccard)")
+    ap.add_argument("--groups", help="JSON Lines (may be gzipped) with an id and a `lang` per document, passed "
+                                     "to `neardup eval --groups` for the per-language scores")
     ap.add_argument("--datasketch-docs", type=int, default=0,
                     help="run datasketch on the first N documents only and scale its times linearly (0: all)")
     ap.add_argument("--truth-max-docs", type=int, default=5000,
                     help="score every tool against `neardup truth` when --docs is at most this")
-    ap.add_argument("--skip", default="", help="comma list of peers and/or sections (pairs, docs) to skip")
+    ap.add_argument("--skip", default="", help="comma list of peers and/or sections (pairs, docs, corpus) to skip")
     ap.add_argument("--tiny", action="store_true", help="smoke test: 50k fingerprints, 2k docs, 1 run")
     args = ap.parse_args(argv)
     if args.tiny:
         args.fps, args.docs, args.runs = "50000", 2000, 1
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    unknown = args.skip - set(PEERS) - {"pairs", "docs"}
+    unknown = args.skip - set(PEERS) - {"pairs", "docs", "corpus"}
     if unknown:
-        ap.error(f"--skip: unknown names {sorted(unknown)}; know {sorted(PEERS) + ['pairs', 'docs']}")
+        ap.error(f"--skip: unknown names {sorted(unknown)}; know {sorted(PEERS) + ['pairs', 'docs', 'corpus']}")
     args.fps = [int(x) for x in args.fps.split(",") if x.strip()]
     args.simhash_blocks = [int(x) for x in args.simhash_blocks.split(",") if x.strip()]
     if any(b <= K for b in args.simhash_blocks):
         ap.error(f"--simhash-blocks: every value must be greater than k={K}")
-    if NUM_PERM % args.lsh_bands:
-        ap.error(f"--lsh-bands must divide {NUM_PERM}")
+    try:
+        args.lsh_bands = [int(x) for x in args.lsh_bands.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--lsh-bands: a comma list of integers")
+    if not args.lsh_bands or any(not 1 <= b <= NUM_PERM for b in args.lsh_bands):
+        ap.error(f"--lsh-bands: every value must be between 1 and {NUM_PERM}")
+    if args.docs and NUM_PERM % args.lsh_bands[0]:
+        ap.error(f"--lsh-bands: the first value (used by the generated-docs pass) must divide {NUM_PERM}")
+    if args.corpus and not args.truth:
+        ap.error("--corpus needs --truth")
+    for name in ("corpus", "truth", "groups"):  # the user's files: relative to the current directory
+        v = getattr(args, name)
+        if v:
+            p = Path(v).expanduser().resolve()
+            if not p.is_file():
+                ap.error(f"--{name}: no file {p}")
+            setattr(args, name, p)
     for name in ("neardup", "work", "venvs", "out_dir"):
         p = Path(getattr(args, name))
         setattr(args, name, p if p.is_absolute() else (REPO_ROOT / p))
@@ -836,7 +1163,7 @@ def bench_docs(args, peers, results):
     docs = generate(args.neardup, "docs", args.docs, args.seed, args.work)
     wd = args.work / f"docs-n{args.docs}"
     job = write_job(docs, wd)
-    d = {"input": str(docs), "job": str(job), "documents": args.docs, "bands": args.lsh_bands,
+    d = {"input": str(docs), "job": str(job), "documents": args.docs, "bands": args.lsh_bands[0],
          "num_perm": NUM_PERM, "threshold": JACCARD, "shingle": SHINGLE, "neardup": {}, "peers": {}}
     results["docs"] = d
     for w in (1, 2):
@@ -848,7 +1175,7 @@ def bench_docs(args, peers, results):
             continue
         limit = args.datasketch_docs if name == "datasketch" and 0 < args.datasketch_docs < args.docs else 0
         try:
-            res = doc_peer(peer, docs, limit, args.lsh_bands, wd, args.runs)
+            res = doc_peer(peer, docs, limit, args.lsh_bands[0], wd, args.runs)
         except BenchError as e:
             log(str(e))
             d["peers"][name] = {"error": str(e)}
@@ -884,10 +1211,11 @@ def main(argv=None):
     results = {"machine": machine_info(args.neardup), "runs": args.runs,
                "args": {k: (str(v) if isinstance(v, Path) else sorted(v) if isinstance(v, set) else v)
                         for k, v in vars(args).items()},
-               "peers": {}, "pairs": {}, "docs": None, "ratios": [], "notes": NOTES}
+               "peers": {}, "pairs": {}, "docs": None, "corpus": None, "ratios": [], "notes": NOTES}
+    corpus = args.corpus and "corpus" not in args.skip
     wanted = [n for n, (_, _, use) in PEERS.items()
               if n not in args.skip and use not in args.skip and
-              ((use == "pairs" and args.fps) or (use == "docs" and args.docs))]
+              ((use == "pairs" and args.fps) or (use == "docs" and (args.docs or corpus)))]
     peers = {n: ensure_peer(n, args.venvs) for n in wanted}
     results["peers"] = {n: {"version": p.version, "error": p.error, "packages": p.packages,
                             "python": str(p.python) if p.python else None} for n, p in peers.items()}
@@ -897,10 +1225,14 @@ def main(argv=None):
             bench_pairs(args, peers, results)
         if args.docs and "docs" not in args.skip:
             bench_docs(args, peers, results)
+        if corpus:
+            bench_corpus(args, peers, results)
     except BenchError as e:  # neardup itself failed: there is no baseline to compare against
         sys.exit(f"bench_peers: {e}")
 
     results["machine"]["loadavg_end"] = os.getloadavg()
+    if results["corpus"]:
+        results["corpus"]["notes"] = CORPUS_NOTES
     md = report(results)
     (args.out_dir / "peers.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out_dir / "peers.md").write_text(md)
