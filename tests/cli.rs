@@ -42,6 +42,38 @@ fn expected_pairs() -> BTreeMap<(String, String), f64> {
         .collect()
 }
 
+/// Pairs of sample documents whose normalized token sequences are identical, `a < b`.
+fn identical_sample_pairs() -> Vec<(String, String)> {
+    let docs: Vec<(String, Vec<String>)> =
+        std::fs::read_to_string(root().join("data-samples/docs.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["id"].as_str().unwrap().to_string(),
+                    neardup::text::tokens(v["text"].as_str().unwrap()),
+                )
+            })
+            .collect();
+    let mut identical = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            if docs[i].1 == docs[j].1 {
+                let (a, b) = (docs[i].0.clone(), docs[j].0.clone());
+                identical.push(if a < b { (a, b) } else { (b, a) });
+            }
+        }
+    }
+    assert!(
+        identical.len() >= 5,
+        "the sample plants exact and formatting-only copies"
+    );
+    identical
+}
+
+/// The sample job (the accurate preset's settings: MinHash candidates, exact verification) finds
+/// every expected pair with its exact Jaccard, and nothing else.
 #[test]
 fn sample_job_finds_the_expected_pairs() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,6 +87,52 @@ fn sample_job_finds_the_expected_pairs() {
         out.stdout.is_empty(),
         "nothing but data on stdout, and run writes files"
     );
+    let text = std::fs::read_to_string(dir.path().join("pairs.tsv")).unwrap();
+    let pairs: BTreeMap<(String, String), f64> = text
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split('\t').collect();
+            assert_eq!(v.len(), 3, "id_a, id_b, jaccard: {l:?}");
+            ((v[0].to_string(), v[1].to_string()), v[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(pairs.len(), text.lines().count(), "each pair once");
+    let expected = expected_pairs();
+    for (p, j) in &pairs {
+        assert_eq!(
+            expected.get(p),
+            Some(j),
+            "{p:?}: not a true pair, or not its Jaccard"
+        );
+    }
+    let recall = pairs.len() as f64 / expected.len() as f64;
+    eprintln!(
+        "sample: {} pairs, precision 1, recall {recall:.3}",
+        pairs.len()
+    );
+    // Bands of 21 x 6 make a pair at Jaccard 0.8 a candidate with probability 0.998.
+    assert!(recall >= 0.95, "recall {recall}");
+    for (a, b) in identical_sample_pairs() {
+        assert_eq!(pairs.get(&(a.clone(), b.clone())), Some(&1.0), "{a} {b}");
+    }
+    let s = summary(&dir.path().join("summary.json"));
+    assert_eq!(s["documents"]["read"], s["documents"]["processed"]);
+    assert_eq!(s["pairs"]["total"], pairs.len());
+    assert_eq!(s["method"], "minhash");
+    assert_eq!(s["verification"]["mode"], "exact");
+    assert_eq!(s["bands"]["name"], "128 / 21 x 6");
+}
+
+/// The fast preset (simhash, k = 3, unverified) is precise; its recall is simhash's.
+#[test]
+fn fast_preset_finds_most_expected_pairs_precisely() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(
+        neardup()
+            .args(["run", "jobs/fast.toml", "--out-dir"])
+            .arg(dir.path())
+            .current_dir(root()),
+    );
     let pairs = read_pairs(&dir.path().join("pairs.tsv"));
     assert_sorted_unique(&pairs);
     let expected = expected_pairs();
@@ -66,52 +144,22 @@ fn sample_job_finds_the_expected_pairs() {
     let precision = true_positives as f64 / found.len() as f64;
     let recall = true_positives as f64 / expected.len() as f64;
     eprintln!(
-        "sample: {} pairs, precision {precision:.3}, recall {recall:.3}",
+        "fast: {} pairs, precision {precision:.3}, recall {recall:.3}",
         found.len()
     );
-    // Plain simhash at k=3 is precise; recall in 0.8..0.95 Jaccard is limited (docs/FEATURES.md:
-    // 0.64 on the 1,464-pair dev corpus). On these 60 pairs one borderline pair moves recall by
-    // 0.017, and any change of feature hashing moves several, so the floor leaves room for that.
+    // Plain simhash at k=3 is precise; recall in 0.8..0.95 Jaccard is limited (docs/ACCURACY.md).
+    // On these 60 pairs one borderline pair moves recall by 0.017, and any change of feature
+    // hashing moves several, so the floor leaves room for that.
     assert!(precision >= 0.95, "precision {precision}");
     assert!(recall >= 0.45, "recall {recall}");
-
-    // Documents whose normalized token sequences are identical must be reported at distance 0.
-    let docs: Vec<(String, Vec<String>)> =
-        std::fs::read_to_string(root().join("data-samples/docs.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                (
-                    v["id"].as_str().unwrap().to_string(),
-                    neardup::text::tokens(v["text"].as_str().unwrap()),
-                )
-            })
-            .collect();
-    let mut identical = 0;
-    for i in 0..docs.len() {
-        for j in i + 1..docs.len() {
-            if docs[i].1 == docs[j].1 {
-                identical += 1;
-                let (a, b) = if docs[i].0 < docs[j].0 {
-                    (&docs[i].0, &docs[j].0)
-                } else {
-                    (&docs[j].0, &docs[i].0)
-                };
-                assert!(
-                    pairs.contains(&(a.clone(), b.clone(), 0)),
-                    "identical {a} {b} not reported at 0"
-                );
-            }
-        }
+    // Documents whose normalized token sequences are identical are reported at distance 0.
+    for (a, b) in identical_sample_pairs() {
+        assert!(
+            pairs.contains(&(a.clone(), b.clone(), 0)),
+            "identical {a} {b} not reported at 0"
+        );
     }
-    assert!(
-        identical >= 5,
-        "the sample plants exact and formatting-only copies"
-    );
-
     let s = summary(&dir.path().join("summary.json"));
-    assert_eq!(s["documents"]["read"], s["documents"]["processed"]);
     assert_eq!(s["pairs"]["total"], pairs.len());
     let fingerprints = std::fs::read_to_string(dir.path().join("fingerprints.jsonl")).unwrap();
     assert_eq!(
@@ -431,30 +479,37 @@ fn two_processes_give_the_same_output_as_one_worker() {
     );
     assert!(!read_pairs(&single).is_empty());
 
-    // The whole job too: documents read by two processes, one merged output written by process 0.
-    let out_dir = dir.path().join("job-out");
-    let args: Vec<String> = vec![
-        "run".into(),
-        root().join("jobs/sample.toml").display().to_string(),
-        "--out-dir".into(),
-        out_dir.display().to_string(),
-    ];
-    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
-    let one = dir.path().join("one-out");
-    run_ok(
-        neardup()
-            .arg("run")
-            .arg(root().join("jobs/sample.toml"))
-            .arg("--out-dir")
-            .arg(&one)
-            .args(["-w", "1"]),
-    );
-    for f in ["pairs.tsv", "fingerprints.jsonl"] {
-        assert_eq!(
-            std::fs::read(out_dir.join(f)).unwrap(),
-            std::fs::read(one.join(f)).unwrap(),
-            "{f}"
+    // Whole jobs too: documents read by two processes, one merged output written by process 0.
+    // The sample job (MinHash bands, exact verification: records read again in both processes)
+    // and the fast preset (simhash, with fingerprints).
+    for (job, files) in [
+        ("jobs/sample.toml", &["pairs.tsv"][..]),
+        ("jobs/fast.toml", &["pairs.tsv", "fingerprints.jsonl"][..]),
+    ] {
+        let out_dir = dir.path().join("job-out");
+        let args: Vec<String> = vec![
+            "run".into(),
+            root().join(job).display().to_string(),
+            "--out-dir".into(),
+            out_dir.display().to_string(),
+        ];
+        assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+        let one = dir.path().join("one-out");
+        run_ok(
+            neardup()
+                .arg("run")
+                .arg(root().join(job))
+                .arg("--out-dir")
+                .arg(&one)
+                .args(["-w", "1"]),
         );
+        for f in files {
+            let got = std::fs::read(out_dir.join(f)).unwrap();
+            assert!(!got.is_empty(), "{job} {f}");
+            assert_eq!(got, std::fs::read(one.join(f)).unwrap(), "{job} {f}");
+        }
+        let s = summary(&out_dir.join("summary.json"));
+        assert_eq!(s["processes"], 2);
     }
 }
 

@@ -58,8 +58,10 @@ fn check_job(job: &str, files: &[&str]) {
 }
 
 #[test]
-fn the_sample_job_gives_its_golden_outputs() {
-    check_job("jobs/sample.toml", &["pairs.tsv", "fingerprints.jsonl"]);
+fn the_sample_job_and_the_presets_give_their_golden_outputs() {
+    check_job("jobs/sample.toml", &["pairs.tsv"]);
+    check_job("jobs/accurate.toml", &["pairs.tsv"]);
+    check_job("jobs/fast.toml", &["pairs.tsv", "fingerprints.jsonl"]);
 }
 
 #[test]

@@ -340,13 +340,13 @@ fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
     }
 }
 
-/// Generated documents with near-duplicates and exact copies, and each usable one's id, MinHash
-/// signature (128 values, one permutation) and 5-shingle set: the twin of the MinHash path.
-fn minhash_twin(
-    dir: &Path,
-    seed: u64,
-    n: usize,
-) -> (std::path::PathBuf, Vec<(String, Vec<u32>, Vec<u64>)>) {
+/// Each usable document's id, MinHash signature and 5-shingle set.
+type Twin = Vec<(String, Vec<u32>, Vec<u64>)>;
+
+/// Writes `docs.jsonl` into `dir`: generated documents with near-duplicates and exact copies; and
+/// returns each usable one's id, MinHash signature (128 values, one permutation) and 5-shingle
+/// set: the twin of the MinHash path.
+fn minhash_twin(dir: &Path, seed: u64, n: usize) -> Twin {
     use neardup::sketch::{MinHasher, Scheme};
     use neardup::text::{shingle_set_of, Scratch};
     let docs = dir.join("docs.jsonl");
@@ -377,7 +377,7 @@ fn minhash_twin(
             })
         })
         .collect();
-    (docs, all)
+    all
 }
 
 /// Runs a MinHash job (the `[minhash]` and `[verify]` lines given) over `docs.jsonl` in `dir` at
@@ -409,7 +409,7 @@ fn lsh_bands_each_pair_once_equal_to_brute_force_over_band_keys_at_1_2_4_workers
     use neardup::candidates::BandLayout;
     use neardup::sketch::minhash::{band_key, estimate};
     let dir = tempfile::tempdir().unwrap();
-    let (_, all) = minhash_twin(dir.path(), 33, 500);
+    let all = minhash_twin(dir.path(), 33, 500);
     for (bands, rows, min_bands) in [(16, 8, 1), (32, 4, 2), (6, 14, 2)] {
         let layout = BandLayout::new(128, bands, rows, min_bands).unwrap();
         let keys: Vec<Vec<u64>> = all
@@ -448,7 +448,7 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     use neardup::sketch::minhash::{band_key, estimate};
     use neardup::text::jaccard;
     let dir = tempfile::tempdir().unwrap();
-    let (_, all) = minhash_twin(dir.path(), 34, 500);
+    let all = minhash_twin(dir.path(), 34, 500);
     let (bands, rows, threshold) = (20, 5, 0.7);
     let keys: Vec<Vec<u64>> = all
         .iter()
@@ -475,7 +475,10 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     }
     exact.sort();
     estimated.sort();
-    assert!(exact_copies > 5, "exact copies among the pairs: {exact_copies}");
+    assert!(
+        exact_copies > 5,
+        "exact copies among the pairs: {exact_copies}"
+    );
     assert!(exact.len() > 30 && estimated.len() > 30);
     let ids = |v: &[String]| -> Vec<String> {
         v.iter()
@@ -483,7 +486,8 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
             .collect()
     };
     assert_ne!(ids(&exact), ids(&estimated), "estimates are not exact");
-    let sections = format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = {threshold}\n");
+    let sections =
+        format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = {threshold}\n");
     check_minhash_job(dir.path(), &sections, &exact, "exact");
     let sections = format!("{sections}mode = \"estimate\"\n");
     check_minhash_job(dir.path(), &sections, &estimated, "estimate");

@@ -35,6 +35,22 @@ pub fn rank(
         urls,
         at,
     } = docs;
+    // MinHash: one signature per distinct key, taken before ranking so the per-document values
+    // are freed first (a key whose documents all lose their id is never looked up).
+    let signatures = if values.is_empty() {
+        Vec::new()
+    } else {
+        let m = values.len() / simhash.len();
+        let mut firsts: Vec<(u64, usize)> = simhash.iter().copied().zip(0..).collect();
+        firsts.sort_unstable();
+        firsts.dedup_by_key(|(key, _)| *key);
+        let signatures = firsts
+            .into_iter()
+            .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
+            .collect();
+        drop(values);
+        signatures
+    };
     let rows = keep_rows.then(|| {
         let mut urls = urls.into_iter();
         simhash
@@ -59,24 +75,6 @@ pub fn rank(
         .zip(&ranked.ranks)
         .filter_map(|(fp, r)| r.map(|r| (*fp, r)))
         .collect();
-    let signatures = if values.is_empty() {
-        Vec::new()
-    } else {
-        let m = values.len() / simhash.len();
-        let mut firsts: Vec<(u64, usize)> = simhash
-            .iter()
-            .zip(&ranked.ranks)
-            .enumerate()
-            .filter(|(_, (_, r))| r.is_some())
-            .map(|(i, (key, _))| (*key, i))
-            .collect();
-        firsts.sort_unstable();
-        firsts.dedup_by_key(|(key, _)| *key);
-        firsts
-            .into_iter()
-            .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
-            .collect()
-    };
     RankOutput {
         keyed,
         signatures,
