@@ -21,8 +21,10 @@ Two measurements, each repeated --runs times (median and every run reported), an
   neardup: `neardup pairs --fingerprints F --k 3 --layout auto --out OUT -w 2 --summary S.json`, and the
   same with `--collapse-exact GROUPS` (the like-for-like output: pairs of distinct fingerprints only).
   simhash-pybind: `simhash.find_all(hashes, blocks, 3)` for each --simhash-blocks value.
-* End to end on documents (--docs): neardup `run` on a job file with 1 and 2 workers, against a
-  complete MinHash-LSH pass in gaoya, rensa and datasketch: read the JSON Lines, lowercase, split on
+* End to end on documents (--docs): neardup `run` with 1 and 2 workers on two jobs, the fast
+  preset's method (simhash k=3) and the accurate preset's (MinHash 128, planner's bands, exact
+  Jaccard verification), with every tool scored against `neardup truth` (up to --truth-max-docs
+  documents), against a complete MinHash-LSH pass in gaoya, rensa and datasketch: read the JSON Lines, lowercase, split on
   ASCII whitespace and punctuation (gaoya's own "word" analyzer; the same rule in Python for the other
   two), word 5-shingles, 128-permutation MinHash, LSH with --lsh-bands bands (16 bands x 8 rows by
   default, the same for all three), query every document, keep the candidate pairs whose estimated
@@ -514,15 +516,20 @@ def simhash_find_all(peer: Peer, fps: Path, blocks: int, runs: int) -> dict:
     return res
 
 
-def write_job(docs: Path, workdir: Path) -> Path:
+def write_job(docs: Path, workdir: Path, preset: str = "fast") -> Path:
+    """The job neardup runs on the generated documents: the fast preset's method (simhash, k = 3) or
+    the accurate preset's (MinHash 128 with the planner's bands, exact verification)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    job = workdir / "job.toml"
+    job = workdir / ("job.toml" if preset == "fast" else f"job-{preset}.toml")
+    method = (f"[simhash]\nk = {K}\nlayout = \"auto\"\n\n" if preset == "fast" else
+              "[minhash]\nhashes = 128\n\n[verify]\nmode = \"exact\"\nthreshold = 0.8\n\n")
     job.write_text(
         "# written by scripts/bench_peers.py\n"
-        f"[input]\npaths = [{json.dumps(str(docs.resolve()))}]\n\n"
+        + ("method = \"minhash\"\n\n" if preset == "accurate" else "")
+        + f"[input]\npaths = [{json.dumps(str(docs.resolve()))}]\n\n"
         "# every document, as the peers see them (the default skips those under 10 tokens)\n"
         "[content]\nmin_tokens = 1\n\n"
-        f"[simhash]\nk = {K}\nlayout = \"auto\"\n\n"
+        + method +
         "[run]\nworkers = 2\n\n"
         f"[output]\ndir = {json.dumps(str((workdir / 'out').resolve()))}\n"
         "pairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n")
@@ -530,7 +537,7 @@ def write_job(docs: Path, workdir: Path) -> Path:
 
 
 def neardup_run(neardup: Path, job: Path, workers: int, runs: int) -> dict:
-    out_dir = job.parent / f"out-w{workers}"
+    out_dir = job.parent / f"out-{job.stem}-w{workers}"
     summary = out_dir / "summary.json"
     cmd = [neardup, "run", job, "-w", workers, "--out-dir", out_dir]
 
@@ -855,14 +862,16 @@ def report(results: dict) -> str:
         d = results["docs"]
         md.append(f"## End to end on {fmt_n(d['documents'])} documents ({d['bytes'] / 1e6:,.1f} MB JSON Lines)\n")
         rows = []
-        for w in ("1", "2"):
+        for w in ("1", "2", "accurate-1", "accurate-2"):
             res = d["neardup"].get(w)
             if not res:
                 continue
             m = res["median"]
-            rows.append([f"neardup run -w {w}", fmt_s(m["wall_s"]), runs_list(res),
-                         f"{fmt_s(m['compute_s'])} (total; tables {fmt_s(m['tables_s'])})", fmt_n(m["pairs"]), "–",
-                         fmt_mib(m["peak_rss_kb"]), fmt_s(m["cpu_s"]), "simhash of 3-shingles, k=3"])
+            what = ("fast preset: simhash of 3-shingles, k=3" if "-" not in w else
+                    "accurate preset: MinHash 128 (21×6 bands), exact Jaccard verification")
+            rows.append([f"neardup run -w {w[-1]}", fmt_s(m["wall_s"]), runs_list(res),
+                         f"{fmt_s(m['compute_s'])} (total; rounds {fmt_s(m['tables_s'])})", fmt_n(m["pairs"]), "–",
+                         fmt_mib(m["peak_rss_kb"]), fmt_s(m["cpu_s"]), what])
         for name, res in d["peers"].items():
             if "error" in res:
                 rows.append([name, "failed", "", "", "", "", "", "", one_line(res["error"])[:300]])
@@ -1022,11 +1031,12 @@ NOTES = [
     "`find_all` first turns the hashes into a set, so it returns pairs of *distinct* fingerprint values "
     "only: no distance-0 pairs and no expansion. `neardup pairs --collapse-exact` lists pairs between "
     "exact-group representatives only, which is the same set, so its count is the one compared.",
-    "**pairs**, documents: neardup finds simhash pairs within Hamming distance 3 (tf-weighted 3-token "
-    "shingles, its own tokenizer); the peers find MinHash-LSH candidates with an estimated Jaccard ≥ 0.8 of "
-    "lowercased word 5-shingles (tokens split on ASCII whitespace and punctuation). Different criteria, so "
-    "the counts are not expected to match; the accuracy table (small inputs) scores every tool against the "
-    "same exact-Jaccard truth.",
+    "**pairs**, documents: neardup's fast preset finds simhash pairs within Hamming distance 3 (tf-weighted "
+    "3-token shingles, its own tokenizer); its accurate preset finds MinHash-LSH candidates (128 values, "
+    "21 × 6 bands) and keeps those whose exact Jaccard of 5-token shingle sets is ≥ 0.8 (the truth's own "
+    "definition); the peers find MinHash-LSH candidates with an estimated Jaccard ≥ 0.8 of lowercased word "
+    "5-shingles (tokens split on ASCII whitespace and punctuation). Different criteria, so the counts are "
+    "not expected to match; the accuracy table scores every tool against the same exact-Jaccard truth.",
     "**LSH**, documents: the same banding for the three peers, 16 bands × 8 rows of the 128 MinHash values by "
     "default (a pair at Jaccard 0.8 becomes a candidate with probability ≈ 0.95; rensa needs the bands to "
     "divide 128; datasketch's own choice for 0.8 would be 9 × 13, which finds a 0.8 pair only ≈ 40% of the "
@@ -1071,7 +1081,7 @@ def parse_args(argv=None):
                                      "to `neardup eval --groups` for the per-language scores")
     ap.add_argument("--datasketch-docs", type=int, default=0,
                     help="run datasketch on the first N documents only and scale its times linearly (0: all)")
-    ap.add_argument("--truth-max-docs", type=int, default=5000,
+    ap.add_argument("--truth-max-docs", type=int, default=100000,
                     help="score every tool against `neardup truth` when --docs is at most this")
     ap.add_argument("--skip", default="", help="comma list of peers and/or sections (pairs, docs, corpus) to skip")
     ap.add_argument("--tiny", action="store_true", help="smoke test: 50k fingerprints, 2k docs, 1 run")
@@ -1163,11 +1173,14 @@ def bench_docs(args, peers, results):
     docs = generate(args.neardup, "docs", args.docs, args.seed, args.work)
     wd = args.work / f"docs-n{args.docs}"
     job = write_job(docs, wd)
-    d = {"input": str(docs), "job": str(job), "documents": args.docs, "bands": args.lsh_bands[0],
-         "num_perm": NUM_PERM, "threshold": JACCARD, "shingle": SHINGLE, "neardup": {}, "peers": {}}
+    accurate = write_job(docs, wd, "accurate")
+    d = {"input": str(docs), "job": str(job), "job_accurate": str(accurate), "documents": args.docs,
+         "bands": args.lsh_bands[0], "num_perm": NUM_PERM, "threshold": JACCARD, "shingle": SHINGLE,
+         "neardup": {}, "peers": {}}
     results["docs"] = d
     for w in (1, 2):
         d["neardup"][str(w)] = neardup_run(args.neardup, job, w, args.runs)
+        d["neardup"][f"accurate-{w}"] = neardup_run(args.neardup, accurate, w, args.runs)
     d["bytes"] = d["neardup"]["2"]["median"]["bytes"]
     for name in ("gaoya", "rensa", "datasketch"):
         peer = peers.get(name)
@@ -1183,17 +1196,20 @@ def bench_docs(args, peers, results):
         res["scale"] = args.docs / limit if limit else 1.0
         d["peers"][name] = res
         m = res["median"]
-        for w in ("1", "2"):
+        for w in ("1", "2", "accurate-1", "accurate-2"):
             nd = d["neardup"][w]["median"]
+            label = (f"neardup run -w {w}, fast: simhash k=3" if "-" not in w else
+                     f"neardup run -w {w[-1]}, accurate: MinHash + exact verification")
             results["ratios"].append({
                 "input": f"{fmt_n(args.docs)} docs",
                 "peer": name + (f" (first {fmt_n(limit)} docs, ×{res['scale']:.1f})" if limit else ""),
-                "baseline": f"neardup run -w {w} (compute: total)",
+                "baseline": f"{label} (compute: total)",
                 # only the compute part scales; start-up and import are paid once
                 "peer_wall": m["wall_s"] + m["compute_s"] * (res["scale"] - 1), "neardup_wall": nd["wall_s"],
                 "peer_compute": m["compute_s"] * res["scale"], "neardup_compute": nd["compute_s"]})
     if args.docs <= args.truth_max_docs:
-        tools = {"neardup": (d["neardup"]["2"]["pairs_file"], 0)}
+        tools = {"neardup fast (simhash k=3)": (d["neardup"]["2"]["pairs_file"], 0),
+                 "neardup accurate (MinHash, exact verification)": (d["neardup"]["accurate-2"]["pairs_file"], 0)}
         tools.update({n: (r["pairs_file"], r["limit"]) for n, r in d["peers"].items() if "error" not in r})
         d["accuracy"] = accuracy(args.neardup, docs, wd, tools)
 
