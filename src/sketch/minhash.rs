@@ -60,8 +60,9 @@ impl Scheme {
     }
 }
 
-/// An empty bin (a value is at most `u32::MAX`, so this is never one).
-const EMPTY: u64 = u64::MAX;
+/// An empty bin. A shingle whose value is `u32::MAX` (one in 2^32) leaves its bin looking empty;
+/// the bin is then densified like an empty one, alike in every document.
+const EMPTY: u32 = u32::MAX;
 
 /// Seeds the signature key and the band keys apart.
 const KEY_SEED: u64 = 0x4d49_4e48_4153_484b; // "MINHASHK"
@@ -72,10 +73,10 @@ pub struct MinHasher {
     scheme: Scheme,
     features: FeatureConfig,
     scratch: Scratch,
-    bins: Vec<u64>,
+    bins: Vec<u32>,
     signature: Vec<u32>,
     /// The bins before densification.
-    filled: Vec<u64>,
+    filled: Vec<u32>,
     /// Classic scheme: one seed per hash function.
     seeds: Vec<u64>,
 }
@@ -118,20 +119,15 @@ impl MinHasher {
                 #[inline(always)]
                 |h| {
                     let bin = ((h as u128 * m as u128) >> 64) as usize;
-                    let v = h & 0xffff_ffff;
-                    if v < bins[bin] {
-                        bins[bin] = v;
-                    }
+                    let v = h as u32;
+                    bins[bin] = bins[bin].min(v);
                 },
             ),
             Scheme::Classic => {
                 let seeds = &self.seeds;
                 for_each_shingle(text, &self.features, &mut self.scratch, |h| {
                     for (bin, &seed) in bins.iter_mut().zip(seeds) {
-                        let v = mix64(h ^ seed) & 0xffff_ffff;
-                        if v < *bin {
-                            *bin = v;
-                        }
+                        *bin = (*bin).min(mix64(h ^ seed) as u32);
                     }
                 })
             }
@@ -141,7 +137,7 @@ impl MinHasher {
         }
         densify(bins, &mut self.filled);
         self.signature.clear();
-        self.signature.extend(bins.iter().map(|&v| v as u32));
+        self.signature.extend_from_slice(bins);
         Some((&self.signature, tokens))
     }
 }
@@ -149,7 +145,7 @@ impl MinHasher {
 /// Optimal densification: every empty bin takes the value of the first non-empty bin on its own
 /// probe sequence `probe(i, 1), probe(i, 2), ...`, which depends only on `i` and the attempt, so
 /// two documents with the same non-empty bins fill their empty ones alike.
-fn densify(bins: &mut [u64], filled: &mut Vec<u64>) {
+fn densify(bins: &mut [u32], filled: &mut Vec<u32>) {
     let m = bins.len() as u64;
     if !bins.contains(&EMPTY) {
         return;
