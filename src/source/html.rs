@@ -6,13 +6,25 @@
 //!   crawled pages often lie about it. Decoding never fails: what cannot be decoded becomes U+FFFD.
 //! - **Parse.** html5ever (through `scraper`) builds the tree exactly as a browser would: implied end
 //!   tags, misnested markup, raw-text `<script>`/`<style>`, entities. Scripts, styles, templates,
-//!   comments and the `<head>` are dropped; block elements become paragraph breaks.
-//! - **Boilerplate.** [`Boilerplate::Extract`] keeps the main content: inside `<main>`, `role=main` or
-//!   the largest `<article>` when the page has one, without `nav`/`header`/`footer`/`aside`/forms,
-//!   without elements whose role, id or class names navigation, menus, banners, ads, cookie notices,
-//!   share buttons or breadcrumbs, and without link-dense blocks (more than half of the text inside
-//!   links). A plain `sidebar` class is kept: DocBook uses it for tip boxes, which are content, and
-//!   navigation sidebars are link lists that the link-density rule drops anyway.
+//!   comments and the `<head>` are dropped; block elements become paragraph breaks, and text split by
+//!   inline elements stays one word (`ex<b>amp</b>le`), as on screen.
+//! - **Boilerplate.** [`Boilerplate::Extract`] keeps the main content:
+//!   - **The root.** The page's own mark when it has one: `<main>` or `role=main` (the innermost,
+//!     when one is nested in the other), else the largest `<article>`. Otherwise the smallest
+//!     container that holds nearly all (95%) of the page's text outside links and layout, and all of
+//!     its headings (`content_root`): what that leaves out is menus, link lists and a few words of
+//!     layout.
+//!   - **Dropped inside it.** `nav`/`header`/`footer`/`aside`/forms and the ARIA roles of navigation,
+//!     banners and the like; block containers whose id or class names layout (nav, menu, banner,
+//!     header, footer, breadcrumbs, ads, cookie notices, share bars, page meta, widgets, compounds
+//!     such as `navheader` or `site-footer`), except a titled container that holds more than half of
+//!     the page. Ids made from titles or API names (`s-widget-attributes` on a titled section,
+//!     `http.cookies.Morsel`) are anchors, not layout names. A plain `sidebar` class is kept: DocBook
+//!     and docutils use it for boxes inside the text.
+//!   - **Link density**, only when the page marks no root and none is found: blocks with more than
+//!     half of their text inside `<a href>` are dropped (an `<a id>` anchor is not a link), but never
+//!     headings or preformatted text. Inside a root, lists of links are part of the text (tables of
+//!     contents, "see also" lists).
 
 use std::borrow::Cow;
 
@@ -265,15 +277,21 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "banner",
     "breadcrumb",
     "breadcrumbs",
+    "byline",
     "cookie",
     "cookies",
+    "dateline",
+    "foot",
     "footer",
     "header",
     "masthead",
     "menu",
+    "meta",
     "nav",
     "navbar",
     "navigation",
+    "pager",
+    "pagination",
     "promo",
     "related",
     "share",
@@ -288,14 +306,56 @@ const BOILERPLATE_WORDS: &[&str] = &[
     "widget",
 ];
 
-/// True if an element is layout, not content, by its name, role, id or classes.
-fn is_boilerplate(el: &scraper::node::Element) -> bool {
-    let name = el.name();
-    if matches!(name, "nav" | "header" | "footer" | "aside" | "form") {
+/// Layout words that also mark a name they end ("sitefooter", "mainmenu", "leftnav") or begin
+/// ("navheader", "navfooter"); the others must be whole words ("shared" is not "share", Sphinx's
+/// "menuselection" is content, and a "sectionheader" may well be a heading).
+const COMPOUND_SUFFIXES: &[&str] = &["banner", "footer", "menu", "nav", "navbar", "toolbar"];
+const COMPOUND_PREFIXES: &[&str] = &["nav"];
+
+/// Abbreviated region names, layout only as a whole id or class (YUI's `#hd`/`#ft`, `.hdr`, `.ftr`):
+/// as a word they are too short to trust (`hd_id3151189` is a heading's id).
+const LAYOUT_ABBREVIATIONS: &[&str] = &["hd", "ft", "hdr", "ftr"];
+
+/// True if an id or class value names layout: one of its words (split at non-alphanumerics and
+/// lower-to-upper case changes) is a layout word, or is a compound of one.
+fn names_layout(value: &str) -> bool {
+    if LAYOUT_ABBREVIATIONS
+        .iter()
+        .any(|a| value.trim().eq_ignore_ascii_case(a))
+    {
         return true;
     }
-    if let Some(role) = el.attr("role") {
-        if matches!(
+    let mut words = Vec::new();
+    for part in value.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let mut start = 0;
+        let bytes = part.as_bytes();
+        for i in 1..bytes.len() {
+            if bytes[i].is_ascii_uppercase() && bytes[i - 1].is_ascii_lowercase() {
+                words.push(&part[start..i]);
+                start = i;
+            }
+        }
+        words.push(&part[start..]);
+    }
+    words.into_iter().filter(|w| !w.is_empty()).any(|w| {
+        let w = w.to_ascii_lowercase();
+        BOILERPLATE_WORDS.contains(&w.as_str())
+            || COMPOUND_SUFFIXES
+                .iter()
+                .any(|x| w.len() > x.len() && w.ends_with(x))
+            || COMPOUND_PREFIXES
+                .iter()
+                .any(|x| w.len() > x.len() && w.starts_with(x))
+    })
+}
+
+/// True if an element is layout by its tag or ARIA role.
+fn is_layout_element(el: &scraper::node::Element) -> bool {
+    if matches!(el.name(), "nav" | "header" | "footer" | "aside" | "form") {
+        return true;
+    }
+    el.attr("role").is_some_and(|role| {
+        matches!(
             role.trim().to_ascii_lowercase().as_str(),
             "navigation"
                 | "banner"
@@ -304,22 +364,65 @@ fn is_boilerplate(el: &scraper::node::Element) -> bool {
                 | "search"
                 | "menu"
                 | "menubar"
-        ) {
-            return true;
-        }
-    }
-    if matches!(
-        name,
-        "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "p" | "pre" | "code"
-    ) {
+        )
+    })
+}
+
+/// True if an element's id or classes name a layout region. Names mark page regions, so only block
+/// containers are judged by them (a link of class "header" inside a heading is the heading's own
+/// anchor), and headings and preformatted text are content whatever their class.
+fn is_named_layout(el: scraper::ElementRef) -> bool {
+    let v = el.value();
+    if !is_block(v.name()) || is_protected(v.name()) {
         return false;
     }
-    let marks = |value: &str| {
-        value
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|w| BOILERPLATE_WORDS.iter().any(|b| b.eq_ignore_ascii_case(w)))
-    };
-    el.attr("id").is_some_and(marks) || el.classes().any(marks)
+    v.classes().any(names_layout) || v.attr("id").is_some_and(|id| id_names_layout(el, id))
+}
+
+/// True if an id names a layout region. Generators derive ids from titles and API names
+/// (`PLPYTHON-SHARING`, `s-widget-attributes`, `http.cookies.Morsel`), so an id with a dot, or an
+/// id of several words on an element that holds a heading (a titled section), is an anchor, not a
+/// layout name. A region with the id "sidebar" is layout; a "sidebar" class is kept (DocBook and
+/// docutils use it for boxes inside the text).
+fn id_names_layout(el: scraper::ElementRef, id: &str) -> bool {
+    if id.contains('.') || !(names_layout(id) || id.eq_ignore_ascii_case("sidebar")) {
+        return false;
+    }
+    let one_word = id.chars().all(|c| c.is_ascii_alphanumeric());
+    one_word
+        || !el
+            .descendants()
+            .any(|n| n.value().as_element().is_some_and(|e| is_heading(e.name())))
+}
+
+/// The boilerplate rules applied to one page.
+struct Judge {
+    /// Every element's text outside links, with only the tag and role rules applied.
+    raw: NodeMap<Weight>,
+    /// The same for the whole page.
+    page: usize,
+}
+
+impl Judge {
+    fn new(root: scraper::ElementRef) -> Judge {
+        let raw = weights(root, &|el| is_layout_element(el.value()));
+        let page = raw.get(&root.id()).map_or(0, |w| w.chars);
+        Judge { raw, page }
+    }
+
+    /// True if an element is layout, not content: by its tag or role, or by its name unless it
+    /// holds a heading and more than half of the page's text (a titled region named "header" that
+    /// holds most of the page is the page, like `<section class="orm-header">` around a chapter).
+    fn is_boilerplate(&self, el: scraper::ElementRef) -> bool {
+        if is_layout_element(el.value()) {
+            return true;
+        }
+        if !is_named_layout(el) {
+            return false;
+        }
+        let w = self.raw.get(&el.id()).copied().unwrap_or_default();
+        w.heading == 0 || w.chars * 2 <= self.page
+    }
 }
 
 /// The text of one block, and how much of it sits inside links.
@@ -327,39 +430,192 @@ fn is_boilerplate(el: &scraper::node::Element) -> bool {
 struct Block {
     text: String,
     link_chars: usize,
+    /// A heading or preformatted text: kept whatever its link density (a title that is a link to
+    /// itself, a signature whose types are links).
+    protected: bool,
 }
 
 /// Collects blocks of text in document order.
 struct Collector {
     blocks: Vec<Block>,
     current: Block,
-    extract: bool,
+    /// The last text ended in whitespace: the next text starts a new word. Text nodes that touch
+    /// (`ex<b>amp</b>le`) make one word, as in a browser.
+    space: bool,
+    /// Drop link-dense blocks: the content was not marked by the page (no `<main>`, `role=main`
+    /// or `<article>`), so lists of links are taken for navigation.
+    drop_link_lists: bool,
 }
 
 impl Collector {
-    fn push_text(&mut self, text: &str, in_link: bool) {
+    fn push_text(&mut self, text: &str, in_link: bool, protected: bool) {
+        if protected && !text.trim().is_empty() {
+            self.current.protected = true;
+        }
+        if text.starts_with(char::is_whitespace) {
+            self.space = true;
+        }
         for word in text.split_whitespace() {
-            if !self.current.text.is_empty() {
+            if !self.current.text.is_empty() && self.space {
                 self.current.text.push(' ');
             }
             self.current.text.push_str(word);
             if in_link {
                 self.current.link_chars += word.chars().count() + 1;
             }
+            self.space = true;
+        }
+        if !text.is_empty() {
+            self.space = text.ends_with(char::is_whitespace);
         }
     }
 
     fn end_block(&mut self) {
+        self.space = true;
         let block = std::mem::take(&mut self.current);
         if block.text.is_empty() {
             return;
         }
         let chars = block.text.chars().count();
-        if self.extract && block.link_chars * 2 > chars {
+        if self.drop_link_lists && !block.protected && block.link_chars * 2 > chars {
             return;
         }
         self.blocks.push(block);
     }
+}
+
+/// A link: `<a href>`. An `<a id>` or `<a name>` is an anchor, and crawled pages often leave one
+/// open (`<a id="x"/>` is a start tag in HTML), which would put the rest of a section "in a link".
+fn is_link(el: &scraper::node::Element) -> bool {
+    el.name() == "a" && el.attr("href").is_some()
+}
+
+/// Headings and preformatted text, which the link-density rule never drops.
+fn is_protected(name: &str) -> bool {
+    is_heading(name) || name == "pre"
+}
+
+/// Elements that group blocks: where a content root may be.
+fn is_container(name: &str) -> bool {
+    matches!(
+        name,
+        "body"
+            | "div"
+            | "section"
+            | "article"
+            | "main"
+            | "table"
+            | "tbody"
+            | "tr"
+            | "td"
+            | "center"
+            | "blockquote"
+    )
+}
+
+fn is_heading(name: &str) -> bool {
+    matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+}
+
+/// Text outside links in an element's subtree (visible, not in boilerplate), in non-space
+/// characters, and how much of it is in headings.
+#[derive(Clone, Copy, Default)]
+struct Weight {
+    chars: usize,
+    heading: usize,
+}
+
+type NodeMap<T> = std::collections::HashMap<ego_tree::NodeId, T>;
+
+/// The [`Weight`] of every element under `top` that `drop` keeps (dropped and invisible subtrees
+/// have none). Inside headings and preformatted text nothing is dropped but invisible elements.
+fn weights(
+    top: scraper::ElementRef,
+    drop: &dyn Fn(scraper::ElementRef) -> bool,
+) -> NodeMap<Weight> {
+    let mut map = NodeMap::default();
+    let mut stack: Vec<Weight> = Vec::new();
+    let mut skipping: Option<ego_tree::NodeId> = None;
+    let (mut links, mut headings) = (0usize, 0usize);
+    for edge in top.traverse() {
+        match edge {
+            ego_tree::iter::Edge::Open(node) => {
+                if skipping.is_some() {
+                    continue;
+                }
+                match node.value() {
+                    Node::Text(t) if links == 0 => {
+                        let n = t.chars().filter(|c| !c.is_whitespace()).count();
+                        if let Some(w) = stack.last_mut() {
+                            w.chars += n;
+                            if headings > 0 {
+                                w.heading += n;
+                            }
+                        }
+                    }
+                    Node::Element(el) => {
+                        let wrapped = scraper::ElementRef::wrap(node).expect("an element");
+                        if is_invisible(el.name()) || (headings == 0 && drop(wrapped)) {
+                            skipping = Some(node.id());
+                            continue;
+                        }
+                        links += usize::from(is_link(el));
+                        headings += usize::from(is_protected(el.name()));
+                        stack.push(Weight::default());
+                    }
+                    _ => {}
+                }
+            }
+            ego_tree::iter::Edge::Close(node) => {
+                if let Some(id) = skipping {
+                    if id == node.id() {
+                        skipping = None;
+                    }
+                    continue;
+                }
+                if let Node::Element(el) = node.value() {
+                    links -= usize::from(is_link(el));
+                    headings -= usize::from(is_protected(el.name()));
+                    let w = stack.pop().unwrap_or_default();
+                    map.insert(node.id(), w);
+                    if let Some(parent) = stack.last_mut() {
+                        parent.chars += w.chars;
+                        parent.heading += w.heading;
+                    }
+                }
+            }
+        }
+    }
+    map
+}
+
+/// The content root of a page that does not mark one: the smallest element that holds nearly all
+/// (95%) of the page's text outside links and boilerplate, and every heading of it. What it leaves
+/// out is link lists and a few words of layout; what it holds is kept whole (lists of links
+/// included, since they sit in the text). `None` if that is the whole body.
+fn content_root<'a>(
+    root: scraper::ElementRef<'a>,
+    judge: &Judge,
+) -> Option<scraper::ElementRef<'a>> {
+    let weights = weights(root, &|el| judge.is_boilerplate(el));
+    let mut at = root;
+    loop {
+        let total = weights.get(&at.id()).copied().unwrap_or_default();
+        let best = at
+            .children()
+            .filter_map(scraper::ElementRef::wrap)
+            .filter_map(|c| weights.get(&c.id()).map(|w| (c, *w)))
+            .max_by_key(|(_, w)| w.chars)
+            // A root is a container, not one paragraph, heading or table cell of text.
+            .filter(|(c, _)| is_container(c.value().name()));
+        let Some((child, w)) = best else { break };
+        let rest = total.chars - w.chars;
+        if total.chars == 0 || rest * 20 > total.chars || total.heading > w.heading {
+            break;
+        }
+        at = child;
+    }
+    (!matches!(at.value().name(), "html" | "body")).then_some(at)
 }
 
 /// The visible text of a parsed page (or its main content, with [`Boilerplate::Extract`]).
@@ -372,19 +628,25 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
         .map(|l| l.trim().to_ascii_lowercase())
         .filter(|l| !l.is_empty());
     let extract = boilerplate == Boilerplate::Extract;
-    // The main-content root: <main> or role=main, else the largest <article>.
+    let judge = extract.then(|| Judge::new(root));
+    // The main-content root: <main> or role=main, else the largest <article>, else the smallest
+    // element that holds nearly all the text (content_root).
     let mut start = root;
-    if extract {
+    if let Some(judge) = &judge {
         let mut best: Option<(usize, scraper::ElementRef)> = None;
-        let mut main = None;
+        let mut main: Option<scraper::ElementRef> = None;
         for el in root.descendants().filter_map(scraper::ElementRef::wrap) {
             let v = el.value();
             if v.name() == "main"
                 || v.attr("role")
                     .is_some_and(|r| r.eq_ignore_ascii_case("main"))
             {
-                main = Some(el);
-                break;
+                // The first main region, or one nested in it (the more specific of the two:
+                // <main> around a role=main section also holds breadcrumbs and page meta).
+                if main.is_none_or(|m| el.ancestors().any(|a| a.id() == m.id())) {
+                    main = Some(el);
+                }
+                continue;
             }
             if v.name() == "article" {
                 let len: usize = el.text().map(str::len).sum();
@@ -393,17 +655,22 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
                 }
             }
         }
-        if let Some(el) = main.or(best.map(|(_, el)| el)) {
+        if let Some(el) = main
+            .or(best.map(|(_, el)| el))
+            .or_else(|| content_root(root, judge))
+        {
             start = el;
         }
     }
     let mut out = Collector {
         blocks: Vec::new(),
         current: Block::default(),
-        extract,
+        space: true,
+        drop_link_lists: extract && start == root,
     };
     let mut skipping: Option<ego_tree::NodeId> = None;
     let mut links = 0usize;
+    let mut protected = 0usize;
     for edge in start.traverse() {
         match edge {
             ego_tree::iter::Edge::Open(node) => {
@@ -411,18 +678,29 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
                     continue;
                 }
                 match node.value() {
-                    Node::Text(t) => out.push_text(t, links > 0),
+                    Node::Text(t) => out.push_text(t, links > 0, protected > 0),
                     Node::Element(el) => {
                         let name = el.name();
-                        if is_invisible(name) || (extract && is_boilerplate(el)) {
+                        let dropped = || {
+                            judge.as_ref().is_some_and(|j| {
+                                protected == 0
+                                    && j.is_boilerplate(
+                                        scraper::ElementRef::wrap(node).expect("an element"),
+                                    )
+                            })
+                        };
+                        if is_invisible(name) || dropped() {
                             skipping = Some(node.id());
                             continue;
                         }
                         if is_block(name) {
                             out.end_block();
                         }
-                        if name == "a" {
+                        if is_link(el) {
                             links += 1;
+                        }
+                        if is_protected(name) {
+                            protected += 1;
                         }
                     }
                     _ => {}
@@ -436,8 +714,11 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
                     continue;
                 }
                 if let Node::Element(el) = node.value() {
-                    if el.name() == "a" {
+                    if is_link(el) {
                         links = links.saturating_sub(1);
+                    }
+                    if is_protected(el.name()) {
+                        protected = protected.saturating_sub(1);
                     }
                     if is_block(el.name()) {
                         out.end_block();
@@ -545,6 +826,87 @@ mod tests {
             <div class=\"footer-wrap\">footer words</div></body></html>";
         let t = page_text(html, Boilerplate::Extract);
         assert_eq!(t.text, "Plain content paragraph with one link in it.");
+    }
+
+    #[test]
+    fn inline_elements_do_not_split_words_and_blocks_do() {
+        let t = page_text(
+            "<p>ex<b>amp</b>le <a href=x>li</a>nk</p><p>next</p><div>one</div>two",
+            Boilerplate::Keep,
+        );
+        assert_eq!(t.text, "example link\n\nnext\n\none\n\ntwo");
+    }
+
+    #[test]
+    fn anchors_without_href_are_not_links_and_titles_survive_link_density() {
+        // `<a id=x/>` opens an anchor that a browser carries over the following paragraphs.
+        let html = "<html><body><div class=navheader><a href=p>Prev</a> <a href=n>Next</a></div>\
+            <div class=chapter><h2><a href=\"#s1\">1. Section title</a></h2>\
+            <h3 class=title><a id=\"s1\"/>1.1 Sub</h3><p>Words of the first paragraph.</p>\
+            <pre>fn f(x: <a href=t>Type</a>) -> <a href=u>Other</a></pre></div>\
+            <p>A notice outside the chapter, so that the whole body is the root.</p></body></html>";
+        let t = page_text(html, Boilerplate::Extract);
+        assert_eq!(
+            t.text,
+            "1. Section title\n\n1.1 Sub\n\nWords of the first paragraph.\n\nfn f(x: Type) -> Other\n\n\
+             A notice outside the chapter, so that the whole body is the root."
+        );
+    }
+
+    #[test]
+    fn the_content_root_keeps_its_link_lists_and_drops_the_page_menus() {
+        let menu: String = (0..12)
+            .map(|i| format!("<li><a href=\"/p{i}\">Page {i}</a></li>"))
+            .collect();
+        let html = format!(
+            "<html><body><div id=top><a href=/>Home</a> <a href=/docs>Docs</a></div>\
+             <table><tr><td><ul>{menu}</ul></td><td>\
+             <div><h1>Title</h1><p>Intro text of the page, long enough to be content.</p>\
+             <ul><li><a href=\"#a\">First section</a></li><li><a href=\"#b\">Second</a></li></ul>\
+             <p>More text of the page body with <a href=x>a link</a> inside.</p></div>\
+             </td></tr></table><div class=copyright-wrap><a href=/terms>Terms</a></div></body></html>"
+        );
+        let t = page_text(&html, Boilerplate::Extract);
+        assert_eq!(
+            t.text,
+            "Title\n\nIntro text of the page, long enough to be content.\n\nFirst section\n\n\
+             Second\n\nMore text of the page body with a link inside."
+        );
+    }
+
+    #[test]
+    fn layout_names_compounds_and_anchors() {
+        assert!(names_layout("navheader") && names_layout("site-footer"));
+        assert!(names_layout("mainMenu") && names_layout("leftnav") && names_layout("hd"));
+        assert!(names_layout("post-meta") && names_layout("cookie_banner"));
+        assert!(!names_layout("shared") && !names_layout("menuselection"));
+        assert!(!names_layout("sectionheader") && !names_layout("hd_id3151189"));
+        assert!(!names_layout("footnote") && !names_layout("sidebar"));
+        // Ids made from titles or API names are anchors: a titled section, a dotted name.
+        let html = "<html><body><div id=\"PLPYTHON-SHARING\" class=sect1><h2>Sharing Data</h2>\
+            <p>The global dictionary is shared.</p><dl><dt id=\"http.cookies.Morsel\">Morsel</dt>\
+            <dd>A cookie.</dd></dl></div><div id=footer>Copyright</div>\
+            <div id=sidebar><h3>Last update</h3><p>Monday</p></div></body></html>";
+        let t = page_text(html, Boilerplate::Extract);
+        assert_eq!(
+            t.text,
+            "Sharing Data\n\nThe global dictionary is shared.\n\nMorsel\n\nA cookie."
+        );
+        // A titled region that holds most of the page is the page, whatever its name.
+        let html = "<html><body><div class=breadcrumbs>Docs / Page</div>\
+            <section class=page-header><h1>Page</h1><p>All of the page's text is here.</p>\
+            </section></body></html>";
+        let t = page_text(html, Boilerplate::Extract);
+        assert_eq!(t.text, "Page\n\nAll of the page's text is here.");
+    }
+
+    #[test]
+    fn a_main_region_inside_main_is_the_more_specific() {
+        let html = "<html><body><main><div class=crumbs>Docs / Page</div>\
+            <section role=main><p>Text of <a href=x>the</a> page.</p><ul><li><a href=a>A link list</a></li></ul>\
+            </section><p>Updated yesterday, 1,234 views</p></main></body></html>";
+        let t = page_text(html, Boilerplate::Extract);
+        assert_eq!(t.text, "Text of the page.\n\nA link list");
     }
 
     #[test]
