@@ -186,8 +186,9 @@ enum Command {
         /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
         /// simhash), warc (WARC pages to simhash: HTML parse, main content, fingerprint) or skipped
         /// (whole fingerprint runs on a corpus and on the same corpus with one record in ten
-        /// unusable).
-        #[arg(value_parser = ["pairs", "fingerprint", "warc", "skipped"])]
+        /// unusable) or job (whole `neardup run` of --job, e.g. a preset: the read + sketch stage
+        /// and the whole run).
+        #[arg(value_parser = ["pairs", "fingerprint", "warc", "skipped", "job"])]
         what: String,
         /// Sizes: fingerprints for pairs, documents for fingerprint, copies of the sample WARC for
         /// warc (comma-separated).
@@ -211,6 +212,10 @@ enum Command {
         /// Base name of the report files (default bench-WHAT).
         #[arg(long)]
         name: Option<String>,
+        /// For job: the job file to run (its inputs are replaced by the generated documents or
+        /// --input, its output directory by --out-dir).
+        #[arg(long, default_value = "jobs/accurate.toml")]
+        job: PathBuf,
         /// For warc: the WARC file that is scaled up by concatenating copies.
         #[arg(long, default_value = "data-samples/warc/sample.warc.gz")]
         warc: PathBuf,
@@ -546,9 +551,47 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             name,
             warc,
             input,
+            job,
         } => {
             anyhow::ensure!(runs >= 1, "--runs must be at least 1");
             let mut rows = Vec::new();
+            if what == "job" {
+                let mut corpora = Vec::new();
+                if let Some(input) = &input {
+                    corpora.push(input.clone());
+                }
+                for &size in n.iter().filter(|_| input.is_none()) {
+                    let docs = out_dir.join(format!("docs-{size}.jsonl"));
+                    if !docs.exists() {
+                        let opts = neardup::tools::gen::DocOptions {
+                            n: size,
+                            ..Default::default()
+                        };
+                        neardup::output::write_file(&docs, |w| {
+                            neardup::tools::gen::write_documents(&opts, w).map(|_| ())
+                        })?;
+                    }
+                    corpora.push(docs);
+                }
+                for corpus in &corpora {
+                    for &w in &workers {
+                        for row in neardup::tools::bench::job(&job, corpus, w, runs, &out_dir)? {
+                            eprintln!(
+                                "{} {} w={w}: median {:.3} s, {:.0} MB/s",
+                                row.stage,
+                                corpus.display(),
+                                row.median_s,
+                                row.mb_per_s
+                            );
+                            rows.push(row);
+                        }
+                    }
+                }
+                let name = name.unwrap_or_else(|| format!("bench-{what}"));
+                let md = neardup::tools::bench::report(&rows, &out_dir, &name)?;
+                eprintln!("neardup bench: {}", md.display());
+                return Ok(ExitCode::SUCCESS);
+            }
             if let (Some(input), "fingerprint") = (&input, what.as_str()) {
                 for &w in &workers {
                     let row = neardup::tools::bench::fingerprint(input, w, runs, &out_dir)?;

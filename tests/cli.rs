@@ -539,3 +539,31 @@ fn a_job_runs_on_other_inputs_into_another_directory() {
     assert_eq!(s["inputs"][0], input.display().to_string());
     assert!(out.join("pairs.tsv").exists());
 }
+
+#[test]
+fn bench_job_runs_a_preset_on_generated_documents_and_reports_both_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(
+        neardup()
+            .args(["bench", "job", "--n", "400", "--runs", "1", "-w", "1,2"])
+            .arg("--job")
+            .arg(root().join("jobs/accurate.toml"))
+            .arg("--out-dir")
+            .arg(dir.path()),
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("bench-job.json")).unwrap())
+            .unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "read + whole run at 1 and 2 workers");
+    assert_eq!(rows[0]["stage"], "accurate: read + sketch");
+    assert_eq!(rows[1]["stage"], "accurate: whole run");
+    for r in rows {
+        assert_eq!(r["items"], 400);
+        assert!(r["median_s"].as_f64().unwrap() > 0.0);
+    }
+    // The generated corpus has planted near-copies: the preset finds them, the same at any width.
+    assert!(rows[1]["output"].as_u64().unwrap() > 0);
+    assert_eq!(rows[1]["output"], rows[3]["output"]);
+    assert!(rows[0]["median_s"].as_f64().unwrap() <= rows[1]["median_s"].as_f64().unwrap());
+}

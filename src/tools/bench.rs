@@ -229,6 +229,71 @@ pub fn whole_fingerprint_run(
     })
 }
 
+/// Whole `neardup run JOB --input INPUT` runs, as a user runs a preset: two rows, the read stage
+/// (reading, tokenizing and sketching: the sketcher's throughput on this input) and the whole run
+/// (every stage, with the peak memory of the run). Medians of `runs`; outputs go to `scratch`.
+pub fn job(
+    job: &Path,
+    input: &Path,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> Result<[Row; 2]> {
+    let name = job
+        .file_stem()
+        .map_or_else(|| "job".into(), |s| s.to_string_lossy().into_owned());
+    let (mut read, mut total) = (Vec::new(), Vec::new());
+    let (mut bytes, mut peak, mut docs, mut pairs) = (0, 0, 0, 0);
+    for _ in 0..runs {
+        let spec = JobSpec::load(job)?;
+        let plan = spec.validate(
+            job.parent().unwrap_or(Path::new(".")),
+            Overrides {
+                command: "run".into(),
+                workers: Some(workers),
+                inputs: vec![input.to_path_buf()],
+                out_dir: Some(scratch.join(format!("bench-{name}"))),
+                job_file: Some(job.to_path_buf()),
+                ..Overrides::default()
+            },
+        )?;
+        bytes = plan.inputs.files.iter().map(|f| f.size).sum();
+        reset_peak_rss();
+        let s = execute(plan)?.expect("one process");
+        read.push(s.seconds.read_fingerprint);
+        total.push(s.seconds.total);
+        peak = peak.max(
+            s.peak_memory_bytes_by_process
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0),
+        );
+        docs = s.documents.processed;
+        pairs = s.pairs.map_or(0, |p| p.total);
+    }
+    let row = |stage: String, times: Vec<f64>| {
+        let m = median(&times);
+        Row {
+            stage,
+            items: docs,
+            bytes,
+            workers,
+            layout: String::new(),
+            median_s: m,
+            runs_s: times,
+            items_per_s: docs as f64 / m,
+            mb_per_s: bytes as f64 / m / 1e6,
+            output: pairs,
+            peak_rss: peak,
+        }
+    };
+    Ok([
+        row(format!("{name}: read + sketch"), read),
+        row(format!("{name}: whole run"), total),
+    ])
+}
+
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> Result<()> {
     let bytes = std::fs::read(sample).io_context(|| format!("reading {}", sample.display()))?;
