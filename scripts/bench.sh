@@ -42,6 +42,15 @@ elif [ "$tiny" = 0 ]; then
     echo "== real text skipped: no $real_text (python3 ../shared/tools/make_corpus.py --out ~/devcorpus, then gunzip text.jsonl.gz)"
 fi
 
+echo "== presets end to end: neardup run jobs/accurate.toml (MinHash, exact verification) and jobs/fast.toml"
+for preset in accurate fast; do
+    "$bin" bench job --job "jobs/$preset.toml" --n "$docs,$docs_big" -w 2 --runs "$runs" --out-dir "$out" --name "bench-job-$preset"
+done
+"$bin" bench job --job jobs/accurate.toml --n "$docs" -w 1 --runs "$runs" --out-dir "$out" --name bench-job-accurate-1w
+if [ "$tiny" = 0 ] && [ -f "$real_text" ]; then
+    "$bin" bench job --job jobs/accurate.toml --input "$real_text" -w 1,2 --runs 5 --out-dir "$out" --name bench-job-real-text
+fi
+
 echo "== skipped records: whole fingerprint runs, default settings, clean corpus vs one record in ten unusable"
 "$bin" bench skipped --n "$docs" -w 1,2 --runs "$runs" --out-dir "$out"
 

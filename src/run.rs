@@ -17,10 +17,10 @@ use crate::source::{self, SkipReason};
 use crate::stages::bands::{self, BandScoring};
 use crate::stages::plan_rounds::Rounds;
 use crate::stages::verify::VerifyMode;
-use crate::stages::{collapse, expand, plan_rounds, rank, read, verify, write};
+use crate::stages::{cluster, collapse, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
-    first_notes, peak_rss_bytes, Counters, DocumentSummary, FingerprintSummary, LineTable,
-    PairSummary, SkipNote, StageMemory, StageTimes, Summary, VerifySummary,
+    first_notes, peak_rss_bytes, ClusterSummary, Counters, DocumentSummary, FingerprintSummary,
+    LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary, VerifySummary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -125,7 +125,7 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
 pub type WorkerResult = Result<Option<Summary>>;
 
 /// The stages whose time and memory the summary reports, in order.
-const STAGE_NAMES: [&str; 8] = [
+const STAGE_NAMES: [&str; 9] = [
     "read_fingerprint",
     "rank",
     "write_fingerprints",
@@ -133,6 +133,7 @@ const STAGE_NAMES: [&str; 8] = [
     "tables",
     "expand",
     "verify",
+    "clusters",
     "write_pairs",
 ];
 
@@ -143,7 +144,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let leader = me == 0;
     let writer = outputs.filter(|_| leader);
     // The first worker of each process moves that process's progress bar along.
-    let local_lead = me % plan.exec.workers == 0;
+    let local_lead = me.is_multiple_of(plan.exec.workers);
     let memory = local_lead.then(|| StageMemory::start(STAGE_NAMES.len() + 1));
     let enter = |stage: usize| {
         if local_lead {
@@ -243,6 +244,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut bands_summary = None;
     let mut by_distance = None;
     let mut verify_stats: Option<verify::VerifyStats> = None;
+    let mut cluster_stats: Option<cluster::ClusterStats> = None;
     let mut band_stats: Option<bands::BandStats> = None;
     let mut comparisons = 0;
     let mut largest_group = 0;
@@ -339,6 +341,21 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         };
         stage("verify", &mut times.verify, &mut lap);
 
+        // clusters over the pairs and the exact-duplicate groups
+        let members = match plan.clusters {
+            None => Vec::new(),
+            Some(_) => {
+                let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
+                if let Some(groups) = &exact {
+                    edges.extend(cluster::group_edges(groups));
+                }
+                let (members, stats) = cluster::clusters(worker, &ranked, edges);
+                cluster_stats = Some(stats);
+                members
+            }
+        };
+        stage("clusters", &mut times.clusters, &mut lap);
+
         enter(4);
         let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
         let formats = (
@@ -349,6 +366,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         match write::pairs(worker, &ranked, pairs, exact, k, formats, writer) {
             Ok(counts) => by_distance = Some(counts),
             Err(e) => keep(Err(e)),
+        }
+        if plan.clusters.is_some() {
+            let o = &plan.outputs;
+            let formats = write::ClusterOutputs {
+                clusters: o.clusters.as_deref().map(Format::of),
+                keep: o.keep.as_deref().map(Format::of),
+                drop: o.drop.as_deref().map(Format::of),
+            };
+            keep(write::clusters(worker, &ranked, &members, formats, writer));
         }
         stage("write_pairs", &mut times.write_pairs, &mut lap);
     }
@@ -440,6 +466,19 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         comparisons,
         largest_group,
     });
+    let clusters_summary = plan.clusters.zip(cluster_stats).map(|(c, stats)| {
+        let dropped = stats.documents - stats.clusters;
+        ClusterSummary {
+            keep: c.keep.name().into(),
+            clusters: stats.clusters,
+            documents_in_clusters: stats.documents,
+            largest: stats.largest,
+            kept: merged.processed - dropped,
+            dropped,
+            sizes: stats.sizes,
+            keep_field_missing: merged.keep_field_missing,
+        }
+    });
     times.total = started.elapsed().as_secs_f64();
     Ok(Some(Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -457,6 +496,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         bands: bands_summary,
         pairs: pair_summary,
         verification,
+        clusters: clusters_summary,
         seconds: times,
         peak_memory_bytes_by_process: peak,
         peak_memory_bytes_by_stage: by_stage,

@@ -492,3 +492,153 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     let sections = format!("{sections}mode = \"estimate\"\n");
     check_minhash_job(dir.path(), &sections, &estimated, "estimate");
 }
+
+/// Union-find over `pairs` of `ids`: each clustered id with its cluster's smallest id and size.
+fn union_find_clusters(
+    ids: &[String],
+    pairs: &[(String, String)],
+) -> std::collections::BTreeMap<String, (String, usize)> {
+    use std::collections::BTreeMap;
+    let index: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i))
+        .collect();
+    let mut parent: Vec<usize> = (0..ids.len()).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for (a, b) in pairs {
+        let (x, y) = (
+            find(&mut parent, index[a.as_str()]),
+            find(&mut parent, index[b.as_str()]),
+        );
+        parent[x.max(y)] = x.min(y);
+    }
+    let mut members: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        let root = find(&mut parent, i);
+        members.entry(root).or_default().push(id);
+    }
+    let mut out = BTreeMap::new();
+    for m in members.values().filter(|m| m.len() >= 2) {
+        let first = m.iter().min().unwrap().to_string();
+        for id in m {
+            out.insert(id.to_string(), (first.clone(), m.len()));
+        }
+    }
+    out
+}
+
+/// `(id, cluster, representative, size)` rows of a clusters file.
+fn read_clusters(path: &Path) -> Vec<(String, String, bool, usize)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[0].into(), f[1].into(), f[2] == "1", f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = 3;
+    let mut fps = planted_fingerprints(77, 1200, 5);
+    // Chains: each link within k of the next, the ends far apart (transitive clusters), and
+    // exact copies inside a chain (exact-duplicate groups joined to near pairs).
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for c in 0..20 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut fp = rng;
+        for link in 0..6 {
+            fps.push((format!("chain{c:02}-{link}"), fp));
+            if link == 2 {
+                fps.push((format!("chain{c:02}-copy"), fp));
+            }
+            fp ^= 0b111 << (link * 9);
+        }
+    }
+    let input = dir.path().join("fps.tsv");
+    write_fingerprints(&input, &fps);
+    let ids: Vec<String> = fps.iter().map(|(id, _)| id.clone()).collect();
+    let pairs: Vec<(String, String)> = brute_force_pairs(&fps, k)
+        .into_iter()
+        .map(|(a, b, _)| (a, b))
+        .collect();
+    let want = union_find_clusters(&ids, &pairs);
+    assert!(
+        want.values().any(|(_, size)| *size >= 6),
+        "chains form large clusters"
+    );
+    for collapse in [false, true] {
+        for w in [1, 2, 4] {
+            let out = dir.path().join(format!("out-{collapse}-{w}"));
+            let groups = if collapse {
+                "exact_groups = \"groups.tsv\"\n"
+            } else {
+                ""
+            };
+            let mut plan = plan_of(
+                Path::new("."),
+                &format!(
+                    "[input]\npaths = [{input:?}]\nformat = \"fingerprints\"\n\
+                     [simhash]\nk = {k}\n\
+                     [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
+                     keep = \"keep.txt\"\ndrop = \"drop.tsv\"\n{groups}"
+                ),
+                w,
+            );
+            plan.inputs.split_bytes = 8 << 10;
+            plan.verbose = false;
+            let summary = execute(plan).unwrap().unwrap();
+            let got = read_clusters(&out.join("clusters.tsv"));
+            assert_sorted_unique(&got);
+            let what = format!("collapse={collapse} workers={w}");
+            assert_eq!(got.len(), want.len(), "{what}: clustered documents");
+            for (id, cluster, representative, size) in &got {
+                let (first, n) = &want[id];
+                assert_eq!((cluster, size), (first, n), "{what}: {id}");
+                // keep = "first": the representative is the cluster's smallest id.
+                assert_eq!(*representative, id == first, "{what}: {id}");
+            }
+            let dropped: Vec<(String, String)> = std::fs::read_to_string(out.join("drop.tsv"))
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let (a, b) = l.split_once('\t').unwrap();
+                    (a.into(), b.into())
+                })
+                .collect();
+            let want_dropped: Vec<(String, String)> = want
+                .iter()
+                .filter(|(id, (first, _))| id != &first)
+                .map(|(id, (first, _))| (id.clone(), first.clone()))
+                .collect();
+            assert_eq!(dropped, want_dropped, "{what}: drop list");
+            let kept: Vec<String> = std::fs::read_to_string(out.join("keep.txt"))
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect();
+            let mut want_kept: Vec<String> = ids
+                .iter()
+                .filter(|id| want.get(*id).is_none_or(|(first, _)| first == *id))
+                .cloned()
+                .collect();
+            want_kept.sort();
+            assert_eq!(kept, want_kept, "{what}: keep list");
+            let c = summary.clusters.unwrap();
+            assert_eq!(c.kept + c.dropped, ids.len() as u64, "{what}");
+            assert_eq!(c.documents_in_clusters, want.len() as u64, "{what}");
+        }
+    }
+}

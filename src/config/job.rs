@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    CandidatePlan, ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage, Plan,
-    SketchPlan, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
+    CandidatePlan, ClusterPlan, ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage,
+    Plan, SketchPlan, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
     DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB,
 };
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
@@ -22,6 +22,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
 use crate::source::{discover_excluding, Fields, Format};
+use crate::stages::keep::KeepPolicy;
 use crate::stages::verify::{Verification, VerifyMode};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
@@ -174,6 +175,18 @@ pub struct VerifySpec {
     pub shingle: Option<usize>,
 }
 
+/// `[clusters]`: connected components over the pairs, and which document of each is kept.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClustersSpec {
+    /// The keep policy: `first` (smallest id, the default), `longest` (most tokens), `newest` or
+    /// `oldest` (timestamp), `highest` (a numeric field).
+    pub keep: Option<String>,
+    /// JSONL: the field `newest`/`oldest` (a date or time) or `highest` (a number) reads; default
+    /// `[input] timestamp_field`. WARC records use `WARC-Date`.
+    pub field: Option<String>,
+}
+
 /// `[run]`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,6 +213,12 @@ pub struct OutputSpec {
     pub exact_groups: Option<String>,
     /// Skipped-records file (file, offset, reason, id, message), if wanted.
     pub skipped: Option<String>,
+    /// Clusters file (id, cluster id, representative, size), if wanted.
+    pub clusters: Option<String>,
+    /// Ids of the documents kept: every representative and every document in no cluster.
+    pub keep: Option<String>,
+    /// Ids of the documents dropped, each with the id kept in its place.
+    pub drop: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -223,6 +242,9 @@ impl Default for OutputSpec {
             fingerprints: None,
             exact_groups: None,
             skipped: None,
+            clusters: None,
+            keep: None,
+            drop: None,
             summary: default_summary(),
         }
     }
@@ -251,6 +273,8 @@ pub struct JobSpec {
     /// Verification of candidate pairs.
     #[serde(default)]
     pub verify: VerifySpec,
+    /// Clusters and the keep policy.
+    pub clusters: Option<ClustersSpec>,
     /// Execution.
     #[serde(default)]
     pub run: RunSpec,
@@ -527,6 +551,7 @@ impl JobSpec {
             simhash: SimhashSpec::default(),
             minhash: None,
             verify: VerifySpec::default(),
+            clusters: None,
             run: RunSpec::default(),
             output: OutputSpec {
                 dir: PathBuf::new(),
@@ -534,6 +559,9 @@ impl JobSpec {
                 fingerprints: None,
                 exact_groups: None,
                 skipped: None,
+                clusters: None,
+                keep: None,
+                drop: None,
                 summary: String::new(),
             },
         }
@@ -585,7 +613,7 @@ impl JobSpec {
             min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
             languages: c.languages.unwrap_or_default(),
         };
-        let format = match inp.format.as_str() {
+        let mut format = match inp.format.as_str() {
             "jsonl" => Format::Jsonl(Fields {
                 id: inp.id_field,
                 text: inp.text_field,
@@ -619,8 +647,12 @@ impl JobSpec {
             skipped: out.skipped.and_then(|f| output_path(&dir, &f)),
             pairs: output_path(&dir, &out.pairs),
             exact_groups: out.exact_groups.and_then(|g| output_path(&dir, &g)),
+            clusters: out.clusters.and_then(|f| output_path(&dir, &f)),
+            keep: out.keep.and_then(|f| output_path(&dir, &f)),
+            drop: out.drop.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
+        let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
         ensure!(
             outputs.exact_groups.is_none() || outputs.pairs.is_some(),
             Config,
@@ -761,11 +793,91 @@ impl JobSpec {
             content,
             pairs,
             verify,
+            clusters,
             outputs,
             protected,
             exec,
         })
     }
+}
+
+/// The clusters `[clusters]` and the outputs ask for (`None`: none), with the keep policy's field
+/// set as the JSON Lines timestamp field to read.
+fn cluster_plan(
+    spec: Option<ClustersSpec>,
+    outputs: &Outputs,
+    format: &mut Format,
+) -> Result<Option<ClusterPlan>> {
+    let wanted = outputs.clusters.is_some() || outputs.keep.is_some() || outputs.drop.is_some();
+    if spec.is_none() && !wanted {
+        return Ok(None);
+    }
+    ensure!(
+        outputs.pairs.is_some(),
+        Config,
+        "clusters are made from pairs: set [output] pairs"
+    );
+    let spec = spec.unwrap_or_default();
+    let keep = match spec.keep.as_deref() {
+        None => KeepPolicy::First,
+        Some(k) => KeepPolicy::parse(k).ok_or_else(|| {
+            Error::Config(format!(
+                "[clusters] keep must be \"first\", \"longest\", \"newest\", \"oldest\" or \"highest\", got {k:?}"
+            ))
+        })?,
+    };
+    match format {
+        Format::Jsonl(fields) => {
+            if let (Some(a), Some(b)) = (&spec.field, &fields.timestamp) {
+                ensure!(
+                    a == b,
+                    Config,
+                    "[clusters] field = {a:?} and [input] timestamp_field = {b:?} differ: the keep \
+                     policy reads one field"
+                );
+            }
+            let field = spec.field.clone().or_else(|| fields.timestamp.clone());
+            if keep.needs_field() {
+                ensure!(
+                    field.is_some(),
+                    Config,
+                    "[clusters] keep = {:?} reads a field of each record: set [clusters] field \
+                     (e.g. \"date\" or \"quality\")",
+                    keep.name()
+                );
+            } else {
+                ensure!(
+                    spec.field.is_none(),
+                    Config,
+                    "[clusters] field is read by keep = \"newest\", \"oldest\" or \"highest\", not {:?}",
+                    keep.name()
+                );
+            }
+            fields.timestamp = field;
+        }
+        Format::Warc => {
+            ensure!(
+                spec.field.is_none() && keep != KeepPolicy::Highest,
+                Config,
+                "WARC records have no fields to choose by: keep = \"newest\" or \"oldest\" read \
+                 WARC-Date; \"highest\" needs JSON Lines"
+            );
+        }
+        Format::Html | Format::Fingerprints => {
+            ensure!(
+                !keep.needs_field() && spec.field.is_none(),
+                Config,
+                "{} inputs have no date or fields: keep must be \"first\" or \"longest\"",
+                format.name()
+            );
+            ensure!(
+                keep != KeepPolicy::Longest || *format != Format::Fingerprints,
+                Config,
+                "a fingerprints file has no text: keep = \"longest\" needs documents"
+            );
+        }
+    }
+    Ok(Some(ClusterPlan { keep }))
 }
 
 #[cfg(test)]

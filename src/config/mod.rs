@@ -180,24 +180,41 @@ pub struct Outputs {
     pub pairs: Option<PathBuf>,
     /// Exact-duplicate groups; when set, pairs join only the groups' representatives.
     pub exact_groups: Option<PathBuf>,
+    /// Each clustered document's cluster, representative flag and cluster size.
+    pub clusters: Option<PathBuf>,
+    /// Ids of the documents kept.
+    pub keep: Option<PathBuf>,
+    /// Ids of the documents dropped, with the id kept in their place.
+    pub drop: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.
     pub summary: Option<PathBuf>,
 }
 
 impl Outputs {
-    /// The outputs by name: `fingerprints`, `skipped`, `pairs`, `exact_groups`, `summary`.
+    /// The outputs by name: `fingerprints`, `skipped`, `pairs`, `exact_groups`, `clusters`,
+    /// `keep`, `drop`, `summary`.
     pub fn requests(&self) -> Vec<(String, PathBuf)> {
         [
             ("fingerprints", &self.fingerprints),
             ("skipped", &self.skipped),
             ("pairs", &self.pairs),
             ("exact_groups", &self.exact_groups),
+            ("clusters", &self.clusters),
+            ("keep", &self.keep),
+            ("drop", &self.drop),
             ("summary", &self.summary),
         ]
         .into_iter()
         .filter_map(|(name, path)| path.clone().map(|p| (name.to_string(), p)))
         .collect()
     }
+}
+
+/// Clusters: connected components over the pairs, a representative per cluster.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClusterPlan {
+    /// How the representative is chosen.
+    pub keep: crate::stages::keep::KeepPolicy,
 }
 
 /// Everything a run does: validated, the same on every worker of every process.
@@ -215,6 +232,8 @@ pub struct Plan {
     pub pairs: Option<PairStage>,
     /// Verification of the candidate pairs, if wanted.
     pub verify: Option<crate::stages::verify::Verification>,
+    /// Clusters over the pairs, if wanted.
+    pub clusters: Option<ClusterPlan>,
     /// Outputs.
     pub outputs: Outputs,
     /// Files besides the inputs that no output may replace (the job file, the hostfile).
@@ -285,6 +304,9 @@ impl Plan {
         }
         if let Some(v) = &self.verify {
             lines.push(format!("verify = {v:?}"));
+        }
+        if let Some(c) = &self.clusters {
+            lines.push(format!("clusters = {c:?}"));
         }
         let names: Vec<String> = self
             .outputs

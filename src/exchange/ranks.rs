@@ -32,6 +32,8 @@ struct IdBatch {
     at: Vec<Location>,
     /// URL and fingerprint of each, only when the fingerprints output is written.
     rows: Vec<(Option<String>, u64)>,
+    /// Keep key of each, only when clusters are made.
+    keys: Vec<u64>,
 }
 
 /// Documents per [`IdBatch`].
@@ -57,6 +59,9 @@ pub struct Ranked {
     /// The worker that read each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs.
     pub origins: Vec<(u32, Location)>,
+    /// The keep key of each of the same ranks (empty unless clusters are made; see
+    /// `stages::keep`).
+    pub keys: Vec<u64>,
     /// First rank this worker owns.
     pub first: u64,
     /// First rank owned by each worker (ascending; a worker may own none).
@@ -67,6 +72,14 @@ impl Ranked {
     /// The worker that owns rank `r` (and its name).
     pub fn owner_of(&self, r: u64) -> usize {
         self.bounds.partition_point(|&b| b <= r) - 1
+    }
+
+    /// The keep key of rank `r`, which this worker owns (0 when no keys were kept).
+    pub fn keep_key(&self, r: u64) -> u64 {
+        self.keys
+            .get((r - self.first) as usize)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// True if this worker owns rank `r`.
@@ -131,6 +144,7 @@ pub fn assign(
     at: &[Location],
     rows: Option<Vec<(Option<String>, u64)>>,
     keep_origins: bool,
+    keys: &[u64],
 ) -> Ranked {
     let (me, peers) = (worker.index(), worker.peers());
     let n = ids.len();
@@ -156,6 +170,9 @@ pub fn assign(
         b.at.push(at);
         if let Some(r) = rows.as_mut().and_then(Iterator::next) {
             b.rows.push(r);
+        }
+        if let Some(&k) = keys.get(i) {
+            b.keys.push(k);
         }
         if b.idx.len() == BATCH_DOCS {
             let batch = std::mem::take(b);
@@ -195,6 +212,7 @@ pub fn assign(
     let mut names = Names::default();
     let mut kept_rows = Vec::new();
     let mut origins = Vec::new();
+    let mut kept_keys = Vec::new();
     let mut replies: Vec<RankReply> = (0..peers).map(|w| (w as u32, Vec::new())).collect();
     let mut dups: Vec<(u32, String, Location, Location)> = Vec::new();
     let mut keeper = Location::at(0, 0);
@@ -214,6 +232,9 @@ pub fn assign(
         }
         if keep_origins {
             origins.push((origin as u32, at));
+        }
+        if let Some(&k) = batch.keys.get(j) {
+            kept_keys.push(k);
         }
         names.push(id);
     }
@@ -239,6 +260,7 @@ pub fn assign(
         names,
         rows: kept_rows,
         origins,
+        keys: kept_keys,
         first,
         bounds,
     }

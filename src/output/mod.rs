@@ -189,6 +189,99 @@ pub fn write_groups<'n>(
     )
 }
 
+/// Writes cluster members (sorted by id): `id<TAB>cluster id<TAB>representative (1 or 0)<TAB>size`
+/// or `{"id","cluster","representative","size"}`. A cluster's id is its smallest document id.
+pub fn write_clusters<'n>(
+    out: &mut dyn Write,
+    format: Format,
+    members: &[crate::stages::cluster::Member],
+    name: &dyn Fn(u64) -> &'n str,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        id: &'a str,
+        cluster: &'a str,
+        representative: bool,
+        size: u64,
+    }
+    write_rows(
+        out,
+        format,
+        members,
+        |out, m| {
+            writeln!(
+                out,
+                "{}\t{}\t{}\t{}",
+                name(m.rank),
+                name(m.cluster),
+                u8::from(m.is_representative()),
+                m.size
+            )
+        },
+        |out, m| {
+            json_line(
+                out,
+                &Line {
+                    id: name(m.rank),
+                    cluster: name(m.cluster),
+                    representative: m.is_representative(),
+                    size: m.size,
+                },
+            )
+        },
+    )
+}
+
+/// Writes the ids of kept documents, one per line (`{"id"}` in JSON Lines).
+pub fn write_keep<'n>(
+    out: &mut dyn Write,
+    format: Format,
+    ranks: &[u64],
+    name: &dyn Fn(u64) -> &'n str,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        id: &'a str,
+    }
+    write_rows(
+        out,
+        format,
+        ranks,
+        |out, &r| writeln!(out, "{}", name(r)),
+        |out, &r| json_line(out, &Line { id: name(r) }),
+    )
+}
+
+/// Writes the dropped documents with the document kept in their place: `id<TAB>kept id` or
+/// `{"id","kept"}`.
+pub fn write_drop<'n>(
+    out: &mut dyn Write,
+    format: Format,
+    members: &[crate::stages::cluster::Member],
+    name: &dyn Fn(u64) -> &'n str,
+) -> io::Result<()> {
+    #[derive(Serialize)]
+    struct Line<'a> {
+        id: &'a str,
+        kept: &'a str,
+    }
+    write_rows(
+        out,
+        format,
+        members,
+        |out, m| writeln!(out, "{}\t{}", name(m.rank), name(m.representative)),
+        |out, m| {
+            json_line(
+                out,
+                &Line {
+                    id: name(m.rank),
+                    kept: name(m.representative),
+                },
+            )
+        },
+    )
+}
+
 /// Writes the skipped records: `file<TAB>offset<TAB>reason<TAB>id<TAB>message` (TSV; tabs and
 /// newlines inside fields become spaces) or `{"file","offset","reason","id","message"}`, in the
 /// given order.

@@ -10,11 +10,14 @@
 //! | rounds ([`crate::exchange::rounds`]) | distinct fingerprints | fingerprint pairs, each once |
 //! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
+//! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
 pub mod bands;
+pub mod cluster;
 pub mod collapse;
 pub mod expand;
+pub mod keep;
 pub mod plan_rounds;
 pub mod rank;
 pub mod read;

@@ -34,6 +34,7 @@ pub fn rank(
         ids,
         urls,
         at,
+        keep,
     } = docs;
     // MinHash: one signature per distinct key, taken before ranking so the per-document values
     // are freed first (a key whose documents all lose their id is never looked up).
@@ -58,8 +59,8 @@ pub fn rank(
             .map(|&fp| (urls.next().flatten(), fp))
             .collect()
     });
-    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins);
-    drop((ids, at));
+    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins, &keep);
+    drop((ids, at, keep));
     for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {
             at: *at,

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use super::keep::{self, KeepPolicy};
 use crate::config::{ContentOptions, Inputs, SketchPlan};
 use crate::sketch::{AnySketcher, Sketcher};
 use crate::source::html::{self, Boilerplate};
@@ -26,6 +27,8 @@ pub struct Sketched {
     pub urls: Vec<Option<String>>,
     /// Where each record starts.
     pub at: Vec<Location>,
+    /// The keep key of each, when clusters are made (else empty; see [`super::keep`]).
+    pub keep: Vec<u64>,
 }
 
 /// One document of [`Sketched`].
@@ -74,7 +77,17 @@ impl Sketched {
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
         self.at.extend(other.at);
+        self.keep.extend(other.keep);
     }
+}
+
+/// What the read stage keeps of each document besides its sketch, id and location.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extras {
+    /// Its URL (for the fingerprints output).
+    pub urls: bool,
+    /// Its keep key under this policy (when clusters are made).
+    pub keep: Option<KeepPolicy>,
 }
 
 /// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
@@ -194,6 +207,8 @@ impl From<Skipped> for SkipNote {
 struct Reader {
     acceptor: Acceptor<AnySketcher>,
     keep_urls: bool,
+    /// The keep policy, when clusters are made.
+    keep: Option<KeepPolicy>,
     out: Sketched,
     counters: Counters,
     /// Display form of each input file, for generated ids.
@@ -201,15 +216,11 @@ struct Reader {
 }
 
 impl Reader {
-    fn new(
-        sketch: &SketchPlan,
-        content: &ContentOptions,
-        keep_urls: bool,
-        inputs: &Inputs,
-    ) -> Self {
+    fn new(sketch: &SketchPlan, content: &ContentOptions, extras: Extras, inputs: &Inputs) -> Self {
         Reader {
             acceptor: Acceptor::new(sketch.sketcher(), content.clone()),
-            keep_urls,
+            keep_urls: extras.urls,
+            keep: extras.keep,
             out: Sketched::default(),
             counters: Counters::default(),
             paths: inputs
@@ -247,7 +258,12 @@ impl Reader {
                         message: skip.message,
                         first: None,
                     }),
-                    Ok((simhash, _tokens)) => {
+                    Ok((simhash, tokens)) => {
+                        if let Some(policy) = self.keep {
+                            let key = policy.key(tokens, &doc.attributes);
+                            counters.keep_field_missing += u64::from(key.is_none());
+                            self.out.keep.push(key.unwrap_or(keep::MISSING));
+                        }
                         let out = &mut self.out;
                         match &doc.id {
                             Some(id) => out.ids.push(id),
@@ -274,17 +290,17 @@ impl Reader {
 }
 
 /// Reads `splits` of `inputs` into sketched documents, in input order, counting every skip in
-/// `counters` and every byte read in `on_bytes`; URLs are kept with `keep_urls`.
+/// `counters` and every byte read in `on_bytes`; URLs and keep keys are kept as `extras` says.
 pub fn read(
     inputs: &Inputs,
     sketch: &SketchPlan,
     content: &ContentOptions,
     splits: &[Split],
-    keep_urls: bool,
+    extras: Extras,
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Sketched, SplitLines) {
-    let mut reader = Reader::new(sketch, content, keep_urls, inputs);
+    let mut reader = Reader::new(sketch, content, extras, inputs);
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
     for split in splits {
@@ -323,13 +339,16 @@ pub fn read_worker(
     };
     let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
         splits[worker.index()].iter().partition(|s| shared(s));
-    let keep_urls = plan.outputs.fingerprints.is_some();
+    let extras = Extras {
+        urls: plan.outputs.fingerprints.is_some(),
+        keep: plan.clusters.map(|c| c.keep),
+    };
     let (mut docs, mut lines) = read(
         inputs,
         &plan.sketch,
         &plan.content,
         &mine_local,
-        keep_urls,
+        extras,
         counters,
         &mut |bytes| on_bytes(bytes),
     );
@@ -341,7 +360,7 @@ pub fn read_worker(
             &plan.sketch,
             &plan.content,
             &mine_shared,
-            keep_urls,
+            extras,
             counters,
             on_bytes,
         );
@@ -381,7 +400,7 @@ pub fn read_shared(
     sketch: &SketchPlan,
     content: &ContentOptions,
     splits: &[Split],
-    keep_urls: bool,
+    extras: Extras,
     counters: &mut Counters,
     on_bytes: fn(u64),
 ) -> (Sketched, SplitLines) {
@@ -395,9 +414,7 @@ pub fn read_shared(
 
     let me = worker.index();
     let base = me - me % workers_per_process;
-    let reader = Rc::new(RefCell::new(Reader::new(
-        sketch, content, keep_urls, inputs,
-    )));
+    let reader = Rc::new(RefCell::new(Reader::new(sketch, content, extras, inputs)));
     reader.borrow_mut().counters.listing = counters.listing;
     let sink = Rc::clone(&reader);
     let format = inputs.format.clone();
@@ -515,7 +532,7 @@ pub fn read_shared(
         .unwrap_or_else(|rc| {
             std::mem::replace(
                 &mut *rc.borrow_mut(),
-                Reader::new(sketch, content, keep_urls, inputs),
+                Reader::new(sketch, content, extras, inputs),
             )
         });
     counters.merge(reader.counters);
@@ -535,7 +552,10 @@ pub fn read_documents(
         sketch,
         content,
         splits,
-        true,
+        Extras {
+            urls: true,
+            keep: None,
+        },
         &mut counters,
         &mut |_| {},
     );
@@ -587,7 +607,10 @@ mod tests {
                 &SketchPlan::default(),
                 &content,
                 &[Split::whole(0)],
-                true,
+                Extras {
+                    urls: true,
+                    keep: None,
+                },
                 &mut counters,
                 &mut |_| {},
             );

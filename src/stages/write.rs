@@ -7,6 +7,7 @@
 
 use timely::worker::Worker;
 
+use super::cluster::Member;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
@@ -160,6 +161,94 @@ pub fn pairs(
     };
     pairs_written.and(groups_written)?;
     Ok(by_distance)
+}
+
+/// Which of the cluster outputs a run writes, and in which format.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClusterOutputs {
+    /// The clusters file.
+    pub clusters: Option<Format>,
+    /// The keep list.
+    pub keep: Option<Format>,
+    /// The drop list.
+    pub drop: Option<Format>,
+}
+
+/// Writes the clusters, keep and drop outputs from the members of this worker's ranks (sorted by
+/// rank; every worker calls it together).
+pub fn clusters(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    members: &[Member],
+    formats: ClusterOutputs,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let mut needed: Vec<u64> = members
+        .iter()
+        .flat_map(|m| [m.cluster, m.representative])
+        .filter(|&r| !ranked.owns(r))
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let remote = ranks::fetch(worker, ranked, &needed);
+    let name = |r: u64| -> &str {
+        if ranked.owns(r) {
+            ranked.name(r)
+        } else {
+            let i = needed.binary_search(&r).expect("every needed name fetched");
+            remote.get(i)
+        }
+    };
+    let mut result = Ok(());
+    if let Some(format) = formats.clusters {
+        result = result.and(stream_rows(
+            worker,
+            "clusters",
+            members.len(),
+            |range, buf| output::write_clusters(buf, format, &members[range], &name),
+            out,
+        ));
+    }
+    if let Some(format) = formats.keep {
+        // Every owned rank but the dropped ones, in rank order.
+        let mut dropped = members
+            .iter()
+            .filter(|m| !m.is_representative())
+            .map(|m| m.rank)
+            .peekable();
+        let kept: Vec<u64> = (ranked.first..ranked.first + ranked.names.len() as u64)
+            .filter(|&r| {
+                if dropped.peek() == Some(&r) {
+                    dropped.next();
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect();
+        result = result.and(stream_rows(
+            worker,
+            "keep",
+            kept.len(),
+            |range, buf| output::write_keep(buf, format, &kept[range], &name),
+            out,
+        ));
+    }
+    if let Some(format) = formats.drop {
+        let dropped: Vec<Member> = members
+            .iter()
+            .filter(|m| !m.is_representative())
+            .copied()
+            .collect();
+        result = result.and(stream_rows(
+            worker,
+            "drop",
+            dropped.len(),
+            |range, buf| output::write_drop(buf, format, &dropped[range], &name),
+            out,
+        ));
+    }
+    result
 }
 
 /// Writes the skipped-records output, in input order (every worker calls it together). Skipped

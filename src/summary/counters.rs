@@ -138,6 +138,9 @@ pub struct Counters {
     /// Field names seen in records skipped as `missing_text` (a few), for the hint when no record
     /// has the text field.
     pub fields_seen: std::collections::BTreeSet<String>,
+    /// Documents whose keep-policy field was missing or unreadable (kept only when no member of
+    /// their cluster has it).
+    pub keep_field_missing: u64,
 }
 
 /// One skipped record, for the skipped-records output.
@@ -204,6 +207,7 @@ impl Counters {
         self.bytes += other.bytes;
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);
+        self.keep_field_missing += other.keep_field_missing;
     }
 }
 

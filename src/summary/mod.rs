@@ -145,6 +145,28 @@ pub struct VerifySummary {
     pub records_read: u64,
 }
 
+/// Clusters: connected components over the pairs (and exact-duplicate groups).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ClusterSummary {
+    /// The keep policy (`first`, `longest`, `newest`, `oldest`, `highest`).
+    pub keep: String,
+    /// Clusters of two or more documents.
+    pub clusters: u64,
+    /// Documents in them.
+    pub documents_in_clusters: u64,
+    /// The largest cluster.
+    pub largest: u64,
+    /// Documents kept: one per cluster and every processed document in no cluster.
+    pub kept: u64,
+    /// Documents dropped: the other members of each cluster.
+    pub dropped: u64,
+    /// Clusters by size: `[size, clusters]`, ascending.
+    pub sizes: Vec<(u64, u64)>,
+    /// Documents whose keep-policy field was missing or unreadable (they rank after every
+    /// document that has it).
+    pub keep_field_missing: u64,
+}
+
 /// Wall-clock seconds per stage (as seen by worker 0; stages end at global barriers).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StageTimes {
@@ -162,6 +184,9 @@ pub struct StageTimes {
     pub expand: f64,
     /// Verifying candidate pairs (reading their documents again, comparing shingle sets).
     pub verify: f64,
+    /// Connected components and representatives.
+    #[serde(default)]
+    pub clusters: f64,
     /// Sorting and writing pairs (and groups).
     pub write_pairs: f64,
     /// Whole run.
@@ -195,6 +220,9 @@ pub struct Summary {
     pub pairs: Option<PairSummary>,
     /// Verification (absent when the pairs are not verified).
     pub verification: Option<VerifySummary>,
+    /// Clusters and the keep policy (absent unless clusters are made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterSummary>,
     /// Stage times in seconds.
     pub seconds: StageTimes,
     /// Peak resident memory of each process in bytes (VmHWM).
@@ -245,6 +273,18 @@ impl Summary {
                 "\n  verified {} candidate pairs ({} records read again): {} with Jaccard >= {} of {}-token shingles",
                 v.candidates, v.records_read, v.kept, v.threshold, v.shingle
             );
+        }
+        if let Some(c) = &self.clusters {
+            s += &format!(
+                "\n  {} clusters ({} documents, largest {}); keep = {}: {} documents kept, {} dropped",
+                c.clusters, c.documents_in_clusters, c.largest, c.keep, c.kept, c.dropped
+            );
+            if c.keep_field_missing > 0 {
+                s += &format!(
+                    " ({} without the keep field, ranked last)",
+                    c.keep_field_missing
+                );
+            }
         }
         s += &format!(
             "\n  {:.2} s total, peak memory {} MiB; {} worker(s) x {} process(es)",

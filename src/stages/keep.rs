@@ -1,0 +1,254 @@
+//! The keep policy: which document of a cluster is its representative (kept in the deduplicated
+//! corpus), by a rule over the facts the read stage knows of each document.
+//!
+//! Each document gets a *keep key* when it is read, a `u64` where smaller is better; the cluster
+//! stage picks the member with the smallest `(key, rank)`. Ranks follow ids, so ties (and the
+//! `first` rule, where every key is equal) go to the smallest id. A document whose field is missing
+//! or unreadable gets the worst key (`u64::MAX`): it is kept only when no member has the field.
+
+use crate::source::Attributes;
+
+/// How a cluster's representative is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeepPolicy {
+    /// The smallest id.
+    First,
+    /// The most tokens (the text the sketch saw; for HTML, after boilerplate removal).
+    Longest,
+    /// The latest timestamp (`WARC-Date`, or the JSON Lines field named by the policy).
+    Newest,
+    /// The earliest timestamp.
+    Oldest,
+    /// The largest number in a JSON Lines field (a quality score).
+    Highest,
+}
+
+impl KeepPolicy {
+    /// Parses `first`, `longest`, `newest`, `oldest` or `highest`.
+    pub fn parse(s: &str) -> Option<KeepPolicy> {
+        Some(match s {
+            "first" => KeepPolicy::First,
+            "longest" => KeepPolicy::Longest,
+            "newest" => KeepPolicy::Newest,
+            "oldest" => KeepPolicy::Oldest,
+            "highest" => KeepPolicy::Highest,
+            _ => return None,
+        })
+    }
+
+    /// Its name in a job file.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeepPolicy::First => "first",
+            KeepPolicy::Longest => "longest",
+            KeepPolicy::Newest => "newest",
+            KeepPolicy::Oldest => "oldest",
+            KeepPolicy::Highest => "highest",
+        }
+    }
+
+    /// True if the rule reads a field of the record (a timestamp or a number).
+    pub fn needs_field(self) -> bool {
+        matches!(
+            self,
+            KeepPolicy::Newest | KeepPolicy::Oldest | KeepPolicy::Highest
+        )
+    }
+
+    /// The keep key of a document with `tokens` tokens and `attributes`: smaller is better;
+    /// `None` when the rule's field is missing or unreadable (the caller counts it, and the
+    /// document gets [`MISSING`]).
+    pub fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Option<u64> {
+        match self {
+            KeepPolicy::First => Some(0),
+            KeepPolicy::Longest => Some(u64::MAX - 1 - tokens as u64),
+            KeepPolicy::Newest => {
+                let t = timestamp_seconds(attributes.timestamp.as_deref()?)?;
+                Some(u64::MAX - 1 - order_i64(t))
+            }
+            KeepPolicy::Oldest => {
+                let t = timestamp_seconds(attributes.timestamp.as_deref()?)?;
+                Some(order_i64(t).min(u64::MAX - 1))
+            }
+            KeepPolicy::Highest => {
+                let x: f64 = attributes.timestamp.as_deref()?.trim().parse().ok()?;
+                if x.is_nan() {
+                    return None;
+                }
+                Some(u64::MAX - 1 - order_f64(x).min(u64::MAX - 1))
+            }
+        }
+    }
+}
+
+/// The key of a document whose field is missing: after every other.
+pub const MISSING: u64 = u64::MAX;
+
+/// `i64` to `u64` preserving order.
+fn order_i64(x: i64) -> u64 {
+    (x as u64) ^ (1 << 63)
+}
+
+/// `f64` (not NaN) to `u64` preserving order.
+fn order_f64(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+/// Seconds since 1970 of a timestamp as records write them: a number (Unix seconds; a value above
+/// 10^11 is taken as milliseconds), or ISO 8601 / RFC 3339 (`2024-05-01`, `2024-05-01T12:00:00Z`,
+/// `2024-05-01 12:00:00.5+02:00`, as `WARC-Date` and most JSON writers do). `None` if it is
+/// neither.
+pub fn timestamp_seconds(s: &str) -> Option<i64> {
+    let s = s.trim().trim_matches('"');
+    if let Ok(x) = s.parse::<f64>() {
+        if !x.is_finite() {
+            return None;
+        }
+        let secs = if x.abs() > 1e11 { x / 1000.0 } else { x };
+        return Some(secs.floor() as i64);
+    }
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        part.parse().ok()
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let mut secs = days_from_civil(year, month, day) * 86_400;
+    let mut rest = &s[10..];
+    if let Some(t) = rest.strip_prefix(['T', 't', ' ']) {
+        let tb = t.as_bytes();
+        if tb.len() < 5 || tb[2] != b':' {
+            return None;
+        }
+        let (h, m) = (num_of(&t[0..2])?, num_of(&t[3..5])?);
+        let mut sec = 0;
+        let mut used = 5;
+        if tb.len() >= 8 && tb[5] == b':' {
+            sec = num_of(&t[6..8])?;
+            used = 8;
+            if tb.get(8) == Some(&b'.') {
+                used = 9 + t[9..].bytes().take_while(u8::is_ascii_digit).count();
+            }
+        }
+        if h > 23 || m > 59 || sec > 60 {
+            return None;
+        }
+        secs += h * 3600 + m * 60 + sec;
+        rest = &t[used..];
+    }
+    match rest {
+        "" | "Z" | "z" => Some(secs),
+        _ => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let z = rest[1..].replace(':', "");
+            if z.len() != 4 {
+                return None;
+            }
+            let offset = num_of(&z[0..2])? * 3600 + num_of(&z[2..4])? * 60;
+            Some(secs - sign * offset)
+        }
+    }
+}
+
+fn num_of(s: &str) -> Option<i64> {
+    if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn at(value: &str) -> Attributes<'static> {
+        Attributes {
+            bytes: 0,
+            timestamp: Some(Cow::Owned(value.to_string())),
+        }
+    }
+
+    #[test]
+    fn timestamps_parse_as_records_write_them() {
+        assert_eq!(timestamp_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            timestamp_seconds("2024-05-01T12:00:00Z"),
+            Some(1_714_564_800)
+        );
+        assert_eq!(timestamp_seconds("2024-05-01"), Some(1_714_521_600));
+        assert_eq!(
+            timestamp_seconds("2024-05-01 14:00:00.25+02:00"),
+            Some(1_714_564_800)
+        );
+        assert_eq!(
+            timestamp_seconds("2024-05-01T07:00:00-0500"),
+            Some(1_714_564_800)
+        );
+        assert_eq!(timestamp_seconds("1714564800"), Some(1_714_564_800));
+        assert_eq!(timestamp_seconds("1714564800000"), Some(1_714_564_800));
+        assert_eq!(timestamp_seconds("1969-12-31T23:59:59Z"), Some(-1));
+        for bad in [
+            "",
+            "yesterday",
+            "2024-13-01",
+            "2024-05-01T25:00:00Z",
+            "2024-05-01Tnoon",
+        ] {
+            assert_eq!(timestamp_seconds(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn keys_order_documents_as_each_rule_says() {
+        let none = Attributes::default();
+        let p = KeepPolicy::Longest;
+        assert!(p.key(100, &none) < p.key(99, &none));
+        let p = KeepPolicy::Newest;
+        assert!(p.key(0, &at("2024-05-02")) < p.key(0, &at("2024-05-01T23:00:00Z")));
+        assert_eq!(p.key(0, &none), None);
+        let p = KeepPolicy::Oldest;
+        assert!(p.key(0, &at("1960-01-01")) < p.key(0, &at("2024-05-01")));
+        let p = KeepPolicy::Highest;
+        let keys: Vec<u64> = ["3.5", "2", "0", "-1", "-7.25"]
+            .iter()
+            .map(|v| p.key(0, &at(v)).unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert!(keys.iter().all(|&k| k < MISSING));
+        assert_eq!(p.key(0, &at("high")), None);
+        assert_eq!(
+            KeepPolicy::First.key(5, &none),
+            KeepPolicy::First.key(9, &none)
+        );
+    }
+}

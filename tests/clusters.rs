@@ -1,0 +1,163 @@
+//! Clusters end to end: the keep policy picks the expected representative on planted clusters,
+//! missing fields are counted and ranked last, and bad policies are refused with a reason.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// A text of `n` distinct words starting at word `seed`.
+fn words(seed: usize, n: usize) -> String {
+    (seed..seed + n)
+        .map(|i| format!("w{}x{}", i * 7919 % 100_003, i % 13))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Planted clusters: `c0-*` four near copies of one text, `c1-*` three of another, and singles.
+/// Each record: (id, extra words appended, date, quality).
+fn corpus(dir: &Path) {
+    let rows: &[(&str, usize, Option<&str>, Option<&str>)] = &[
+        ("c0-a", 0, Some("2021-03-01T00:00:00Z"), Some("0.5")),
+        ("c0-b", 6, Some("2023-07-15"), Some("0.9")),
+        ("c0-c", 3, Some("2019-01-01T12:00:00+02:00"), None),
+        ("c0-d", 1, None, Some("0.7")),
+        ("c1-a", 2, Some("1700000000"), Some("3")),
+        ("c1-b", 0, Some("1600000000"), Some("-1")),
+        ("c1-c", 4, Some("not a date"), Some("12.5")),
+    ];
+    let mut lines = Vec::new();
+    for (id, extra, date, quality) in rows {
+        let base = if id.starts_with("c0") { 0 } else { 5000 };
+        let mut text = words(base, 300);
+        text.push(' ');
+        text.push_str(&words(90_000 + extra * 10, *extra));
+        let mut obj = serde_json::json!({ "id": id, "text": text.trim() });
+        if let Some(d) = date {
+            obj["date"] = serde_json::json!(d);
+        }
+        if let Some(q) = quality {
+            obj["quality"] = serde_json::from_str(q).unwrap();
+        }
+        lines.push(obj.to_string());
+    }
+    for s in 0..5 {
+        let obj = serde_json::json!({ "id": format!("single{s}"), "text": words(20_000 + s * 1000, 200) });
+        lines.push(obj.to_string());
+    }
+    std::fs::write(dir.join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
+}
+
+/// Runs the accurate method with `[clusters]` lines; returns the representatives by cluster.
+fn representatives(dir: &Path, clusters: &str) -> (Vec<(String, String)>, serde_json::Value) {
+    let out = run_job(
+        dir,
+        &format!(
+            "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n[clusters]\n{clusters}\n\
+             [output]\ndir = \"out\"\nclusters = \"clusters.tsv\"\ndrop = \"drop.tsv\"\n"
+        ),
+    );
+    assert!(
+        out.status.success(),
+        "{clusters}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut reps: Vec<(String, String)> = std::fs::read_to_string(dir.join("out/clusters.tsv"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[2] == "1").then(|| (f[1].to_string(), f[0].to_string()))
+        })
+        .collect();
+    reps.sort();
+    let summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("out/summary.json")).unwrap())
+            .unwrap();
+    (reps, summary)
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_string(), b.to_string())
+}
+
+#[test]
+fn the_keep_policy_picks_the_expected_representative() {
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    let cases = [
+        ("keep = \"first\"", ["c0-a", "c1-a"], 0),
+        ("keep = \"longest\"", ["c0-b", "c1-c"], 0),
+        // c0-d has no date and c1-c an unreadable one: both rank last (and the five singles
+        // have no date either: counted, though they are kept anyway).
+        ("keep = \"newest\"\nfield = \"date\"", ["c0-b", "c1-a"], 7),
+        ("keep = \"oldest\"\nfield = \"date\"", ["c0-c", "c1-b"], 7),
+        // c0-c has no quality.
+        (
+            "keep = \"highest\"\nfield = \"quality\"",
+            ["c0-b", "c1-c"],
+            6,
+        ),
+    ];
+    for (policy, want, missing) in cases {
+        let (reps, summary) = representatives(dir.path(), policy);
+        assert_eq!(
+            reps,
+            vec![pair("c0-a", want[0]), pair("c1-a", want[1])],
+            "{policy}"
+        );
+        let c = &summary["clusters"];
+        assert_eq!(c["clusters"], 2, "{policy}");
+        assert_eq!(c["documents_in_clusters"], 7, "{policy}");
+        assert_eq!(
+            c["kept"], 7,
+            "{policy}: two representatives and five singles"
+        );
+        assert_eq!(c["dropped"], 5, "{policy}");
+        assert_eq!(c["keep_field_missing"], missing, "{policy}");
+        assert_eq!(c["sizes"], serde_json::json!([[3, 1], [4, 1]]), "{policy}");
+    }
+}
+
+#[test]
+fn a_missing_field_everywhere_keeps_the_smallest_id() {
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    let (reps, summary) = representatives(dir.path(), "keep = \"highest\"\nfield = \"nope\"");
+    assert_eq!(reps, vec![pair("c0-a", "c0-a"), pair("c1-a", "c1-a")]);
+    assert_eq!(summary["clusters"]["keep_field_missing"], 12);
+}
+
+#[test]
+fn bad_keep_policies_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    for (clusters, says) in [
+        ("keep = \"best\"", "[clusters] keep must be"),
+        ("keep = \"newest\"", "set [clusters] field"),
+        (
+            "keep = \"first\"\nfield = \"date\"",
+            "[clusters] field is read by",
+        ),
+    ] {
+        let out = run_job(
+            dir.path(),
+            &format!("[input]\npaths = [\"docs.jsonl\"]\n[clusters]\n{clusters}\n"),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{clusters}: {err}"
+        );
+    }
+    let out = run_job(
+        dir.path(),
+        "[input]\npaths = [\"docs.jsonl\"]\n[output]\npairs = \"\"\nfingerprints = \"f.tsv\"\nclusters = \"c.tsv\"\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("clusters are made from pairs"),
+        "{err}"
+    );
+}
