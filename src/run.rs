@@ -17,10 +17,11 @@ use crate::source::{self, SkipReason};
 use crate::stages::bands::{self, BandScoring};
 use crate::stages::plan_rounds::Rounds;
 use crate::stages::verify::VerifyMode;
-use crate::stages::{cluster, collapse, expand, plan_rounds, rank, read, verify, write};
+use crate::stages::{cluster, collapse, corpus, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
-    first_notes, peak_rss_bytes, ClusterSummary, Counters, DocumentSummary, FingerprintSummary,
-    LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary, VerifySummary,
+    first_notes, peak_rss_bytes, ClusterSummary, CorpusSummary, Counters, DocumentSummary,
+    FingerprintSummary, LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary,
+    VerifySummary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -125,7 +126,7 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
 pub type WorkerResult = Result<Option<Summary>>;
 
 /// The stages whose time and memory the summary reports, in order.
-const STAGE_NAMES: [&str; 9] = [
+const STAGE_NAMES: [&str; 10] = [
     "read_fingerprint",
     "rank",
     "write_fingerprints",
@@ -134,6 +135,7 @@ const STAGE_NAMES: [&str; 9] = [
     "expand",
     "verify",
     "clusters",
+    "corpus",
     "write_pairs",
 ];
 
@@ -203,7 +205,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         worker,
         docs,
         plan.outputs.fingerprints.is_some(),
-        plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact),
+        plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact) || plan.clusters.is_some(),
         &mut counters,
     );
     show_notes(worker, &counters.notes[before..], &places, &mut shown);
@@ -245,6 +247,8 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut by_distance = None;
     let mut verify_stats: Option<verify::VerifyStats> = None;
     let mut cluster_stats: Option<cluster::ClusterStats> = None;
+    let mut by_file = Vec::new();
+    let mut corpus_stats = None;
     let mut band_stats: Option<bands::BandStats> = None;
     let mut comparisons = 0;
     let mut largest_group = 0;
@@ -351,10 +355,18 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                 }
                 let (members, stats) = cluster::clusters(worker, &ranked, edges);
                 cluster_stats = Some(stats);
+                by_file = corpus::file_counts(worker, plan, &ranked, &members);
                 members
             }
         };
         stage("clusters", &mut times.clusters, &mut lap);
+        if plan.outputs.corpus.is_some() {
+            match corpus::write(worker, plan, &ranked, &members, writer) {
+                Ok(s) => corpus_stats = Some(s),
+                Err(e) => keep(Err(e)),
+            }
+        }
+        stage("corpus", &mut times.corpus, &mut lap);
 
         enter(4);
         let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
@@ -477,6 +489,11 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             dropped,
             sizes: stats.sizes,
             keep_field_missing: merged.keep_field_missing,
+            by_file,
+            corpus: corpus_stats.map(|c| CorpusSummary {
+                documents: c.records,
+                other_records: c.extra,
+            }),
         }
     });
     times.total = started.elapsed().as_secs_f64();

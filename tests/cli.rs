@@ -483,7 +483,16 @@ fn two_processes_give_the_same_output_as_one_worker() {
     // The sample job (MinHash bands, exact verification: records read again in both processes)
     // and the fast preset (simhash, with fingerprints).
     for (job, files) in [
-        ("jobs/sample.toml", &["pairs.tsv"][..]),
+        (
+            "jobs/sample.toml",
+            &[
+                "pairs.tsv",
+                "clusters.tsv",
+                "keep.txt",
+                "drop.tsv",
+                "corpus/docs.jsonl",
+            ][..],
+        ),
         ("jobs/fast.toml", &["pairs.tsv", "fingerprints.jsonl"][..]),
     ] {
         let out_dir = dir.path().join("job-out");

@@ -59,7 +59,10 @@ fn check_job(job: &str, files: &[&str]) {
 
 #[test]
 fn the_sample_job_and_the_presets_give_their_golden_outputs() {
-    check_job("jobs/sample.toml", &["pairs.tsv"]);
+    check_job(
+        "jobs/sample.toml",
+        &["pairs.tsv", "clusters.tsv", "keep.txt", "drop.tsv"],
+    );
     check_job("jobs/accurate.toml", &["pairs.tsv"]);
     check_job("jobs/fast.toml", &["pairs.tsv", "fingerprints.jsonl"]);
 }

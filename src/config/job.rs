@@ -219,6 +219,9 @@ pub struct OutputSpec {
     pub keep: Option<String>,
     /// Ids of the documents dropped, each with the id kept in its place.
     pub drop: Option<String>,
+    /// Directory of the deduplicated corpus: the kept documents' records, unchanged, in the
+    /// input's format and file names.
+    pub corpus: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -245,6 +248,7 @@ impl Default for OutputSpec {
             clusters: None,
             keep: None,
             drop: None,
+            corpus: None,
             summary: default_summary(),
         }
     }
@@ -562,6 +566,7 @@ impl JobSpec {
                 clusters: None,
                 keep: None,
                 drop: None,
+                corpus: None,
                 summary: String::new(),
             },
         }
@@ -650,6 +655,7 @@ impl JobSpec {
             clusters: out.clusters.and_then(|f| output_path(&dir, &f)),
             keep: out.keep.and_then(|f| output_path(&dir, &f)),
             drop: out.drop.and_then(|f| output_path(&dir, &f)),
+            corpus: out.corpus.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
@@ -774,7 +780,10 @@ impl JobSpec {
         protected.extend(exec.hostfile.iter().cloned());
         // A run's own outputs (perhaps written by an earlier run into an input directory) are
         // not read back as inputs.
-        let outs: Vec<PathBuf> = outputs.requests().into_iter().map(|(_, p)| p).collect();
+        let mut outs: Vec<PathBuf> = outputs.requests().into_iter().map(|(_, p)| p).collect();
+        if let Some(corpus) = &outputs.corpus {
+            outs.push(crate::output::commit::staged_dir(corpus));
+        }
         let files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
         Ok(Plan {
             verbose: o.command != "fingerprint",
@@ -808,7 +817,10 @@ fn cluster_plan(
     outputs: &Outputs,
     format: &mut Format,
 ) -> Result<Option<ClusterPlan>> {
-    let wanted = outputs.clusters.is_some() || outputs.keep.is_some() || outputs.drop.is_some();
+    let wanted = outputs.clusters.is_some()
+        || outputs.keep.is_some()
+        || outputs.drop.is_some()
+        || outputs.corpus.is_some();
     if spec.is_none() && !wanted {
         return Ok(None);
     }
@@ -816,6 +828,16 @@ fn cluster_plan(
         outputs.pairs.is_some(),
         Config,
         "clusters are made from pairs: set [output] pairs"
+    );
+    ensure!(
+        outputs.corpus.is_none() || *format != Format::Fingerprints,
+        Config,
+        "[output] corpus copies the kept records: a fingerprints file has none"
+    );
+    ensure!(
+        outputs.corpus.as_ref().is_none_or(|c| c.as_os_str() != "-"),
+        Config,
+        "[output] corpus is a directory, not standard output"
     );
     let spec = spec.unwrap_or_default();
     let keep = match spec.keep.as_deref() {

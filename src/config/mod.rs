@@ -186,13 +186,15 @@ pub struct Outputs {
     pub keep: Option<PathBuf>,
     /// Ids of the documents dropped, with the id kept in their place.
     pub drop: Option<PathBuf>,
+    /// Directory of the deduplicated corpus.
+    pub corpus: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.
     pub summary: Option<PathBuf>,
 }
 
 impl Outputs {
     /// The outputs by name: `fingerprints`, `skipped`, `pairs`, `exact_groups`, `clusters`,
-    /// `keep`, `drop`, `summary`.
+    /// `keep`, `drop`, `corpus` (a directory), `summary`.
     pub fn requests(&self) -> Vec<(String, PathBuf)> {
         [
             ("fingerprints", &self.fingerprints),
@@ -202,6 +204,7 @@ impl Outputs {
             ("clusters", &self.clusters),
             ("keep", &self.keep),
             ("drop", &self.drop),
+            ("corpus", &self.corpus),
             ("summary", &self.summary),
         ]
         .into_iter()

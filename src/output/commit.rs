@@ -25,8 +25,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::bail;
 use crate::error::{Error, IoContext, Result};
+use crate::{bail, ensure};
 use serde::{Deserialize, Serialize};
 
 use super::cleanup;
@@ -46,6 +46,21 @@ enum Target {
     Stream(PathBuf),
     /// Standard output.
     Stdout,
+    /// A directory (the deduplicated corpus), written into a staged directory beside it that
+    /// replaces it at the commit.
+    Dir(PathBuf),
+}
+
+/// Outputs that are directories, not files.
+pub const DIRECTORY_OUTPUTS: &[&str] = &["corpus"];
+
+/// The staged directory of directory output `path`, where every process of the run writes (the
+/// name is the same in every process: the lock on the parent directory keeps runs apart). A run
+/// that is killed leaves it; the next run in that directory removes it.
+pub fn staged_dir(path: &Path) -> PathBuf {
+    let real = follow(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = real.file_name().unwrap_or_default().to_string_lossy();
+    parent_of(&real).join(format!(".{name}{STAGED_MARK}dir"))
 }
 
 /// What was written to one output.
@@ -180,7 +195,39 @@ impl OutputSet {
             .collect();
         let mut slots: Vec<Slot> = Vec::new();
         for (name, path) in outputs {
-            let target = if path.as_os_str() == "-" {
+            let target = if DIRECTORY_OUTPUTS.contains(&name.as_str()) {
+                ensure!(
+                    path.as_os_str() != "-",
+                    Output,
+                    "output {name} is a directory: it cannot be standard output"
+                );
+                if let Ok(m) = std::fs::metadata(path) {
+                    ensure!(
+                        m.is_dir(),
+                        Output,
+                        "output {name}: {} exists and is not a directory",
+                        path.display()
+                    );
+                }
+                let real = follow(path)
+                    .io_context(|| format!("output {name}: resolving {}", path.display()))?;
+                let real = match real.canonicalize() {
+                    Ok(c) => c,
+                    Err(_) => real,
+                };
+                if let Some(input) = inputs.iter().find(|i| {
+                    i.canonicalize()
+                        .is_ok_and(|c| c.starts_with(&real) && c != real)
+                }) {
+                    bail!(
+                        Output,
+                        "output {name} ({}) holds the input {}: the corpus would replace it",
+                        path.display(),
+                        input.display()
+                    );
+                }
+                Target::Dir(real)
+            } else if path.as_os_str() == "-" {
                 if let Some(other) = slots.iter().find(|s| s.target == Target::Stdout) {
                     bail!(
                         Output,
@@ -260,7 +307,7 @@ impl OutputSet {
         // Directories: created, locked, cleared of stale staged files.
         let mut dirs: Vec<PathBuf> = Vec::new();
         for s in &slots {
-            if let Target::File(real) = &s.target {
+            if let Target::File(real) | Target::Dir(real) = &s.target {
                 let dir = parent_of(real);
                 std::fs::create_dir_all(&dir).io_context(|| {
                     format!(
@@ -301,7 +348,18 @@ impl OutputSet {
         };
         // Staged files, created now: proof that each place is writable.
         for mut s in slots {
-            if let Target::File(real) = &s.target {
+            if let Target::Dir(real) = &s.target {
+                let staged = staged_dir(real);
+                if staged.exists() {
+                    std::fs::remove_dir_all(&staged).io_context(|| {
+                        format!("removing {}, left by an interrupted run", staged.display())
+                    })?;
+                }
+                std::fs::create_dir_all(&staged)
+                    .io_context(|| format!("cannot write output {}", s.shown.display()))?;
+                s.staged = Some(staged);
+                set.slots.get_mut().expect("not shared yet").push(s);
+            } else if let Target::File(real) = &s.target {
                 let file_name = real.file_name().unwrap_or_default().to_string_lossy();
                 let staged = parent_of(real)
                     .join(format!(".{file_name}{STAGED_MARK}{}", std::process::id()));
@@ -382,6 +440,24 @@ impl OutputSet {
         Ok(())
     }
 
+    /// Records what was written to output `name` by other means than [`OutputSet::write`] (a
+    /// directory output, filled by every worker in its staged directory).
+    pub fn set_written(&self, name: &str, written: Written) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = slots.iter_mut().find(|s| s.name == name) {
+            s.written = Some(written);
+        }
+    }
+
+    /// The staged directory of directory output `name`, if the set has it.
+    pub fn staged_dir_of(&self, name: &str) -> Option<PathBuf> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots
+            .iter()
+            .find(|s| s.name == name && matches!(s.target, Target::Dir(_)))
+            .and_then(|s| s.staged.clone())
+    }
+
     /// What has been written so far, by output name.
     pub fn written(&self) -> BTreeMap<String, Written> {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -418,6 +494,30 @@ impl OutputSet {
         }
         let mut dirs = Vec::new();
         for s in rest.iter().chain(&summary_slots) {
+            if let (Target::Dir(real), Some(staged)) = (&s.target, &s.staged) {
+                // The old directory moves aside, the new one into place, and the old one goes.
+                let old = parent_of(real).join(format!(
+                    ".{}{STAGED_MARK}old-{}",
+                    real.file_name().unwrap_or_default().to_string_lossy(),
+                    std::process::id()
+                ));
+                let had_old = real.exists();
+                if had_old {
+                    std::fs::rename(real, &old)
+                        .io_context(|| format!("replacing {}", s.shown.display()))?;
+                }
+                std::fs::rename(staged, real)
+                    .io_context(|| format!("renaming into place {}", s.shown.display()))?;
+                if had_old {
+                    std::fs::remove_dir_all(&old)
+                        .io_context(|| format!("removing the old {}", s.shown.display()))?;
+                }
+                let dir = parent_of(real);
+                if !dirs.contains(&dir) {
+                    dirs.push(dir);
+                }
+                continue;
+            }
             if let (Target::File(real), Some(staged)) = (&s.target, &s.staged) {
                 std::fs::rename(staged, real)
                     .io_context(|| format!("renaming into place {}", s.shown.display()))?;
@@ -458,6 +558,10 @@ impl Drop for OutputSet {
         }
         let slots = self.slots.get_mut().unwrap_or_else(|p| p.into_inner());
         for s in slots.iter() {
+            if let (Target::Dir(_), Some(staged)) = (&s.target, &s.staged) {
+                let _ = std::fs::remove_dir_all(staged);
+                continue;
+            }
             if let Some(staged) = &s.staged {
                 let _ = std::fs::remove_file(staged);
                 cleanup::unregister(staged);

@@ -4,6 +4,7 @@
 
 pub mod cleanup;
 pub mod commit;
+pub mod corpus;
 
 use std::io::{self, Write};
 use std::path::Path;

@@ -139,9 +139,20 @@ pub fn discover_excluding(
     use std::os::unix::fs::MetadataExt;
     let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
     let excluded: Vec<(u64, u64)> = exclude.iter().filter_map(|p| identity(p)).collect();
+    // Output directories (a deduplicated corpus): nothing under them is an input.
+    let excluded_dirs: Vec<PathBuf> = exclude
+        .iter()
+        .filter(|p| p.is_dir())
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    let under_excluded = |p: &Path| {
+        !excluded_dirs.is_empty()
+            && p.canonicalize()
+                .is_ok_and(|c| excluded_dirs.iter().any(|d| c.starts_with(d)))
+    };
     let mut left_out = Vec::new();
     let mut keep = |p: PathBuf, paths: &mut Vec<PathBuf>| {
-        if identity(&p).is_some_and(|id| excluded.contains(&id)) {
+        if identity(&p).is_some_and(|id| excluded.contains(&id)) || under_excluded(&p) {
             left_out.push(p);
         } else {
             paths.push(p);

@@ -11,11 +11,13 @@
 //! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
+//! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
 pub mod bands;
 pub mod cluster;
 pub mod collapse;
+pub mod corpus;
 pub mod expand;
 pub mod keep;
 pub mod plan_rounds;

@@ -165,6 +165,20 @@ pub struct ClusterSummary {
     /// Documents whose keep-policy field was missing or unreadable (they rank after every
     /// document that has it).
     pub keep_field_missing: u64,
+    /// Per input file, its documents kept and dropped.
+    pub by_file: Vec<crate::stages::corpus::FileCounts>,
+    /// The deduplicated corpus, when it is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<CorpusSummary>,
+}
+
+/// The deduplicated corpus.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CorpusSummary {
+    /// Kept documents copied (equal to `kept`).
+    pub documents: u64,
+    /// Other records copied with them: WARC `warcinfo` records.
+    pub other_records: u64,
 }
 
 /// Wall-clock seconds per stage (as seen by worker 0; stages end at global barriers).
@@ -187,6 +201,9 @@ pub struct StageTimes {
     /// Connected components and representatives.
     #[serde(default)]
     pub clusters: f64,
+    /// Writing the deduplicated corpus.
+    #[serde(default)]
+    pub corpus: f64,
     /// Sorting and writing pairs (and groups).
     pub write_pairs: f64,
     /// Whole run.

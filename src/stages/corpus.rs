@@ -1,0 +1,178 @@
+//! Stage *corpus*: the deduplicated corpus, written where the records are.
+//!
+//! 1. Each rank owner knows which of its documents are dropped (the cluster stage) and where each
+//!    was read (its origin location); it sends the location of every kept document to the worker
+//!    whose split holds it (splits are planned alike on every worker).
+//! 2. Each worker copies the kept records of its splits, in order, into one part per split
+//!    ([`crate::output::corpus::write_part`]).
+//! 3. Worker 0 joins the parts into one file per input, in the staged corpus directory that the
+//!    output set renames into place at the commit.
+//!
+//! Also counts, per input file, the documents kept and dropped (for the summary).
+
+use timely::worker::Worker;
+
+use super::cluster::Member;
+use crate::config::Plan;
+use crate::error::{Error, Result};
+use crate::exchange::ranks::Ranked;
+use crate::exchange::{all_gather, shuffle};
+use crate::output::corpus::{self, PartStats};
+use crate::output::OutputSet;
+use crate::source::{plan_splits, Split};
+
+/// Documents kept and dropped in one input file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileCounts {
+    /// The input file.
+    pub file: String,
+    /// Its documents kept (representatives and documents in no cluster).
+    pub kept: u64,
+    /// Its documents dropped.
+    pub dropped: u64,
+}
+
+/// Per input file, the documents kept and dropped, summed over all workers (every worker calls it
+/// together; the ranks' origins must have been kept).
+pub fn file_counts(
+    worker: &mut Worker,
+    plan: &Plan,
+    ranked: &Ranked,
+    members: &[Member],
+) -> Vec<FileCounts> {
+    let files = plan.inputs.files.len();
+    let mut counts = vec![(0u64, 0u64); files];
+    let mut dropped = members
+        .iter()
+        .filter(|m| !m.is_representative())
+        .map(|m| m.rank)
+        .peekable();
+    for (j, (_, at)) in ranked.origins.iter().enumerate() {
+        let r = ranked.first + j as u64;
+        let c = &mut counts[at.file as usize];
+        if dropped.peek() == Some(&r) {
+            dropped.next();
+            c.1 += 1;
+        } else {
+            c.0 += 1;
+        }
+    }
+    let mut total = vec![(0u64, 0u64); files];
+    for part in all_gather(worker, counts) {
+        for (t, c) in total.iter_mut().zip(part) {
+            t.0 += c.0;
+            t.1 += c.1;
+        }
+    }
+    plan.inputs
+        .files
+        .iter()
+        .zip(total)
+        .map(|(f, (kept, dropped))| FileCounts {
+            file: f.path.display().to_string(),
+            kept,
+            dropped,
+        })
+        .collect()
+}
+
+/// Writes the deduplicated corpus (every worker calls it together); returns the records copied
+/// (kept documents, and WARC `warcinfo` records), over all workers.
+pub fn write(
+    worker: &mut Worker,
+    plan: &Plan,
+    ranked: &Ranked,
+    members: &[Member],
+    out: Option<&OutputSet>,
+) -> Result<PartStats> {
+    let inputs = &plan.inputs;
+    let Some(corpus_path) = &plan.outputs.corpus else {
+        return Ok(PartStats::default());
+    };
+    let staged = crate::output::commit::staged_dir(corpus_path);
+    let splits = plan_splits(
+        &inputs.files,
+        worker.peers(),
+        inputs.split_bytes,
+        inputs.format.split_mode(),
+    );
+    // Every split with its worker, by file and start.
+    let mut owners: Vec<(usize, u64, u32, u64)> = splits
+        .iter()
+        .enumerate()
+        .flat_map(|(w, ss)| ss.iter().map(move |s| (s.file, s.start, s.id, w as u64)))
+        .collect();
+    owners.sort_unstable();
+    let split_of = move |file: usize, offset: u64| -> (u32, u64) {
+        let i = owners.partition_point(|o| (o.0, o.1) <= (file, offset));
+        let o = owners[i.saturating_sub(1)];
+        (o.2, o.3)
+    };
+    // The kept documents' locations, to the workers whose splits hold them.
+    let mut dropped = members
+        .iter()
+        .filter(|m| !m.is_representative())
+        .map(|m| m.rank)
+        .peekable();
+    let mut kept: Vec<(u64, u32, u64)> = Vec::new();
+    for (j, (_, at)) in ranked.origins.iter().enumerate() {
+        let r = ranked.first + j as u64;
+        if dropped.peek() == Some(&r) {
+            dropped.next();
+            continue;
+        }
+        let (split, w) = split_of(at.file as usize, at.offset);
+        kept.push((w, split, at.offset));
+    }
+    let mut mine = shuffle(worker, kept, |(w, ..)| *w);
+    mine.sort_unstable_by_key(|&(_, split, offset)| (split, offset));
+    // Each of this worker's splits into its part (an empty one too: the join checks them all).
+    let mut stats = PartStats::default();
+    let mut error: Option<String> = None;
+    for split in &splits[worker.index()] {
+        let lo = mine.partition_point(|k| k.1 < split.id);
+        let hi = mine.partition_point(|k| k.1 <= split.id);
+        let offsets: Vec<u64> = mine[lo..hi].iter().map(|k| k.2).collect();
+        let file = &inputs.files[split.file];
+        match corpus::write_part(
+            &inputs.format,
+            file,
+            split,
+            &offsets,
+            inputs.max_record_bytes,
+            &corpus::part_path(&staged, split.id),
+        ) {
+            Ok(s) => {
+                stats.records += s.records;
+                stats.extra += s.extra;
+            }
+            Err(e) => {
+                error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    // Every part is written (or failed) before worker 0 joins them.
+    let mut total = PartStats::default();
+    let mut first_error = None;
+    for (s, e) in all_gather(worker, (stats, error)) {
+        total.records += s.records;
+        total.extra += s.extra;
+        if first_error.is_none() {
+            first_error = e;
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(Error::Output(format!("writing the corpus: {e}")));
+    }
+    if let Some(out) = out {
+        let all: Vec<Split> = splits.into_iter().flatten().collect();
+        let written = corpus::assemble(
+            &staged,
+            &corpus_path.display().to_string(),
+            &inputs.files,
+            &all,
+        )?;
+        out.set_written("corpus", written);
+    }
+    Ok(total)
+}

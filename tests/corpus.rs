@@ -1,0 +1,271 @@
+//! The deduplicated corpus: exactly one document per cluster plus every document in no cluster,
+//! each kept record byte-identical to its input, in the input's format and compression, and the
+//! same at any worker count (JSON Lines plain, gzip and zstd, split into many pieces; WARC).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use common::*;
+use neardup::run::execute;
+
+/// Generated documents with planted near and exact copies (and a blank line and a bad record,
+/// which are not documents and so not in the corpus).
+fn generated(dir: &Path) -> (PathBuf, Vec<String>) {
+    let opts = neardup::tools::gen::DocOptions {
+        n: 700,
+        seed: 5,
+        near_fraction: 0.2,
+        exact_fraction: 0.05,
+        ..Default::default()
+    };
+    let mut buf = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut buf).unwrap();
+    let mut lines: Vec<String> = String::from_utf8(buf)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.insert(100, "{\"id\": \"broken\", \"text\": ".into());
+    lines.insert(200, String::new());
+    let path = dir.join("docs.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    (path, lines)
+}
+
+/// Runs the accurate method with clusters and the corpus over `input` at `workers`, with small
+/// splits; returns the output directory.
+fn run_corpus(dir: &Path, input: &Path, workers: usize, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    let mut plan = plan_of(
+        Path::new("."),
+        &format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[clusters]\nkeep = \"longest\"\n\
+             [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
+             keep = \"keep.txt\"\ncorpus = \"corpus\"\n"
+        ),
+        workers,
+    );
+    plan.inputs.split_bytes = 16 << 10;
+    plan.verbose = false;
+    let summary = execute(plan).unwrap().unwrap();
+    let c = summary.clusters.unwrap();
+    assert_eq!(c.corpus.unwrap().documents, c.kept);
+    out
+}
+
+fn id_of(line: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    match &v["id"] {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The corpus holds, in input order, exactly the input's lines of the kept ids; one per cluster.
+fn check_lines(out: &Path, input_lines: &[String], corpus_text: &str, what: &str) {
+    let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let want: Vec<&str> = input_lines
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("{\"id\": \"broken\""))
+        .filter(|l| kept.contains(&id_of(l)))
+        .map(String::as_str)
+        .collect();
+    let got: Vec<&str> = corpus_text.lines().collect();
+    assert_eq!(got.len(), want.len(), "{what}: records");
+    assert!(
+        got == want,
+        "{what}: the kept records, byte for byte, in order"
+    );
+    // One document per cluster, and every document in no cluster.
+    let mut clusters: BTreeMap<String, usize> = BTreeMap::new();
+    let mut clustered = BTreeSet::new();
+    for l in std::fs::read_to_string(out.join("clusters.tsv"))
+        .unwrap()
+        .lines()
+    {
+        let f: Vec<&str> = l.split('\t').collect();
+        clustered.insert(f[0].to_string());
+        if kept.contains(f[0]) {
+            *clusters.entry(f[1].to_string()).or_default() += 1;
+        } else {
+            clusters.entry(f[1].to_string()).or_default();
+        }
+    }
+    assert!(clusters.len() > 20, "{what}: planted clusters found");
+    assert!(
+        clusters.values().all(|&n| n == 1),
+        "{what}: one per cluster"
+    );
+    let ids: BTreeSet<String> = input_lines
+        .iter()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("{\"id\": \"broken\""))
+        .map(|l| id_of(l))
+        .collect();
+    for id in ids.difference(&clustered) {
+        assert!(kept.contains(id), "{what}: {id} is in no cluster and kept");
+    }
+}
+
+#[test]
+fn jsonl_corpus_keeps_one_per_cluster_byte_identical_at_1_2_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, lines) = generated(dir.path());
+    let mut first: Option<Vec<u8>> = None;
+    for w in [1, 2, 4] {
+        let out = run_corpus(dir.path(), &input, w, &format!("plain-{w}"));
+        let bytes = std::fs::read(out.join("corpus/docs.jsonl")).unwrap();
+        check_lines(
+            &out,
+            &lines,
+            std::str::from_utf8(&bytes).unwrap(),
+            &format!("plain, {w} workers"),
+        );
+        match &first {
+            None => first = Some(bytes),
+            Some(f) => assert!(f == &bytes, "plain: the same corpus at {w} workers"),
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("neardup-tmp"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "no staged directory left: {leftovers:?}"
+        );
+    }
+}
+
+#[test]
+fn compressed_jsonl_corpus_is_compressed_alike_and_the_same_at_any_worker_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, lines) = generated(dir.path());
+    let raw = std::fs::read(&plain).unwrap();
+    let gz = dir.path().join("gz/docs.jsonl.gz");
+    let zst = dir.path().join("zst/docs.jsonl.zst");
+    std::fs::create_dir_all(gz.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(zst.parent().unwrap()).unwrap();
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&raw).unwrap();
+    std::fs::write(&gz, e.finish().unwrap()).unwrap();
+    std::fs::write(&zst, zstd::encode_all(&raw[..], 1).unwrap()).unwrap();
+    for (input, name) in [(&gz, "docs.jsonl.gz"), (&zst, "docs.jsonl.zst")] {
+        let mut first: Option<Vec<u8>> = None;
+        for w in [1, 2, 4] {
+            let out = run_corpus(dir.path(), input, w, &format!("{name}-{w}"));
+            let bytes = std::fs::read(out.join("corpus").join(name)).unwrap();
+            let mut text = String::new();
+            if name.ends_with(".gz") {
+                flate2::read::MultiGzDecoder::new(&bytes[..])
+                    .read_to_string(&mut text)
+                    .unwrap();
+            } else {
+                zstd::Decoder::new(&bytes[..])
+                    .unwrap()
+                    .read_to_string(&mut text)
+                    .unwrap();
+            }
+            check_lines(&out, &lines, &text, &format!("{name}, {w} workers"));
+            match &first {
+                None => first = Some(bytes),
+                Some(f) => assert!(f == &bytes, "{name}: the same bytes at {w} workers"),
+            }
+        }
+    }
+}
+
+/// `(WARC-Record-ID or type, whole record bytes)` of every record of a `.warc.gz`, member by member.
+fn warc_records(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::new();
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let mut d = flate2::bufread::GzDecoder::new(rest);
+        let mut record = Vec::new();
+        if d.read_to_end(&mut record).is_err() {
+            // A corrupt member of the sample: skip to the next gzip header.
+            let next = rest[1..]
+                .windows(3)
+                .position(|w| w == [0x1f, 0x8b, 0x08])
+                .map_or(rest.len(), |p| p + 1);
+            rest = &rest[next..];
+            continue;
+        }
+        let consumed = rest.len() - d.into_inner().len();
+        let member = rest[..consumed].to_vec();
+        rest = &rest[consumed..];
+        let head = String::from_utf8_lossy(&record[..record.len().min(2000)]).into_owned();
+        let field = |name: &str| {
+            head.lines()
+                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+        };
+        let key = match field("WARC-Type:").as_deref() {
+            Some("warcinfo") => {
+                format!("warcinfo {}", field("WARC-Record-ID:").unwrap_or_default())
+            }
+            _ => field("WARC-Record-ID:").unwrap_or_default(),
+        };
+        out.push((key, member));
+    }
+    out
+}
+
+#[test]
+fn warc_corpus_copies_kept_pages_and_warcinfo_members_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = root().join("data-samples/warc/sample.warc.gz");
+    let mut first = None;
+    for w in [1, 2, 3] {
+        let out = dir.path().join(format!("warc-{w}"));
+        let mut plan = plan_of(
+            Path::new("."),
+            &format!(
+                "[input]\npaths = [{input:?}]\nformat = \"warc\"\n[features]\nshingle = 3\n\
+                 [simhash]\nk = 3\n[clusters]\nkeep = \"newest\"\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nkeep = \"keep.txt\"\n\
+                 drop = \"drop.tsv\"\ncorpus = \"corpus\"\n"
+            ),
+            w,
+        );
+        plan.inputs.split_bytes = 32 << 10;
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let c = summary.clusters.unwrap();
+        assert!(c.dropped > 5, "the sample's mirrors are dropped");
+        let corpus = out.join("corpus/sample.warc.gz");
+        let got = warc_records(&corpus);
+        let source: BTreeMap<String, Vec<u8>> = warc_records(&input).into_iter().collect();
+        let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        let pages: BTreeSet<String> = got
+            .iter()
+            .filter(|(k, _)| !k.starts_with("warcinfo"))
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert_eq!(pages, kept, "{w} workers: the pages are the kept ones");
+        assert!(got.iter().any(|(k, _)| k.starts_with("warcinfo")));
+        for (key, member) in &got {
+            assert!(
+                source.get(key) == Some(member),
+                "{w} workers: {key} is its input member, byte for byte"
+            );
+        }
+        assert_eq!(c.corpus.unwrap().documents, kept.len() as u64);
+        let bytes = std::fs::read(&corpus).unwrap();
+        match &first {
+            None => first = Some(bytes),
+            Some(f) => assert!(f == &bytes, "the same corpus at {w} workers"),
+        }
+    }
+}
