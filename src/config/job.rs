@@ -627,12 +627,20 @@ impl JobSpec {
                 lang: inp.lang_field,
                 timestamp: inp.timestamp_field,
             }),
+            "parquet" => Format::Parquet(Fields {
+                id: inp.id_field,
+                text: inp.text_field,
+                url: Some(inp.url_field).filter(|u| !u.is_empty()),
+                html: inp.html_field,
+                lang: inp.lang_field,
+                timestamp: inp.timestamp_field,
+            }),
             "warc" => Format::Warc,
             "html" => Format::Html,
             "fingerprints" => Format::Fingerprints,
             other => bail!(
                 Config,
-                "[input] format must be \"jsonl\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
+                "[input] format must be \"jsonl\", \"parquet\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
             ),
         };
         ensure!(
@@ -784,7 +792,13 @@ impl JobSpec {
         if let Some(corpus) = &outputs.corpus {
             outs.push(crate::output::commit::staged_dir(corpus));
         }
-        let files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
+        let mut files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
+        if matches!(format, Format::Parquet(_)) {
+            for f in &mut files {
+                f.row_groups = crate::source::parquet::row_groups(&f.path)
+                    .map_err(|m| Error::Input(format!("{}: {m}", f.path.display())))?;
+            }
+        }
         Ok(Plan {
             verbose: o.command != "fingerprint",
             command: if o.command.is_empty() {
@@ -849,7 +863,7 @@ fn cluster_plan(
         })?,
     };
     match format {
-        Format::Jsonl(fields) => {
+        Format::Jsonl(fields) | Format::Parquet(fields) => {
             if let (Some(a), Some(b)) = (&spec.field, &fields.timestamp) {
                 ensure!(
                     a == b,

@@ -82,9 +82,42 @@ pub fn write_part(
     if let Some(dir) = dest.parent() {
         std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
     }
+    let copied = match format {
+        // A Parquet part is a Parquet file of its own.
+        Format::Parquet(_) => PartStats {
+            records: crate::source::parquet::copy_rows(file, split, kept, dest).map_err(|m| {
+                Error::Output(format!(
+                    "copying the kept rows of {} into the corpus: {m}",
+                    file.path.display()
+                ))
+            })?,
+            extra: 0,
+        },
+        _ => write_bytes_part(format, file, split, kept, max_record_bytes, dest)?,
+    };
+    if copied.records != kept.len() as u64 {
+        return Err(Error::Input(format!(
+            "{}: {} kept record(s) were not found again where the run read them: did the input \
+             change during the run?",
+            file.path.display(),
+            kept.len() as u64 - copied.records.min(kept.len() as u64)
+        )));
+    }
+    Ok(copied)
+}
+
+/// [`write_part`] for the formats copied as bytes.
+fn write_bytes_part(
+    format: &Format,
+    file: &InputFile,
+    split: &Split,
+    kept: &[u64],
+    max_record_bytes: usize,
+    dest: &Path,
+) -> Result<PartStats> {
     let out = File::create(dest).io_context(|| format!("writing {}", dest.display()))?;
     let mut out = io::BufWriter::with_capacity(1 << 20, out);
-    let copied = (|| -> io::Result<PartStats> {
+    (|| -> io::Result<PartStats> {
         let stats = match format {
             Format::Jsonl(_) => {
                 let records = match file.compression {
@@ -115,8 +148,8 @@ pub fn write_part(
                     extra: 0,
                 }
             }
-            Format::Fingerprints => {
-                return Err(io::Error::other("a fingerprints file has no records"))
+            Format::Parquet(_) | Format::Fingerprints => {
+                return Err(io::Error::other("not a format copied as bytes"))
             }
         };
         let f = out.into_inner().map_err(|e| e.into_error())?;
@@ -128,16 +161,7 @@ pub fn write_part(
             "copying the kept records of {} into the corpus",
             file.path.display()
         )
-    })?;
-    if copied.records != kept.len() as u64 {
-        return Err(Error::Input(format!(
-            "{}: {} kept record(s) were not found again where the run read them: did the input \
-             change during the run?",
-            file.path.display(),
-            kept.len() as u64 - copied.records.min(kept.len() as u64)
-        )));
-    }
-    Ok(copied)
+    })
 }
 
 /// Copies the lines of `split` (those that start in it, as the reader splits them) that start at
@@ -277,9 +301,11 @@ fn copy_warc(
 pub fn assemble(
     staged: &Path,
     shown: &str,
+    format: &Format,
     files: &[InputFile],
     splits: &[Split],
 ) -> Result<Written> {
+    let parquet = matches!(format, Format::Parquet(_));
     let names = relative_names(files);
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut total = 0u64;
@@ -297,7 +323,17 @@ pub fn assemble(
                 p.display()
             ))
         };
-        if let [only] = parts.as_slice() {
+        if parquet {
+            let paths: Vec<PathBuf> = parts.iter().map(|s| part_path(staged, s.id)).collect();
+            if let Some(p) = paths.iter().find(|p| !p.exists()) {
+                return Err(missing(p));
+            }
+            crate::source::parquet::join_parts(&paths, &dest)
+                .map_err(|m| Error::Output(format!("writing {}: {m}", dest.display())))?;
+            for p in &paths {
+                std::fs::remove_file(p).io_context(|| format!("removing {}", p.display()))?;
+            }
+        } else if let [only] = parts.as_slice() {
             let part = part_path(staged, only.id);
             if !part.exists() {
                 return Err(missing(&part));

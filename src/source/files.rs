@@ -33,6 +33,8 @@ pub struct InputFile {
     pub size: u64,
     /// Detected compression.
     pub compression: Compression,
+    /// Parquet: the rows of each row group (empty for other formats).
+    pub row_groups: Vec<u64>,
 }
 
 /// A piece of one file: the lines that start at byte offsets in `start..end`.
@@ -104,6 +106,8 @@ pub const DOCUMENT_EXTENSIONS: &[&str] = &["jsonl", "json", "ndjson"];
 pub const WARC_EXTENSIONS: &[&str] = &["warc", "arc"];
 /// File name endings a directory walk picks up for HTML pages.
 pub const HTML_EXTENSIONS: &[&str] = &["html", "htm", "xhtml"];
+/// File name endings a directory walk picks up for Parquet files.
+pub const PARQUET_EXTENSIONS: &[&str] = &["parquet"];
 /// File name endings a directory walk picks up for fingerprints files.
 pub const FINGERPRINT_EXTENSIONS: &[&str] = &["tsv", "jsonl", "json", "ndjson"];
 
@@ -229,6 +233,7 @@ pub fn discover_excluding(
             size: meta.len(),
             path,
             compression,
+            row_groups: Vec::new(),
         });
     }
     Ok(files)
@@ -245,6 +250,8 @@ pub enum SplitMode {
     GzipMembers,
     /// Every file is read whole by one worker.
     Whole,
+    /// Parquet: one split per row group (`start`..`end` are its rows).
+    RowGroups,
 }
 
 /// Smallest byte range a plain file is cut into.
@@ -268,8 +275,26 @@ pub fn plan_splits(
         let splittable = match mode {
             SplitMode::Lines => f.compression == Compression::None,
             SplitMode::GzipMembers => f.compression == Compression::Gzip,
-            SplitMode::Whole => false,
+            SplitMode::Whole | SplitMode::RowGroups => false,
         };
+        if mode == SplitMode::RowGroups && !f.row_groups.is_empty() {
+            let total: u64 = f.row_groups.iter().sum::<u64>().max(1);
+            let mut first = 0u64;
+            for (g, &rows) in f.row_groups.iter().enumerate() {
+                let last = g + 1 == f.row_groups.len();
+                splits.push((
+                    f.size * rows / total,
+                    Split {
+                        id: splits.len() as u32,
+                        file: i,
+                        start: first,
+                        end: if last { u64::MAX } else { first + rows },
+                    },
+                ));
+                first += rows;
+            }
+            continue;
+        }
         if !splittable || f.size <= MIN_SPLIT {
             splits.push((
                 f.size,
@@ -330,6 +355,7 @@ pub(crate) fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
         size: content.len() as u64,
         compression: sniff(&path).unwrap(),
         path,
+        row_groups: Vec::new(),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod html;
 pub mod jsonl;
 pub mod lines;
 pub mod names;
+pub mod parquet;
 pub mod warc;
 
 use std::fmt;
@@ -19,7 +20,8 @@ pub use document::{Attributes, Body, Document};
 pub use document::{Item, Skipped};
 pub use files::{
     discover, discover_excluding, plan_splits, Compression, InputFile, Split, SplitMode,
-    DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, WARC_EXTENSIONS,
+    DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS,
+    WARC_EXTENSIONS,
 };
 pub use jsonl::Fields;
 pub use names::Names;
@@ -47,6 +49,9 @@ pub enum Format {
     Html,
     /// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
     Fingerprints,
+    /// Parquet files: the text column and, when present, id, URL, HTML, language and timestamp
+    /// columns, named as for JSON Lines.
+    Parquet(Fields),
 }
 
 impl Format {
@@ -57,6 +62,7 @@ impl Format {
             Format::Warc => "warc",
             Format::Html => "html",
             Format::Fingerprints => "fingerprints",
+            Format::Parquet(_) => "parquet",
         }
     }
 
@@ -67,6 +73,7 @@ impl Format {
             Format::Warc => WARC_EXTENSIONS,
             Format::Html => HTML_EXTENSIONS,
             Format::Fingerprints => FINGERPRINT_EXTENSIONS,
+            Format::Parquet(_) => PARQUET_EXTENSIONS,
         }
     }
 
@@ -76,6 +83,7 @@ impl Format {
             Format::Jsonl(_) | Format::Fingerprints => SplitMode::Lines,
             Format::Warc => SplitMode::GzipMembers,
             Format::Html => SplitMode::Whole,
+            Format::Parquet(_) => SplitMode::RowGroups,
         }
     }
 
@@ -167,6 +175,9 @@ impl Format {
                     );
                 }
             }
+            Format::Parquet(fields) => {
+                parquet::read_rows(file, file_index, fields, offsets, max_record_bytes, on);
+            }
             Format::Warc if file.compression == Compression::Gzip => {
                 for &o in offsets {
                     let split = Split {
@@ -202,6 +213,10 @@ impl Format {
             }
             Format::Html => {
                 html::read_page_file(file, split, max_record_bytes, on);
+                0
+            }
+            Format::Parquet(fields) => {
+                parquet::read_split(file, split, fields, max_record_bytes, on);
                 0
             }
         }

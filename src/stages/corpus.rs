@@ -169,6 +169,7 @@ pub fn write(
         let written = corpus::assemble(
             &staged,
             &corpus_path.display().to_string(),
+            &inputs.format,
             &inputs.files,
             &all,
         )?;

@@ -1,0 +1,477 @@
+//! Parquet files, the format training-corpus tools hand over (Hugging Face datasets, datatrove,
+//! NeMo Curator), read and written with the Apache Arrow Rust crates.
+//!
+//! - **Columns.** The text column (`text_field`), and when present the id, URL, HTML, language and
+//!   timestamp (or keep-policy) columns; strings, numbers, dates and timestamps are read (a
+//!   timestamp as Unix seconds). Only those columns are decoded.
+//! - **Splits.** One per row group; a record's offset is its row number in the file, so a row is
+//!   found again (verification, the corpus) by its row group and its place in it.
+//! - **Records.** A row with a null or missing text is a `missing_text` skip, a bad id a `bad_id`
+//!   skip; a row without id is named `PATH@ROW`.
+//! - **The corpus.** Each kept row group is filtered to its kept rows and written with the input's
+//!   Arrow schema and compression, one part per row group; the parts of a file are then joined by
+//!   copying their encoded column chunks (no re-encoding).
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::file::properties::WriterProperties;
+
+use super::{Attributes, Body, Document, Fields, InputFile, Item, Location, Skip, SkipReason};
+use super::{Skipped, Split};
+
+/// Rows decoded per batch.
+const BATCH_ROWS: usize = 4096;
+
+/// The number of rows of each row group of a Parquet file, or why it is not one.
+pub fn row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    Ok(builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0) as u64)
+        .collect())
+}
+
+/// The row group holding row `row` of a file with `groups` rows per group, and its first row.
+fn group_of(groups: &[u64], row: u64) -> (usize, u64) {
+    let mut first = 0;
+    for (g, &n) in groups.iter().enumerate() {
+        if row < first + n {
+            return (g, first);
+        }
+        first += n;
+    }
+    (groups.len(), first)
+}
+
+/// The column names a run reads.
+fn wanted(fields: &Fields) -> Vec<&str> {
+    let mut v: Vec<&str> = vec![fields.id.as_str(), fields.text.as_str()];
+    v.extend(
+        [&fields.url, &fields.html, &fields.lang, &fields.timestamp]
+            .into_iter()
+            .flatten()
+            .map(String::as_str),
+    );
+    v
+}
+
+/// Value `i` of a column as text: strings as they are, numbers in decimal, dates and timestamps
+/// as Unix seconds. `None` for a null or an unsupported type.
+fn value_at(col: &ArrayRef, i: usize) -> Option<Cow<'_, str>> {
+    if col.is_null(i) {
+        return None;
+    }
+    let s = match col.data_type() {
+        DataType::Utf8 => return Some(Cow::Borrowed(col.as_string::<i32>().value(i))),
+        DataType::LargeUtf8 => return Some(Cow::Borrowed(col.as_string::<i64>().value(i))),
+        DataType::Utf8View => return Some(Cow::Borrowed(col.as_string_view().value(i))),
+        DataType::Int8 => col.as_primitive::<Int8Type>().value(i).to_string(),
+        DataType::Int16 => col.as_primitive::<Int16Type>().value(i).to_string(),
+        DataType::Int32 => col.as_primitive::<Int32Type>().value(i).to_string(),
+        DataType::Int64 => col.as_primitive::<Int64Type>().value(i).to_string(),
+        DataType::UInt8 => col.as_primitive::<UInt8Type>().value(i).to_string(),
+        DataType::UInt16 => col.as_primitive::<UInt16Type>().value(i).to_string(),
+        DataType::UInt32 => col.as_primitive::<UInt32Type>().value(i).to_string(),
+        DataType::UInt64 => col.as_primitive::<UInt64Type>().value(i).to_string(),
+        DataType::Float32 => col.as_primitive::<Float32Type>().value(i).to_string(),
+        DataType::Float64 => col.as_primitive::<Float64Type>().value(i).to_string(),
+        DataType::Boolean => col.as_boolean().value(i).to_string(),
+        DataType::Date32 => {
+            (i64::from(col.as_primitive::<Date32Type>().value(i)) * 86_400).to_string()
+        }
+        DataType::Date64 => {
+            (col.as_primitive::<Date64Type>().value(i).div_euclid(1000)).to_string()
+        }
+        DataType::Timestamp(unit, _) => {
+            let (v, per_second) = match unit {
+                TimeUnit::Second => (col.as_primitive::<TimestampSecondType>().value(i), 1),
+                TimeUnit::Millisecond => (
+                    col.as_primitive::<TimestampMillisecondType>().value(i),
+                    1_000,
+                ),
+                TimeUnit::Microsecond => (
+                    col.as_primitive::<TimestampMicrosecondType>().value(i),
+                    1_000_000,
+                ),
+                TimeUnit::Nanosecond => (
+                    col.as_primitive::<TimestampNanosecondType>().value(i),
+                    1_000_000_000,
+                ),
+            };
+            v.div_euclid(per_second).to_string()
+        }
+        _ => return None,
+    };
+    Some(Cow::Owned(s))
+}
+
+/// True for column types whose values can be read as text.
+fn readable(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Boolean
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Timestamp(..)
+    )
+}
+
+/// Reads row groups `groups` (with their first rows `firsts`) of `file`, calling `on` with the rows
+/// `keep(row)` selects: documents or skips.
+fn read_groups(
+    file: &InputFile,
+    file_index: usize,
+    fields: &Fields,
+    groups: &[(usize, u64)],
+    max_record_bytes: usize,
+    keep: &dyn Fn(u64) -> bool,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let at = |row: u64| Location::at(file_index, row);
+    let fail = |row: u64, message: String, on: &mut dyn FnMut(Item<'_>)| {
+        let skip = Skip::new(SkipReason::ReadError, message);
+        on(Item::Skipped(Skipped::at(at(row), skip, 0)));
+    };
+    let first_row = groups.first().map_or(0, |g| g.1);
+    let builder = match File::open(&file.path)
+        .map_err(|e| format!("cannot open: {e}"))
+        .and_then(|f| {
+            ParquetRecordBatchReaderBuilder::try_new(f)
+                .map_err(|e| format!("not a readable Parquet file: {e}"))
+        }) {
+        Ok(b) => b,
+        Err(m) => return fail(first_row, m, on),
+    };
+    let schema = builder.schema().clone();
+    let names = wanted(fields);
+    let present: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            schema
+                .field_with_name(n)
+                .is_ok_and(|f| readable(f.data_type()))
+        })
+        .collect();
+    let all_columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let mask = ProjectionMask::columns(builder.parquet_schema(), present.iter().copied());
+    for &(g, first) in groups {
+        let reader = match builder_for(file, g, &mask) {
+            Ok(r) => r,
+            Err(m) => return fail(first, m, on),
+        };
+        let mut row = first;
+        for batch in reader {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    return fail(
+                        row,
+                        format!("{e}; the rest of this file could not be read"),
+                        on,
+                    )
+                }
+            };
+            let col = |name: &Option<String>| {
+                name.as_deref()
+                    .and_then(|n| batch.column_by_name(n))
+                    .cloned()
+            };
+            let (id, text, url, html, lang, time) = (
+                batch.column_by_name(&fields.id).cloned(),
+                batch.column_by_name(&fields.text).cloned(),
+                col(&fields.url),
+                col(&fields.html),
+                col(&fields.lang),
+                col(&fields.timestamp),
+            );
+            for i in 0..batch.num_rows() {
+                let r = row + i as u64;
+                if !keep(r) {
+                    continue;
+                }
+                fn value<'a>(c: &'a Option<ArrayRef>, i: usize) -> Option<Cow<'a, str>> {
+                    c.as_ref().and_then(|c| value_at(c, i))
+                }
+                let get = |c| value(c, i);
+                let html_value = get(&html);
+                let text_value = get(&text);
+                let body_len = html_value
+                    .as_ref()
+                    .or(text_value.as_ref())
+                    .map_or(0, |t| t.len());
+                if body_len > max_record_bytes {
+                    let skip = Skip::new(
+                        SkipReason::TooLarge,
+                        format!("record of {body_len} bytes exceeds max_record_bytes={max_record_bytes}"),
+                    );
+                    on(Item::Skipped(Skipped::at(at(r), skip, body_len as u64)));
+                    continue;
+                }
+                let body = match (html_value, text_value) {
+                    (Some(h), _) => Body::Html {
+                        bytes: match h {
+                            Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+                            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+                        },
+                        charset: Some(Cow::Borrowed("utf-8")),
+                    },
+                    (None, Some(t)) => Body::Text(t),
+                    (None, None) => {
+                        let message = if text.is_none() {
+                            format!(
+                                "no column {:?} (columns: {})",
+                                fields.text,
+                                all_columns.join(", ")
+                            )
+                        } else {
+                            format!("column {:?} is null", fields.text)
+                        };
+                        let mut s =
+                            Skipped::at(at(r), Skip::new(SkipReason::MissingText, message), 0);
+                        s.id = get(&id).map(Cow::into_owned);
+                        on(Item::Skipped(s));
+                        continue;
+                    }
+                };
+                let id_value = get(&id);
+                if let Some(bad) = id_value
+                    .as_deref()
+                    .filter(|v| !super::jsonl::id_is_clean(v))
+                {
+                    let skip = Skip::new(
+                        SkipReason::BadId,
+                        format!("id {bad:?} is empty or holds a tab or newline"),
+                    );
+                    on(Item::Skipped(Skipped::at(at(r), skip, body_len as u64)));
+                    continue;
+                }
+                on(Item::Document(Document {
+                    id: id_value,
+                    url: get(&url),
+                    body,
+                    lang: get(&lang),
+                    location: at(r),
+                    attributes: Attributes {
+                        bytes: body_len as u64,
+                        timestamp: get(&time),
+                    },
+                }));
+            }
+            row += batch.num_rows() as u64;
+        }
+    }
+}
+
+/// A reader of row group `g` of `file` with columns `mask`.
+fn builder_for(
+    file: &InputFile,
+    g: usize,
+    mask: &ProjectionMask,
+) -> std::result::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, String> {
+    let f = File::open(&file.path).map_err(|e| format!("cannot open: {e}"))?;
+    ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| {
+            b.with_row_groups(vec![g])
+                .with_projection(mask.clone())
+                .with_batch_size(BATCH_ROWS)
+                .build()
+        })
+        .map_err(|e| format!("reading row group {g}: {e}"))
+}
+
+/// Reads one split (one row group) of `file`.
+pub fn read_split(
+    file: &InputFile,
+    split: &Split,
+    fields: &Fields,
+    max_record_bytes: usize,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let (g, first) = group_of(&file.row_groups, split.start);
+    if g < file.row_groups.len() {
+        read_groups(
+            file,
+            split.file,
+            fields,
+            &[(g, first)],
+            max_record_bytes,
+            &|_| true,
+            on,
+        );
+    }
+}
+
+/// Reads again the rows of `file` at `rows` (sorted): only their row groups are decoded.
+pub fn read_rows(
+    file: &InputFile,
+    file_index: usize,
+    fields: &Fields,
+    rows: &[u64],
+    max_record_bytes: usize,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let mut groups: Vec<(usize, u64)> = rows
+        .iter()
+        .map(|&r| group_of(&file.row_groups, r))
+        .collect();
+    groups.dedup();
+    read_groups(
+        file,
+        file_index,
+        fields,
+        &groups,
+        max_record_bytes,
+        &|r| rows.binary_search(&r).is_ok(),
+        on,
+    );
+}
+
+/// Writes the rows `kept` (sorted row numbers) of the row group of `split` to `dest`, a Parquet
+/// file of one row group with the input's Arrow schema, compression and key-value metadata.
+/// Returns the rows written.
+pub fn copy_rows(
+    file: &InputFile,
+    split: &Split,
+    kept: &[u64],
+    dest: &Path,
+) -> std::result::Result<u64, String> {
+    let (g, first) = group_of(&file.row_groups, split.start);
+    let f = File::open(&file.path).map_err(|e| format!("cannot open: {e}"))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| e.to_string())?;
+    let schema = builder.schema().clone();
+    let meta = builder.metadata().clone();
+    let compression = meta
+        .row_groups()
+        .first()
+        .and_then(|g| g.columns().first())
+        .map(|c| c.compression())
+        .filter(|c| {
+            !matches!(
+                c,
+                parquet::basic::Compression::BROTLI(_) | parquet::basic::Compression::LZO
+            )
+        })
+        .unwrap_or(parquet::basic::Compression::ZSTD(Default::default()));
+    let kv: Option<Vec<_>> = meta.file_metadata().key_value_metadata().map(|kv| {
+        kv.iter()
+            .filter(|k| k.key != "ARROW:schema")
+            .cloned()
+            .collect()
+    });
+    let props = WriterProperties::builder()
+        .set_compression(compression)
+        .set_max_row_group_row_count(None)
+        .set_max_row_group_bytes(None)
+        .set_key_value_metadata(kv)
+        .build();
+    let out = File::create(dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut writer =
+        ArrowWriter::try_new(out, Arc::clone(&schema), Some(props)).map_err(|e| e.to_string())?;
+    let mut written = 0u64;
+    if g < file.row_groups.len() {
+        let reader = builder
+            .with_row_groups(vec![g])
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut row = first;
+        for batch in reader {
+            let batch: RecordBatch = batch.map_err(|e| e.to_string())?;
+            let mask: BooleanArray = (0..batch.num_rows())
+                .map(|i| Some(kept.binary_search(&(row + i as u64)).is_ok()))
+                .collect();
+            row += batch.num_rows() as u64;
+            let chosen = arrow_select::filter::filter_record_batch(&batch, &mask)
+                .map_err(|e| e.to_string())?;
+            if chosen.num_rows() > 0 {
+                written += chosen.num_rows() as u64;
+                writer.write(&chosen).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let out = writer.into_inner().map_err(|e| e.to_string())?;
+    out.sync_all().map_err(|e| e.to_string())?;
+    Ok(written)
+}
+
+/// Joins Parquet `parts` (same schema) into `dest`, row group after row group, by copying their
+/// encoded column chunks.
+pub fn join_parts(parts: &[std::path::PathBuf], dest: &Path) -> std::result::Result<(), String> {
+    use parquet::column::writer::ColumnCloseResult;
+    use parquet::file::metadata::ParquetMetaDataReader;
+    use parquet::file::writer::SerializedFileWriter;
+
+    let inputs = parts
+        .iter()
+        .map(|p| {
+            let f = File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&f)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            Ok((f, meta))
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()?;
+    let Some((_, first)) = inputs.first() else {
+        return Err("no part to join".into());
+    };
+    let schema = first.file_metadata().schema_descr().root_schema_ptr();
+    let props = Arc::new(
+        WriterProperties::builder()
+            .set_key_value_metadata(first.file_metadata().key_value_metadata().cloned())
+            .build(),
+    );
+    let out = File::create(dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut writer = SerializedFileWriter::new(out, schema, props).map_err(|e| e.to_string())?;
+    for (input, meta) in &inputs {
+        for rg in meta.row_groups() {
+            let mut rg_out = writer.next_row_group().map_err(|e| e.to_string())?;
+            for column in rg.columns() {
+                let result = ColumnCloseResult {
+                    bytes_written: column.compressed_size() as _,
+                    rows_written: rg.num_rows() as _,
+                    metadata: column.clone(),
+                    bloom_filter: None,
+                    column_index: None,
+                    offset_index: None,
+                };
+                rg_out
+                    .append_column(input, result)
+                    .map_err(|e| e.to_string())?;
+            }
+            rg_out.close().map_err(|e| e.to_string())?;
+        }
+    }
+    let out = writer.into_inner().map_err(|e| e.to_string())?;
+    out.sync_all().map_err(|e| e.to_string())
+}

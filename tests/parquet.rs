@@ -1,0 +1,273 @@
+//! Parquet input and output: the same pairs as the same documents in JSON Lines, row groups split
+//! among workers, keep policies over Parquet columns, and the deduplicated corpus written as
+//! Parquet with the input's schema, its kept rows unchanged, the same at any worker count.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, Float64Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use common::*;
+use neardup::run::execute;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+/// Generated documents as `(id, text)`, with planted near and exact copies.
+fn documents() -> Vec<(String, String)> {
+    let opts = neardup::tools::gen::DocOptions {
+        n: 600,
+        seed: 11,
+        near_fraction: 0.2,
+        exact_fraction: 0.05,
+        ..Default::default()
+    };
+    let mut buf = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut buf).unwrap();
+    String::from_utf8(buf)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["id"].as_str().unwrap().to_string(),
+                v["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Writes the documents as Parquet (row groups of 64 rows, snappy) with an integer row number, a
+/// quality score and a millisecond timestamp beside id and text; and the same as JSON Lines.
+fn write_both(dir: &Path, docs: &[(String, String)]) -> (PathBuf, PathBuf) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("text", DataType::Utf8, true),
+        Field::new("row", DataType::Int64, false),
+        Field::new("quality", DataType::Float64, true),
+        Field::new(
+            "date",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            true,
+        ),
+    ]));
+    let n = docs.len();
+    let batch = RecordBatch::try_new(
+        Arc::clone(&schema),
+        vec![
+            Arc::new(StringArray::from_iter_values(
+                docs.iter().map(|d| d.0.as_str()),
+            )),
+            Arc::new(StringArray::from_iter(
+                docs.iter().map(|d| Some(d.1.as_str())),
+            )),
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+            Arc::new(Float64Array::from_iter(
+                (0..n).map(|i| (i % 7 != 3).then_some((i * 37 % 101) as f64)),
+            )),
+            Arc::new(TimestampMillisecondArray::from_iter((0..n).map(|i| {
+                Some(1_600_000_000_000 + (i as i64 * 7919 % 1000) * 86_400_000)
+            }))),
+        ],
+    )
+    .unwrap();
+    let parquet = dir.join("docs.parquet");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(64))
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(&parquet).unwrap(),
+        schema,
+        Some(props),
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let jsonl = dir.join("docs.jsonl");
+    let lines: Vec<String> = docs
+        .iter()
+        .map(|(id, text)| serde_json::json!({"id": id, "text": text}).to_string())
+        .collect();
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    (parquet, jsonl)
+}
+
+fn job(input: &Path, out: &Path, format: &str, extra: &str) -> String {
+    format!(
+        "method = \"minhash\"\n[input]\npaths = [{input:?}]\nformat = {format:?}\n{extra}\n\
+         [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nkeep = \"keep.txt\"\ncorpus = \"corpus\"\n"
+    )
+}
+
+/// Every batch of a Parquet file, concatenated.
+fn read_all(path: &Path) -> (Arc<Schema>, Vec<RecordBatch>, usize) {
+    let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap()).unwrap();
+    let schema = b.schema().clone();
+    let groups = b.metadata().num_row_groups();
+    let batches = b.build().unwrap().map(|r| r.unwrap()).collect();
+    (schema, batches, groups)
+}
+
+#[test]
+fn parquet_gives_the_pairs_of_the_same_documents_in_jsonl_and_a_parquet_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = documents();
+    let (parquet, jsonl) = write_both(dir.path(), &docs);
+    let from_jsonl = dir.path().join("from-jsonl");
+    execute(plan_of(
+        dir.path(),
+        &job(&jsonl, &from_jsonl, "jsonl", ""),
+        2,
+    ))
+    .unwrap();
+    let want_pairs = std::fs::read(from_jsonl.join("pairs.tsv")).unwrap();
+    assert!(want_pairs.len() > 1000, "planted pairs found");
+    let mut first_corpus: Option<Vec<u8>> = None;
+    for w in [1, 2, 4] {
+        let out = dir.path().join(format!("pq-{w}"));
+        let summary = execute(plan_of(dir.path(), &job(&parquet, &out, "parquet", ""), w))
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.documents.processed, docs.len() as u64);
+        assert_eq!(
+            std::fs::read(out.join("pairs.tsv")).unwrap(),
+            want_pairs,
+            "{w} workers: the pairs of the JSON Lines"
+        );
+        // The corpus: the input's schema, the kept rows in input order, each row unchanged.
+        let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert!(kept.len() < docs.len());
+        let corpus = out.join("corpus/docs.parquet");
+        let (schema, batches, groups) = read_all(&corpus);
+        let (in_schema, in_batches, in_groups) = read_all(&parquet);
+        assert_eq!(schema, in_schema, "{w} workers: the input's schema");
+        assert_eq!(
+            groups, in_groups,
+            "{w} workers: a row group per input row group"
+        );
+        let rows = |bs: &[RecordBatch]| -> Vec<(String, String, i64, Option<f64>, i64)> {
+            let mut v = Vec::new();
+            for b in bs {
+                let id = b.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+                let text = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+                let row = b.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+                let q = b.column(3).as_any().downcast_ref::<Float64Array>().unwrap();
+                let d = b
+                    .column(4)
+                    .as_any()
+                    .downcast_ref::<TimestampMillisecondArray>()
+                    .unwrap();
+                for i in 0..b.num_rows() {
+                    v.push((
+                        id.value(i).to_string(),
+                        text.value(i).to_string(),
+                        row.value(i),
+                        (!q.is_null(i)).then(|| q.value(i)),
+                        d.value(i),
+                    ));
+                }
+            }
+            v
+        };
+        let want: Vec<_> = rows(&in_batches)
+            .into_iter()
+            .filter(|r| kept.contains(&r.0))
+            .collect();
+        assert_eq!(
+            rows(&batches),
+            want,
+            "{w} workers: the kept rows, unchanged, in order"
+        );
+        let bytes = std::fs::read(&corpus).unwrap();
+        match &first_corpus {
+            None => first_corpus = Some(bytes),
+            Some(f) => assert!(f == &bytes, "the same corpus file at {w} workers"),
+        }
+    }
+}
+
+#[test]
+fn keep_policies_read_parquet_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = documents();
+    let (parquet, _) = write_both(dir.path(), &docs);
+    for (policy, column) in [("highest", "quality"), ("newest", "date")] {
+        let out = dir.path().join(policy);
+        let extra = format!("[clusters]\nkeep = {policy:?}\nfield = {column:?}\n");
+        let mut text = job(&parquet, &out, "parquet", &extra);
+        text = text.replace(
+            "keep = \"keep.txt\"",
+            "keep = \"keep.txt\"\nclusters = \"clusters.tsv\"",
+        );
+        let summary = execute(plan_of(dir.path(), &text, 2)).unwrap().unwrap();
+        let c = summary.clusters.unwrap();
+        // quality is null on every 7th row; dates are all present.
+        let missing = if policy == "highest" {
+            (0..docs.len()).filter(|i| i % 7 == 3).count() as u64
+        } else {
+            0
+        };
+        assert_eq!(c.keep_field_missing, missing, "{policy}");
+        // Each representative has the best value of its cluster.
+        let value = |id: &str| -> Option<f64> {
+            let i = docs.iter().position(|d| d.0 == id).unwrap();
+            match policy {
+                "highest" => (i % 7 != 3).then_some((i * 37 % 101) as f64),
+                _ => Some((i * 7919 % 1000) as f64),
+            }
+        };
+        let mut best: std::collections::BTreeMap<String, (Option<f64>, String)> =
+            Default::default();
+        let rows: Vec<(String, String, bool)> = std::fs::read_to_string(out.join("clusters.tsv"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0].to_string(), f[1].to_string(), f[2] == "1")
+            })
+            .collect();
+        for (id, cluster, _) in &rows {
+            let v = value(id);
+            let e = best.entry(cluster.clone()).or_insert((v, id.clone()));
+            let better = match (v, e.0) {
+                (Some(a), Some(b)) => a > b || (a == b && *id < e.1),
+                (Some(_), None) => true,
+                (None, None) => *id < e.1,
+                (None, Some(_)) => false,
+            };
+            if better {
+                *e = (v, id.clone());
+            }
+        }
+        for (id, cluster, rep) in &rows {
+            assert_eq!(*rep, best[cluster].1 == *id, "{policy}: {id} in {cluster}");
+        }
+    }
+}
+
+#[test]
+fn a_file_that_is_not_parquet_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fake.parquet");
+    std::fs::write(&path, "{\"id\":1,\"text\":\"not parquet\"}\n").unwrap();
+    let out = run_job(
+        dir.path(),
+        "[input]\npaths = [\"fake.parquet\"]\nformat = \"parquet\"\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("fake.parquet") && err.contains("Parquet"),
+        "{err}"
+    );
+}
