@@ -348,12 +348,12 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         // clusters over the pairs and the exact-duplicate groups
         let members = match plan.clusters {
             None => Vec::new(),
-            Some(_) => {
+            Some(c) => {
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 if let Some(groups) = &exact {
                     edges.extend(cluster::group_edges(groups));
                 }
-                let (members, stats) = cluster::clusters(worker, &ranked, edges);
+                let (members, stats) = cluster::clusters(worker, &ranked, edges, c.split);
                 cluster_stats = Some(stats);
                 by_file = corpus::file_counts(worker, plan, &ranked, &members);
                 members
@@ -482,6 +482,10 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         let dropped = stats.documents - stats.clusters;
         ClusterSummary {
             keep: c.keep.name().into(),
+            split: c.split.name().into(),
+            chained_clusters: stats.chained_clusters,
+            chained_documents: stats.chained_documents,
+            split_components: stats.split_components,
             clusters: stats.clusters,
             documents_in_clusters: stats.documents,
             largest: stats.largest,

@@ -534,25 +534,28 @@ fn union_find_clusters(
     out
 }
 
-/// `(id, cluster, representative, size)` rows of a clusters file.
-fn read_clusters(path: &Path) -> Vec<(String, String, bool, usize)> {
+/// `(id, cluster, representative, size, paired)` rows of a clusters file.
+fn read_clusters(path: &Path) -> Vec<(String, String, bool, usize, bool)> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
-            (f[0].into(), f[1].into(), f[2] == "1", f[3].parse().unwrap())
+            (
+                f[0].into(),
+                f[1].into(),
+                f[2] == "1",
+                f[3].parse().unwrap(),
+                f[4] == "1",
+            )
         })
         .collect()
 }
 
-#[test]
-fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
-    let dir = tempfile::tempdir().unwrap();
-    let k = 3;
+/// Planted fingerprints plus chains: each link within 3 bits of the next, the ends far apart, and
+/// an exact copy inside each chain.
+fn chained_fingerprints() -> Vec<(String, u64)> {
     let mut fps = planted_fingerprints(77, 1200, 5);
-    // Chains: each link within k of the next, the ends far apart (transitive clusters), and
-    // exact copies inside a chain (exact-duplicate groups joined to near pairs).
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     for c in 0..20 {
         rng = rng
@@ -567,6 +570,31 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
             fp ^= 0b111 << (link * 9);
         }
     }
+    fps
+}
+
+/// The job of a clusters run over fingerprints file `input` into `out`.
+fn clusters_plan(input: &Path, out: &Path, k: u32, extra: &str, workers: usize) -> Plan {
+    let mut plan = plan_of(
+        Path::new("."),
+        &format!(
+            "[input]\npaths = [{input:?}]\nformat = \"fingerprints\"\n\
+             [simhash]\nk = {k}\n{extra}\n\
+             [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
+             keep = \"keep.txt\"\ndrop = \"drop.tsv\"\n"
+        ),
+        workers,
+    );
+    plan.inputs.split_bytes = 8 << 10;
+    plan.verbose = false;
+    plan
+}
+
+#[test]
+fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = 3;
+    let fps = chained_fingerprints();
     let input = dir.path().join("fps.tsv");
     write_fingerprints(&input, &fps);
     let ids: Vec<String> = fps.iter().map(|(id, _)| id.clone()).collect();
@@ -574,6 +602,7 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
         .into_iter()
         .map(|(a, b, _)| (a, b))
         .collect();
+    let paired: std::collections::BTreeSet<(String, String)> = pairs.iter().cloned().collect();
     let want = union_find_clusters(&ids, &pairs);
     assert!(
         want.values().any(|(_, size)| *size >= 6),
@@ -583,32 +612,29 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
         for w in [1, 2, 4] {
             let out = dir.path().join(format!("out-{collapse}-{w}"));
             let groups = if collapse {
-                "exact_groups = \"groups.tsv\"\n"
+                "[output]\nexact_groups = \"groups.tsv\"\n"
             } else {
                 ""
             };
-            let mut plan = plan_of(
-                Path::new("."),
-                &format!(
-                    "[input]\npaths = [{input:?}]\nformat = \"fingerprints\"\n\
-                     [simhash]\nk = {k}\n\
-                     [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
-                     keep = \"keep.txt\"\ndrop = \"drop.tsv\"\n{groups}"
-                ),
-                w,
-            );
-            plan.inputs.split_bytes = 8 << 10;
-            plan.verbose = false;
+            let plan = clusters_plan(&input, &out, k, "", w);
+            let mut plan = plan;
+            if !groups.is_empty() {
+                plan.outputs.exact_groups = Some(out.join("groups.tsv"));
+            }
             let summary = execute(plan).unwrap().unwrap();
             let got = read_clusters(&out.join("clusters.tsv"));
             assert_sorted_unique(&got);
             let what = format!("collapse={collapse} workers={w}");
             assert_eq!(got.len(), want.len(), "{what}: clustered documents");
-            for (id, cluster, representative, size) in &got {
+            let mut chained = 0;
+            for (id, cluster, representative, size, is_paired) in &got {
                 let (first, n) = &want[id];
                 assert_eq!((cluster, size), (first, n), "{what}: {id}");
                 // keep = "first": the representative is the cluster's smallest id.
                 assert_eq!(*representative, id == first, "{what}: {id}");
+                let direct = id == first || paired.contains(&(first.clone(), id.clone()));
+                assert_eq!(*is_paired, direct, "{what}: {id} paired with {first}");
+                chained += u64::from(!direct);
             }
             let dropped: Vec<(String, String)> = std::fs::read_to_string(out.join("drop.tsv"))
                 .unwrap()
@@ -639,6 +665,86 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
             let c = summary.clusters.unwrap();
             assert_eq!(c.kept + c.dropped, ids.len() as u64, "{what}");
             assert_eq!(c.documents_in_clusters, want.len() as u64, "{what}");
+            assert!(chained > 0, "{what}: the chains are reported");
+            assert_eq!(c.chained_documents, chained, "{what}");
         }
+    }
+}
+
+#[test]
+fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let dir = tempfile::tempdir().unwrap();
+    let k = 3;
+    let fps = chained_fingerprints();
+    let input = dir.path().join("fps.tsv");
+    write_fingerprints(&input, &fps);
+    let ids: Vec<String> = fps.iter().map(|(id, _)| id.clone()).collect();
+    let pairs: Vec<(String, String)> = brute_force_pairs(&fps, k)
+        .into_iter()
+        .map(|(a, b, _)| (a, b))
+        .collect();
+    let adjacent: BTreeSet<(String, String)> = pairs.iter().cloned().collect();
+    let is_pair =
+        |a: &str, b: &str| adjacent.contains(&(a.min(b).to_string(), a.max(b).to_string()));
+    // Brute force: each component in id order (keep = "first"); the first not taken is a center
+    // and takes every member not taken that is paired with it.
+    let components = union_find_clusters(&ids, &pairs);
+    let mut by_component: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, (first, _)) in &components {
+        by_component
+            .entry(first.clone())
+            .or_default()
+            .push(id.clone());
+    }
+    let mut want: BTreeMap<String, (String, String, usize)> = BTreeMap::new();
+    for members in by_component.values() {
+        let mut taken: BTreeSet<&String> = BTreeSet::new();
+        for center in members {
+            if taken.contains(center) {
+                continue;
+            }
+            taken.insert(center);
+            let mut star = vec![center.clone()];
+            for m in members {
+                if !taken.contains(m) && is_pair(center, m) {
+                    taken.insert(m);
+                    star.push(m.clone());
+                }
+            }
+            if star.len() >= 2 {
+                let id = star.iter().min().unwrap().clone();
+                for m in &star {
+                    want.insert(m.clone(), (id.clone(), center.clone(), star.len()));
+                }
+            }
+        }
+    }
+    assert!(
+        want.len() < components.len(),
+        "the chains leave some documents alone"
+    );
+    for w in [1, 2, 4] {
+        let out = dir.path().join(format!("star-{w}"));
+        let summary = execute(clusters_plan(
+            &input,
+            &out,
+            k,
+            "[clusters]\nsplit = \"star\"",
+            w,
+        ))
+        .unwrap()
+        .unwrap();
+        let got = read_clusters(&out.join("clusters.tsv"));
+        assert_eq!(got.len(), want.len(), "{w} workers: documents in stars");
+        for (id, cluster, representative, size, paired) in &got {
+            let (star, center, n) = &want[id];
+            assert_eq!((cluster, size), (star, n), "{w} workers: {id}");
+            assert_eq!(*representative, id == center, "{w} workers: {id}");
+            assert!(*paired && (id == center || is_pair(id, center)));
+        }
+        let c = summary.clusters.unwrap();
+        assert_eq!(c.chained_clusters, 0);
+        assert!(c.split_components >= 20, "every chain is cut");
     }
 }

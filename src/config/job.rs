@@ -22,6 +22,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
 use crate::source::{discover_excluding, Fields, Format};
+use crate::stages::cluster::Split;
 use crate::stages::keep::KeepPolicy;
 use crate::stages::verify::{Verification, VerifyMode};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
@@ -185,6 +186,9 @@ pub struct ClustersSpec {
     /// JSONL: the field `newest`/`oldest` (a date or time) or `highest` (a number) reads; default
     /// `[input] timestamp_field`. WARC records use `WARC-Date`.
     pub field: Option<String>,
+    /// `none` (connected components, the default) or `star` (star clusters around
+    /// representatives in keep-policy order: every dropped document is paired with the one kept).
+    pub split: Option<String>,
 }
 
 /// `[run]`
@@ -913,7 +917,15 @@ fn cluster_plan(
             );
         }
     }
-    Ok(Some(ClusterPlan { keep }))
+    let split = match spec.split.as_deref() {
+        None => Split::None,
+        Some(x) => Split::parse(x).ok_or_else(|| {
+            Error::Config(format!(
+                "[clusters] split must be \"none\" or \"star\", got {x:?}"
+            ))
+        })?,
+    };
+    Ok(Some(ClusterPlan { keep, split }))
 }
 
 #[cfg(test)]

@@ -218,6 +218,8 @@ impl Outputs {
 pub struct ClusterPlan {
     /// How the representative is chosen.
     pub keep: crate::stages::keep::KeepPolicy,
+    /// How components are cut into clusters.
+    pub split: crate::stages::cluster::Split,
 }
 
 /// Everything a run does: validated, the same on every worker of every process.

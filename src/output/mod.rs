@@ -190,8 +190,10 @@ pub fn write_groups<'n>(
     )
 }
 
-/// Writes cluster members (sorted by id): `id<TAB>cluster id<TAB>representative (1 or 0)<TAB>size`
-/// or `{"id","cluster","representative","size"}`. A cluster's id is its smallest document id.
+/// Writes cluster members (sorted by id): `id<TAB>cluster id<TAB>representative (1 or 0)<TAB>size
+/// <TAB>paired (1 or 0)` or `{"id","cluster","representative","size","paired"}`. A cluster's id is
+/// its smallest document id; `paired` says the member is paired with the representative (0: it is
+/// in the cluster through a chain of pairs).
 pub fn write_clusters<'n>(
     out: &mut dyn Write,
     format: Format,
@@ -204,6 +206,7 @@ pub fn write_clusters<'n>(
         cluster: &'a str,
         representative: bool,
         size: u64,
+        paired: bool,
     }
     write_rows(
         out,
@@ -212,11 +215,12 @@ pub fn write_clusters<'n>(
         |out, m| {
             writeln!(
                 out,
-                "{}\t{}\t{}\t{}",
+                "{}\t{}\t{}\t{}\t{}",
                 name(m.rank),
                 name(m.cluster),
                 u8::from(m.is_representative()),
-                m.size
+                m.size,
+                u8::from(m.paired)
             )
         },
         |out, m| {
@@ -227,6 +231,7 @@ pub fn write_clusters<'n>(
                     cluster: name(m.cluster),
                     representative: m.is_representative(),
                     size: m.size,
+                    paired: m.paired,
                 },
             )
         },

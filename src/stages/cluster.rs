@@ -38,6 +38,9 @@ pub struct Member {
     pub representative: u64,
     /// Documents in the cluster.
     pub size: u64,
+    /// Paired with the representative (or it is the representative). A member that is not is
+    /// in the cluster through a chain of pairs only.
+    pub paired: bool,
 }
 
 impl Member {
@@ -58,6 +61,13 @@ pub struct ClusterStats {
     pub largest: u64,
     /// Clusters by size: `(size, clusters)`, ascending.
     pub sizes: Vec<(u64, u64)>,
+    /// Clusters (without a split) in which some member is not paired with the representative:
+    /// chains, whose far ends may be below the threshold.
+    pub chained_clusters: u64,
+    /// The members of those not paired with their representative.
+    pub chained_documents: u64,
+    /// Components that the star split cut into several clusters (or into fewer documents).
+    pub split_components: u64,
 }
 
 /// `((node, label), difference)` updates as differential-dataflow hands them out.
@@ -109,60 +119,217 @@ pub fn components(worker: &mut Worker, edges: Vec<(u64, u64)>) -> Vec<(u64, u64)
     labels
 }
 
+/// How clusters are cut.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Split {
+    /// Connected components (transitive closure): a chain A~B~C is one cluster.
+    #[default]
+    None,
+    /// Star clusters: in keep-policy order, the best document not yet taken becomes a
+    /// representative and takes every document paired with it directly. Every dropped document is
+    /// then a verified near-duplicate of the one kept in its place.
+    Star,
+}
+
+impl Split {
+    /// Parses `none` or `star`.
+    pub fn parse(s: &str) -> Option<Split> {
+        match s {
+            "none" => Some(Split::None),
+            "star" => Some(Split::Star),
+            _ => None,
+        }
+    }
+
+    /// Its name in a job file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::None => "none",
+            Split::Star => "star",
+        }
+    }
+}
+
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
-/// stars), with each cluster's representative the member of smallest `(keep key, rank)`: the
-/// members of the ranks this worker owns, sorted by rank, and the counts over all workers.
+/// stars), with each cluster's representative the member of smallest `(keep key, rank)`, cut by
+/// `split`: the members of the ranks this worker owns, sorted by rank, and the counts over all
+/// workers.
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
     edges: Vec<(u64, u64)>,
+    split: Split,
 ) -> (Vec<Member>, ClusterStats) {
-    let labels = components(worker, edges);
+    let labels = components(worker, edges.clone());
     let owners = ranked.bounds.clone();
     let owner_of = move |r: u64| (owners.partition_point(|&b| b <= r) - 1) as u64;
     // The node's keep key, at its owner.
-    let at_node = shuffle(worker, labels, {
+    let mut at_node = shuffle(worker, labels, {
         let owner_of = owner_of.clone();
         move |(node, _)| owner_of(*node)
     });
+    at_node.sort_unstable();
     let keyed: Vec<(u64, u64, u64)> = at_node
-        .into_iter()
-        .map(|(node, label)| (label, ranked.keep_key(node), node))
+        .iter()
+        .map(|&(node, label)| (label, ranked.keep_key(node), node))
         .collect();
-    // Each cluster at its label's owner: sorted by (label, key, rank), the first is kept.
+    // Each edge to its cluster's owner, by way of the owner of its first end (which knows the
+    // label).
+    let by_a = shuffle(worker, edges, {
+        let owner_of = owner_of.clone();
+        move |(a, _)| owner_of(*a)
+    });
+    let labelled: Vec<(u64, u64, u64)> = by_a
+        .into_iter()
+        .map(|(a, b)| {
+            let i = at_node
+                .binary_search_by_key(&a, |x| x.0)
+                .expect("every end of an edge has a label");
+            (at_node[i].1, a.min(b), a.max(b))
+        })
+        .collect();
+    drop(at_node);
+    let mut cluster_edges = shuffle(worker, labelled, {
+        let owner_of = owner_of.clone();
+        move |(label, ..)| owner_of(*label)
+    });
+    cluster_edges.sort_unstable();
+    cluster_edges.dedup();
+    // Each cluster at its label's owner, sorted by (label, key, rank): keep-policy order.
     let mut at_label = shuffle(worker, keyed, {
         let owner_of = owner_of.clone();
         move |(label, ..)| owner_of(*label)
     });
     at_label.sort_unstable();
     let mut members = Vec::with_capacity(at_label.len());
-    let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut local = Local::default();
+    let mut e = 0;
     for cluster in at_label.chunk_by(|x, y| x.0 == y.0) {
-        let (label, _, representative) = cluster[0];
-        let size = cluster.len() as u64;
-        *sizes.entry(size).or_default() += 1;
-        members.extend(cluster.iter().map(|&(_, _, rank)| Member {
-            rank,
-            cluster: label,
-            representative,
-            size,
-        }));
+        let label = cluster[0].0;
+        while e < cluster_edges.len() && cluster_edges[e].0 < label {
+            e += 1;
+        }
+        let lo = e;
+        while e < cluster_edges.len() && cluster_edges[e].0 == label {
+            e += 1;
+        }
+        let adjacent = |x: u64, y: u64| {
+            cluster_edges[lo..e]
+                .binary_search(&(label, x.min(y), x.max(y)))
+                .is_ok()
+        };
+        let order: Vec<u64> = cluster.iter().map(|&(_, _, rank)| rank).collect();
+        local.cut(&order, split, &adjacent, &mut members);
     }
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
-    let mut all: BTreeMap<u64, u64> = BTreeMap::new();
-    for part in all_gather(worker, sizes.into_iter().collect::<Vec<_>>()) {
-        for (size, n) in part {
-            *all.entry(size).or_default() += n;
-        }
+    let mut total = Local::default();
+    for part in all_gather(worker, local) {
+        total.merge(part);
     }
+    let all = total.sizes;
     let stats = ClusterStats {
         clusters: all.values().sum(),
         documents: all.iter().map(|(s, n)| s * n).sum(),
         largest: all.keys().next_back().copied().unwrap_or(0),
         sizes: all.into_iter().collect(),
+        chained_clusters: total.chained_clusters,
+        chained_documents: total.chained_documents,
+        split_components: total.split_components,
     };
     (mine, stats)
+}
+
+/// Cluster counts of one worker.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Local {
+    sizes: BTreeMap<u64, u64>,
+    chained_clusters: u64,
+    chained_documents: u64,
+    split_components: u64,
+}
+
+impl Local {
+    fn merge(&mut self, other: Local) {
+        for (size, n) in other.sizes {
+            *self.sizes.entry(size).or_default() += n;
+        }
+        self.chained_clusters += other.chained_clusters;
+        self.chained_documents += other.chained_documents;
+        self.split_components += other.split_components;
+    }
+
+    /// The members of one component (`order`: its ranks in keep-policy order; `adjacent`: whether
+    /// two of them are a pair), cut by `split`, appended to `out`.
+    fn cut(
+        &mut self,
+        order: &[u64],
+        split: Split,
+        adjacent: &dyn Fn(u64, u64) -> bool,
+        out: &mut Vec<Member>,
+    ) {
+        match split {
+            Split::None => {
+                let representative = order[0];
+                let chained = order[1..]
+                    .iter()
+                    .filter(|&&m| !adjacent(representative, m))
+                    .count() as u64;
+                if chained > 0 {
+                    self.chained_clusters += 1;
+                    self.chained_documents += chained;
+                }
+                self.emit(order, representative, &|m| adjacent(representative, m), out);
+            }
+            Split::Star => {
+                let mut taken = vec![false; order.len()];
+                let (mut stars, mut covered) = (0, 0);
+                for c in 0..order.len() {
+                    if taken[c] {
+                        continue;
+                    }
+                    taken[c] = true;
+                    let center = order[c];
+                    let mut star = vec![center];
+                    for (m, &rank) in order.iter().enumerate().skip(c + 1) {
+                        if !taken[m] && adjacent(center, rank) {
+                            taken[m] = true;
+                            star.push(rank);
+                        }
+                    }
+                    if star.len() >= 2 {
+                        stars += 1;
+                        covered += star.len();
+                        self.emit(&star, center, &|_| true, out);
+                    }
+                }
+                if stars != 1 || covered != order.len() {
+                    self.split_components += 1;
+                }
+            }
+        }
+    }
+
+    /// One cluster: `members` (two or more), with `representative` kept; its id is its smallest
+    /// rank.
+    fn emit(
+        &mut self,
+        members: &[u64],
+        representative: u64,
+        paired: &dyn Fn(u64) -> bool,
+        out: &mut Vec<Member>,
+    ) {
+        let size = members.len() as u64;
+        let cluster = *members.iter().min().expect("a cluster has members");
+        *self.sizes.entry(size).or_default() += 1;
+        out.extend(members.iter().map(|&rank| Member {
+            rank,
+            cluster,
+            representative,
+            size,
+            paired: rank == representative || paired(rank),
+        }));
+    }
 }
 
 /// The edges of exact-duplicate groups `(key, member ranks)`: each member joined to the first.

@@ -150,6 +150,15 @@ pub struct VerifySummary {
 pub struct ClusterSummary {
     /// The keep policy (`first`, `longest`, `newest`, `oldest`, `highest`).
     pub keep: String,
+    /// How components were cut: `none` (connected components) or `star`.
+    pub split: String,
+    /// Clusters in which some member is not paired with the representative (chains: their far
+    /// ends may be below the threshold); 0 with `split = "star"`.
+    pub chained_clusters: u64,
+    /// The members of those clusters not paired with their representative.
+    pub chained_documents: u64,
+    /// Components that the star split cut (into several clusters, or leaving documents alone).
+    pub split_components: u64,
     /// Clusters of two or more documents.
     pub clusters: u64,
     /// Documents in them.
@@ -296,6 +305,12 @@ impl Summary {
                 "\n  {} clusters ({} documents, largest {}); keep = {}: {} documents kept, {} dropped",
                 c.clusters, c.documents_in_clusters, c.largest, c.keep, c.kept, c.dropped
             );
+            if c.chained_clusters > 0 {
+                s += &format!(
+                    "\n  {} clusters are chains: {} members are not paired with their representative (split = \"star\" cuts them)",
+                    c.chained_clusters, c.chained_documents
+                );
+            }
             if c.keep_field_missing > 0 {
                 s += &format!(
                     " ({} without the keep field, ranked last)",
