@@ -181,6 +181,15 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Writes the HTML report of a finished run (its summary.json): one self-contained page with
+    /// the document funnel, cluster sizes, pair similarities, stage times and the largest clusters.
+    Report {
+        /// The run's output directory (holding summary.json), or the summary file itself.
+        run: PathBuf,
+        /// Where the page goes (default: report.html beside the summary).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
     Bench {
         /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
@@ -538,6 +547,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let text = serde_json::to_string_pretty(&report)?;
                 neardup::output::write_file(&path, |w| writeln!(w, "{text}"))?;
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report { run, out } => {
+            let summary_path = if run.is_dir() {
+                run.join("summary.json")
+            } else {
+                run.clone()
+            };
+            let text = std::fs::read_to_string(&summary_path)
+                .with_context(|| format!("reading {}", summary_path.display()))?;
+            let summary: Summary = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a neardup summary", summary_path.display()))?;
+            let out = out.unwrap_or_else(|| {
+                summary_path
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join("report.html")
+            });
+            let page = neardup::output::report::html(&summary);
+            neardup::output::write_file(&out, |w| w.write_all(page.as_bytes()))?;
+            eprintln!("neardup report: {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {

@@ -122,6 +122,27 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
     )
 }
 
+/// The pairs by similarity, over all workers: `(percent, pairs)` for each percent (floor) that
+/// has pairs with a Jaccard similarity (exact or estimated); empty for unscored pairs.
+fn similarity_histogram(worker: &mut Worker, pairs: &[crate::candidates::Pair]) -> Vec<(u32, u64)> {
+    let mut bins = vec![0u64; 101];
+    for p in pairs {
+        if let Some(j) = p.score.jaccard() {
+            bins[((j * 100.0).floor() as usize).min(100)] += 1;
+        }
+    }
+    let mut total = vec![0u64; 101];
+    for part in all_gather(worker, bins) {
+        total.iter_mut().zip(part).for_each(|(t, n)| *t += n);
+    }
+    total
+        .into_iter()
+        .enumerate()
+        .filter(|(_, n)| *n > 0)
+        .map(|(p, n)| (p as u32, n))
+        .collect()
+}
+
 /// What worker 0 returns: the summary; other workers return `None`.
 pub type WorkerResult = Result<Option<Summary>>;
 
@@ -204,7 +225,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     } = rank::rank(
         worker,
         docs,
-        plan.outputs.fingerprints.is_some(),
+        plan.outputs.fingerprints.is_some() || plan.outputs.report.is_some(),
         plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact) || plan.clusters.is_some(),
         &mut counters,
     );
@@ -248,6 +269,8 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     let mut verify_stats: Option<verify::VerifyStats> = None;
     let mut cluster_stats: Option<cluster::ClusterStats> = None;
     let mut by_file = Vec::new();
+    let mut largest = Vec::new();
+    let mut by_similarity = Vec::new();
     let mut corpus_stats = None;
     let mut band_stats: Option<bands::BandStats> = None;
     let mut comparisons = 0;
@@ -344,6 +367,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             },
         };
         stage("verify", &mut times.verify, &mut lap);
+        by_similarity = similarity_histogram(worker, &pairs);
 
         // clusters over the pairs and the exact-duplicate groups
         let members = match plan.clusters {
@@ -354,6 +378,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                     edges.extend(cluster::group_edges(groups));
                 }
                 let (members, stats) = cluster::clusters(worker, &ranked, edges, c.split);
+                largest = cluster::name_largest(worker, &ranked, &stats.top);
                 cluster_stats = Some(stats);
                 by_file = corpus::file_counts(worker, plan, &ranked, &members);
                 members
@@ -477,6 +502,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         },
         comparisons,
         largest_group,
+        by_similarity,
     });
     let clusters_summary = plan.clusters.zip(cluster_stats).map(|(c, stats)| {
         let dropped = stats.documents - stats.clusters;
@@ -494,6 +520,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             sizes: stats.sizes,
             keep_field_missing: merged.keep_field_missing,
             by_file,
+            largest_clusters: largest,
             corpus: corpus_stats.map(|c| CorpusSummary {
                 documents: c.records,
                 other_records: c.extra,
@@ -573,6 +600,10 @@ pub fn execute(plan: Plan) -> Result<Option<Summary>> {
     };
     let set = Arc::try_unwrap(set)
         .map_err(|_| Error::Internal("the output set is still in use".into()))?;
+    if set.has("report") {
+        let page = crate::output::report::html(&summary);
+        set.write("report", |w, _| w.write_all(page.as_bytes()))?;
+    }
     summary.outputs = set.written();
     let mut json = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::Internal(format!("summary: {e}")))?;

@@ -576,3 +576,44 @@ fn bench_job_runs_a_preset_on_generated_documents_and_reports_both_stages() {
     assert_eq!(rows[1]["output"], rows[3]["output"]);
     assert!(rows[0]["median_s"].as_f64().unwrap() <= rows[1]["median_s"].as_f64().unwrap());
 }
+
+#[test]
+fn the_sample_job_writes_a_self_contained_report_and_the_report_command_redraws_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    run_ok(
+        neardup()
+            .arg("run")
+            .arg(root().join("jobs/sample.toml"))
+            .arg("--out-dir")
+            .arg(&out),
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let s = summary(&out.join("summary.json"));
+    // Self-contained: nothing fetched at view time.
+    for banned in ["<script", "<link", "src=", "url(", "@import"] {
+        assert!(!page.contains(banned), "the report holds {banned}");
+    }
+    assert!(
+        page.matches("<svg").count() >= 4,
+        "funnel, sizes, similarities, stages"
+    );
+    let c = &s["clusters"];
+    for figure in [
+        &s["documents"]["read"],
+        &c["kept"],
+        &c["dropped"],
+        &c["clusters"],
+    ] {
+        assert!(
+            page.contains(&format!(">{figure}<")) || page.contains(&format!("{figure} ")),
+            "the report shows {figure}"
+        );
+    }
+    let largest = c["largest_clusters"][0]["cluster"].as_str().unwrap();
+    assert!(page.contains(largest), "the largest cluster is listed");
+    // The summary is the report's only source: `neardup report` draws the same page.
+    let again = dir.path().join("again.html");
+    run_ok(neardup().arg("report").arg(&out).arg("--out").arg(&again));
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
+}

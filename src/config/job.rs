@@ -226,6 +226,8 @@ pub struct OutputSpec {
     /// Directory of the deduplicated corpus: the kept documents' records, unchanged, in the
     /// input's format and file names.
     pub corpus: Option<String>,
+    /// A self-contained HTML page on the run (needs the summary).
+    pub report: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -253,6 +255,7 @@ impl Default for OutputSpec {
             keep: None,
             drop: None,
             corpus: None,
+            report: None,
             summary: default_summary(),
         }
     }
@@ -571,6 +574,7 @@ impl JobSpec {
                 keep: None,
                 drop: None,
                 corpus: None,
+                report: None,
                 summary: String::new(),
             },
         }
@@ -668,9 +672,15 @@ impl JobSpec {
             keep: out.keep.and_then(|f| output_path(&dir, &f)),
             drop: out.drop.and_then(|f| output_path(&dir, &f)),
             corpus: out.corpus.and_then(|f| output_path(&dir, &f)),
+            report: out.report.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
+        ensure!(
+            outputs.report.is_none() || outputs.summary.is_some(),
+            Config,
+            "[output] report is drawn from the summary: set [output] summary"
+        );
         ensure!(
             outputs.exact_groups.is_none() || outputs.pairs.is_some(),
             Config,

@@ -188,6 +188,8 @@ pub struct Outputs {
     pub drop: Option<PathBuf>,
     /// Directory of the deduplicated corpus.
     pub corpus: Option<PathBuf>,
+    /// The HTML report.
+    pub report: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.
     pub summary: Option<PathBuf>,
 }
@@ -205,6 +207,7 @@ impl Outputs {
             ("keep", &self.keep),
             ("drop", &self.drop),
             ("corpus", &self.corpus),
+            ("report", &self.report),
             ("summary", &self.summary),
         ]
         .into_iter()

@@ -5,6 +5,7 @@
 pub mod cleanup;
 pub mod commit;
 pub mod corpus;
+pub mod report;
 
 use std::io::{self, Write};
 use std::path::Path;

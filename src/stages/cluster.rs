@@ -68,6 +68,54 @@ pub struct ClusterStats {
     pub chained_documents: u64,
     /// Components that the star split cut into several clusters (or into fewer documents).
     pub split_components: u64,
+    /// The largest clusters (every worker has the same list).
+    pub top: Vec<Top>,
+}
+
+/// One of the largest clusters, by name: for the summary and the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LargestCluster {
+    /// Its id (smallest document id).
+    pub cluster: String,
+    /// Its size.
+    pub size: u64,
+    /// A few members, the representative first: `(id, url)`.
+    pub members: Vec<(String, Option<String>)>,
+}
+
+/// Names (and URLs, where the run kept them) of the members of `top` (every worker calls it
+/// together; worker 0 gets the list, the others an empty one).
+pub fn name_largest(worker: &mut Worker, ranked: &Ranked, top: &[Top]) -> Vec<LargestCluster> {
+    let mut wanted: Vec<u64> = top
+        .iter()
+        .flat_map(|t| t.members.iter().copied().chain([t.cluster]))
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mine: Vec<(u64, String, Option<String>)> = wanted
+        .iter()
+        .filter(|&&r| ranked.owns(r))
+        .map(|&r| {
+            let url = ranked
+                .rows
+                .get((r - ranked.first) as usize)
+                .and_then(|row| row.0.clone());
+            (r, ranked.name(r).to_string(), url)
+        })
+        .collect();
+    let all = crate::exchange::gather(worker, mine);
+    if worker.index() != 0 {
+        return Vec::new();
+    }
+    let found: BTreeMap<u64, (String, Option<String>)> =
+        all.into_iter().map(|(r, n, u)| (r, (n, u))).collect();
+    top.iter()
+        .map(|t| LargestCluster {
+            cluster: found[&t.cluster].0.clone(),
+            size: t.size,
+            members: t.members.iter().map(|m| found[m].clone()).collect(),
+        })
+        .collect()
 }
 
 /// `((node, label), difference)` updates as differential-dataflow hands them out.
@@ -236,8 +284,42 @@ pub fn clusters(
         chained_clusters: total.chained_clusters,
         chained_documents: total.chained_documents,
         split_components: total.split_components,
+        top: {
+            let mut t = total.top;
+            keep_largest(&mut t);
+            t
+        },
     };
     (mine, stats)
+}
+
+/// One of the largest clusters, by ranks: for the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Top {
+    /// Its size (first: the sort is by size, descending, through [`Top::order`]).
+    pub size: u64,
+    /// Its id (smallest rank).
+    pub cluster: u64,
+    /// The member kept.
+    pub representative: u64,
+    /// A few members, in keep-policy order (the representative first).
+    pub members: Vec<u64>,
+}
+
+impl Top {
+    fn order(&self) -> (std::cmp::Reverse<u64>, u64) {
+        (std::cmp::Reverse(self.size), self.cluster)
+    }
+}
+
+/// Largest clusters kept for the report, and members shown of each.
+const TOP_CLUSTERS: usize = 10;
+const TOP_MEMBERS: usize = 5;
+
+/// Keeps the `TOP_CLUSTERS` largest of `top`.
+fn keep_largest(top: &mut Vec<Top>) {
+    top.sort_by_key(Top::order);
+    top.truncate(TOP_CLUSTERS);
 }
 
 /// Cluster counts of one worker.
@@ -247,6 +329,7 @@ struct Local {
     chained_clusters: u64,
     chained_documents: u64,
     split_components: u64,
+    top: Vec<Top>,
 }
 
 impl Local {
@@ -257,6 +340,8 @@ impl Local {
         self.chained_clusters += other.chained_clusters;
         self.chained_documents += other.chained_documents;
         self.split_components += other.split_components;
+        self.top.extend(other.top);
+        keep_largest(&mut self.top);
     }
 
     /// The members of one component (`order`: its ranks in keep-policy order; `adjacent`: whether
@@ -322,6 +407,25 @@ impl Local {
         let size = members.len() as u64;
         let cluster = *members.iter().min().expect("a cluster has members");
         *self.sizes.entry(size).or_default() += 1;
+        if self.top.len() < TOP_CLUSTERS || self.top.last().is_some_and(|t| size >= t.size) {
+            let mut shown = vec![representative];
+            shown.extend(
+                members
+                    .iter()
+                    .copied()
+                    .filter(|&m| m != representative)
+                    .take(TOP_MEMBERS - 1),
+            );
+            self.top.push(Top {
+                size,
+                cluster,
+                representative,
+                members: shown,
+            });
+            if self.top.len() > 4 * TOP_CLUSTERS {
+                keep_largest(&mut self.top);
+            }
+        }
         out.extend(members.iter().map(|&rank| Member {
             rank,
             cluster,

@@ -126,6 +126,10 @@ pub struct PairSummary {
     pub comparisons: u64,
     /// Largest group met in any table.
     pub largest_group: u64,
+    /// Pairs by similarity (exact or estimated Jaccard): `[percent, pairs]` for each percent
+    /// (floor) that has pairs; empty for unscored (simhash) pairs, which have `by_distance`.
+    #[serde(default)]
+    pub by_similarity: Vec<(u32, u64)>,
 }
 
 /// Verification of the candidate pairs.
@@ -176,6 +180,10 @@ pub struct ClusterSummary {
     pub keep_field_missing: u64,
     /// Per input file, its documents kept and dropped.
     pub by_file: Vec<crate::stages::corpus::FileCounts>,
+    /// The largest clusters, with a few members (representative first) and their URLs where
+    /// the run kept them (with the report output).
+    #[serde(default)]
+    pub largest_clusters: Vec<crate::stages::cluster::LargestCluster>,
     /// The deduplicated corpus, when it is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<CorpusSummary>,
