@@ -269,3 +269,58 @@ fn warc_corpus_copies_kept_pages_and_warcinfo_members_whole() {
         }
     }
 }
+
+#[test]
+fn html_corpus_copies_the_kept_files_under_their_relative_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("a/b")).unwrap();
+    std::fs::create_dir_all(site.join("mirror")).unwrap();
+    let words = |seed: usize| -> String {
+        (seed..seed + 200)
+            .map(|i| format!("w{}", i * 7919 % 100_003))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let page = |title: &str, text: &str| {
+        format!("<html><head><title>{title}</title></head><body><main><h1>{title}</h1><p>{text}</p></main></body></html>")
+    };
+    let files = [
+        ("a/page.html", page("Page", &words(0))),
+        (
+            "mirror/page.html",
+            page("Page", &words(0)) + "<!-- mirrored -->",
+        ),
+        ("a/b/other.html", page("Other", &words(5000))),
+    ];
+    for (name, body) in &files {
+        std::fs::write(site.join(name), body).unwrap();
+    }
+    for w in [1, 3] {
+        let out = dir.path().join(format!("out-{w}"));
+        let plan = plan_of(
+            Path::new("."),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [{site:?}]\nformat = \"html\"\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n"
+            ),
+            w,
+        );
+        let summary = execute(plan).unwrap().unwrap();
+        assert_eq!(summary.clusters.unwrap().dropped, 1, "{w} workers");
+        let mut got: Vec<String> = Vec::new();
+        for (name, body) in &files {
+            let p = out.join("corpus").join(name);
+            if p.exists() {
+                assert_eq!(&std::fs::read_to_string(&p).unwrap(), body, "{name}");
+                got.push(name.to_string());
+            }
+        }
+        // The mirror and the page are one cluster; the smallest id (the page's path) is kept.
+        assert_eq!(got, vec!["a/page.html", "a/b/other.html"], "{w} workers");
+        assert!(
+            !out.join("corpus/mirror").exists(),
+            "no directory for a dropped page"
+        );
+    }
+}

@@ -306,6 +306,7 @@ pub fn assemble(
     splits: &[Split],
 ) -> Result<Written> {
     let parquet = matches!(format, Format::Parquet(_));
+    let html = matches!(format, Format::Html);
     let names = relative_names(files);
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut total = 0u64;
@@ -335,8 +336,15 @@ pub fn assemble(
             }
         } else if let [only] = parts.as_slice() {
             let part = part_path(staged, only.id);
-            if !part.exists() {
-                return Err(missing(&part));
+            let len = std::fs::metadata(&part).map_err(|_| missing(&part))?.len();
+            if html && len == 0 {
+                // A dropped (or skipped) page: no file (and no directory made only for it).
+                std::fs::remove_file(&part)
+                    .io_context(|| format!("removing {}", part.display()))?;
+                if let Some(dir) = dest.parent().filter(|d| *d != staged) {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                continue;
             }
             std::fs::rename(&part, &dest).io_context(|| format!("writing {}", dest.display()))?;
         } else {
