@@ -591,17 +591,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     corpora.push(input.clone());
                 }
                 for &size in n.iter().filter(|_| input.is_none()) {
-                    let docs = out_dir.join(format!("docs-{size}.jsonl"));
-                    if !docs.exists() {
-                        let opts = neardup::tools::gen::DocOptions {
-                            n: size,
-                            ..Default::default()
-                        };
-                        neardup::output::write_file(&docs, |w| {
-                            neardup::tools::gen::write_documents(&opts, w).map(|_| ())
-                        })?;
-                    }
-                    corpora.push(docs);
+                    corpora.push(neardup::tools::bench::generated_docs(&out_dir, size)?);
                 }
                 for corpus in &corpora {
                     for &w in &workers {
@@ -635,16 +625,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             for &size in n.iter().filter(|_| input.is_none()) {
-                let docs = out_dir.join(format!("docs-{size}.jsonl"));
-                if (what == "fingerprint" || what == "skipped") && !docs.exists() {
-                    let opts = neardup::tools::gen::DocOptions {
-                        n: size,
-                        ..Default::default()
-                    };
-                    neardup::output::write_file(&docs, |w| {
-                        neardup::tools::gen::write_documents(&opts, w).map(|_| ())
-                    })?;
-                }
+                let docs = if what == "fingerprint" || what == "skipped" {
+                    neardup::tools::bench::generated_docs(&out_dir, size)?
+                } else {
+                    out_dir.join(format!("docs-{size}.jsonl"))
+                };
                 let scaled = out_dir.join(format!("warc-x{size}.warc.gz"));
                 if what == "warc" {
                     neardup::tools::bench::scale_warc(&warc, size, &scaled)?;

@@ -61,6 +61,37 @@ fn stream_rows(
     result
 }
 
+/// The names of the ranks some rows mention that this worker does not own, fetched from their
+/// owners in one exchange.
+struct NameBook {
+    needed: Vec<u64>,
+    remote: crate::source::Names,
+}
+
+impl NameBook {
+    /// Fetches the names of `ranks` (every worker calls it together).
+    fn fetch(worker: &mut Worker, ranked: &Ranked, ranks: impl Iterator<Item = u64>) -> NameBook {
+        let mut needed: Vec<u64> = ranks.filter(|&r| !ranked.owns(r)).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let remote = ranks::fetch(worker, ranked, &needed);
+        NameBook { needed, remote }
+    }
+
+    /// The name of rank `r`: owned, or fetched.
+    fn name<'a>(&'a self, ranked: &'a Ranked, r: u64) -> &'a str {
+        if ranked.owns(r) {
+            ranked.name(r)
+        } else {
+            let i = self
+                .needed
+                .binary_search(&r)
+                .expect("every needed name fetched");
+            self.remote.get(i)
+        }
+    }
+}
+
 /// Writes the fingerprints output from the rank owners' rows (every worker calls it together).
 pub fn fingerprints(
     worker: &mut Worker,
@@ -112,23 +143,14 @@ pub fn pairs(
         .unwrap_or_default();
     my_groups.sort_unstable_by_key(|(_, ids)| ids[0]);
     // Names of the other ranks these rows mention, from their owners.
-    let mut needed: Vec<u64> = mine
-        .iter()
-        .map(|p| p.b)
-        .chain(my_groups.iter().flat_map(|(_, ids)| ids.iter().copied()))
-        .filter(|&r| !ranked.owns(r))
-        .collect();
-    needed.sort_unstable();
-    needed.dedup();
-    let remote = ranks::fetch(worker, ranked, &needed);
-    let name = |r: u64| -> &str {
-        if ranked.owns(r) {
-            ranked.name(r)
-        } else {
-            let i = needed.binary_search(&r).expect("every needed name fetched");
-            remote.get(i)
-        }
-    };
+    let book = NameBook::fetch(
+        worker,
+        ranked,
+        mine.iter()
+            .map(|p| p.b)
+            .chain(my_groups.iter().flat_map(|(_, ids)| ids.iter().copied())),
+    );
+    let name = |r: u64| book.name(ranked, r);
     let slots = k.unwrap_or(0) as usize + 1;
     let mut by_distance = vec![0u64; slots];
     for p in &mine {
@@ -183,22 +205,12 @@ pub fn clusters(
     formats: ClusterOutputs,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let mut needed: Vec<u64> = members
-        .iter()
-        .flat_map(|m| [m.cluster, m.representative])
-        .filter(|&r| !ranked.owns(r))
-        .collect();
-    needed.sort_unstable();
-    needed.dedup();
-    let remote = ranks::fetch(worker, ranked, &needed);
-    let name = |r: u64| -> &str {
-        if ranked.owns(r) {
-            ranked.name(r)
-        } else {
-            let i = needed.binary_search(&r).expect("every needed name fetched");
-            remote.get(i)
-        }
-    };
+    let book = NameBook::fetch(
+        worker,
+        ranked,
+        members.iter().flat_map(|m| [m.cluster, m.representative]),
+    );
+    let name = |r: u64| book.name(ranked, r);
     let mut result = Ok(());
     if let Some(format) = formats.clusters {
         result = result.and(stream_rows(

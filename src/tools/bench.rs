@@ -294,6 +294,19 @@ pub fn job(
     ])
 }
 
+/// `dir/docs-N.jsonl`: `n` generated documents with the default options, written if absent.
+pub fn generated_docs(dir: &Path, n: usize) -> Result<PathBuf> {
+    let docs = dir.join(format!("docs-{n}.jsonl"));
+    if !docs.exists() {
+        let opts = gen::DocOptions {
+            n,
+            ..Default::default()
+        };
+        crate::output::write_file(&docs, |w| gen::write_documents(&opts, w).map(|_| ()))?;
+    }
+    Ok(docs)
+}
+
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> Result<()> {
     let bytes = std::fs::read(sample).io_context(|| format!("reading {}", sample.display()))?;
