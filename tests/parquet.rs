@@ -256,6 +256,30 @@ fn keep_policies_read_parquet_columns() {
 }
 
 #[test]
+fn a_directory_of_parquet_files_is_read_whole_and_its_corpus_keeps_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = documents();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(data.join("b")).unwrap();
+    let half = docs.len() / 2;
+    let (a, _) = write_both(&data, &docs[..half]);
+    std::fs::rename(&a, data.join("a.parquet")).unwrap();
+    let (b, _) = write_both(&data.join("b"), &docs[half..]);
+    std::fs::rename(&b, data.join("b/part.parquet")).unwrap();
+    let out = dir.path().join("out");
+    let summary = execute(plan_of(dir.path(), &job(&data, &out, "parquet", ""), 2))
+        .unwrap()
+        .unwrap();
+    // The .jsonl files beside them are not Parquet and not read.
+    assert_eq!(summary.inputs.len(), 2);
+    assert_eq!(summary.documents.read, docs.len() as u64);
+    let c = summary.clusters.unwrap();
+    let rows = |p: &Path| read_all(p).1.iter().map(|b| b.num_rows()).sum::<usize>() as u64;
+    let written = rows(&out.join("corpus/a.parquet")) + rows(&out.join("corpus/b/part.parquet"));
+    assert_eq!(written, c.kept);
+}
+
+#[test]
 fn a_file_that_is_not_parquet_is_refused_with_its_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fake.parquet");
