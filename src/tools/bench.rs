@@ -48,6 +48,35 @@ pub struct Row {
     pub peak_rss: u64,
 }
 
+impl Row {
+    /// The row of a stage measured over several runs (`times`, seconds): median and rates over
+    /// `items` items of `bytes` bytes.
+    fn of_runs(
+        stage: String,
+        items: u64,
+        bytes: u64,
+        workers: usize,
+        times: Vec<f64>,
+        output: u64,
+        peak_rss: u64,
+    ) -> Row {
+        let m = median(&times);
+        Row {
+            stage,
+            items,
+            bytes,
+            workers,
+            layout: String::new(),
+            median_s: m,
+            runs_s: times,
+            items_per_s: items as f64 / m,
+            mb_per_s: bytes as f64 / m / 1e6,
+            output,
+            peak_rss,
+        }
+    }
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -121,23 +150,22 @@ pub fn pairs(
         times.push(results.iter().map(|r| r.0).fold(0.0, f64::max));
         found = results[0].1;
     }
-    let m = median(&times);
+    let stage = if hot > 0 {
+        format!("pairs (hot group {hot})")
+    } else {
+        "pairs".into()
+    };
     Ok(Row {
-        stage: if hot > 0 {
-            format!("pairs (hot group {hot})")
-        } else {
-            "pairs".into()
-        },
-        items: distinct as u64,
-        bytes: 0,
-        workers,
         layout: layout.name(),
-        median_s: m,
-        runs_s: times,
-        items_per_s: distinct as f64 / m,
-        mb_per_s: 0.0,
-        output: found,
-        peak_rss: peak_rss_bytes(),
+        ..Row::of_runs(
+            stage,
+            distinct as u64,
+            0,
+            workers,
+            times,
+            found,
+            peak_rss_bytes(),
+        )
     })
 }
 
@@ -213,20 +241,15 @@ pub fn whole_fingerprint_run(
         summary = Some(s);
     }
     let s = summary.expect("at least one run");
-    let m = median(&times);
-    Ok(Row {
-        stage: format!("{stage} ({} skipped)", s.documents.skipped),
-        items: s.documents.read,
+    Ok(Row::of_runs(
+        format!("{stage} ({} skipped)", s.documents.skipped),
+        s.documents.read,
         bytes,
         workers,
-        layout: String::new(),
-        median_s: m,
-        runs_s: times,
-        items_per_s: s.documents.read as f64 / m,
-        mb_per_s: bytes as f64 / m / 1e6,
-        output: s.documents.processed,
-        peak_rss: peak,
-    })
+        times,
+        s.documents.processed,
+        peak,
+    ))
 }
 
 /// Whole `neardup run JOB --input INPUT` runs, as a user runs a preset: two rows, the read stage
@@ -272,22 +295,7 @@ pub fn job(
         docs = s.documents.processed;
         pairs = s.pairs.map_or(0, |p| p.total);
     }
-    let row = |stage: String, times: Vec<f64>| {
-        let m = median(&times);
-        Row {
-            stage,
-            items: docs,
-            bytes,
-            workers,
-            layout: String::new(),
-            median_s: m,
-            runs_s: times,
-            items_per_s: docs as f64 / m,
-            mb_per_s: bytes as f64 / m / 1e6,
-            output: pairs,
-            peak_rss: peak,
-        }
-    };
+    let row = |stage, times| Row::of_runs(stage, docs, bytes, workers, times, pairs, peak);
     Ok([
         row(format!("{name}: read + sketch"), read),
         row(format!("{name}: whole run"), total),
@@ -363,20 +371,15 @@ fn read_and_fingerprint(
         docs = summary.documents.processed;
         peak = peak.max(summary.peak_memory_bytes_by_process[0]);
     }
-    let m = median(&times);
-    Ok(Row {
-        stage: stage.into(),
-        items: docs,
+    Ok(Row::of_runs(
+        stage.into(),
+        docs,
         bytes,
         workers,
-        layout: String::new(),
-        median_s: m,
-        runs_s: times,
-        items_per_s: docs as f64 / m,
-        mb_per_s: bytes as f64 / m / 1e6,
-        output: docs,
-        peak_rss: peak,
-    })
+        times,
+        docs,
+        peak,
+    ))
 }
 
 /// Machine facts for the report.
