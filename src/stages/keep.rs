@@ -113,13 +113,7 @@ pub fn timestamp_seconds(s: &str) -> Option<i64> {
         return Some(secs.floor() as i64);
     }
     let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        part.parse().ok()
-    };
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(num_of);
     if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
         return None;
     }
@@ -134,11 +128,11 @@ pub fn timestamp_seconds(s: &str) -> Option<i64> {
         if tb.len() < 5 || tb[2] != b':' {
             return None;
         }
-        let (h, m) = (num_of(&t[0..2])?, num_of(&t[3..5])?);
+        let (h, m) = (num_of(t.get(0..2)?)?, num_of(t.get(3..5)?)?);
         let mut sec = 0;
         let mut used = 5;
         if tb.len() >= 8 && tb[5] == b':' {
-            sec = num_of(&t[6..8])?;
+            sec = num_of(t.get(6..8)?)?;
             used = 8;
             if tb.get(8) == Some(&b'.') {
                 used = 9 + t[9..].bytes().take_while(u8::is_ascii_digit).count();
@@ -162,12 +156,13 @@ pub fn timestamp_seconds(s: &str) -> Option<i64> {
             if z.len() != 4 {
                 return None;
             }
-            let offset = num_of(&z[0..2])? * 3600 + num_of(&z[2..4])? * 60;
+            let offset = num_of(z.get(0..2)?)? * 3600 + num_of(z.get(2..4)?)? * 60;
             Some(secs - sign * offset)
         }
     }
 }
 
+/// A run of ASCII digits as a number (`None` if empty or anything else).
 fn num_of(s: &str) -> Option<i64> {
     if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
         return None;
@@ -223,6 +218,19 @@ mod tests {
             "2024-13-01",
             "2024-05-01T25:00:00Z",
             "2024-05-01Tnoon",
+        ] {
+            assert_eq!(timestamp_seconds(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_wide_character_inside_the_time_is_unreadable_not_a_panic() {
+        // Regression: the time was sliced by byte positions, and a character of several bytes
+        // across one of them panicked the worker (a hostile JSON Lines field).
+        for bad in [
+            "2024-05-01T12:日",
+            "2024-05-01T12:00:日",
+            "2024-05-01T12:00+0日",
         ] {
             assert_eq!(timestamp_seconds(bad), None, "{bad:?}");
         }
