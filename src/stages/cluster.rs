@@ -50,6 +50,23 @@ impl Member {
     }
 }
 
+/// Every rank this worker owns, in order, and whether it is dropped (`members`: this worker's,
+/// sorted by rank, as [`clusters`] returns them).
+pub fn owned_ranks<'a>(
+    ranked: &Ranked,
+    members: &'a [Member],
+) -> impl Iterator<Item = (u64, bool)> + 'a {
+    let mut dropped = members
+        .iter()
+        .filter(|m| !m.is_representative())
+        .map(|m| m.rank)
+        .peekable();
+    (ranked.first..ranked.first + ranked.names.len() as u64).map(move |r| {
+        let is_dropped = dropped.next_if_eq(&r).is_some();
+        (r, is_dropped)
+    })
+}
+
 /// Cluster counts over all workers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterStats {
@@ -356,15 +373,13 @@ impl Local {
         match split {
             Split::None => {
                 let representative = order[0];
-                let chained = order[1..]
-                    .iter()
-                    .filter(|&&m| !adjacent(representative, m))
-                    .count() as u64;
+                let start = out.len();
+                self.emit(order, representative, &|m| adjacent(representative, m), out);
+                let chained = out[start..].iter().filter(|m| !m.paired).count() as u64;
                 if chained > 0 {
                     self.chained_clusters += 1;
                     self.chained_documents += chained;
                 }
-                self.emit(order, representative, &|m| adjacent(representative, m), out);
             }
             Split::Star => {
                 let mut taken = vec![false; order.len()];

@@ -12,7 +12,7 @@
 
 use timely::worker::Worker;
 
-use super::cluster::Member;
+use super::cluster::{owned_ranks, Member};
 use crate::config::Plan;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
@@ -42,16 +42,9 @@ pub fn file_counts(
 ) -> Vec<FileCounts> {
     let files = plan.inputs.files.len();
     let mut counts = vec![(0u64, 0u64); files];
-    let mut dropped = members
-        .iter()
-        .filter(|m| !m.is_representative())
-        .map(|m| m.rank)
-        .peekable();
-    for (j, (_, at)) in ranked.origins.iter().enumerate() {
-        let r = ranked.first + j as u64;
+    for ((_, dropped), (_, at)) in owned_ranks(ranked, members).zip(&ranked.origins) {
         let c = &mut counts[at.file as usize];
-        if dropped.peek() == Some(&r) {
-            dropped.next();
+        if dropped {
             c.1 += 1;
         } else {
             c.0 += 1;
@@ -109,21 +102,14 @@ pub fn write(
         (o.2, o.3)
     };
     // The kept documents' locations, to the workers whose splits hold them.
-    let mut dropped = members
-        .iter()
-        .filter(|m| !m.is_representative())
-        .map(|m| m.rank)
-        .peekable();
-    let mut kept: Vec<(u64, u32, u64)> = Vec::new();
-    for (j, (_, at)) in ranked.origins.iter().enumerate() {
-        let r = ranked.first + j as u64;
-        if dropped.peek() == Some(&r) {
-            dropped.next();
-            continue;
-        }
-        let (split, w) = split_of(at.file as usize, at.offset);
-        kept.push((w, split, at.offset));
-    }
+    let kept: Vec<(u64, u32, u64)> = owned_ranks(ranked, members)
+        .zip(&ranked.origins)
+        .filter(|((_, dropped), _)| !dropped)
+        .map(|(_, (_, at))| {
+            let (split, w) = split_of(at.file as usize, at.offset);
+            (w, split, at.offset)
+        })
+        .collect();
     let mut mine = shuffle(worker, kept, |(w, ..)| *w);
     mine.sort_unstable_by_key(|&(_, split, offset)| (split, offset));
     // Each of this worker's splits into its part (an empty one too: the join checks them all).

@@ -7,7 +7,7 @@
 
 use timely::worker::Worker;
 
-use super::cluster::Member;
+use super::cluster::{owned_ranks, Member};
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
@@ -223,20 +223,9 @@ pub fn clusters(
     }
     if let Some(format) = formats.keep {
         // Every owned rank but the dropped ones, in rank order.
-        let mut dropped = members
-            .iter()
-            .filter(|m| !m.is_representative())
-            .map(|m| m.rank)
-            .peekable();
-        let kept: Vec<u64> = (ranked.first..ranked.first + ranked.names.len() as u64)
-            .filter(|&r| {
-                if dropped.peek() == Some(&r) {
-                    dropped.next();
-                    false
-                } else {
-                    true
-                }
-            })
+        let kept: Vec<u64> = owned_ranks(ranked, members)
+            .filter(|(_, dropped)| !dropped)
+            .map(|(r, _)| r)
             .collect();
         result = result.and(stream_rows(
             worker,
