@@ -25,7 +25,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::properties::WriterProperties;
 
@@ -163,16 +163,17 @@ fn read_groups(
         on(Item::Skipped(Skipped::at(at(row), skip, 0)));
     };
     let first_row = groups.first().map_or(0, |g| g.1);
-    let builder = match File::open(&file.path)
+    // The footer is parsed once; each row group gets a reader of its own from it.
+    let metadata = match File::open(&file.path)
         .map_err(|e| format!("cannot open: {e}"))
         .and_then(|f| {
-            ParquetRecordBatchReaderBuilder::try_new(f)
+            ArrowReaderMetadata::load(&f, Default::default())
                 .map_err(|e| format!("not a readable Parquet file: {e}"))
         }) {
-        Ok(b) => b,
+        Ok(m) => m,
         Err(m) => return fail(first_row, m, on),
     };
-    let schema = builder.schema().clone();
+    let schema = metadata.schema().clone();
     let names = wanted(fields);
     let present: Vec<&str> = names
         .iter()
@@ -184,9 +185,9 @@ fn read_groups(
         })
         .collect();
     let all_columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    let mask = ProjectionMask::columns(builder.parquet_schema(), present.iter().copied());
+    let mask = ProjectionMask::columns(metadata.parquet_schema(), present.iter().copied());
     for &(g, first) in groups {
-        let reader = match builder_for(file, g, &mask) {
+        let reader = match group_reader(file, &metadata, g, &mask) {
             Ok(r) => r,
             Err(m) => return fail(first, m, on),
         };
@@ -293,20 +294,19 @@ fn read_groups(
     }
 }
 
-/// A reader of row group `g` of `file` with columns `mask`.
-fn builder_for(
+/// A reader of row group `g` of `file` (whose footer is `metadata`) with columns `mask`.
+fn group_reader(
     file: &InputFile,
+    metadata: &ArrowReaderMetadata,
     g: usize,
     mask: &ProjectionMask,
 ) -> std::result::Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, String> {
     let f = File::open(&file.path).map_err(|e| format!("cannot open: {e}"))?;
-    ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| {
-            b.with_row_groups(vec![g])
-                .with_projection(mask.clone())
-                .with_batch_size(BATCH_ROWS)
-                .build()
-        })
+    ParquetRecordBatchReaderBuilder::new_with_metadata(f, metadata.clone())
+        .with_row_groups(vec![g])
+        .with_projection(mask.clone())
+        .with_batch_size(BATCH_ROWS)
+        .build()
         .map_err(|e| format!("reading row group {g}: {e}"))
 }
 
