@@ -573,6 +573,20 @@ fn chained_fingerprints() -> Vec<(String, u64)> {
     fps
 }
 
+/// [`chained_fingerprints`] written to `dir/fps.tsv`: the file, the ids, and the brute-force pairs
+/// within `k`.
+fn chained_corpus(dir: &Path, k: u32) -> (std::path::PathBuf, Vec<String>, Vec<(String, String)>) {
+    let fps = chained_fingerprints();
+    let input = dir.join("fps.tsv");
+    write_fingerprints(&input, &fps);
+    let ids = fps.iter().map(|(id, _)| id.clone()).collect();
+    let pairs = brute_force_pairs(&fps, k)
+        .into_iter()
+        .map(|(a, b, _)| (a, b))
+        .collect();
+    (input, ids, pairs)
+}
+
 /// The job of a clusters run over fingerprints file `input` into `out`.
 fn clusters_plan(input: &Path, out: &Path, k: u32, extra: &str, workers: usize) -> Plan {
     let mut plan = plan_of(
@@ -594,14 +608,7 @@ fn clusters_plan(input: &Path, out: &Path, k: u32, extra: &str, workers: usize) 
 fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
     let dir = tempfile::tempdir().unwrap();
     let k = 3;
-    let fps = chained_fingerprints();
-    let input = dir.path().join("fps.tsv");
-    write_fingerprints(&input, &fps);
-    let ids: Vec<String> = fps.iter().map(|(id, _)| id.clone()).collect();
-    let pairs: Vec<(String, String)> = brute_force_pairs(&fps, k)
-        .into_iter()
-        .map(|(a, b, _)| (a, b))
-        .collect();
+    let (input, ids, pairs) = chained_corpus(dir.path(), k);
     let paired: std::collections::BTreeSet<(String, String)> = pairs.iter().cloned().collect();
     let want = union_find_clusters(&ids, &pairs);
     assert!(
@@ -611,14 +618,8 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
     for collapse in [false, true] {
         for w in [1, 2, 4] {
             let out = dir.path().join(format!("out-{collapse}-{w}"));
-            let groups = if collapse {
-                "[output]\nexact_groups = \"groups.tsv\"\n"
-            } else {
-                ""
-            };
-            let plan = clusters_plan(&input, &out, k, "", w);
-            let mut plan = plan;
-            if !groups.is_empty() {
+            let mut plan = clusters_plan(&input, &out, k, "", w);
+            if collapse {
                 plan.outputs.exact_groups = Some(out.join("groups.tsv"));
             }
             let summary = execute(plan).unwrap().unwrap();
@@ -676,14 +677,7 @@ fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers() {
     use std::collections::{BTreeMap, BTreeSet};
     let dir = tempfile::tempdir().unwrap();
     let k = 3;
-    let fps = chained_fingerprints();
-    let input = dir.path().join("fps.tsv");
-    write_fingerprints(&input, &fps);
-    let ids: Vec<String> = fps.iter().map(|(id, _)| id.clone()).collect();
-    let pairs: Vec<(String, String)> = brute_force_pairs(&fps, k)
-        .into_iter()
-        .map(|(a, b, _)| (a, b))
-        .collect();
+    let (input, ids, pairs) = chained_corpus(dir.path(), k);
     let adjacent: BTreeSet<(String, String)> = pairs.iter().cloned().collect();
     let is_pair =
         |a: &str, b: &str| adjacent.contains(&(a.min(b).to_string(), a.max(b).to_string()));
