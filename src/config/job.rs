@@ -626,23 +626,18 @@ impl JobSpec {
             min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
             languages: c.languages.unwrap_or_default(),
         };
+        // JSON Lines fields and Parquet columns are named alike.
+        let fields = Fields {
+            id: inp.id_field,
+            text: inp.text_field,
+            url: Some(inp.url_field).filter(|u| !u.is_empty()),
+            html: inp.html_field,
+            lang: inp.lang_field,
+            timestamp: inp.timestamp_field,
+        };
         let mut format = match inp.format.as_str() {
-            "jsonl" => Format::Jsonl(Fields {
-                id: inp.id_field,
-                text: inp.text_field,
-                url: Some(inp.url_field).filter(|u| !u.is_empty()),
-                html: inp.html_field,
-                lang: inp.lang_field,
-                timestamp: inp.timestamp_field,
-            }),
-            "parquet" => Format::Parquet(Fields {
-                id: inp.id_field,
-                text: inp.text_field,
-                url: Some(inp.url_field).filter(|u| !u.is_empty()),
-                html: inp.html_field,
-                lang: inp.lang_field,
-                timestamp: inp.timestamp_field,
-            }),
+            "jsonl" => Format::Jsonl(fields),
+            "parquet" => Format::Parquet(fields),
             "warc" => Format::Warc,
             "html" => Format::Html,
             "fingerprints" => Format::Fingerprints,
