@@ -324,3 +324,33 @@ fn html_corpus_copies_the_kept_files_under_their_relative_names() {
         );
     }
 }
+
+#[test]
+fn a_corpus_pointing_at_the_inputs_is_refused_with_the_reason() {
+    // Regression: the walk left the inputs under the corpus directory out, and the run said only
+    // that the input directory held no file.
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = dir.path().join("in");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let docs = std::fs::read(root().join("data-samples/docs.jsonl")).unwrap();
+    std::fs::write(inputs.join("docs.jsonl"), &docs).unwrap();
+    for (paths, corpus, says) in [
+        ("in", "in", "is or holds the input"),
+        ("in/docs.jsonl", "in", "is or holds the input"),
+        ("in", "in/docs.jsonl", "exists and is not a directory"),
+    ] {
+        let out = run_job(
+            dir.path(),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [{paths:?}]\n\
+                 [output]\ndir = \".\"\npairs = \"p.tsv\"\ncorpus = {corpus:?}\n"
+            ),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{paths} -> {corpus}: {err}"
+        );
+        assert_eq!(std::fs::read(inputs.join("docs.jsonl")).unwrap(), docs);
+    }
+}

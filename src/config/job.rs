@@ -799,6 +799,27 @@ impl JobSpec {
         // not read back as inputs.
         let mut outs: Vec<PathBuf> = outputs.requests().into_iter().map(|(_, p)| p).collect();
         if let Some(corpus) = &outputs.corpus {
+            // An input given as the corpus directory, or inside it, would be replaced by it (and
+            // left out of the walk below, which would then say only that nothing was found).
+            ensure!(
+                std::fs::metadata(corpus).map_or(true, |m| m.is_dir()),
+                Output,
+                "output corpus: {} exists and is not a directory",
+                corpus.display()
+            );
+            if let Ok(c) = corpus.canonicalize() {
+                if let Some(p) = paths
+                    .iter()
+                    .find(|p| p.canonicalize().is_ok_and(|p| p.starts_with(&c)))
+                {
+                    bail!(
+                        Output,
+                        "output corpus ({}) is or holds the input {}: the corpus would replace it",
+                        corpus.display(),
+                        p.display()
+                    );
+                }
+            }
             outs.push(crate::output::commit::staged_dir(corpus));
         }
         let mut files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
