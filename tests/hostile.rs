@@ -566,6 +566,55 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
 }
 
 #[test]
+fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corpus() {
+    // Regression: the staged corpus directory outlived the interrupt (only staged files were
+    // registered for removal), and workers still copying recreated it after it was removed.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let corpus = big_corpus(d, 40_000);
+    let out_dir = d.join("out");
+    std::fs::create_dir_all(out_dir.join("corpus")).unwrap();
+    std::fs::write(out_dir.join("corpus/old.jsonl"), "old\n").unwrap();
+    std::fs::write(
+        d.join("job.toml"),
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [{corpus:?}]\n[run]\nworkers = 2\n\
+             [output]\ndir = {out_dir:?}\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n"
+        ),
+    )
+    .unwrap();
+    let mut interrupted = 0;
+    for wait_ms in [0, 300] {
+        let mut child = neardup()
+            .arg("run")
+            .arg(d.join("job.toml"))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !listing(&out_dir).iter().any(|n| n.contains("neardup-tmp")) {
+            assert!(Instant::now() < deadline, "no staged directory appeared");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+        let status = child.wait().unwrap();
+        if status.code() == Some(130) {
+            interrupted += 1;
+            assert_eq!(
+                listing(&out_dir),
+                [".neardup.lock", "corpus"],
+                "after {wait_ms} ms"
+            );
+            assert_eq!(listing(&out_dir.join("corpus")), ["old.jsonl"]);
+        }
+    }
+    assert!(interrupted > 0, "a run was interrupted before it finished");
+}
+
+#[test]
 fn running_out_of_memory_is_a_clear_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

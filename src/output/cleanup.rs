@@ -42,6 +42,37 @@ pub fn unregister(path: &Path) {
     }
 }
 
+/// Staged directories of this process (the corpus) not yet renamed into place.
+static DIRS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// Remembers a staged directory, to be removed with its contents if the process is interrupted.
+pub fn register_dir(path: &Path) {
+    DIRS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(path.to_path_buf());
+}
+
+/// Forgets a staged directory (renamed into place or removed).
+pub fn unregister_dir(path: &Path) {
+    DIRS.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|d| d != path);
+}
+
+/// Removes every registered staged directory with its contents. It walks and allocates, so it runs
+/// on interrupts and panics, not when memory is exhausted (the next run into the directory
+/// removes what is left then).
+fn remove_dirs() {
+    let dirs = match DIRS.try_lock() {
+        Ok(g) => g.clone(),
+        Err(TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// Removes every registered staged file. Allocates nothing, so it may run when memory is exhausted;
 /// if another thread holds the registry at that moment it gives up rather than wait.
 pub fn remove_all() {
@@ -141,6 +172,7 @@ pub fn install() -> std::io::Result<()> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 remove_all();
+                remove_dirs();
                 let name = match sig {
                     SIGINT => "SIGINT",
                     SIGTERM => "SIGTERM",
@@ -155,6 +187,7 @@ pub fn install() -> std::io::Result<()> {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         remove_all();
+        remove_dirs();
         let message = panic_message(info);
         // timely's network threads panic with this prefix when a peer's connection breaks; they
         // are named `timely:send-N` / `timely:recv-N` after the peer process N.

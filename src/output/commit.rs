@@ -355,6 +355,7 @@ impl OutputSet {
                         format!("removing {}, left by an interrupted run", staged.display())
                     })?;
                 }
+                cleanup::register_dir(&staged);
                 std::fs::create_dir_all(&staged)
                     .io_context(|| format!("cannot write output {}", s.shown.display()))?;
                 s.staged = Some(staged);
@@ -508,6 +509,7 @@ impl OutputSet {
                 }
                 std::fs::rename(staged, real)
                     .io_context(|| format!("renaming into place {}", s.shown.display()))?;
+                cleanup::unregister_dir(staged);
                 if had_old {
                     std::fs::remove_dir_all(&old)
                         .io_context(|| format!("removing the old {}", s.shown.display()))?;
@@ -560,6 +562,7 @@ impl Drop for OutputSet {
         for s in slots.iter() {
             if let (Target::Dir(_), Some(staged)) = (&s.target, &s.staged) {
                 let _ = std::fs::remove_dir_all(staged);
+                cleanup::unregister_dir(staged);
                 continue;
             }
             if let Some(staged) = &s.staged {

@@ -79,8 +79,15 @@ pub fn write_part(
     max_record_bytes: usize,
     dest: &Path,
 ) -> Result<PartStats> {
+    // Only the parts' own folder is made: if the staged directory is gone (the run was
+    // interrupted and it was removed), a worker must not bring it back.
     if let Some(dir) = dest.parent() {
-        std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
+        match std::fs::create_dir(dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(e).io_context(|| format!("creating {}", dir.display()))
+            }
+            _ => {}
+        }
     }
     let copied = match format {
         // A Parquet part is a Parquet file of its own.
