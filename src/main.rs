@@ -756,6 +756,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
+            if neardup::output::cleanup::interrupted() {
+                // The error came from the interrupt removing staged outputs under a worker.
+                neardup::output::cleanup::await_interrupt_exit();
+            }
             eprintln!("neardup: error: {e:#}");
             ExitCode::FAILURE
         }

@@ -568,13 +568,13 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
 #[test]
 fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corpus() {
     // Regression: the staged corpus directory outlived the interrupt (only staged files were
-    // registered for removal), and workers still copying recreated it after it was removed.
+    // registered for removal), and workers still copying recreated it after it was removed or
+    // wrote into it while it was being removed. Regression too: a run interrupted while copying
+    // ended with exit 1 and "the corpus part ... is missing" instead of the interrupt's report.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let corpus = big_corpus(d, 40_000);
     let out_dir = d.join("out");
-    std::fs::create_dir_all(out_dir.join("corpus")).unwrap();
-    std::fs::write(out_dir.join("corpus/old.jsonl"), "old\n").unwrap();
     std::fs::write(
         d.join("job.toml"),
         format!(
@@ -584,11 +584,14 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
     )
     .unwrap();
     let mut interrupted = 0;
-    for wait_ms in [0, 300] {
+    for wait_ms in [0, 20, 60, 150, 300] {
+        let _ = std::fs::remove_dir_all(&out_dir);
+        std::fs::create_dir_all(out_dir.join("corpus")).unwrap();
+        std::fs::write(out_dir.join("corpus/old.jsonl"), "old\n").unwrap();
         let mut child = neardup()
             .arg("run")
             .arg(d.join("job.toml"))
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -600,8 +603,15 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
         unsafe {
             libc::kill(child.id() as i32, libc::SIGINT);
         }
-        let status = child.wait().unwrap();
-        if status.code() == Some(130) {
+        let out = child.wait_with_output().unwrap();
+        let status = out.status;
+        assert!(
+            matches!(status.code(), Some(0 | 130)),
+            "after {wait_ms} ms: {status:?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let message = String::from_utf8_lossy(&out.stderr);
+        if status.code() == Some(130) && !message.contains("they are whole") {
             interrupted += 1;
             assert_eq!(
                 listing(&out_dir),
@@ -609,6 +619,14 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
                 "after {wait_ms} ms"
             );
             assert_eq!(listing(&out_dir.join("corpus")), ["old.jsonl"]);
+        } else {
+            // Finished, or interrupted once the outputs were renamed into place: the new set.
+            assert_eq!(
+                listing(&out_dir),
+                [".neardup.lock", "corpus", "pairs.tsv"],
+                "after {wait_ms} ms"
+            );
+            assert_eq!(listing(&out_dir.join("corpus")), ["big.jsonl"]);
         }
     }
     assert!(interrupted > 0, "a run was interrupted before it finished");

@@ -8,7 +8,63 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
+
+/// Set when an interrupt arrives, before the staged outputs are removed.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether an interrupt is being handled. An error met meanwhile (a staged file that vanished
+/// under a worker) is a consequence of the interrupt, not a failure of its own: the caller should
+/// leave the report and the exit code to the interrupt handler (see [`await_interrupt_exit`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Held while staged outputs are renamed into place, and by the interrupt handler before it
+/// removes anything: an interrupt either comes before a commit (which then does not start) or
+/// waits for it to end (and then says the outputs are whole).
+static COMMIT: Mutex<()> = Mutex::new(());
+
+/// Set when a set of outputs has been renamed into place.
+static COMMITTED: AtomicBool = AtomicBool::new(false);
+
+/// Runs `rename_all` (the renames that publish a set of outputs) unless an interrupt came first;
+/// returns `None` then.
+pub fn committing<T>(rename_all: impl FnOnce() -> T) -> Option<T> {
+    let _gate = COMMIT.lock().unwrap_or_else(|p| p.into_inner());
+    if interrupted() {
+        return None;
+    }
+    let out = rename_all();
+    COMMITTED.store(true, Ordering::SeqCst);
+    Some(out)
+}
+
+/// To be called right after a staged file or directory is created: if an interrupt has begun
+/// meanwhile (its handler may have removed the registered outputs before this one existed),
+/// removes it and says so with an error.
+pub fn created(path: &Path) -> std::io::Result<()> {
+    if interrupted() {
+        if path.is_dir() {
+            let _ = std::fs::remove_dir_all(path);
+        } else {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the run was interrupted",
+        ));
+    }
+    Ok(())
+}
+
+/// Waits for the interrupt handler to end the process (it exits with 128 + the signal's number).
+pub fn await_interrupt_exit() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
 
 /// Staged files of this process that are not yet renamed into place.
 static TEMPS: Mutex<Vec<CString>> = Mutex::new(Vec::new());
@@ -62,6 +118,11 @@ pub fn unregister_dir(path: &Path) {
 /// Removes every registered staged directory with its contents. It walks and allocates, so it runs
 /// on interrupts and panics, not when memory is exhausted (the next run into the directory
 /// removes what is left then).
+///
+/// Workers may still be writing into a directory while it is removed: a file created after the
+/// walk listed its folder makes the folder's removal fail. So the removal is repeated until the
+/// directory is gone; once it is, nothing brings it back, because the corpus writers create only
+/// folders below a staged directory that must already exist (see `output::corpus`).
 fn remove_dirs() {
     let dirs = match DIRS.try_lock() {
         Ok(g) => g.clone(),
@@ -69,7 +130,13 @@ fn remove_dirs() {
         Err(TryLockError::WouldBlock) => return,
     };
     for d in dirs {
-        let _ = std::fs::remove_dir_all(d);
+        for _ in 0..200 {
+            let _ = std::fs::remove_dir_all(&d);
+            if std::fs::symlink_metadata(&d).is_err() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
 
@@ -171,21 +238,38 @@ pub fn install() -> std::io::Result<()> {
         .name("neardup:signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                remove_all();
-                remove_dirs();
+                INTERRUPTED.store(true, Ordering::SeqCst);
                 let name = match sig {
                     SIGINT => "SIGINT",
                     SIGTERM => "SIGTERM",
                     _ => "SIGHUP",
                 };
-                eprintln!(
-                    "\nneardup: interrupted by {name}: staged outputs removed, earlier outputs left as they were"
-                );
+                // A commit under way ends first; none starts after this.
+                let _gate = COMMIT.lock().unwrap_or_else(|p| p.into_inner());
+                let removed = {
+                    let temps = TEMPS.lock().unwrap_or_else(|p| p.into_inner());
+                    unlink_all(&temps);
+                    !temps.is_empty()
+                };
+                remove_dirs();
+                if COMMITTED.load(Ordering::SeqCst) && !removed {
+                    eprintln!(
+                        "\nneardup: interrupted by {name} after the outputs were written: they are whole"
+                    );
+                } else {
+                    eprintln!(
+                        "\nneardup: interrupted by {name}: staged outputs removed, earlier outputs left as they were"
+                    );
+                }
                 std::process::exit(128 + sig);
             }
         })?;
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if interrupted() {
+            // A worker tripped over a staged output the interrupt removed.
+            await_interrupt_exit();
+        }
         remove_all();
         remove_dirs();
         let message = panic_message(info);

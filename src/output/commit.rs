@@ -357,6 +357,7 @@ impl OutputSet {
                 }
                 cleanup::register_dir(&staged);
                 std::fs::create_dir_all(&staged)
+                    .and_then(|_| cleanup::created(&staged))
                     .io_context(|| format!("cannot write output {}", s.shown.display()))?;
                 s.staged = Some(staged);
                 set.slots.get_mut().expect("not shared yet").push(s);
@@ -368,6 +369,7 @@ impl OutputSet {
                 s.staged = Some(staged.clone());
                 set.slots.get_mut().expect("not shared yet").push(s);
                 File::create(&staged)
+                    .and_then(|_| cleanup::created(&staged))
                     .io_context(|| format!("cannot write output {}", set_shown(&set, &staged)))?;
             } else {
                 set.slots.get_mut().expect("not shared yet").push(s);
@@ -409,8 +411,9 @@ impl OutputSet {
         let format = Format::of(&shown);
         let result = (|| -> io::Result<(u64, u64)> {
             if let (Target::File(_), Some(staged)) = (&target, &staged) {
-                let mut out =
-                    Hashing::new(BufWriter::with_capacity(1 << 20, File::create(staged)?));
+                let file = File::create(staged)?;
+                cleanup::created(staged)?;
+                let mut out = Hashing::new(BufWriter::with_capacity(1 << 20, file));
                 write(&mut out, format)?;
                 let file = out.inner.into_inner().map_err(|e| e.into_error())?;
                 // Data on disk before the rename that publishes it.
@@ -479,62 +482,73 @@ impl OutputSet {
         if let Some(s) = slots.iter().find(|s| s.written.is_none()) {
             bail!(Internal, "output {} was never written", s.name);
         }
-        let (summary_slots, rest): (Vec<&Slot>, Vec<&Slot>) =
-            slots.iter().partition(|s| s.name == "summary");
-        // The old commit record goes first: from here until the new one lands, the directory
-        // visibly holds no complete set.
-        for s in &summary_slots {
-            if let Target::File(real) = &s.target {
-                match std::fs::remove_file(real) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                        return Err(e).io_context(|| format!("replacing {}", s.shown.display()))
+        // Renames and an interrupt exclude each other: see `cleanup::committing`.
+        let renamed = cleanup::committing(|| -> Result<()> {
+            let (summary_slots, rest): (Vec<&Slot>, Vec<&Slot>) =
+                slots.iter().partition(|s| s.name == "summary");
+            // The old commit record goes first: from here until the new one lands, the directory
+            // visibly holds no complete set.
+            for s in &summary_slots {
+                if let Target::File(real) = &s.target {
+                    match std::fs::remove_file(real) {
+                        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                            return Err(e).io_context(|| format!("replacing {}", s.shown.display()))
+                        }
+                        _ => {}
                     }
-                    _ => {}
                 }
             }
-        }
-        let mut dirs = Vec::new();
-        for s in rest.iter().chain(&summary_slots) {
-            if let (Target::Dir(real), Some(staged)) = (&s.target, &s.staged) {
-                // The old directory moves aside, the new one into place, and the old one goes.
-                let old = parent_of(real).join(format!(
-                    ".{}{STAGED_MARK}old-{}",
-                    real.file_name().unwrap_or_default().to_string_lossy(),
-                    std::process::id()
-                ));
-                let had_old = real.exists();
-                if had_old {
-                    std::fs::rename(real, &old)
-                        .io_context(|| format!("replacing {}", s.shown.display()))?;
+            let mut dirs = Vec::new();
+            for s in rest.iter().chain(&summary_slots) {
+                if let (Target::Dir(real), Some(staged)) = (&s.target, &s.staged) {
+                    // The old directory moves aside, the new one into place, and the old one goes.
+                    let old = parent_of(real).join(format!(
+                        ".{}{STAGED_MARK}old-{}",
+                        real.file_name().unwrap_or_default().to_string_lossy(),
+                        std::process::id()
+                    ));
+                    let had_old = real.exists();
+                    if had_old {
+                        std::fs::rename(real, &old)
+                            .io_context(|| format!("replacing {}", s.shown.display()))?;
+                    }
+                    std::fs::rename(staged, real)
+                        .io_context(|| format!("renaming into place {}", s.shown.display()))?;
+                    cleanup::unregister_dir(staged);
+                    if had_old {
+                        std::fs::remove_dir_all(&old)
+                            .io_context(|| format!("removing the old {}", s.shown.display()))?;
+                    }
+                    let dir = parent_of(real);
+                    if !dirs.contains(&dir) {
+                        dirs.push(dir);
+                    }
+                    continue;
                 }
-                std::fs::rename(staged, real)
-                    .io_context(|| format!("renaming into place {}", s.shown.display()))?;
-                cleanup::unregister_dir(staged);
-                if had_old {
-                    std::fs::remove_dir_all(&old)
-                        .io_context(|| format!("removing the old {}", s.shown.display()))?;
+                if let (Target::File(real), Some(staged)) = (&s.target, &s.staged) {
+                    std::fs::rename(staged, real)
+                        .io_context(|| format!("renaming into place {}", s.shown.display()))?;
+                    cleanup::unregister(staged);
+                    let dir = parent_of(real);
+                    if !dirs.contains(&dir) {
+                        dirs.push(dir);
+                    }
                 }
-                let dir = parent_of(real);
-                if !dirs.contains(&dir) {
-                    dirs.push(dir);
-                }
-                continue;
             }
-            if let (Target::File(real), Some(staged)) = (&s.target, &s.staged) {
-                std::fs::rename(staged, real)
-                    .io_context(|| format!("renaming into place {}", s.shown.display()))?;
-                cleanup::unregister(staged);
-                let dir = parent_of(real);
-                if !dirs.contains(&dir) {
-                    dirs.push(dir);
+            for dir in dirs {
+                // The renames themselves on disk.
+                if let Ok(d) = File::open(&dir) {
+                    let _ = d.sync_all();
                 }
             }
-        }
-        for dir in dirs {
-            // The renames themselves on disk.
-            if let Ok(d) = File::open(&dir) {
-                let _ = d.sync_all();
-            }
+            Ok(())
+        });
+        match renamed {
+            None => bail!(
+                Output,
+                "the run was interrupted before its outputs were renamed into place"
+            ),
+            Some(r) => r?,
         }
         self.committed = true;
         Ok(())

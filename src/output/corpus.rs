@@ -302,6 +302,27 @@ fn copy_warc(
     Ok(stats)
 }
 
+/// Creates the folders of `name` (a relative file name) below `staged`, but never `staged` itself:
+/// if the staged directory is gone (the run was interrupted and it was removed), nothing may bring
+/// it back.
+fn create_below(staged: &Path, name: &Path) -> Result<()> {
+    let mut dir = staged.to_path_buf();
+    let folders: Vec<_> = name
+        .parent()
+        .map(|p| p.components().collect())
+        .unwrap_or_default();
+    for c in folders {
+        dir.push(c);
+        match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(e).io_context(|| format!("creating {}", dir.display()))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Joins the parts of every input file, in split order, into the file of its relative name in
 /// `staged`, and removes the parts; returns the corpus's size and a checksum over its files'
 /// names and contents (the same whatever the number of workers).
@@ -319,9 +340,7 @@ pub fn assemble(
     let mut total = 0u64;
     for (i, name) in names.iter().enumerate() {
         let dest = staged.join(name);
-        if let Some(dir) = dest.parent() {
-            std::fs::create_dir_all(dir).io_context(|| format!("creating {}", dir.display()))?;
-        }
+        create_below(staged, name)?;
         let mut parts: Vec<&Split> = splits.iter().filter(|s| s.file == i).collect();
         parts.sort_by_key(|s| s.id);
         let missing = |p: &Path| {
