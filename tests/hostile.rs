@@ -588,7 +588,7 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
         let _ = std::fs::remove_dir_all(&out_dir);
         std::fs::create_dir_all(out_dir.join("corpus")).unwrap();
         std::fs::write(out_dir.join("corpus/old.jsonl"), "old\n").unwrap();
-        let mut child = neardup()
+        let child = neardup()
             .arg("run")
             .arg(d.join("job.toml"))
             .stderr(Stdio::piped())
