@@ -125,6 +125,11 @@ trait TokenSink {
         let mut buf = [0u8; 4];
         self.word(c.encode_utf8(&mut buf));
     }
+    /// An ideograph of [`IDEOGRAPHS`] (checked with [`is_table_ideograph`]), a token by itself.
+    #[inline]
+    fn ideograph(&mut self, u: u32) {
+        self.single(char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER));
+    }
 }
 
 /// A closure over token strings as a sink.
@@ -207,15 +212,35 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
             // The bulk of Chinese text: an ideograph (three bytes of UTF-8) followed by a safe
             // boundary is a token by itself, stable under NFKC, decoded here without a char
             // iterator.
-            if let Some(u) = ideograph_at(bytes, pos) {
-                if next_is_safe(text, pos + 3) {
-                    if !word.is_empty() {
-                        sink.word(word);
-                        word.clear();
+            // A run of them is taken in one loop: each but the last is followed by an ideograph,
+            // a safe boundary; the last needs the check of what follows it.
+            if let Some(mut u) = ideograph_at(bytes, pos) {
+                let from = pos;
+                loop {
+                    match ideograph_at(bytes, pos + 3) {
+                        Some(next) => {
+                            if pos == from && !word.is_empty() {
+                                sink.word(word);
+                                word.clear();
+                            }
+                            sink.ideograph(u);
+                            pos += 3;
+                            u = next;
+                        }
+                        None => {
+                            if next_is_safe(text, pos + 3) {
+                                if pos == from && !word.is_empty() {
+                                    sink.word(word);
+                                    word.clear();
+                                }
+                                sink.ideograph(u);
+                                pos += 3;
+                            }
+                            break;
+                        }
                     }
-                    // SAFETY: `ideograph_at` decoded a valid scalar value in IDEOGRAPHS.
-                    sink.single(unsafe { char::from_u32_unchecked(u) });
-                    pos += 3;
+                }
+                if pos > from {
                     continue;
                 }
             }
@@ -314,6 +339,12 @@ impl<F: FnMut(u64)> TokenSink for Hashes<'_, F> {
     }
 
     #[inline]
+    fn ideograph(&mut self, u: u32) {
+        self.count += 1;
+        (self.emit)(self.table[(u - IDEOGRAPHS.start()) as usize]);
+    }
+
+    #[inline]
     fn single(&mut self, c: char) {
         self.count += 1;
         let u = c as u32;
@@ -339,6 +370,57 @@ fn next_non_ascii(bytes: &[u8], from: usize) -> Option<usize> {
         i += 8;
     }
     bytes[i..].iter().position(|b| !b.is_ascii()).map(|p| i + p)
+}
+
+/// The index of the first byte of `bytes` at or after `from` that is ASCII but not a letter or
+/// digit (a separator), or the length; sixteen bytes at a time.
+#[inline]
+fn next_ascii_separator(bytes: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while i + 16 <= bytes.len() {
+        let block: &[u8; 16] = bytes[i..i + 16].try_into().unwrap();
+        let mask = separator_mask16(block);
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    bytes[i..]
+        .iter()
+        .position(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
+        .map_or(bytes.len(), |p| i + p)
+}
+
+/// Bit i set iff byte i of `block` is ASCII but not a letter or digit.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn separator_mask16(block: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `block`.
+    unsafe {
+        let v = _mm_loadu_si128(block.as_ptr() as *const __m128i);
+        let digit = _mm_and_si128(
+            _mm_cmpgt_epi8(v, _mm_set1_epi8(b'0' as i8 - 1)),
+            _mm_cmplt_epi8(v, _mm_set1_epi8(b'9' as i8 + 1)),
+        );
+        let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+        let letter = _mm_and_si128(
+            _mm_cmpgt_epi8(folded, _mm_set1_epi8(b'a' as i8 - 1)),
+            _mm_cmplt_epi8(folded, _mm_set1_epi8(b'z' as i8 + 1)),
+        );
+        // High bit set: non-ASCII (movemask takes the top bit of each byte).
+        let keep = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(digit, letter), v)) as u32;
+        !keep & 0xffff
+    }
+}
+
+/// The portable twin of the SSE2 [`separator_mask16`].
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn separator_mask16(block: &[u8; 16]) -> u32 {
+    block.iter().enumerate().fold(0, |m, (i, b)| {
+        m | (((b.is_ascii() && !b.is_ascii_alphanumeric()) as u32) << i)
+    })
 }
 
 /// Hash of one normalized token.
@@ -481,10 +563,7 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnM
             count += ascii_token_hashes(&text[start..cut], scratch, &mut emit);
         }
         // The slow part runs to the next ASCII separator.
-        let end = bytes[p..]
-            .iter()
-            .position(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
-            .map_or(bytes.len(), |i| p + i);
+        let end = next_ascii_separator(bytes, p);
         let mut sink = Hashes {
             table: ideograph_hashes(),
             emit: &mut emit,
