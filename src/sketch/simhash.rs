@@ -198,8 +198,8 @@ unsafe fn count_lanes_avx2(hashes: &[u64], ones: &mut [u32; 64]) {
     use std::arch::x86_64::*;
     // Byte j takes byte j / 8 of the 32-bit half, and keeps bit j % 8 of it.
     let spread = _mm256_setr_epi8(
-        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3,
-        3,
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+        3, 3,
     );
     let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
     let lanes = |half: u32| {

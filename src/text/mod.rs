@@ -179,6 +179,7 @@ fn push_char(c: char, word: &mut String, sink: &mut impl TokenSink) {
 pub struct Scratch {
     word: String,
     map: Vec<u64>,
+    high: Vec<u64>,
     hashes: Vec<u64>,
 }
 
@@ -357,72 +358,6 @@ impl<F: FnMut(u64)> TokenSink for Hashes<'_, F> {
     }
 }
 
-/// The index of the first byte of `bytes` at or after `from` that is not ASCII, eight bytes at a
-/// time.
-#[inline]
-fn next_non_ascii(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while i + 8 <= bytes.len() {
-        let w = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()) & 0x8080_8080_8080_8080;
-        if w != 0 {
-            return Some(i + (w.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    bytes[i..].iter().position(|b| !b.is_ascii()).map(|p| i + p)
-}
-
-/// The index of the first byte of `bytes` at or after `from` that is ASCII but not a letter or
-/// digit (a separator), or the length; sixteen bytes at a time.
-#[inline]
-fn next_ascii_separator(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while i + 16 <= bytes.len() {
-        let block: &[u8; 16] = bytes[i..i + 16].try_into().unwrap();
-        let mask = separator_mask16(block);
-        if mask != 0 {
-            return i + mask.trailing_zeros() as usize;
-        }
-        i += 16;
-    }
-    bytes[i..]
-        .iter()
-        .position(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
-        .map_or(bytes.len(), |p| i + p)
-}
-
-/// Bit i set iff byte i of `block` is ASCII but not a letter or digit.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn separator_mask16(block: &[u8; 16]) -> u32 {
-    use std::arch::x86_64::*;
-    // SAFETY: SSE2 is part of the x86_64 baseline; the load reads the 16 bytes of `block`.
-    unsafe {
-        let v = _mm_loadu_si128(block.as_ptr() as *const __m128i);
-        let digit = _mm_and_si128(
-            _mm_cmpgt_epi8(v, _mm_set1_epi8(b'0' as i8 - 1)),
-            _mm_cmplt_epi8(v, _mm_set1_epi8(b'9' as i8 + 1)),
-        );
-        let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
-        let letter = _mm_and_si128(
-            _mm_cmpgt_epi8(folded, _mm_set1_epi8(b'a' as i8 - 1)),
-            _mm_cmplt_epi8(folded, _mm_set1_epi8(b'z' as i8 + 1)),
-        );
-        // High bit set: non-ASCII (movemask takes the top bit of each byte).
-        let keep = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(digit, letter), v)) as u32;
-        !keep & 0xffff
-    }
-}
-
-/// The portable twin of the SSE2 [`separator_mask16`].
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn separator_mask16(block: &[u8; 16]) -> u32 {
-    block.iter().enumerate().fold(0, |m, (i, b)| {
-        m | (((b.is_ascii() && !b.is_ascii_alphanumeric()) as u32) << i)
-    })
-}
-
 /// Hash of one normalized token.
 ///
 /// Tokens of at most 16 bytes (nearly all of them) are hashed as xxh3 of the token zero-padded to 16
@@ -453,14 +388,15 @@ fn short_token_hash(lo: u64, hi: u64, len: usize) -> u64 {
     xxh3_64_with_seed(&buf, TOKEN_SEED ^ len as u64)
 }
 
-/// The alphanumeric bitmap of a 64-byte block: bit i set iff byte i is an ASCII letter or digit.
+/// The bitmaps of a 64-byte block: bit i of the first set iff byte i is an ASCII letter or digit,
+/// of the second iff byte i is not ASCII.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn alnum_mask64(block: &[u8; 64]) -> u64 {
+fn masks64(block: &[u8; 64]) -> (u64, u64) {
     use std::arch::x86_64::*;
     // SAFETY: SSE2 is part of the x86_64 baseline, and every load reads 16 bytes inside `block`.
     unsafe {
-        let mut mask = 0u64;
+        let (mut alnum, mut high) = (0u64, 0u64);
         for k in 0..4 {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
             // Bytes >= 0x80 are negative as i8, so they fall outside both ranges.
@@ -474,38 +410,101 @@ fn alnum_mask64(block: &[u8; 64]) -> u64 {
                 _mm_cmplt_epi8(folded, _mm_set1_epi8(b'z' as i8 + 1)),
             );
             let bits = _mm_movemask_epi8(_mm_or_si128(digit, letter)) as u16;
-            mask |= (bits as u64) << (16 * k);
+            alnum |= (bits as u64) << (16 * k);
+            high |= (_mm_movemask_epi8(v) as u16 as u64) << (16 * k);
         }
-        mask
+        (alnum, high)
     }
 }
 
-/// The portable twin of the SSE2 [`alnum_mask64`].
+/// The portable twin of the SSE2 [`masks64`].
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline]
-fn alnum_mask64_scalar(block: &[u8; 64]) -> u64 {
-    block
-        .iter()
-        .enumerate()
-        .fold(0, |m, (i, b)| m | ((b.is_ascii_alphanumeric() as u64) << i))
+fn masks64_scalar(block: &[u8; 64]) -> (u64, u64) {
+    block.iter().enumerate().fold((0, 0), |(a, h), (i, b)| {
+        (
+            a | ((b.is_ascii_alphanumeric() as u64) << i),
+            h | ((!b.is_ascii() as u64) << i),
+        )
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-use alnum_mask64_scalar as alnum_mask64;
+use masks64_scalar as masks64;
 
-/// Fills `map` with the alphanumeric bitmap of `bytes` (bit i of word i/64 for byte i), followed by
-/// one all-zero word, so every run of set bits ends inside the map.
-fn alnum_bitmap(bytes: &[u8], map: &mut Vec<u64>) {
+/// Fills `map` with the alphanumeric bitmap of `bytes` (bit i of word i/64 for byte i) and `high`
+/// with the bitmap of its non-ASCII bytes, each followed by one all-zero word, so every run of set
+/// bits ends inside the map. Returns whether any byte is not ASCII.
+fn bitmaps(bytes: &[u8], map: &mut Vec<u64>, high: &mut Vec<u64>) -> bool {
     map.clear();
+    high.clear();
+    let mut any_high = 0;
     let mut blocks = bytes.chunks_exact(64);
-    map.extend((&mut blocks).map(|b| alnum_mask64(b.try_into().unwrap())));
+    for b in &mut blocks {
+        let (a, h) = masks64(b.try_into().unwrap());
+        map.push(a);
+        high.push(h);
+        any_high |= h;
+    }
     let rest = blocks.remainder();
     if !rest.is_empty() {
         let mut block = [0u8; 64];
         block[..rest.len()].copy_from_slice(rest);
-        map.push(alnum_mask64(&block));
+        let (a, h) = masks64(&block);
+        map.push(a);
+        high.push(h);
+        any_high |= h;
     }
     map.push(0);
+    high.push(0);
+    any_high != 0
+}
+
+/// The first set bit of `map` at or after bit `from`, if any.
+#[inline]
+fn next_set(map: &[u64], from: usize) -> Option<usize> {
+    let mut w = from >> 6;
+    let mut bits = *map.get(w)? & (u64::MAX << (from & 63));
+    while bits == 0 {
+        w += 1;
+        bits = *map.get(w)?;
+    }
+    Some((w << 6) | bits.trailing_zeros() as usize)
+}
+
+/// The first bit at or after `from` clear in both `a` and `b` (the zero word that ends the maps
+/// guarantees one).
+#[inline]
+fn next_clear_in_both(a: &[u64], b: &[u64], from: usize) -> usize {
+    let mut w = from >> 6;
+    let mut clear = !(a[w] | b[w]) & (u64::MAX << (from & 63));
+    while clear == 0 {
+        w += 1;
+        clear = !(a[w] | b[w]);
+    }
+    (w << 6) | clear.trailing_zeros() as usize
+}
+
+/// The last bit clear in `map` in `from..to`, if any.
+#[inline]
+fn last_clear(map: &[u64], from: usize, to: usize) -> Option<usize> {
+    if to <= from {
+        return None;
+    }
+    let mut w = (to - 1) >> 6;
+    // Bits at or above `to` in the last word are taken as set.
+    let mut clear = !map[w] & (u64::MAX >> (63 - ((to - 1) & 63)));
+    loop {
+        if clear != 0 {
+            let i = (w << 6) | (63 - clear.leading_zeros() as usize);
+            return (i >= from).then_some(i);
+        }
+        if w << 6 <= from {
+            return None;
+        }
+        w -= 1;
+        clear = !map[w];
+    }
 }
 
 /// Reads the 16 bytes at `start` as two little-endian words, zero past the end of `bytes`.
@@ -534,56 +533,65 @@ fn low_bytes_mask(bytes: usize) -> u64 {
 
 /// Calls `emit` with the hash of every normalized token of `text`, in order; returns the count.
 ///
-/// Equal to hashing each token of [`for_each_token`] with [`token_hash`]. Pure-ASCII text takes a
-/// path without a branch per byte: an SSE2 bitmap of the alphanumeric bytes, tokens found by counting
-/// zeros in it, and each token of at most 16 bytes loaded as two words, lowercased by setting bit 5
-/// (which every ASCII letter and digit may take) and hashed in registers.
+/// Equal to hashing each token of [`for_each_token`] with [`token_hash`]. ASCII takes a path
+/// without a branch per byte: SSE2 bitmaps of the alphanumeric and the non-ASCII bytes, tokens
+/// found by counting zeros in them, and each token of at most 16 bytes loaded as two words,
+/// lowercased by setting bit 5 (which every ASCII letter and digit may take) and hashed in
+/// registers.
 pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u64)) -> usize {
-    if text.is_ascii() {
-        return ascii_token_hashes(text, scratch, emit);
+    let bytes = text.as_bytes();
+    let Scratch {
+        word, map, high, ..
+    } = scratch;
+    if !bitmaps(bytes, map, high) {
+        return ascii_token_hashes(bytes, map, 0, bytes.len(), word, emit);
     }
     // Mixed text: ASCII stretches take the fast path, and only the words around non-ASCII
     // characters go through normalization. A cut just before an ASCII non-alphanumeric byte
     // changes neither the tokens (it separates them anyway) nor NFKC (ASCII never composes with
     // what precedes it), so a page with one `©` or curly quote is not slowed down as a whole.
-    let bytes = text.as_bytes();
     let mut count = 0;
     let mut start = 0;
     while start < bytes.len() {
-        let Some(p) = next_non_ascii(bytes, start) else {
-            count += ascii_token_hashes(&text[start..], scratch, &mut emit);
-            break;
+        let p = match next_set(high, start) {
+            Some(p) if p < bytes.len() => p,
+            _ => {
+                count += ascii_token_hashes(bytes, map, start, bytes.len(), word, &mut emit);
+                break;
+            }
         };
         // The ASCII prefix, up to the separator before the word that holds the non-ASCII byte.
-        let cut = bytes[start..p]
-            .iter()
-            .rposition(|b| !b.is_ascii_alphanumeric())
-            .map_or(start, |i| start + i);
+        let cut = last_clear(map, start, p).unwrap_or(start);
         if cut > start {
-            count += ascii_token_hashes(&text[start..cut], scratch, &mut emit);
+            count += ascii_token_hashes(bytes, map, start, cut, word, &mut emit);
         }
         // The slow part runs to the next ASCII separator.
-        let end = next_ascii_separator(bytes, p);
+        let end = next_clear_in_both(map, high, p).min(bytes.len());
         let mut sink = Hashes {
             table: ideograph_hashes(),
             emit: &mut emit,
             count: 0,
         };
-        tokenize(&text[cut..end], &mut scratch.word, &mut sink);
+        tokenize(&text[cut..end], word, &mut sink);
         count += sink.count;
         start = end;
     }
     count
 }
 
-/// [`for_each_token_hash`] of pure-ASCII text.
-fn ascii_token_hashes(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u64)) -> usize {
-    let bytes = text.as_bytes();
-    let map = &mut scratch.map;
-    alnum_bitmap(bytes, map);
+/// [`for_each_token_hash`] of the pure-ASCII bytes `from..to` of `bytes`, where `map` is the
+/// alphanumeric bitmap of [`bitmaps`] and `from` and `to` are not inside a word.
+fn ascii_token_hashes(
+    bytes: &[u8],
+    map: &[u64],
+    from: usize,
+    to: usize,
+    long: &mut String,
+    mut emit: impl FnMut(u64),
+) -> usize {
     let mut count = 0;
-    let mut w = 0usize;
-    let mut bits = map[0];
+    let mut w = from >> 6;
+    let mut bits = map[w] & (u64::MAX << (from & 63));
     loop {
         // The next token's start: the lowest set bit from here on.
         while bits == 0 {
@@ -594,6 +602,9 @@ fn ascii_token_hashes(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u6
             bits = map[w];
         }
         let start = (w << 6) | bits.trailing_zeros() as usize;
+        if start >= to {
+            return count;
+        }
         // Its end: the lowest clear bit after the start (the map ends in a zero word).
         let mut clear = !map[w] & (u64::MAX << (start & 63));
         while clear == 0 {
@@ -610,7 +621,6 @@ fn ascii_token_hashes(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u6
             let hi = (hi | LOWER) & low_bytes_mask(len.saturating_sub(8));
             short_token_hash(lo, hi, len)
         } else {
-            let long = &mut scratch.word;
             long.clear();
             long.extend(
                 bytes[start..end]
@@ -892,7 +902,28 @@ mod tests {
             let mut whole = [0u8; 64];
             whole[..32].copy_from_slice(&block);
             whole[32..].copy_from_slice(&block.map(|b| b.wrapping_mul(7)));
-            proptest::prop_assert_eq!(alnum_mask64(&whole), alnum_mask64_scalar(&whole));
+            proptest::prop_assert_eq!(masks64(&whole), masks64_scalar(&whole));
+        }
+
+        #[test]
+        fn bitmap_searches_equal_a_scan(
+            text in proptest::collection::vec(proptest::sample::select(b"ab ,\xe4\xb8".to_vec()), 0..300),
+            from in 0usize..300,
+            to in 0usize..300,
+        ) {
+            let (mut map, mut high) = (Vec::new(), Vec::new());
+            bitmaps(&text, &mut map, &mut high);
+            let alnum = |i: usize| text.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
+            let non_ascii = |i: usize| text.get(i).is_some_and(|b| !b.is_ascii());
+            let len = text.len();
+            let from = from.min(len);
+            proptest::prop_assert_eq!(next_set(&high, from).filter(|&i| i < len), (from..len).find(|&i| non_ascii(i)));
+            proptest::prop_assert_eq!(
+                next_clear_in_both(&map, &high, from).min(len),
+                (from..len).find(|&i| !alnum(i) && !non_ascii(i)).unwrap_or(len)
+            );
+            let to = to.min(len);
+            proptest::prop_assert_eq!(last_clear(&map, from, to), (from..to).rev().find(|&i| !alnum(i)));
         }
 
         #[test]
@@ -917,7 +948,7 @@ mod tests {
     fn every_byte_value_is_classified_like_the_scalar_twin() {
         for base in (0..256).step_by(64) {
             let block: [u8; 64] = std::array::from_fn(|i| (base + i) as u8);
-            assert_eq!(alnum_mask64(&block), alnum_mask64_scalar(&block));
+            assert_eq!(masks64(&block), masks64_scalar(&block));
         }
     }
 
