@@ -345,9 +345,12 @@ mod tests {
         }
     }
 
+    /// A variant of [`count_lanes`].
+    type Counter = fn(&[u64], &mut [u32; 64]);
+
     /// Every variant of [`count_lanes`] this CPU runs, with its name.
-    fn variants() -> Vec<(&'static str, fn(&[u64], &mut [u32; 64]))> {
-        let mut v: Vec<(&'static str, fn(&[u64], &mut [u32; 64]))> =
+    fn variants() -> Vec<(&'static str, Counter)> {
+        let mut v: Vec<(&'static str, Counter)> =
             vec![("sliced", count_lanes_sliced), ("dispatched", count_lanes)];
         #[cfg(target_arch = "x86_64")]
         {
