@@ -10,6 +10,8 @@ use super::document::{Attributes, Body, Document, Item, Skipped};
 use super::files::{InputFile, Split};
 use super::{Location, Skip, SkipReason};
 
+mod fast;
+
 /// Field names of a JSON Lines document.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fields {
@@ -229,8 +231,17 @@ pub fn id_is_clean(id: &str) -> bool {
 /// Parses one JSON Lines record.
 pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     let text = super::utf8_line(line)?;
+    let wanted = match fast::wanted(text, fields) {
+        Some(w) => w,
+        None => serde_wanted(text, fields)?,
+    };
+    doc_of(wanted, fields)
+}
+
+/// The wanted fields of a record, read by serde_json (every record the fast reader leaves).
+fn serde_wanted<'a>(text: &'a str, fields: &Fields) -> Result<Wanted<'a>, Skip> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let wanted = RecordSeed(fields)
+    RecordSeed(fields)
         .deserialize(&mut de)
         .and_then(|w| de.end().map(|_| w))
         .map_err(|e| {
@@ -241,7 +252,11 @@ pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>
                     e.to_string().replace(" at line 1 column ", " at column ")
                 ),
             )
-        })?;
+        })
+}
+
+/// The document of a record's wanted fields, or why it is skipped.
+fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     let (field, value, is_html) = match wanted.html {
         Some(Scalar::Text(html)) => (
             fields.html.as_deref().unwrap_or_default(),
@@ -458,4 +473,148 @@ mod tests {
         assert_eq!(reason(br#"{"id":"a\tb","text":"x"}"#), SkipReason::BadId);
         assert_eq!(reason(br#"{"id":true,"text":"x"}"#), SkipReason::BadId);
     }
+
+    /// What a parse gave, in a form two parses can be compared by.
+    fn outcome(r: Result<RawDoc<'_>, Skip>) -> String {
+        match r {
+            Ok(d) => format!(
+                "doc id={:?} url={:?} text={:?} html={} lang={:?} ts={:?}",
+                d.id, d.url, d.text, d.is_html, d.lang, d.timestamp
+            ),
+            Err(s) => format!("skip {:?}: {}", s.reason, s.message),
+        }
+    }
+
+    /// The serde reader alone.
+    fn serde_only<'a>(line: &'a str, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
+        doc_of(serde_wanted(line, fields)?, fields)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn the_fast_reader_reads_every_record_as_serde_json_does(
+            entries in proptest::collection::vec((0usize..KEYS.len(), 0usize..VALUES.len()), 0..8),
+            spaces in proptest::collection::vec(0usize..SPACES.len(), 40),
+            noise in proptest::option::of((0usize..200, 0usize..NOISE.len())),
+            cut in proptest::option::of(0usize..200),
+        ) {
+            // A record of random fields and values (valid and invalid), with random whitespace,
+            // sometimes a stray piece inserted or the line cut short.
+            let mut sp = spaces.iter().map(|&i| SPACES[i]).cycle();
+            let mut line = format!("{}{{", sp.next().unwrap());
+            for (n, &(k, v)) in entries.iter().enumerate() {
+                if n > 0 {
+                    line.push(',');
+                }
+                line += &format!("{}{}{}:{}{}{}", sp.next().unwrap(), KEYS[k], sp.next().unwrap(),
+                    sp.next().unwrap(), VALUES[v], sp.next().unwrap());
+            }
+            line += &format!("}}{}", sp.next().unwrap());
+            let at = |c: usize, line: &str| {
+                let mut c = c.min(line.len());
+                while !line.is_char_boundary(c) {
+                    c -= 1;
+                }
+                c
+            };
+            if let Some((c, piece)) = noise {
+                let c = at(c, &line);
+                line.insert_str(c, NOISE[piece]);
+            }
+            if let Some(c) = cut {
+                let c = at(c, &line);
+                line.truncate(c);
+            }
+            let fields = Fields {
+                html: Some("html".into()),
+                lang: Some("lang".into()),
+                timestamp: Some("ts".into()),
+                ..Fields::default()
+            };
+            if let Some(w) = fast::wanted(&line, &fields) {
+                proptest::prop_assert_eq!(
+                    outcome(doc_of(w, &fields)),
+                    outcome(serde_only(&line, &fields)),
+                    "{}",
+                    line
+                );
+            }
+            proptest::prop_assert_eq!(
+                outcome(parse_jsonl_doc(line.as_bytes(), &fields)),
+                outcome(serde_only(&line, &fields))
+            );
+        }
+    }
+
+    #[test]
+    fn the_fast_reader_takes_the_usual_records() {
+        // The property test above only means something if the fast reader does not give up on
+        // everything.
+        let f = Fields::default();
+        for line in [
+            r#"{"id": "a", "url": "u", "text": "x \n \u00e9 \ud83d\ude00"}"#,
+            r#" {"id":12.5e3,"meta":{"k":[1,true,null,"s"]},"text":"中文"} "#,
+        ] {
+            assert!(fast::wanted(line, &f).is_some(), "{line}");
+        }
+        for line in [r#"{"id":1,"text":"a\ud800"}"#, r#"{"id":01,"text":"a"}"#] {
+            assert!(fast::wanted(line, &f).is_none(), "{line}");
+        }
+    }
+
+    const KEYS: &[&str] = &[
+        "\"id\"",
+        "\"text\"",
+        "\"url\"",
+        "\"html\"",
+        "\"lang\"",
+        "\"ts\"",
+        "\"other\"",
+        "\"te\\u0078t\"",
+        "\"i\\d\"",
+    ];
+    const SPACES: &[&str] = &["", "", "", " ", "\n", "\t", "\r ", "  "];
+    const NOISE: &[&str] = &[",", ":", "]", "}", "x", "\"", "\\", "{", "\u{1}", "1", "é"];
+
+    /// Values of every kind: escapes, surrogates, control characters, numbers good and bad,
+    /// nesting.
+    const VALUES: &[&str] = &[
+        "\"plain\"",
+        "\"a\\nb\\\"c\"",
+        "\"\\u00e9\\u4e2d\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\ud83d\"",
+        "\"\\ude00x\"",
+        "\"\\ud83d\\u0041\"",
+        "\"tab\there\"",
+        "\"bad\\x\"",
+        "\"\\/\\b\\f\\r\\t\\\\\"",
+        "\"中文 ’quote’\"",
+        "\"\\u12\"",
+        "0",
+        "-1",
+        "1.5",
+        "1e9",
+        "-0.0e-3",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "1e",
+        "12345678901234567890123",
+        "true",
+        "false",
+        "null",
+        "nul",
+        "[]",
+        "[1, \"x\", [null]]",
+        "{\"k\": {\"n\": [1,2]}}",
+        "[1,]",
+        "{\"a\"}",
+        "\"\"",
+        "[[[[[[]]]]]]",
+        "{ }",
+        "[ 1 , 2 ]",
+    ];
 }
