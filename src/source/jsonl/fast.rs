@@ -40,23 +40,23 @@ pub(super) fn wanted<'a>(line: &'a str, fields: &Fields) -> Option<Wanted<'a>> {
         loop {
             r.ws();
             r.eat(b'"')?;
-            let key = r.string()?;
+            let key = r.string(false)?;
             r.ws();
             r.eat(b':')?;
             r.ws();
             // The same order of tests as the serde reader's, for oddly configured field names.
             if *key == *fields.text {
-                w.text = Some(r.scalar(false)?);
+                w.text = Some(r.scalar(false, true)?);
             } else if *key == *fields.id {
-                w.id = Some(r.scalar(true)?);
+                w.id = Some(r.scalar(true, false)?);
             } else if fields.url.as_deref() == Some(&*key) {
-                w.url = Some(r.scalar(false)?);
+                w.url = Some(r.scalar(false, false)?);
             } else if fields.html.as_deref() == Some(&*key) {
-                w.html = Some(r.scalar(false)?);
+                w.html = Some(r.scalar(false, true)?);
             } else if fields.lang.as_deref() == Some(&*key) {
-                w.lang = Some(r.scalar(false)?);
+                w.lang = Some(r.scalar(false, false)?);
             } else if fields.timestamp.as_deref() == Some(&*key) {
-                w.timestamp = Some(r.scalar(true)?);
+                w.timestamp = Some(r.scalar(true, false)?);
             } else {
                 r.skip_value(0)?;
             }
@@ -105,12 +105,13 @@ impl<'a> Reader<'a> {
     }
 
     /// A wanted field's value. Numbers are taken as written for ids and timestamps (`as_written`);
-    /// elsewhere the serde reader formats them, so they are left to it.
-    fn scalar(&mut self, as_written: bool) -> Option<Scalar<'a>> {
+    /// elsewhere the serde reader formats them, so they are left to it. `big` marks the field that
+    /// holds most of the record (the text or the page).
+    fn scalar(&mut self, as_written: bool, big: bool) -> Option<Scalar<'a>> {
         Some(match self.peek()? {
             b'"' => {
                 self.i += 1;
-                Scalar::Text(self.string()?)
+                Scalar::Text(self.string(big)?)
             }
             b'n' => {
                 self.literal(b"null")?;
@@ -228,15 +229,17 @@ impl<'a> Reader<'a> {
     }
 
     /// The rest of a string whose opening quote was read: borrowed from the line if it has no
-    /// escape.
-    fn string(&mut self) -> Option<Cow<'a, str>> {
+    /// escape. An unescaped copy of a `big` string is given room for the rest of the line at once;
+    /// others grow as they need (a short field must not hold a copy of a long line's size).
+    fn string(&mut self, big: bool) -> Option<Cow<'a, str>> {
         let start = self.i;
         let stop = self.i + special_at(&self.b[self.i..])?;
         if self.b[stop] == b'"' {
             self.i = stop + 1;
             return Some(Cow::Borrowed(&self.s[start..stop]));
         }
-        let mut out = String::with_capacity(self.b.len() - start);
+        let rest = self.b.len() - start;
+        let mut out = String::with_capacity(if big { rest } else { rest.min(64) });
         let mut at = stop;
         out.push_str(&self.s[start..at]);
         loop {
