@@ -257,11 +257,17 @@ pub enum SplitMode {
 /// Smallest byte range a plain file is cut into.
 const MIN_SPLIT: u64 = 4096;
 
+/// Pieces per worker a large file is cut into at least: with many, the greedy assignment
+/// interleaves them, so a file whose slow records (Chinese text, long pages) sit together in one
+/// region still spreads them over every worker.
+const PIECES_PER_WORKER: u64 = 16;
+
 /// Cuts the files into splits and assigns them to `peers` workers, balancing bytes.
 ///
-/// A plain file is cut into pieces of at most `split_bytes`, and into at least four pieces per worker
-/// when it is large enough, so one huge file still keeps every worker busy and the greedy assignment
-/// evens out (three 64 MiB pieces and a 29 MiB one would leave two workers at 128 and 93 MiB). The assignment is greedy (largest split
+/// A plain file is cut into pieces of at most `split_bytes`, and into at least
+/// [`PIECES_PER_WORKER`] pieces per worker when it is large enough, so one huge file still keeps
+/// every worker busy and the greedy assignment evens out (three 64 MiB pieces and a 29 MiB one
+/// would leave two workers at 128 and 93 MiB). The assignment is greedy (largest split
 /// to the least loaded worker, ties by index) and depends only on the file list, so every process
 /// computes the same plan.
 pub fn plan_splits(
@@ -308,7 +314,7 @@ pub fn plan_splits(
             continue;
         }
         let piece = split_bytes
-            .min(f.size.div_ceil(4 * peers as u64))
+            .min(f.size.div_ceil(PIECES_PER_WORKER * peers as u64))
             .max(MIN_SPLIT);
         let mut start = 0;
         while start < f.size {
@@ -383,6 +389,28 @@ mod tests {
             assert_eq!(ranges.last().unwrap().end, u64::MAX);
             for w in ranges.windows(2) {
                 assert_eq!(w[0].end, w[1].start);
+            }
+        }
+    }
+
+    #[test]
+    fn every_worker_reads_from_every_eighth_of_a_large_file() {
+        // Regression: a file was cut into four pieces per worker, so with two workers one read the
+        // first and third quarters... and a corpus whose Chinese documents sat together gave one
+        // worker most of the slow text (1.4x one worker's speed instead of 1.9x).
+        let dir = tempfile::tempdir().unwrap();
+        let big = plain_file(dir.path(), "big.jsonl", &vec![b'\n'; 1 << 20]);
+        let size = big.size;
+        for peers in [2, 3] {
+            let plan = plan_splits(std::slice::from_ref(&big), peers, 1 << 30, SplitMode::Lines);
+            for (w, splits) in plan.iter().enumerate() {
+                for eighth in 0..8 {
+                    let (lo, hi) = (size * eighth / 8, size * (eighth + 1) / 8);
+                    assert!(
+                        splits.iter().any(|s| s.start >= lo && s.start < hi),
+                        "peers {peers}: worker {w} has nothing in eighth {eighth}: {splits:?}"
+                    );
+                }
             }
         }
     }
