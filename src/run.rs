@@ -225,7 +225,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     } = rank::rank(
         worker,
         docs,
-        plan.outputs.fingerprints.is_some() || plan.outputs.report.is_some(),
+        plan.outputs.fingerprints.is_some(),
         plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact) || plan.clusters.is_some(),
         &mut counters,
     );
@@ -378,7 +378,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
                     edges.extend(cluster::group_edges(groups));
                 }
                 let (members, stats) = cluster::clusters(worker, &ranked, edges, c.split);
-                largest = cluster::name_largest(worker, &ranked, &stats.top);
+                largest = cluster::name_largest(worker, &plan.inputs, &ranked, &stats.top);
                 cluster_stats = Some(stats);
                 by_file = corpus::file_counts(worker, plan, &ranked, &members);
                 members

@@ -161,3 +161,59 @@ fn bad_keep_policies_are_refused_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn the_largest_clusters_are_named_with_urls_read_again_at_any_width() {
+    // Regression: the URLs the summary and the report show for the largest clusters were kept for
+    // every document of the run; they are now read again for those few members. They must be the
+    // records' own URLs, whatever the number of workers.
+    let dir = tempfile::tempdir().unwrap();
+    corpus(dir.path());
+    // Give every record a URL of its own.
+    let text = std::fs::read_to_string(dir.path().join("docs.jsonl")).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = v["id"].as_str().unwrap().to_string();
+            v["url"] = serde_json::json!(format!("https://example.org/{id}"));
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut seen = Vec::new();
+    for workers in [1, 2] {
+        let out = run_job(
+            dir.path(),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n[run]\nworkers = {workers}\n\
+                 [output]\ndir = \"out\"\nclusters = \"clusters.tsv\"\n"
+            ),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap(),
+        )
+        .unwrap();
+        let largest = summary["clusters"]["largest_clusters"]
+            .as_array()
+            .unwrap()
+            .clone();
+        assert_eq!(largest.len(), 2, "{largest:?}");
+        for c in &largest {
+            for m in c["members"].as_array().unwrap() {
+                let id = m[0].as_str().unwrap();
+                assert_eq!(
+                    m[1].as_str(),
+                    Some(format!("https://example.org/{id}").as_str())
+                );
+            }
+        }
+        seen.push(largest);
+    }
+    assert_eq!(seen[0], seen[1]);
+}

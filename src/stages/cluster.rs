@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::operators::probe::Handle;
 use timely::worker::Worker;
 
+use super::reread;
+use crate::config::Inputs;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 
@@ -100,32 +102,46 @@ pub struct LargestCluster {
     pub members: Vec<(String, Option<String>)>,
 }
 
-/// Names (and URLs, where the run kept them) of the members of `top` (every worker calls it
-/// together; worker 0 gets the list, the others an empty one).
-pub fn name_largest(worker: &mut Worker, ranked: &Ranked, top: &[Top]) -> Vec<LargestCluster> {
+/// Names and URLs of the members of `top` (every worker calls it together; worker 0 gets the
+/// list, the others an empty one). The URLs of these few records are read again where the records
+/// are, so a run need not hold every document's URL for them.
+pub fn name_largest(
+    worker: &mut Worker,
+    inputs: &Inputs,
+    ranked: &Ranked,
+    top: &[Top],
+) -> Vec<LargestCluster> {
     let mut wanted: Vec<u64> = top
         .iter()
         .flat_map(|t| t.members.iter().copied().chain([t.cluster]))
         .collect();
     wanted.sort_unstable();
     wanted.dedup();
-    let mine: Vec<(u64, String, Option<String>)> = wanted
+    let names: Vec<(u64, String)> = wanted
         .iter()
         .filter(|&&r| ranked.owns(r))
-        .map(|&r| {
-            let url = ranked
-                .rows
-                .get((r - ranked.first) as usize)
-                .and_then(|row| row.0.clone());
-            (r, ranked.name(r).to_string(), url)
-        })
+        .map(|&r| (r, ranked.name(r).to_string()))
         .collect();
-    let all = crate::exchange::gather(worker, mine);
+    let requests = reread::route(worker, ranked, wanted);
+    let mut urls: Vec<(u64, String)> = Vec::new();
+    // A record that no longer reads as it did only loses its URL here; the stages that copy or
+    // compare records report the change.
+    let _ = reread::read_again(inputs, requests, |r, doc| {
+        if let Some(u) = &doc.url {
+            urls.push((r, u.to_string()));
+        }
+        Ok(())
+    });
+    let names = crate::exchange::gather(worker, names);
+    let urls = crate::exchange::gather(worker, urls);
     if worker.index() != 0 {
         return Vec::new();
     }
-    let found: BTreeMap<u64, (String, Option<String>)> =
-        all.into_iter().map(|(r, n, u)| (r, (n, u))).collect();
+    let urls: BTreeMap<u64, String> = urls.into_iter().collect();
+    let found: BTreeMap<u64, (String, Option<String>)> = names
+        .into_iter()
+        .map(|(r, n)| (r, (n, urls.get(&r).cloned())))
+        .collect();
     top.iter()
         .map(|t| LargestCluster {
             cluster: found[&t.cluster].0.clone(),

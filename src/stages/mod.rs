@@ -23,5 +23,6 @@ pub mod keep;
 pub mod plan_rounds;
 pub mod rank;
 pub mod read;
+pub mod reread;
 pub mod verify;
 pub mod write;

@@ -340,7 +340,7 @@ pub fn read_worker(
     let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
         splits[worker.index()].iter().partition(|s| shared(s));
     let extras = Extras {
-        urls: plan.outputs.fingerprints.is_some() || plan.outputs.report.is_some(),
+        urls: plan.outputs.fingerprints.is_some(),
         keep: plan.clusters.map(|c| c.keep),
     };
     let (mut docs, mut lines) = read(

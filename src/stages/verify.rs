@@ -20,12 +20,13 @@
 use timely::worker::Worker;
 
 use super::read::document_text;
+use super::reread;
 use crate::candidates::Pair;
 use crate::config::{ContentOptions, Inputs};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::shuffle;
-use crate::source::{Item, Location};
+use crate::source::Location;
 use crate::text::{jaccard, shingle_set_of, Scratch};
 
 /// How candidates are verified.
@@ -74,61 +75,16 @@ fn read_sets(
     inputs: &Inputs,
     content: &ContentOptions,
     shingle: usize,
-    mut requests: Vec<(u64, Location)>,
+    requests: Vec<(u64, Location)>,
 ) -> Result<Vec<(u64, Vec<u64>)>> {
-    requests.sort_unstable_by_key(|(_, at)| *at);
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
-    let mut failure = None;
-    let mut start = 0;
-    while start < requests.len() {
-        let file = requests[start].1.file as usize;
-        let mut end = start;
-        while end < requests.len() && requests[end].1.file as usize == file {
-            end += 1;
-        }
-        let group = &requests[start..end];
-        let offsets: Vec<u64> = group.iter().map(|(_, at)| at.offset).collect();
-        let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
-        inputs.format.read_at(
-            &inputs.files[file],
-            file,
-            &offsets,
-            inputs.max_record_bytes,
-            &mut |item| match item {
-                Item::Document(doc) => match document_text(&doc, content.boilerplate) {
-                    Ok(text) => {
-                        let set = shingle_set_of(&text, shingle, &mut scratch);
-                        sets.push((rank_at(doc.location.offset), set));
-                    }
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                    }
-                },
-                Item::Skipped(s) => {
-                    failure.get_or_insert(Error::Input(format!(
-                        "{} changed while the run read it: the record at byte {} was sketched, \
-                         and now reads as {}",
-                        inputs.files[file].path.display(),
-                        s.at.offset,
-                        s.skip
-                    )));
-                }
-                Item::Blank => {}
-            },
-        );
-        start = end;
-    }
-    if sets.len() != requests.len() && failure.is_none() {
-        failure = Some(Error::Input(format!(
-            "{} record(s) sketched by this run could not be read again: did an input change?",
-            requests.len() - sets.len()
-        )));
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(sets),
-    }
+    reread::read_again(inputs, requests, |rank, doc| {
+        let text = document_text(doc, content.boilerplate)?;
+        sets.push((rank, shingle_set_of(&text, shingle, &mut scratch)));
+        Ok(())
+    })?;
+    Ok(sets)
 }
 
 /// Verifies this worker's share of the candidate `pairs` (every worker calls it together): returns
@@ -143,26 +99,10 @@ pub fn verify(
 ) -> Result<(Vec<Pair>, VerifyStats)> {
     let mut stats = VerifyStats::default();
     // 1. The ranks to read, at their owners, forwarded to their readers.
-    let mut needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
-    needed.sort_unstable();
-    needed.dedup();
+    let needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
+    let mine = reread::route(worker, ranked, needed);
     let bounds = ranked.bounds.clone();
     let owner = move |r: u64| (bounds.partition_point(|&b| b <= r) - 1) as u64;
-    let owner_of = owner.clone();
-    let mut at_owner = shuffle(worker, needed, move |r| owner_of(*r));
-    at_owner.sort_unstable();
-    at_owner.dedup();
-    let requests: Vec<(u32, u64, Location)> = at_owner
-        .into_iter()
-        .map(|r| {
-            let (origin, at) = ranked.origins[(r - ranked.first) as usize];
-            (origin, r, at)
-        })
-        .collect();
-    let mine: Vec<(u64, Location)> = shuffle(worker, requests, |(origin, _, _)| *origin as u64)
-        .into_iter()
-        .map(|(_, r, at)| (r, at))
-        .collect();
     stats.records_read = mine.len() as u64;
     // 2. Read again, turned into sets, sent to the owners. A failure is kept and reported after the
     //    exchanges, which every worker must take part in.
