@@ -200,6 +200,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     // read
     let inputs = &plan.inputs;
     let mut counters = Counters::new(plan.outputs.skipped.is_some());
+    counters.copy_reasons = plan.outputs.corpus_skipped.clone();
     let (docs, split_lines) = read::read_worker(worker, plan, &mut counters, |bytes| {
         PROGRESS.read_one(bytes)
     });
@@ -233,6 +234,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     // A run in which no record could be used is an error, on every worker alike.
     let light = Counters {
         notes: Vec::new(),
+        copy_at: Vec::new(),
         ..counters.clone()
     };
     let mut totals = Counters::default();
@@ -386,7 +388,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
         };
         stage("clusters", &mut times.clusters, &mut lap);
         if plan.outputs.corpus.is_some() {
-            match corpus::write(worker, plan, &ranked, &members, writer) {
+            match corpus::write(worker, plan, &ranked, &members, &counters.copy_at, writer) {
                 Ok(s) => corpus_stats = Some(s),
                 Err(e) => keep(Err(e)),
             }
@@ -522,8 +524,9 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             by_file,
             largest_clusters: largest,
             corpus: corpus_stats.map(|c| CorpusSummary {
-                documents: c.records,
-                other_records: c.extra,
+                documents: c.documents,
+                skipped_records: c.skipped,
+                other_records: c.other,
             }),
         }
     });

@@ -354,3 +354,82 @@ fn a_corpus_pointing_at_the_inputs_is_refused_with_the_reason() {
         assert_eq!(std::fs::read(inputs.join("docs.jsonl")).unwrap(), docs);
     }
 }
+
+#[test]
+fn skipped_records_of_the_reasons_asked_for_are_copied_into_the_corpus_in_place() {
+    // `[output] corpus_skipped`: records the run did not judge (too short, broken) go into the
+    // corpus as they are, in input order among the kept ones, at any worker count; others not.
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut lines) = generated(dir.path());
+    lines.insert(300, "{\"id\": \"short1\", \"text\": \"two words\"}".into());
+    lines.insert(
+        450,
+        "{\"id\": \"short2\", \"text\": \"three more words\"}".into(),
+    );
+    lines.insert(500, "{\"id\": \"nothing\", \"text\": \" ... \"}".into());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let mut corpora = Vec::new();
+    for workers in [1, 2, 4] {
+        let out = dir.path().join(format!("out{workers}"));
+        let mut plan = plan_of(
+            Path::new("."),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [{path:?}]\n[clusters]\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nkeep = \"keep.txt\"\n\
+                 corpus = \"corpus\"\ncorpus_skipped = [\"too_short\", \"invalid_json\"]\n"
+            ),
+            workers,
+        );
+        plan.inputs.split_bytes = 16 << 10;
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let c = summary.clusters.unwrap().corpus.unwrap();
+        assert_eq!(c.skipped_records, 3, "two too short, one broken");
+        let corpus = std::fs::read_to_string(out.join("corpus/docs.jsonl")).unwrap();
+        let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        let want: Vec<&str> = lines
+            .iter()
+            .filter(|l| {
+                l.starts_with("{\"id\": \"broken\"")
+                    || l.starts_with("{\"id\": \"short")
+                    || (!l.trim().is_empty()
+                        && !l.starts_with("{\"id\": \"nothing\"")
+                        && kept.contains(&id_of(l)))
+            })
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            corpus.lines().collect::<Vec<_>>(),
+            want,
+            "{workers} workers"
+        );
+        assert_eq!(c.documents as usize + 3, want.len());
+        corpora.push(corpus);
+    }
+    assert!(corpora.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn corpus_skipped_needs_a_corpus_and_names_copyable_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.jsonl"), "{\"id\":1,\"text\":\"x\"}\n").unwrap();
+    for (lines, expect) in [
+        ("corpus_skipped = [\"too_short\"]\n", "set [output] corpus"),
+        (
+            "corpus = \"c\"\ncorpus_skipped = [\"read_error\"]\n",
+            "not a reason whose records can be copied; one of: all, invalid_utf8",
+        ),
+    ] {
+        let out = run_job(
+            dir.path(),
+            &format!("[input]\npaths = [\"d.jsonl\"]\n[output]\ndir = \"o\"\n{lines}"),
+        );
+        assert_eq!(out.status.code(), Some(1), "{lines}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(expect), "{lines}: {err}");
+    }
+}

@@ -21,7 +21,7 @@ use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
-use crate::source::{discover_excluding, Fields, Format};
+use crate::source::{discover_excluding, Fields, Format, SkipReason};
 use crate::stages::cluster::Split;
 use crate::stages::keep::KeepPolicy;
 use crate::stages::verify::{Verification, VerifyMode};
@@ -226,11 +226,46 @@ pub struct OutputSpec {
     /// Directory of the deduplicated corpus: the kept documents' records, unchanged, in the
     /// input's format and file names.
     pub corpus: Option<String>,
+    /// Skipped records (by reason) copied into the corpus too, as they are in the input: records
+    /// the run did not judge (too short, no tokens, another language, ...) but that are not
+    /// duplicates either. None by default.
+    #[serde(default)]
+    pub corpus_skipped: Vec<String>,
     /// A self-contained HTML page on the run (needs the summary).
     pub report: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
+}
+
+/// The skip reasons of `[output] corpus_skipped` (`"all"` for every reason a whole record has).
+fn corpus_skipped(names: &[String]) -> Result<Vec<SkipReason>> {
+    let copyable = SkipReason::ALL
+        .iter()
+        .copied()
+        .filter(|r| r.is_whole_record())
+        .collect::<Vec<_>>();
+    let mut out = Vec::new();
+    for name in names {
+        if name == "all" {
+            out.extend(&copyable);
+            continue;
+        }
+        match copyable.iter().find(|r| r.name() == name) {
+            Some(r) => out.push(*r),
+            None => {
+                bail!(
+                Config,
+                "[output] corpus_skipped: {name:?} is not a reason whose records can be copied; \
+                 one of: all, {}",
+                copyable.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+            )
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 fn default_out_dir() -> PathBuf {
@@ -255,6 +290,7 @@ impl Default for OutputSpec {
             keep: None,
             drop: None,
             corpus: None,
+            corpus_skipped: Vec::new(),
             report: None,
             summary: default_summary(),
         }
@@ -574,6 +610,7 @@ impl JobSpec {
                 keep: None,
                 drop: None,
                 corpus: None,
+                corpus_skipped: Vec::new(),
                 report: None,
                 summary: String::new(),
             },
@@ -667,9 +704,15 @@ impl JobSpec {
             keep: out.keep.and_then(|f| output_path(&dir, &f)),
             drop: out.drop.and_then(|f| output_path(&dir, &f)),
             corpus: out.corpus.and_then(|f| output_path(&dir, &f)),
+            corpus_skipped: corpus_skipped(&out.corpus_skipped)?,
             report: out.report.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
+        ensure!(
+            outputs.corpus.is_some() || outputs.corpus_skipped.is_empty(),
+            Config,
+            "[output] corpus_skipped names records to copy into the corpus: set [output] corpus"
+        );
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
         ensure!(
             outputs.report.is_none() || outputs.summary.is_some(),

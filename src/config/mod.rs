@@ -188,6 +188,8 @@ pub struct Outputs {
     pub drop: Option<PathBuf>,
     /// Directory of the deduplicated corpus.
     pub corpus: Option<PathBuf>,
+    /// Skipped records copied into the corpus too, by reason.
+    pub corpus_skipped: Vec<crate::source::SkipReason>,
     /// The HTML report.
     pub report: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.

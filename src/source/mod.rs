@@ -284,6 +284,19 @@ impl SkipReason {
         SkipReason::DuplicateId,
     ];
 
+    /// True if a record skipped for this reason is whole, where it starts, and so can be copied
+    /// as it is (into the corpus): not a read error, a corrupt or oversized record (not read
+    /// whole), or a fingerprints-file line (not a record of a document).
+    pub fn is_whole_record(self) -> bool {
+        !matches!(
+            self,
+            SkipReason::ReadError
+                | SkipReason::CorruptRecord
+                | SkipReason::TooLarge
+                | SkipReason::BadFingerprint
+        )
+    }
+
     /// The stable snake_case name.
     pub fn name(self) -> &'static str {
         match self {

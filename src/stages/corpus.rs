@@ -19,7 +19,7 @@ use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 use crate::output::corpus::{self, PartStats};
 use crate::output::OutputSet;
-use crate::source::{plan_splits, Split};
+use crate::source::{plan_splits, Location, Split};
 
 /// Documents kept and dropped in one input file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -69,18 +69,31 @@ pub fn file_counts(
         .collect()
 }
 
+/// What the corpus holds, over all workers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CorpusStats {
+    /// Kept documents.
+    pub documents: u64,
+    /// Skipped records copied too (`[output] corpus_skipped`).
+    pub skipped: u64,
+    /// Other records copied with them: WARC `warcinfo` records.
+    pub other: u64,
+}
+
 /// Writes the deduplicated corpus (every worker calls it together); returns the records copied
-/// (kept documents, and WARC `warcinfo` records), over all workers.
+/// (kept documents and `skipped`, this worker's skipped records to copy too; and WARC
+/// `warcinfo` records), over all workers.
 pub fn write(
     worker: &mut Worker,
     plan: &Plan,
     ranked: &Ranked,
     members: &[Member],
+    skipped: &[Location],
     out: Option<&OutputSet>,
-) -> Result<PartStats> {
+) -> Result<CorpusStats> {
     let inputs = &plan.inputs;
     let Some(corpus_path) = &plan.outputs.corpus else {
-        return Ok(PartStats::default());
+        return Ok(CorpusStats::default());
     };
     let staged = crate::output::commit::staged_dir(corpus_path);
     let splits = plan_splits(
@@ -101,11 +114,14 @@ pub fn write(
         let o = owners[i.saturating_sub(1)];
         (o.2, o.3)
     };
-    // The kept documents' locations, to the workers whose splits hold them.
+    // The kept documents' locations (and the skipped records' to copy), to the workers whose
+    // splits hold them.
     let kept: Vec<(u64, u32, u64)> = owned_ranks(ranked, members)
         .zip(&ranked.origins)
         .filter(|((_, dropped), _)| !dropped)
-        .map(|(_, (_, at))| {
+        .map(|(_, (_, at))| at)
+        .chain(skipped)
+        .map(|at| {
             let (split, w) = split_of(at.file as usize, at.offset);
             (w, split, at.offset)
         })
@@ -138,11 +154,12 @@ pub fn write(
         }
     }
     // Every part is written (or failed) before worker 0 joins them.
-    let mut total = PartStats::default();
+    let mut total = CorpusStats::default();
     let mut first_error = None;
-    for (s, e) in all_gather(worker, (stats, error)) {
-        total.records += s.records;
-        total.extra += s.extra;
+    for (s, e, skipped) in all_gather(worker, (stats, error, skipped.len() as u64)) {
+        total.documents += s.records - skipped;
+        total.skipped += skipped;
+        total.other += s.extra;
         if first_error.is_none() {
             first_error = e;
         }

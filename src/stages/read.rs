@@ -416,6 +416,7 @@ pub fn read_shared(
     let base = me - me % workers_per_process;
     let reader = Rc::new(RefCell::new(Reader::new(sketch, content, extras, inputs)));
     reader.borrow_mut().counters.listing = counters.listing;
+    reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
     let format = inputs.format.clone();
     let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<LineChunk>>> = InputHandle::new();

@@ -141,6 +141,13 @@ pub struct Counters {
     /// Documents whose keep-policy field was missing or unreadable (kept only when no member of
     /// their cluster has it).
     pub keep_field_missing: u64,
+    /// Skip reasons whose records go into the corpus too (`[output] corpus_skipped`).
+    #[serde(skip)]
+    pub copy_reasons: Vec<SkipReason>,
+    /// Where this worker's skipped records of [`Counters::copy_reasons`] start; they stay on the
+    /// worker that found them.
+    #[serde(skip)]
+    pub copy_at: Vec<Location>,
 }
 
 /// One skipped record, for the skipped-records output.
@@ -169,6 +176,9 @@ impl Counters {
 
     /// Counts a skipped record and keeps its note if it is listed or among the first of its reason.
     pub fn skip(&mut self, note: SkipNote) {
+        if self.copy_reasons.contains(&note.reason) {
+            self.copy_at.push(note.at);
+        }
         self.read += 1;
         let n = self.skipped.entry(note.reason).or_insert(0);
         *n += 1;
@@ -208,6 +218,7 @@ impl Counters {
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);
         self.keep_field_missing += other.keep_field_missing;
+        self.copy_at.extend(other.copy_at);
     }
 }
 

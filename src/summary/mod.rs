@@ -194,6 +194,10 @@ pub struct ClusterSummary {
 pub struct CorpusSummary {
     /// Kept documents copied (equal to `kept`).
     pub documents: u64,
+    /// Skipped records copied too, as `[output] corpus_skipped` asks (their reasons are counted
+    /// under `documents.skipped`).
+    #[serde(default)]
+    pub skipped_records: u64,
     /// Other records copied with them: WARC `warcinfo` records.
     pub other_records: u64,
 }
