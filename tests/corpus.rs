@@ -433,3 +433,75 @@ fn corpus_skipped_needs_a_corpus_and_names_copyable_reasons() {
         assert!(err.contains(expect), "{lines}: {err}");
     }
 }
+
+#[test]
+fn warc_corpus_with_every_skipped_record_is_the_input_without_the_dropped_pages() {
+    // `corpus_skipped = ["all"]` on a crawl: request and metadata records, non-HTML and non-2xx
+    // responses come along, each member byte for byte; only the dropped pages (and records that
+    // were not read whole) are missing.
+    let dir = tempfile::tempdir().unwrap();
+    let input = root().join("data-samples/warc/sample.warc.gz");
+    let source = warc_records(&input);
+    let mut first = None;
+    for w in [1, 3] {
+        let out = dir.path().join(format!("warc-all-{w}"));
+        let mut plan = plan_of(
+            Path::new("."),
+            &format!(
+                "[input]\npaths = [{input:?}]\nformat = \"warc\"\n[features]\nshingle = 3\n\
+                 [simhash]\nk = 3\n[clusters]\nkeep = \"newest\"\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\ndrop = \"drop.tsv\"\n\
+                 corpus = \"corpus\"\ncorpus_skipped = [\"all\"]\n"
+            ),
+            w,
+        );
+        plan.inputs.split_bytes = 32 << 10;
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let not_whole: u64 = summary
+            .documents
+            .skipped_by_reason
+            .iter()
+            .filter(|(r, _)| ["read_error", "corrupt_record", "too_large"].contains(&r.as_str()))
+            .map(|(_, n)| *n)
+            .sum();
+        let skipped_all = summary.documents.skipped;
+        let c = summary.clusters.unwrap();
+        let corpus_counts = c.corpus.unwrap();
+        assert_eq!(corpus_counts.skipped_records, skipped_all - not_whole);
+        let dropped: BTreeSet<String> = std::fs::read_to_string(out.join("drop.tsv"))
+            .unwrap()
+            .lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
+        assert_eq!(dropped.len() as u64, c.dropped);
+        let got = warc_records(&out.join("corpus/sample.warc.gz"));
+        let want: Vec<&(String, Vec<u8>)> = source
+            .iter()
+            .filter(|(k, _)| !dropped.contains(k))
+            .collect();
+        let missing: Vec<&String> = want
+            .iter()
+            .filter(|r| !got.contains(r))
+            .map(|r| &r.0)
+            .collect();
+        // What is missing besides the dropped pages are the records not read whole (members
+        // that inflate but whose WARC record is corrupt; the others do not inflate at all).
+        assert!(
+            !missing.is_empty() && missing.len() as u64 <= not_whole,
+            "{w} workers: {missing:?} missing, {not_whole} records not read whole"
+        );
+        assert_eq!(got.len() + missing.len(), want.len());
+        for r in &got {
+            assert!(
+                want.contains(&r),
+                "{w} workers: {} is an input member, byte for byte",
+                r.0
+            );
+        }
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert!(f == &got, "the same corpus at {w} workers"),
+        }
+    }
+}
