@@ -357,7 +357,19 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
-            Some(v) => match verify::verify(worker, inputs, &plan.content, &ranked, pairs, v) {
+            Some(v) => match verify::verify(
+                worker,
+                inputs,
+                &plan.content,
+                &ranked,
+                pairs,
+                v,
+                plan.pairs
+                    .as_ref()
+                    .map_or(crate::config::DEFAULT_MEMORY_BUDGET_MIB << 20, |p| {
+                        p.memory_budget
+                    }),
+            ) {
                 Ok((kept, stats)) => {
                     verify_stats = Some(stats);
                     kept
@@ -484,6 +496,7 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             sum.candidates += v.candidates;
             sum.kept += v.kept;
             sum.records_read += v.records_read;
+            sum.rounds = sum.rounds.max(v.rounds);
         }
         merged.merge(r.counters);
         peak[r.process] = peak[r.process].max(r.peak_rss);

@@ -217,3 +217,62 @@ fn the_largest_clusters_are_named_with_urls_read_again_at_any_width() {
     }
     assert_eq!(seen[0], seen[1]);
 }
+
+#[test]
+fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
+    // Regression: every candidate pair carried a copy of one document's shingle set at once, so a
+    // large cluster of near-copies (n^2/2 pairs) took memory far beyond the budget. Pairs are now
+    // scored a budget's worth at a time; the pairs found must not depend on it.
+    let dir = tempfile::tempdir().unwrap();
+    let base = words(0, 400);
+    let mut lines = Vec::new();
+    for i in 0..110 {
+        // 110 near-copies: the base with a few words of their own appended (J > 0.9).
+        let text = format!("{base} {}", words(50_000 + i * 10, 3));
+        lines.push(serde_json::json!({ "id": format!("n{i:03}"), "text": text }).to_string());
+    }
+    for s in 0..50 {
+        lines.push(
+            serde_json::json!({ "id": format!("s{s}"), "text": words(20_000 + s * 500, 200) })
+                .to_string(),
+        );
+    }
+    std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
+    let mut results = Vec::new();
+    for (workers, budget) in [(1, 4096), (2, 16), (1, 16)] {
+        let out = run_job(
+            dir.path(),
+            &format!(
+                "method = \"minhash\"\n[minhash]\nmemory_budget_mib = {budget}\n[input]\n\
+                 paths = [\"docs.jsonl\"]\n[run]\nworkers = {workers}\n\
+                 [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n"
+            ),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap(),
+        )
+        .unwrap();
+        let rounds = summary["verification"]["rounds"].as_u64().unwrap();
+        if budget == 16 {
+            assert!(
+                rounds > 1,
+                "{workers} workers, budget {budget}: {rounds} round(s)"
+            );
+        } else {
+            assert_eq!(rounds, 1);
+        }
+        let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+        assert_eq!(
+            pairs.lines().count(),
+            110 * 109 / 2,
+            "every near-copy pairs"
+        );
+        results.push(pairs);
+    }
+    assert!(results.windows(2).all(|w| w[0] == w[1]));
+}

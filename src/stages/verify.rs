@@ -25,7 +25,7 @@ use crate::candidates::Pair;
 use crate::config::{ContentOptions, Inputs};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::shuffle;
+use crate::exchange::{all_gather, shuffle};
 use crate::source::Location;
 use crate::text::{jaccard, shingle_set_of, Scratch};
 
@@ -68,7 +68,21 @@ pub struct VerifyStats {
     pub kept: u64,
     /// Records read again.
     pub records_read: u64,
+    /// Rounds the pairs were scored in (each within the memory budget).
+    pub rounds: u64,
 }
+
+/// Pairs each worker sends per round of scoring: their copies of a set of `mean_set` bytes, with
+/// the pairs of every other worker, take at most half of `budget` (the rest is for the sets
+/// themselves and the copies' second hop), and never more than [`ROUND_BYTES`].
+fn pairs_per_round(budget: u64, mean_set: u64, peers: u64) -> u64 {
+    ((budget / 2).min(ROUND_BYTES) / mean_set / peers.max(1)).max(1024)
+}
+
+/// Most bytes of set copies in flight in one round of scoring, whatever the budget: larger rounds
+/// were slower, not faster (499,500 pairs of 1,000 near-copies: 3.2 s in 2 rounds of a 4 GiB
+/// budget, 2.0 s in 30 rounds of 256 MiB; docs/PERFORMANCE.md).
+const ROUND_BYTES: u64 = 128 << 20;
 
 /// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`.
 fn read_sets(
@@ -96,6 +110,7 @@ pub fn verify(
     ranked: &Ranked,
     pairs: Vec<Pair>,
     v: Verification,
+    budget: u64,
 ) -> Result<(Vec<Pair>, VerifyStats)> {
     let mut stats = VerifyStats::default();
     // 1. The ranks to read, at their owners, forwarded to their readers.
@@ -116,27 +131,44 @@ pub fn verify(
     let set_of = |sets: &[(u64, Vec<u64>)], r: u64| -> Option<usize> {
         sets.binary_search_by_key(&r, |(x, _)| *x).ok()
     };
-    // 3. Pairs meet `a`'s set at its owner, then `b`'s at its owner.
-    let owner_of = owner.clone();
-    let at_a = shuffle(worker, pairs, move |p| owner_of(p.a));
-    let with_a: Vec<(Pair, Vec<u64>)> = at_a
-        .into_iter()
-        .filter_map(|p| set_of(&sets, p.a).map(|i| (p, sets[i].1.clone())))
-        .collect();
-    let owner_of = owner;
-    let at_b = shuffle(worker, with_a, move |(p, _)| owner_of(p.b));
-    let mut kept = Vec::new();
-    for (p, set_a) in at_b {
-        let Some(i) = set_of(&sets, p.b) else {
-            continue;
-        };
-        stats.candidates += 1;
-        let j = jaccard(&set_a, &sets[i].1);
-        if j >= v.threshold {
-            kept.push(Pair {
-                score: p.score.verified(j),
-                ..p
+    // 3. Pairs meet `a`'s set at its owner, then `b`'s at its owner. Each pair carries a copy of
+    //    `a`'s set on its way, so the pairs go in rounds whose copies fit the budget: a cluster of
+    //    a thousand near-copies is half a million pairs, each with its copy.
+    let total_bytes: u64 = sets.iter().map(|(_, s)| 8 * s.len() as u64 + 32).sum();
+    let (bytes, count, most_pairs) =
+        all_gather(worker, (total_bytes, sets.len() as u64, pairs.len() as u64))
+            .into_iter()
+            .fold((0u64, 0u64, 0u64), |acc, x| {
+                (acc.0 + x.0, acc.1 + x.1, acc.2.max(x.2))
             });
+    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
+    let per_round = pairs_per_round(budget, mean_set, worker.peers() as u64);
+    let rounds = most_pairs.div_ceil(per_round).max(1);
+    stats.rounds = rounds;
+    let mut kept = Vec::new();
+    let mut pairs = pairs.into_iter();
+    for _ in 0..rounds {
+        let round: Vec<Pair> = pairs.by_ref().take(per_round as usize).collect();
+        let owner_of = owner.clone();
+        let at_a = shuffle(worker, round, move |p| owner_of(p.a));
+        let with_a: Vec<(Pair, Vec<u64>)> = at_a
+            .into_iter()
+            .filter_map(|p| set_of(&sets, p.a).map(|i| (p, sets[i].1.clone())))
+            .collect();
+        let owner_of = owner.clone();
+        let at_b = shuffle(worker, with_a, move |(p, _)| owner_of(p.b));
+        for (p, set_a) in at_b {
+            let Some(i) = set_of(&sets, p.b) else {
+                continue;
+            };
+            stats.candidates += 1;
+            let j = jaccard(&set_a, &sets[i].1);
+            if j >= v.threshold {
+                kept.push(Pair {
+                    score: p.score.verified(j),
+                    ..p
+                });
+            }
         }
     }
     stats.kept = kept.len() as u64;

@@ -147,6 +147,10 @@ pub struct VerifySummary {
     pub kept: u64,
     /// Records read again to be verified.
     pub records_read: u64,
+    /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle
+    /// set, so many pairs are scored a memory budget's worth at a time.
+    #[serde(default)]
+    pub rounds: u64,
 }
 
 /// Clusters: connected components over the pairs (and exact-duplicate groups).
