@@ -244,8 +244,16 @@ pub fn install() -> std::io::Result<()> {
                     SIGTERM => "SIGTERM",
                     _ => "SIGHUP",
                 };
-                // A commit under way ends first; none starts after this.
-                let _gate = COMMIT.lock().unwrap_or_else(|p| p.into_inner());
+                // A commit under way ends first; none starts after this. (Waited for 10 s at
+                // most: a commit stuck behind a panicked thread must not keep the process alive.)
+                let _gate = (0..2000).find_map(|_| match COMMIT.try_lock() {
+                    Ok(g) => Some(g),
+                    Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                    Err(TryLockError::WouldBlock) => {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        None
+                    }
+                });
                 let removed = {
                     let temps = TEMPS.lock().unwrap_or_else(|p| p.into_inner());
                     unlink_all(&temps);
