@@ -68,10 +68,22 @@ pub struct Ranked {
     pub bounds: Vec<u64>,
 }
 
+/// The worker that owns rank `r`, given the first rank each worker owns.
+fn owner_in(bounds: &[u64], r: u64) -> usize {
+    bounds.partition_point(|&b| b <= r) - 1
+}
+
 impl Ranked {
     /// The worker that owns rank `r` (and its name).
     pub fn owner_of(&self, r: u64) -> usize {
-        self.bounds.partition_point(|&b| b <= r) - 1
+        owner_in(&self.bounds, r)
+    }
+
+    /// [`Ranked::owner_of`] as a function that owns its copy of the bounds, for the routing
+    /// closures of exchanges (which must not borrow).
+    pub fn owners(&self) -> impl Fn(u64) -> u64 + Clone + 'static {
+        let bounds = self.bounds.clone();
+        move |r| owner_in(&bounds, r) as u64
     }
 
     /// The keep key of rank `r`, which this worker owns (0 when no keys were kept).

@@ -242,8 +242,7 @@ pub fn clusters(
     split: Split,
 ) -> (Vec<Member>, ClusterStats) {
     let labels = components(worker, edges.clone());
-    let owners = ranked.bounds.clone();
-    let owner_of = move |r: u64| (owners.partition_point(|&b| b <= r) - 1) as u64;
+    let owner_of = ranked.owners();
     // The node's keep key, at its owner.
     let mut at_node = shuffle(worker, labels, {
         let owner_of = owner_of.clone();

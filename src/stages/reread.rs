@@ -19,9 +19,8 @@ use crate::source::{Document, Item, Location};
 pub fn route(worker: &mut Worker, ranked: &Ranked, mut wanted: Vec<u64>) -> Vec<(u64, Location)> {
     wanted.sort_unstable();
     wanted.dedup();
-    let bounds = ranked.bounds.clone();
-    let owner = move |r: &u64| (bounds.partition_point(|&b| b <= *r) - 1) as u64;
-    let mut at_owner = shuffle(worker, wanted, owner);
+    let owner = ranked.owners();
+    let mut at_owner = shuffle(worker, wanted, move |r| owner(*r));
     at_owner.sort_unstable();
     at_owner.dedup();
     let requests: Vec<(u32, u64, Location)> = at_owner

@@ -116,8 +116,7 @@ pub fn verify(
     // 1. The ranks to read, at their owners, forwarded to their readers.
     let needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
     let mine = reread::route(worker, ranked, needed);
-    let bounds = ranked.bounds.clone();
-    let owner = move |r: u64| (bounds.partition_point(|&b| b <= r) - 1) as u64;
+    let owner = ranked.owners();
     stats.records_read = mine.len() as u64;
     // 2. Read again, turned into sets, sent to the owners. A failure is kept and reported after the
     //    exchanges, which every worker must take part in.

@@ -130,8 +130,7 @@ pub fn pairs(
     formats: (Format, Format),
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
-    let owners = ranked.bounds.clone();
-    let owner_of = move |r: u64| (owners.partition_point(|&b| b <= r) - 1) as u64;
+    let owner_of = ranked.owners();
     let mut mine = shuffle(worker, pairs, {
         let owner_of = owner_of.clone();
         move |p| owner_of(p.a)
