@@ -82,12 +82,7 @@ pub fn write_part(
     // Only the parts' own folder is made: if the staged directory is gone (the run was
     // interrupted and it was removed), a worker must not bring it back.
     if let Some(dir) = dest.parent() {
-        match std::fs::create_dir(dir) {
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                return Err(e).io_context(|| format!("creating {}", dir.display()))
-            }
-            _ => {}
-        }
+        make_dir(dir)?;
     }
     let copied = match format {
         // A Parquet part is a Parquet file of its own.
@@ -313,14 +308,19 @@ fn create_below(staged: &Path, name: &Path) -> Result<()> {
         .unwrap_or_default();
     for c in folders {
         dir.push(c);
-        match std::fs::create_dir(&dir) {
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                return Err(e).io_context(|| format!("creating {}", dir.display()))
-            }
-            _ => {}
-        }
+        make_dir(&dir)?;
     }
     Ok(())
+}
+
+/// Creates the folder `dir` unless it exists, but not its parents.
+fn make_dir(dir: &Path) -> Result<()> {
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+            Err(e).io_context(|| format!("creating {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Joins the parts of every input file, in split order, into the file of its relative name in
