@@ -165,6 +165,7 @@ impl<'de> de::Deserialize<'de> for IdValue<'de> {
 
 /// The wanted fields of one record (id, text, url, HTML, language, timestamp); the others are
 /// skipped without being built.
+#[derive(Default)]
 struct Wanted<'a> {
     id: Option<Scalar<'a>>,
     url: Option<Scalar<'a>>,
@@ -189,14 +190,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut w = Wanted {
-            id: None,
-            url: None,
-            text: None,
-            html: None,
-            lang: None,
-            timestamp: None,
-        };
+        let mut w = Wanted::default();
         while let Some(Str(key)) = map.next_key::<Str<'de>>()? {
             if key == self.0.text {
                 w.text = Some(map.next_value()?);

@@ -23,14 +23,7 @@ pub(super) fn wanted<'a>(line: &'a str, fields: &Fields) -> Option<Wanted<'a>> {
         b: line.as_bytes(),
         i: 0,
     };
-    let mut w = Wanted {
-        id: None,
-        url: None,
-        text: None,
-        html: None,
-        lang: None,
-        timestamp: None,
-    };
+    let mut w = Wanted::default();
     r.ws();
     r.eat(b'{')?;
     r.ws();
