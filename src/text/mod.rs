@@ -150,27 +150,31 @@ fn is_plain_punctuation(c: char) -> bool {
         | 0xFF01..=0xFF0F | 0xFF1A..=0xFF20 | 0xFF3B..=0xFF40 | 0xFF5B..=0xFF64)
 }
 
+/// Hands the word being built, if any, to the sink.
+#[inline]
+fn flush(word: &mut String, sink: &mut impl TokenSink) {
+    if !word.is_empty() {
+        sink.word(word);
+        word.clear();
+    }
+}
+
 /// Feeds one normalized character to the tokenizer state.
 #[inline]
 fn push_char(c: char, word: &mut String, sink: &mut impl TokenSink) {
     if c.is_ascii() {
         if c.is_ascii_alphanumeric() {
             word.push(c.to_ascii_lowercase());
-        } else if !word.is_empty() {
-            sink.word(word);
-            word.clear();
+        } else {
+            flush(word, sink);
         }
     } else if is_cjk(c) {
-        if !word.is_empty() {
-            sink.word(word);
-            word.clear();
-        }
+        flush(word, sink);
         sink.single(c);
     } else if !is_plain_punctuation(c) && c.is_alphanumeric() {
         word.extend(c.to_lowercase());
-    } else if !word.is_empty() {
-        sink.word(word);
-        word.clear();
+    } else {
+        flush(word, sink);
     }
 }
 
@@ -201,9 +205,8 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
         for &b in text.as_bytes() {
             if b.is_ascii_alphanumeric() {
                 word.push(b.to_ascii_lowercase() as char);
-            } else if !word.is_empty() {
-                sink.word(word);
-                word.clear();
+            } else {
+                flush(word, sink);
             }
         }
     } else {
@@ -218,27 +221,18 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
             if let Some(mut u) = ideograph_at(bytes, pos) {
                 let from = pos;
                 loop {
-                    match ideograph_at(bytes, pos + 3) {
-                        Some(next) => {
-                            if pos == from && !word.is_empty() {
-                                sink.word(word);
-                                word.clear();
-                            }
-                            sink.ideograph(u);
-                            pos += 3;
-                            u = next;
-                        }
-                        None => {
-                            if next_is_safe(text, pos + 3) {
-                                if pos == from && !word.is_empty() {
-                                    sink.word(word);
-                                    word.clear();
-                                }
-                                sink.ideograph(u);
-                                pos += 3;
-                            }
-                            break;
-                        }
+                    let next = ideograph_at(bytes, pos + 3);
+                    if next.is_none() && !next_is_safe(text, pos + 3) {
+                        break;
+                    }
+                    if pos == from {
+                        flush(word, sink);
+                    }
+                    sink.ideograph(u);
+                    pos += 3;
+                    match next {
+                        Some(n) => u = n,
+                        None => break,
                     }
                 }
                 if pos > from {
@@ -267,10 +261,7 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
             }
         }
     }
-    if !word.is_empty() {
-        sink.word(word);
-        word.clear();
-    }
+    flush(word, sink);
 }
 
 /// The span of the CJK unified ideographs whose token hashes are kept in a table: blocks
