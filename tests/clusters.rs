@@ -51,17 +51,12 @@ fn corpus(dir: &Path) {
 
 /// Runs the accurate method with `[clusters]` lines; returns the representatives by cluster.
 fn representatives(dir: &Path, clusters: &str) -> (Vec<(String, String)>, serde_json::Value) {
-    let out = run_job(
+    let summary = run_summary(
         dir,
         &format!(
             "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n[clusters]\n{clusters}\n\
              [output]\ndir = \"out\"\nclusters = \"clusters.tsv\"\ndrop = \"drop.tsv\"\n"
         ),
-    );
-    assert!(
-        out.status.success(),
-        "{clusters}: {}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let mut reps: Vec<(String, String)> = std::fs::read_to_string(dir.join("out/clusters.tsv"))
         .unwrap()
@@ -72,10 +67,18 @@ fn representatives(dir: &Path, clusters: &str) -> (Vec<(String, String)>, serde_
         })
         .collect();
     reps.sort();
-    let summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("out/summary.json")).unwrap())
-            .unwrap();
     (reps, summary)
+}
+
+/// Runs `toml` in `dir`, which must succeed; returns its summary (`out/summary.json`).
+fn run_summary(dir: &Path, toml: &str) -> serde_json::Value {
+    let out = run_job(dir, toml);
+    assert!(
+        out.status.success(),
+        "{toml}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(dir.join("out/summary.json")).unwrap()).unwrap()
 }
 
 fn pair(a: &str, b: &str) -> (String, String) {
@@ -183,22 +186,13 @@ fn the_largest_clusters_are_named_with_urls_read_again_at_any_width() {
     std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
     let mut seen = Vec::new();
     for workers in [1, 2] {
-        let out = run_job(
+        let summary = run_summary(
             dir.path(),
             &format!(
                 "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n[run]\nworkers = {workers}\n\
                  [output]\ndir = \"out\"\nclusters = \"clusters.tsv\"\n"
             ),
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap(),
-        )
-        .unwrap();
         let largest = summary["clusters"]["largest_clusters"]
             .as_array()
             .unwrap()
@@ -240,7 +234,7 @@ fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
     std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
     let mut results = Vec::new();
     for (workers, budget) in [(1, 4096), (2, 16), (1, 16)] {
-        let out = run_job(
+        let summary = run_summary(
             dir.path(),
             &format!(
                 "method = \"minhash\"\n[minhash]\nmemory_budget_mib = {budget}\n[input]\n\
@@ -248,15 +242,6 @@ fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
                  [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n"
             ),
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap(),
-        )
-        .unwrap();
         let rounds = summary["verification"]["rounds"].as_u64().unwrap();
         if budget == 16 {
             assert!(
