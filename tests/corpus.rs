@@ -218,6 +218,24 @@ fn warc_records(path: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Runs simhash with clusters (newest kept) over the sample crawl at `workers` into `out`, with
+/// small splits and the given `[output]` lines besides the directory and pairs.
+fn run_warc(out: &Path, workers: usize, output: &str) -> neardup::summary::Summary {
+    let input = root().join("data-samples/warc/sample.warc.gz");
+    let mut plan = plan_of(
+        Path::new("."),
+        &format!(
+            "[input]\npaths = [{input:?}]\nformat = \"warc\"\n[features]\nshingle = 3\n\
+             [simhash]\nk = 3\n[clusters]\nkeep = \"newest\"\n\
+             [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\n{output}"
+        ),
+        workers,
+    );
+    plan.inputs.split_bytes = 32 << 10;
+    plan.verbose = false;
+    execute(plan).unwrap().unwrap()
+}
+
 #[test]
 fn warc_corpus_copies_kept_pages_and_warcinfo_members_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -225,19 +243,11 @@ fn warc_corpus_copies_kept_pages_and_warcinfo_members_whole() {
     let mut first = None;
     for w in [1, 2, 3] {
         let out = dir.path().join(format!("warc-{w}"));
-        let mut plan = plan_of(
-            Path::new("."),
-            &format!(
-                "[input]\npaths = [{input:?}]\nformat = \"warc\"\n[features]\nshingle = 3\n\
-                 [simhash]\nk = 3\n[clusters]\nkeep = \"newest\"\n\
-                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nkeep = \"keep.txt\"\n\
-                 drop = \"drop.tsv\"\ncorpus = \"corpus\"\n"
-            ),
+        let summary = run_warc(
+            &out,
             w,
+            "keep = \"keep.txt\"\ndrop = \"drop.tsv\"\ncorpus = \"corpus\"\n",
         );
-        plan.inputs.split_bytes = 32 << 10;
-        plan.verbose = false;
-        let summary = execute(plan).unwrap().unwrap();
         let c = summary.clusters.unwrap();
         assert!(c.dropped > 5, "the sample's mirrors are dropped");
         let corpus = out.join("corpus/sample.warc.gz");
@@ -445,19 +455,11 @@ fn warc_corpus_with_every_skipped_record_is_the_input_without_the_dropped_pages(
     let mut first = None;
     for w in [1, 3] {
         let out = dir.path().join(format!("warc-all-{w}"));
-        let mut plan = plan_of(
-            Path::new("."),
-            &format!(
-                "[input]\npaths = [{input:?}]\nformat = \"warc\"\n[features]\nshingle = 3\n\
-                 [simhash]\nk = 3\n[clusters]\nkeep = \"newest\"\n\
-                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\ndrop = \"drop.tsv\"\n\
-                 corpus = \"corpus\"\ncorpus_skipped = [\"all\"]\n"
-            ),
+        let summary = run_warc(
+            &out,
             w,
+            "drop = \"drop.tsv\"\ncorpus = \"corpus\"\ncorpus_skipped = [\"all\"]\n",
         );
-        plan.inputs.split_bytes = 32 << 10;
-        plan.verbose = false;
-        let summary = execute(plan).unwrap().unwrap();
         let not_whole: u64 = summary
             .documents
             .skipped_by_reason
