@@ -507,3 +507,44 @@ fn warc_corpus_with_every_skipped_record_is_the_input_without_the_dropped_pages(
         }
     }
 }
+
+#[test]
+fn skipped_records_of_a_compressed_input_are_counted_whichever_worker_found_them() {
+    // Regression: the corpus counts subtracted each worker's skipped records from the records it
+    // copied, but the workers of a process share a compressed file's records, so the worker that
+    // skips a record is not always the one that copies it (the count underflowed).
+    let dir = tempfile::tempdir().unwrap();
+    let (path, mut lines) = generated(dir.path());
+    for i in 0..40 {
+        lines.insert(
+            10 + i * 15,
+            format!("{{\"id\": \"short{i}\", \"text\": \"two words\"}}"),
+        );
+    }
+    let gz = dir.path().join("docs.jsonl.gz");
+    let mut z = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::new(6),
+    );
+    z.write_all((lines.join("\n") + "\n").as_bytes()).unwrap();
+    z.finish().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    for workers in [1, 2, 4] {
+        let out = dir.path().join(format!("gz{workers}"));
+        let mut plan = plan_of(
+            Path::new("."),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [{gz:?}]\n[clusters]\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\n\
+                 corpus = \"corpus\"\ncorpus_skipped = [\"too_short\"]\n"
+            ),
+            workers,
+        );
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let c = summary.clusters.unwrap();
+        let corpus = c.corpus.unwrap();
+        assert_eq!(corpus.skipped_records, 40, "{workers} workers");
+        assert_eq!(corpus.documents, c.kept, "{workers} workers");
+    }
+}

@@ -154,10 +154,13 @@ pub fn write(
         }
     }
     // Every part is written (or failed) before worker 0 joins them.
+    // The worker that skipped a record need not be the one that copied it (the workers of a
+    // process share a compressed file's records), so only the totals are subtracted.
     let mut total = CorpusStats::default();
+    let mut copied = 0;
     let mut first_error = None;
     for (s, e, skipped) in all_gather(worker, (stats, error, skipped.len() as u64)) {
-        total.documents += s.records - skipped;
+        copied += s.records;
         total.skipped += skipped;
         total.other += s.extra;
         if first_error.is_none() {
@@ -167,6 +170,7 @@ pub fn write(
     if let Some(e) = first_error {
         return Err(Error::Output(format!("writing the corpus: {e}")));
     }
+    total.documents = copied - total.skipped;
     if let Some(out) = out {
         let all: Vec<Split> = splits.into_iter().flatten().collect();
         let written = corpus::assemble(
