@@ -469,6 +469,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Validated as a job that writes its output, so `out` is never read as an input.
             spec.output.fingerprints = Some(out.to_string_lossy().into_owned());
             let plan = spec.validate(Path::new("."), Overrides::default())?;
+            let output = neardup::output::prepare_file(&out, &plan.protected_paths())?;
             let mut counters = neardup::summary::Counters::default();
             let sets = neardup::tools::truth::load_sets(
                 &plan.inputs,
@@ -476,7 +477,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &mut counters,
             );
             let pairs = neardup::tools::truth::similar_pairs(&sets, threshold);
-            neardup::output::write_file(&out, |w| {
+            output.commit_file(|w| {
                 for (a, b, j) in &pairs {
                     writeln!(w, "{a}\t{b}\t{j:.4}")?;
                 }
@@ -508,29 +509,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             use neardup::tools::eval;
+            let docs = (!docs.is_empty())
+                .then(|| {
+                    let mut spec = JobSpec::new(InputSpec {
+                        html_field,
+                        ..InputSpec::new(docs, &format)
+                    });
+                    spec.content.boilerplate = Some(boilerplate);
+                    spec.output.fingerprints = Some("-".into());
+                    spec.validate(Path::new("."), Overrides::default())
+                })
+                .transpose()?;
+            let mut read = vec![pairs.clone(), truth.clone()];
+            read.extend(groups.iter().cloned());
+            read.extend(docs.iter().flat_map(|plan| plan.protected_paths()));
+            let output = json
+                .as_ref()
+                .map(|path| neardup::output::prepare_file(path, &read))
+                .transpose()?;
             let found = eval::read_pairs(&pairs)?;
             let truth_pairs = eval::read_truth(&truth)?;
-            let sets = if docs.is_empty() {
-                None
-            } else {
-                let mut spec = JobSpec::new(InputSpec {
-                    html_field,
-                    ..InputSpec::new(docs, &format)
-                });
-                spec.content.boilerplate = Some(boilerplate);
-                spec.output.fingerprints = Some("-".into());
-                let plan = spec.validate(Path::new("."), Overrides::default())?;
+            let sets = docs.map(|plan| {
                 let mut counters = neardup::summary::Counters::default();
                 let sets = neardup::tools::truth::load_sets(
                     &plan.inputs,
                     plan.content.boilerplate,
                     &mut counters,
                 );
-                Some(
-                    sets.into_iter()
-                        .collect::<std::collections::HashMap<_, _>>(),
-                )
-            };
+                sets.into_iter()
+                    .collect::<std::collections::HashMap<_, _>>()
+            });
             let group_of = match &groups {
                 None => None,
                 Some(path) => Some(eval::read_groups(path, &group_field)?),
@@ -543,9 +551,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 group_of.as_ref(),
             );
             print!("{}", report.table());
-            if let Some(path) = json {
+            if let Some(output) = output {
                 let text = serde_json::to_string_pretty(&report)?;
-                neardup::output::write_file(&path, |w| writeln!(w, "{text}"))?;
+                output.commit_file(|w| writeln!(w, "{text}"))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -566,7 +574,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .join("report.html")
             });
             let page = neardup::output::report::html(&summary);
-            neardup::output::write_file(&out, |w| w.write_all(page.as_bytes()))?;
+            neardup::output::write_file(&out, &[summary_path], |w| w.write_all(page.as_bytes()))?;
             eprintln!("neardup report: {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -701,7 +709,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 median_tokens,
                 ..Default::default()
             };
-            neardup::output::write_file(&out, |w| {
+            neardup::output::write_file(&out, &[], |w| {
                 neardup::tools::gen::write_documents(&opts, w).map(|_| ())
             })?;
             eprintln!("neardup gen: {n} documents: {}", out.display());
@@ -715,7 +723,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plant_every,
         }) => {
             let fps = neardup::tools::gen::fingerprints(n, seed, max_distance, plant_every);
-            neardup::output::write_file(&out, |w| {
+            neardup::output::write_file(&out, &[], |w| {
                 fps.iter()
                     .enumerate()
                     .try_for_each(|(i, fp)| writeln!(w, "f{i:010}\t{}", neardup::sketch::Hex(*fp)))

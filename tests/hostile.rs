@@ -228,6 +228,7 @@ fn a_failed_rerun_leaves_the_previous_output_set_whole() {
     assert_eq!(
         listing(&d.join("out")),
         [
+            ".neardup-outputs.json",
             ".neardup.lock",
             "fingerprints.tsv",
             "pairs.tsv",
@@ -531,8 +532,10 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     let d = dir.path();
     let corpus = big_corpus(d, 20_000);
     let out_dir = d.join("out");
-    std::fs::create_dir(&out_dir).unwrap();
-    std::fs::write(out_dir.join("fps.tsv"), "old\n").unwrap();
+    // The old output: written by neardup, so a later run may replace it.
+    let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let old = std::fs::read(out_dir.join("fps.tsv")).unwrap();
     let mut child = neardup()
         .args(["fingerprint", "--input"])
         .arg(&corpus)
@@ -552,17 +555,24 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     }
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted, not finished");
-    assert_eq!(listing(&out_dir), [".neardup.lock", "fps.tsv"]);
-    assert_eq!(
-        std::fs::read_to_string(out_dir.join("fps.tsv")).unwrap(),
-        "old\n"
-    );
-    // What a SIGKILLed run left (this version's and an older version's names) goes at the next run.
+    let ours = [".neardup-outputs.json", ".neardup.lock", "fps.tsv"];
+    assert_eq!(listing(&out_dir), ours);
+    assert_eq!(std::fs::read(out_dir.join("fps.tsv")).unwrap(), old);
+    // What a SIGKILLed run staged goes at the next run; a file of a look-alike name that neardup
+    // does not stage under (an older version's `NAME.tmp-PID`) is someone else's and stays.
     std::fs::write(out_dir.join(".fps.tsv.neardup-tmp-999999"), "x").unwrap();
     std::fs::write(out_dir.join("fps.tsv.tmp-12345"), "x").unwrap();
     let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(listing(&out_dir), [".neardup.lock", "fps.tsv"]);
+    assert_eq!(
+        listing(&out_dir),
+        [
+            ".neardup-outputs.json",
+            ".neardup.lock",
+            "fps.tsv",
+            "fps.tsv.tmp-12345"
+        ]
+    );
 }
 
 #[test]
@@ -583,11 +593,22 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
         ),
     )
     .unwrap();
+    // The old set: a corpus of another input, written by neardup (so a run may replace it).
+    std::fs::copy(sample(), d.join("old.jsonl")).unwrap();
+    let old_job = job(
+        d,
+        "old.toml",
+        &format!(
+            "method = \"minhash\"\n[input]\npaths = [\"old.jsonl\"]\n[output]\n\
+             dir = {out_dir:?}\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n"
+        ),
+    );
     let mut interrupted = 0;
     for wait_ms in [0, 20, 60, 150, 300] {
         let _ = std::fs::remove_dir_all(&out_dir);
-        std::fs::create_dir_all(out_dir.join("corpus")).unwrap();
-        std::fs::write(out_dir.join("corpus/old.jsonl"), "old\n").unwrap();
+        let out = neardup().arg("run").arg(&old_job).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let old_pairs = std::fs::read(out_dir.join("pairs.tsv")).unwrap();
         let child = neardup()
             .arg("run")
             .arg(d.join("job.toml"))
@@ -611,21 +632,21 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
             String::from_utf8_lossy(&out.stderr)
         );
         let message = String::from_utf8_lossy(&out.stderr);
+        let set = [
+            ".neardup-outputs.json",
+            ".neardup.lock",
+            "corpus",
+            "pairs.tsv",
+            "summary.json",
+        ];
         if status.code() == Some(130) && !message.contains("they are whole") {
             interrupted += 1;
-            assert_eq!(
-                listing(&out_dir),
-                [".neardup.lock", "corpus"],
-                "after {wait_ms} ms"
-            );
+            assert_eq!(listing(&out_dir), set, "after {wait_ms} ms");
             assert_eq!(listing(&out_dir.join("corpus")), ["old.jsonl"]);
+            assert_eq!(std::fs::read(out_dir.join("pairs.tsv")).unwrap(), old_pairs);
         } else {
             // Finished, or interrupted once the outputs were renamed into place: the new set.
-            assert_eq!(
-                listing(&out_dir),
-                [".neardup.lock", "corpus", "pairs.tsv"],
-                "after {wait_ms} ms"
-            );
+            assert_eq!(listing(&out_dir), set, "after {wait_ms} ms");
             assert_eq!(listing(&out_dir.join("corpus")), ["big.jsonl"]);
         }
     }

@@ -21,7 +21,7 @@ use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
-use crate::source::{discover_excluding, Fields, Format, SkipReason};
+use crate::source::{discover, Fields, Format, SkipReason};
 use crate::stages::cluster::Split;
 use crate::stages::keep::KeepPolicy;
 use crate::stages::verify::{Verification, VerifyMode};
@@ -838,34 +838,9 @@ impl JobSpec {
         exec.validate()?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
         protected.extend(exec.hostfile.iter().cloned());
-        // A run's own outputs (perhaps written by an earlier run into an input directory) are
-        // not read back as inputs.
-        let mut outs: Vec<PathBuf> = outputs.requests().into_iter().map(|(_, p)| p).collect();
-        if let Some(corpus) = &outputs.corpus {
-            // An input given as the corpus directory, or inside it, would be replaced by it (and
-            // left out of the walk below, which would then say only that nothing was found).
-            ensure!(
-                std::fs::metadata(corpus).map_or(true, |m| m.is_dir()),
-                Output,
-                "output corpus: {} exists and is not a directory",
-                corpus.display()
-            );
-            if let Ok(c) = corpus.canonicalize() {
-                if let Some(p) = paths
-                    .iter()
-                    .find(|p| p.canonicalize().is_ok_and(|p| p.starts_with(&c)))
-                {
-                    bail!(
-                        Output,
-                        "output corpus ({}) is or holds the input {}: the corpus would replace it",
-                        corpus.display(),
-                        p.display()
-                    );
-                }
-            }
-            outs.push(crate::output::commit::staged_dir(corpus));
-        }
-        let mut files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
+        // Outputs of earlier runs in an input directory are passed over; an output that is an
+        // input, or a corpus holding one, is refused when the outputs are prepared.
+        let mut files = discover(&paths, format.dir_extensions())?;
         if matches!(format, Format::Parquet(_)) {
             for f in &mut files {
                 f.row_groups = crate::source::parquet::row_groups(&f.path)

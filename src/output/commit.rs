@@ -1,18 +1,22 @@
 //! A run's outputs as one set: checked before any work, staged while written, committed together.
 //!
-//! [`OutputSet::prepare`] runs before anything is read. It resolves every output path (following
-//! symlinks, so a link keeps pointing where it did), refuses directories, block devices, sockets,
-//! paths that are the run's own inputs and two outputs that are one file, creates the directories,
-//! takes a lock on each output directory (`.neardup.lock`, held with `flock` until the process
-//! ends), removes what killed runs left there, and creates the staged files, so an unwritable
+//! [`OutputSet::prepare`] runs before anything is read. It resolves every output path (symlinks,
+//! `..`; see [`super::paths`]), refuses block devices, sockets, paths that are the run's own inputs
+//! (or directories holding one), two outputs that are one file and outputs inside the corpus
+//! directory; creates the directories and takes a lock on each (`.neardup.lock`, held with `flock`
+//! until the process ends); finishes or undoes a commit that a killed run left there
+//! ([`super::journal`]) and removes what such runs staged; then refuses every existing path that
+//! neardup did not write ([`super::owned`]): a user's file, an output changed since, a directory
+//! holding files neardup did not put there. Last it creates the staged files, so an unwritable
 //! place fails in a second, not after the work.
 //!
 //! Regular files are written to hidden staged files beside their targets
-//! (`.NAME.neardup-tmp-PID`). [`OutputSet::commit`] renames them into place with the summary last:
-//! the summary is the commit record, naming every file of the set with its size and checksum, and
-//! the old summary is removed before the first rename, so a directory never holds a summary that
-//! describes other files than the ones beside it. A run that fails before the commit leaves the
-//! earlier set untouched and no staged file.
+//! (`.NAME.neardup-tmp-PID`), a corpus to a staged directory. [`OutputSet::commit`] writes the
+//! journal and renames them into place with the summary last: the summary is the commit record,
+//! naming every file of the set with its size and checksum; each directory's record
+//! (`.neardup-outputs.json`) says what neardup may replace there next time. A run that fails
+//! before the commit leaves the earlier set untouched and no staged file; a run killed during it
+//! leaves a journal that the next run into the directory rolls forward.
 //!
 //! Character devices (`/dev/null`) and FIFOs are written through, as they cannot be replaced, and
 //! `-` is standard output; these are streamed while the run writes and cannot be withdrawn.
@@ -20,39 +24,24 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::bail;
 use crate::error::{Error, IoContext, Result};
-use crate::{bail, ensure};
 use serde::{Deserialize, Serialize};
 
-use super::cleanup;
-use super::Format;
+use super::journal::{self, Journal, Move, Recovery};
+use super::owned::{self, Entry, Record, Stamp, Verdict};
+pub use super::paths::DIRECTORY_OUTPUTS;
+use super::paths::{follow, parent_of, Inputs, Target};
+use super::{cleanup, fault, Format};
 
 /// Name of the lock file in every output directory.
 pub const LOCK_FILE: &str = ".neardup.lock";
-/// Marker in the names of staged files.
-const STAGED_MARK: &str = ".neardup-tmp-";
-
-/// Where one output goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Target {
-    /// A regular file (existing or new), replaced by rename.
-    File(PathBuf),
-    /// A character device or FIFO, written through.
-    Stream(PathBuf),
-    /// Standard output.
-    Stdout,
-    /// A directory (the deduplicated corpus), written into a staged directory beside it that
-    /// replaces it at the commit.
-    Dir(PathBuf),
-}
-
-/// Outputs that are directories, not files.
-pub const DIRECTORY_OUTPUTS: &[&str] = &["corpus"];
+/// Marker in the names of staged files and directories.
+pub const STAGED_MARK: &str = ".neardup-tmp-";
 
 /// The staged directory of directory output `path`, where every process of the run writes (the
 /// name is the same in every process: the lock on the parent directory keeps runs apart). A run
@@ -86,40 +75,26 @@ struct Slot {
 pub struct OutputSet {
     slots: Mutex<Vec<Slot>>,
     /// Held until the set is dropped; the kernel releases them if the process dies.
-    _locks: Vec<File>,
-    committed: bool,
+    _locks: Locks,
+    /// The commit point has passed: the staged outputs belong to the journal.
+    journaled: bool,
 }
 
-/// Follows symlinks (up to 40) to the path they finally name, which need not exist yet.
-fn follow(path: &Path) -> io::Result<PathBuf> {
-    let mut p = path.to_path_buf();
-    for _ in 0..40 {
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let t = std::fs::read_link(&p)?;
-                p = if t.is_absolute() {
-                    t
-                } else {
-                    p.parent().unwrap_or(Path::new("")).join(t)
-                };
-            }
-            _ => return Ok(p),
+/// The output directories this process has locked.
+#[derive(Default)]
+struct Locks {
+    held: Vec<(PathBuf, File)>,
+}
+
+impl Locks {
+    /// Locks `dir` unless this process holds its lock already.
+    fn take(&mut self, dir: &Path) -> Result<()> {
+        if !self.held.iter().any(|(d, _)| d == dir) {
+            let file = lock_dir(dir)?;
+            self.held.push((dir.to_path_buf(), file));
         }
+        Ok(())
     }
-    Err(io::Error::other("too many levels of symbolic links"))
-}
-
-/// The directory a file path lives in (`.` for a bare name).
-fn parent_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// The identity of an existing file: device and inode.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Takes the lock of an output directory, or says who holds it.
@@ -154,20 +129,14 @@ fn lock_dir(dir: &Path) -> Result<File> {
     Ok(file)
 }
 
-/// True for the names of files a neardup run stages: `.NAME.neardup-tmp-PID`, or `NAME.tmp-PID` of
-/// earlier versions where NAME is one of `outputs`.
-fn is_staged_name(name: &str, outputs: &[&str]) -> bool {
-    if name.starts_with('.') && name.contains(STAGED_MARK) {
-        return true;
-    }
-    name.rsplit_once(".tmp-").is_some_and(|(base, pid)| {
-        !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && outputs.contains(&base)
-    })
+/// True for the names neardup stages under: `.NAME.neardup-tmp-...`.
+fn is_staged_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(STAGED_MARK)
 }
 
 /// Removes what killed runs staged in `dir` (which this process has locked, so no live run is
-/// writing there). Returns how many files were removed.
-fn remove_stale(dir: &Path, outputs: &[&str]) -> usize {
+/// writing there, and whose journal has been settled). Returns how many entries were removed.
+fn remove_stale(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -175,207 +144,145 @@ fn remove_stale(dir: &Path, outputs: &[&str]) -> usize {
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        if is_staged_name(name, outputs)
-            && e.file_type().is_ok_and(|t| t.is_file())
-            && std::fs::remove_file(e.path()).is_ok()
-        {
-            removed += 1;
-        }
+        let Ok(t) = e.file_type() else { continue };
+        let gone = match () {
+            _ if !is_staged_name(name) => false,
+            _ if t.is_file() => std::fs::remove_file(e.path()).is_ok(),
+            _ if t.is_dir() => std::fs::remove_dir_all(e.path()).is_ok(),
+            _ => false,
+        };
+        removed += usize::from(gone);
     }
     removed
+}
+
+/// Settles `dir` before a run writes there: finishes or undoes the commit a killed run left, then
+/// removes what killed runs staged.
+fn settle(dir: &Path, locks: &mut Locks) -> Result<()> {
+    match journal::recover(dir, &mut |d| locks.take(d))? {
+        Recovery::Nothing => {}
+        Recovery::RolledForward => eprintln!(
+            "neardup: finished the commit of an interrupted run in {}",
+            dir.display()
+        ),
+        Recovery::RolledBack => eprintln!(
+            "neardup: undid the unfinished commit of an interrupted run in {} (its earlier \
+             outputs are unchanged)",
+            dir.display()
+        ),
+    }
+    let removed = remove_stale(dir);
+    if removed > 0 {
+        eprintln!(
+            "neardup: removed {removed} staged file(s) that an interrupted run left in {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Settles output directory `dir` as a run into it does before writing: finishes or undoes the
+/// commit that a killed run left there and removes what killed runs staged.
+pub fn recover(dir: &Path) -> Result<()> {
+    let dir = dir
+        .canonicalize()
+        .io_context(|| format!("opening output directory {}", dir.display()))?;
+    let mut locks = Locks::default();
+    locks.take(&dir)?;
+    settle(&dir, &mut locks)
+}
+
+impl Slot {
+    /// Refuses to replace what is at this output's path unless neardup wrote it.
+    fn check_ownership(&self) -> Result<()> {
+        let Some(real) = self.target.real() else {
+            return Ok(());
+        };
+        let dir = parent_of(real);
+        let record = Record::load(&dir)?;
+        if let Verdict::Foreign(why) = owned::verdict(&record, &dir, real) {
+            bail!(
+                Output,
+                "output {}: {} exists and {why}; neardup replaces only what it wrote: choose \
+                 another path, or move it away yourself",
+                self.name,
+                self.shown.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// This output's entry in its directory's record, from its staged file or directory.
+    fn entry(&self, staged: &Path) -> io::Result<Entry> {
+        Ok(match &self.target {
+            Target::Dir(_) => Entry::Dir {
+                files: owned::stamps_below(staged)?,
+            },
+            _ => Entry::File(Stamp {
+                xxh3: self.written.as_ref().map(|w| w.xxh3.clone()),
+                ..Stamp::of(staged)?
+            }),
+        })
+    }
 }
 
 impl OutputSet {
     /// Checks and prepares `outputs` (name, path as given; `-` is standard output) before any work.
     /// `inputs` are the files the run reads (and its job file): no output may be one of them.
     pub fn prepare(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<OutputSet> {
-        let input_ids: Vec<((u64, u64), &PathBuf)> = inputs
-            .iter()
-            .filter_map(|p| identity(p).map(|id| (id, p)))
-            .collect();
-        let mut slots: Vec<Slot> = Vec::new();
-        for (name, path) in outputs {
-            let target = if DIRECTORY_OUTPUTS.contains(&name.as_str()) {
-                ensure!(
-                    path.as_os_str() != "-",
-                    Output,
-                    "output {name} is a directory: it cannot be standard output"
-                );
-                if let Ok(m) = std::fs::metadata(path) {
-                    ensure!(
-                        m.is_dir(),
-                        Output,
-                        "output {name}: {} exists and is not a directory",
-                        path.display()
-                    );
-                }
-                let real = follow(path)
-                    .io_context(|| format!("output {name}: resolving {}", path.display()))?;
-                let real = match real.canonicalize() {
-                    Ok(c) => c,
-                    Err(_) => real,
-                };
-                if let Some(input) = inputs.iter().find(|i| {
-                    i.canonicalize()
-                        .is_ok_and(|c| c.starts_with(&real) && c != real)
-                }) {
-                    bail!(
-                        Output,
-                        "output {name} ({}) holds the input {}: the corpus would replace it",
-                        path.display(),
-                        input.display()
-                    );
-                }
-                Target::Dir(real)
-            } else if path.as_os_str() == "-" {
-                if let Some(other) = slots.iter().find(|s| s.target == Target::Stdout) {
-                    bail!(
-                        Output,
-                        "outputs {} and {name} both go to standard output (-)",
-                        other.name
-                    );
-                }
-                Target::Stdout
-            } else {
-                // The kernel follows links (also /proc's, such as /dev/stdout) to classify.
-                match std::fs::metadata(path) {
-                    Ok(m) => {
-                        let t = m.file_type();
-                        if t.is_file() {
-                            // Renamed over its real path, so a symlink keeps pointing at it.
-                            let real = path.canonicalize().io_context(|| {
-                                format!("output {name}: resolving {}", path.display())
-                            })?;
-                            Target::File(real)
-                        } else if t.is_char_device() || t.is_fifo() {
-                            Target::Stream(path.clone())
-                        } else {
-                            let what = if t.is_dir() {
-                                "a directory"
-                            } else if t.is_block_device() {
-                                "a block device"
-                            } else {
-                                "a socket or other special file"
-                            };
-                            bail!(Output,
-                                "output {name}: {} is {what}; give a file path (or - for standard output)",
-                                path.display()
-                            );
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        // A new file, or a dangling symlink to one: created where the link points.
-                        Target::File(follow(path).io_context(|| {
-                            format!("output {name}: resolving {}", path.display())
-                        })?)
-                    }
-                    Err(e) => {
-                        return Err(e).io_context(|| {
-                            format!("output {name}: cannot inspect {}", path.display())
-                        })
-                    }
-                }
-            };
-            if let Target::File(real) | Target::Stream(real) = &target {
-                if let Some(id) = identity(real) {
-                    if let Some((_, input)) = input_ids.iter().find(|(i, _)| *i == id) {
-                        bail!(
-                            Output,
-                            "output {name} ({}) is the input {}: refusing to overwrite an input",
-                            path.display(),
-                            input.display()
-                        );
-                    }
-                }
-                if let Some(other) = slots.iter().find(|s| s.target == target) {
-                    bail!(
-                        Output,
-                        "outputs {} and {name} are the same file {}",
-                        other.name,
-                        path.display()
-                    );
-                }
-            }
-            slots.push(Slot {
-                name: name.clone(),
-                shown: path.clone(),
-                target,
-                staged: None,
-                written: None,
-            });
-        }
-        // Directories: created, locked, cleared of stale staged files.
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for s in &slots {
-            if let Target::File(real) | Target::Dir(real) = &s.target {
-                let dir = parent_of(real);
-                std::fs::create_dir_all(&dir).io_context(|| {
-                    format!(
-                        "output {}: cannot create directory {}",
-                        s.name,
-                        dir.display()
-                    )
-                })?;
-                let canonical = dir.canonicalize().unwrap_or(dir);
-                if !dirs.contains(&canonical) {
-                    dirs.push(canonical);
-                }
-            }
-        }
-        let file_names: Vec<String> = slots
-            .iter()
-            .filter_map(|s| match &s.target {
-                Target::File(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
-                _ => None,
-            })
-            .collect();
-        let names: Vec<&str> = file_names.iter().map(String::as_str).collect();
-        let mut locks = Vec::new();
+        let slots = resolve(outputs, inputs)?;
+        let dirs = create_dirs(&slots)?;
+        let mut locks = Locks::default();
         for dir in &dirs {
-            locks.push(lock_dir(dir)?);
-            let removed = remove_stale(dir, &names);
-            if removed > 0 {
-                eprintln!(
-                    "neardup: removed {removed} staged file(s) that an interrupted run left in {}",
-                    dir.display()
-                );
-            }
+            locks.take(dir)?;
+        }
+        for dir in &dirs {
+            settle(dir, &mut locks)?;
+        }
+        for s in &slots {
+            s.check_ownership()?;
         }
         let mut set = OutputSet {
             slots: Mutex::new(Vec::new()),
             _locks: locks,
-            committed: false,
+            journaled: false,
         };
-        // Staged files, created now: proof that each place is writable.
-        for mut s in slots {
-            if let Target::Dir(real) = &s.target {
-                let staged = staged_dir(real);
-                if staged.exists() {
-                    std::fs::remove_dir_all(&staged).io_context(|| {
-                        format!("removing {}, left by an interrupted run", staged.display())
-                    })?;
-                }
-                cleanup::register_dir(&staged);
-                std::fs::create_dir_all(&staged)
-                    .and_then(|_| cleanup::created(&staged))
-                    .io_context(|| format!("cannot write output {}", s.shown.display()))?;
-                s.staged = Some(staged);
-                set.slots.get_mut().expect("not shared yet").push(s);
-            } else if let Target::File(real) = &s.target {
-                let file_name = real.file_name().unwrap_or_default().to_string_lossy();
-                let staged = parent_of(real)
-                    .join(format!(".{file_name}{STAGED_MARK}{}", std::process::id()));
-                cleanup::register(&staged);
-                s.staged = Some(staged.clone());
-                set.slots.get_mut().expect("not shared yet").push(s);
-                File::create(&staged)
-                    .and_then(|_| cleanup::created(&staged))
-                    .io_context(|| format!("cannot write output {}", set_shown(&set, &staged)))?;
-            } else {
-                set.slots.get_mut().expect("not shared yet").push(s);
-            }
+        for s in slots {
+            set.stage(s)?;
         }
         Ok(set)
+    }
+
+    /// Creates the staged file or directory of one output (proof that its place is writable).
+    fn stage(&mut self, mut s: Slot) -> Result<()> {
+        let staged = match &s.target {
+            Target::Dir(real) => staged_dir(real),
+            Target::File(real) => {
+                let file_name = real.file_name().unwrap_or_default().to_string_lossy();
+                parent_of(real).join(format!(".{file_name}{STAGED_MARK}{}", std::process::id()))
+            }
+            _ => {
+                self.slots.get_mut().expect("not shared yet").push(s);
+                return Ok(());
+            }
+        };
+        let shown = s.shown.clone();
+        let is_dir = matches!(s.target, Target::Dir(_));
+        if is_dir {
+            cleanup::register_dir(&staged);
+        } else {
+            cleanup::register(&staged);
+        }
+        s.staged = Some(staged.clone());
+        self.slots.get_mut().expect("not shared yet").push(s);
+        let created = if is_dir {
+            std::fs::create_dir_all(&staged)
+        } else {
+            File::create(&staged).map(|_| ())
+        };
+        created
+            .and_then(|_| cleanup::created(&staged))
+            .io_context(|| format!("cannot write output {}", shown.display()))
     }
 
     /// The format an output is written in, by the extension of its path as given.
@@ -386,7 +293,6 @@ impl OutputSet {
             .find(|s| s.name == name)
             .map_or(Format::Tsv, |s| Format::of(&s.shown))
     }
-
     /// True if the set has an output called `name`.
     pub fn has(&self, name: &str) -> bool {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -453,15 +359,6 @@ impl OutputSet {
         }
     }
 
-    /// The staged directory of directory output `name`, if the set has it.
-    pub fn staged_dir_of(&self, name: &str) -> Option<PathBuf> {
-        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots
-            .iter()
-            .find(|s| s.name == name && matches!(s.target, Target::Dir(_)))
-            .and_then(|s| s.staged.clone())
-    }
-
     /// What has been written so far, by output name.
     pub fn written(&self) -> BTreeMap<String, Written> {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -471,106 +368,147 @@ impl OutputSet {
             .collect()
     }
 
-    /// Commits the set: writes output `summary` (if the set has one) with `summary`, then renames
-    /// every staged file into place, the summary last. Outputs that were never written are an
-    /// error, and nothing is renamed.
+    /// Commits the set: writes output `summary` (if the set has one) with `summary`, then the
+    /// journal, then renames every staged file into place, the summary last (see
+    /// [`super::journal`]). Outputs that were never written are an error, and nothing is renamed.
     pub fn commit(mut self, summary: Option<&[u8]>) -> Result<()> {
         if let Some(bytes) = summary.filter(|_| self.has("summary")) {
             self.write("summary", |w, _| w.write_all(bytes))?;
         }
-        let slots = std::mem::take(self.slots.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let slots = self.slots.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Some(s) = slots.iter().find(|s| s.written.is_none()) {
             bail!(Internal, "output {} was never written", s.name);
         }
+        let journal = journal_of(slots)?;
+        fault::point("outputs staged");
+        let Some(journal) = journal else {
+            return Ok(()); // standard output and devices only: written through already
+        };
         // Renames and an interrupt exclude each other: see `cleanup::committing`.
+        let journaled = &mut self.journaled;
         let renamed = cleanup::committing(|| -> Result<()> {
-            let (summary_slots, rest): (Vec<&Slot>, Vec<&Slot>) =
-                slots.iter().partition(|s| s.name == "summary");
-            // The old commit record goes first: from here until the new one lands, the directory
-            // visibly holds no complete set.
-            for s in &summary_slots {
-                if let Target::File(real) = &s.target {
-                    match std::fs::remove_file(real) {
-                        Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                            return Err(e).io_context(|| format!("replacing {}", s.shown.display()))
-                        }
-                        _ => {}
-                    }
-                }
+            if let Err(e) = journal.write() {
+                let _ = journal.roll_back();
+                return Err(e).io_context(|| "writing the commit journal".to_string());
             }
-            let mut dirs = Vec::new();
-            for s in rest.iter().chain(&summary_slots) {
-                if let (Target::Dir(real), Some(staged)) = (&s.target, &s.staged) {
-                    // The old directory moves aside, the new one into place, and the old one goes.
-                    let old = parent_of(real).join(format!(
-                        ".{}{STAGED_MARK}old-{}",
-                        real.file_name().unwrap_or_default().to_string_lossy(),
-                        std::process::id()
-                    ));
-                    let had_old = real.exists();
-                    if had_old {
-                        std::fs::rename(real, &old)
-                            .io_context(|| format!("replacing {}", s.shown.display()))?;
-                    }
-                    std::fs::rename(staged, real)
-                        .io_context(|| format!("renaming into place {}", s.shown.display()))?;
-                    cleanup::unregister_dir(staged);
-                    if had_old {
-                        std::fs::remove_dir_all(&old)
-                            .io_context(|| format!("removing the old {}", s.shown.display()))?;
-                    }
-                    let dir = parent_of(real);
-                    if !dirs.contains(&dir) {
-                        dirs.push(dir);
-                    }
-                    continue;
-                }
-                if let (Target::File(real), Some(staged)) = (&s.target, &s.staged) {
-                    std::fs::rename(staged, real)
-                        .io_context(|| format!("renaming into place {}", s.shown.display()))?;
+            *journaled = true;
+            for s in slots.iter() {
+                if let Some(staged) = &s.staged {
                     cleanup::unregister(staged);
-                    let dir = parent_of(real);
-                    if !dirs.contains(&dir) {
-                        dirs.push(dir);
-                    }
+                    cleanup::unregister_dir(staged);
                 }
             }
-            for dir in dirs {
-                // The renames themselves on disk.
-                if let Ok(d) = File::open(&dir) {
-                    let _ = d.sync_all();
-                }
-            }
-            Ok(())
+            journal.apply().io_context(|| {
+                format!(
+                    "committing the outputs (the next run into {} finishes it)",
+                    journal.home.display()
+                )
+            })
         });
         match renamed {
             None => bail!(
                 Output,
                 "the run was interrupted before its outputs were renamed into place"
             ),
-            Some(r) => r?,
+            Some(r) => r,
         }
-        self.committed = true;
-        Ok(())
     }
 }
 
-/// The path a staged file stands for, for messages.
-fn set_shown(set: &OutputSet, staged: &Path) -> String {
-    let slots = set.slots.lock().unwrap_or_else(|p| p.into_inner());
-    slots
-        .iter()
-        .find(|s| s.staged.as_deref() == Some(staged))
-        .map_or_else(
-            || staged.display().to_string(),
-            |s| s.shown.display().to_string(),
-        )
+/// Resolves and checks every output against the inputs and the outputs before it.
+fn resolve(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<Vec<Slot>> {
+    let inputs = Inputs::resolve(inputs);
+    let mut seen: Vec<(String, PathBuf, Target)> = Vec::new();
+    for (name, path) in outputs {
+        let target = super::paths::classify(name, path)?;
+        inputs.check(name, path, &target)?;
+        super::paths::check_overlap(name, path, &target, &seen)?;
+        seen.push((name.clone(), path.clone(), target));
+    }
+    Ok(seen
+        .into_iter()
+        .map(|(name, shown, target)| Slot {
+            name,
+            shown,
+            target,
+            staged: None,
+            written: None,
+        })
+        .collect())
+}
+
+/// Creates the directories of the file and directory outputs; returns them, each once.
+fn create_dirs(slots: &[Slot]) -> Result<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for s in slots {
+        let Some(real) = s.target.real() else {
+            continue;
+        };
+        let dir = parent_of(real);
+        std::fs::create_dir_all(&dir).io_context(|| {
+            format!(
+                "output {}: cannot create directory {}",
+                s.name,
+                dir.display()
+            )
+        })?;
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    Ok(dirs)
+}
+
+/// The journal of committing `slots`: their renames (directories moved aside, the summary last)
+/// and each directory's record afterwards. `None` when nothing is staged.
+fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
+    let (summary, rest): (Vec<&Slot>, Vec<&Slot>) = slots.iter().partition(|s| s.name == "summary");
+    let mut moves = Vec::new();
+    let mut entries: BTreeMap<PathBuf, BTreeMap<String, Entry>> = BTreeMap::new();
+    for s in rest.into_iter().chain(summary) {
+        let (Some(real), Some(staged)) = (s.target.real(), &s.staged) else {
+            continue;
+        };
+        let dir = parent_of(real);
+        let name = real.file_name().unwrap_or_default().to_string_lossy();
+        let entry = s
+            .entry(staged)
+            .io_context(|| format!("reading the staged output {}", s.shown.display()))?;
+        entries
+            .entry(dir.clone())
+            .or_default()
+            .insert(name.to_string(), entry);
+        let aside = matches!(s.target, Target::Dir(_))
+            .then(|| dir.join(format!(".{name}{STAGED_MARK}old-{}", std::process::id())));
+        moves.push(Move {
+            from: staged.clone(),
+            to: real.to_path_buf(),
+            aside,
+            summary: s.name == "summary",
+        });
+    }
+    let Some(last) = moves.last() else {
+        return Ok(None);
+    };
+    let home = parent_of(&last.to);
+    let mut records = BTreeMap::new();
+    for (dir, e) in entries {
+        let record = Record::load(&dir)?.updated(&dir, e);
+        records.insert(dir, record);
+    }
+    Ok(Some(Journal {
+        version: 1,
+        home,
+        dirs: records.keys().cloned().collect(),
+        moves,
+        records,
+    }))
 }
 
 impl Drop for OutputSet {
     fn drop(&mut self) {
-        if self.committed {
-            return;
+        if self.journaled {
+            return; // the journal owns the staged outputs now
         }
         let slots = self.slots.get_mut().unwrap_or_else(|p| p.into_inner());
         for s in slots.iter() {
@@ -616,11 +554,27 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// Writes one file as a set of one: checked, locked, staged and renamed into place.
-pub fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    let set = OutputSet::prepare(&[("output".into(), path.to_path_buf())], &[])?;
-    set.write("output", |w, _| write(w))?;
-    set.commit(None)
+/// One file as a set of one, checked against `inputs` (the files the command reads), locked and
+/// staged now, before the command's work; [`OutputSet::commit_file`] writes and commits it.
+pub fn prepare_file(path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
+    OutputSet::prepare(&[("output".into(), path.to_path_buf())], inputs)
+}
+
+impl OutputSet {
+    /// Writes the file of a set made by [`prepare_file`] and renames it into place.
+    pub fn commit_file(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+        self.write("output", |w, _| write(w))?;
+        self.commit(None)
+    }
+}
+
+/// Writes one file as a set of one: [`prepare_file`], then [`OutputSet::commit_file`].
+pub fn write_file(
+    path: &Path,
+    inputs: &[PathBuf],
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    prepare_file(path, inputs)?.commit_file(write)
 }
 
 #[cfg(test)]
@@ -654,7 +608,12 @@ mod tests {
         set.commit(Some(b"{}\n")).unwrap();
         assert_eq!(
             names_in(d),
-            [".neardup.lock", "pairs.tsv", "summary.json"],
+            [
+                ".neardup-outputs.json",
+                ".neardup.lock",
+                "pairs.tsv",
+                "summary.json"
+            ],
             "no staged file left"
         );
         assert_eq!(
@@ -667,7 +626,7 @@ mod tests {
     fn a_set_dropped_before_commit_leaves_the_old_outputs_and_no_staged_file() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        std::fs::write(d.join("pairs.tsv"), "old\n").unwrap();
+        write_file(&d.join("pairs.tsv"), &[], |w| w.write_all(b"old\n")).unwrap();
         let outs = vec![("pairs".to_string(), d.join("pairs.tsv"))];
         let set = OutputSet::prepare(&outs, &[]).unwrap();
         set.write("pairs", |w, _| w.write_all(b"new\n")).unwrap();
@@ -676,16 +635,34 @@ mod tests {
             std::fs::read_to_string(d.join("pairs.tsv")).unwrap(),
             "old\n"
         );
-        assert_eq!(names_in(d), [".neardup.lock", "pairs.tsv"]);
+        assert_eq!(
+            names_in(d),
+            [".neardup-outputs.json", ".neardup.lock", "pairs.tsv"]
+        );
+    }
+
+    #[test]
+    fn a_file_neardup_did_not_write_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("thesis.txt"), "mine\n").unwrap();
+        let e = write_file(&d.join("thesis.txt"), &[], |w| w.write_all(b"x\n")).unwrap_err();
+        assert!(e.to_string().contains("thesis.txt"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(d.join("thesis.txt")).unwrap(),
+            "mine\n"
+        );
+        // Once written by neardup (elsewhere), a file is replaced by the next run.
+        write_file(&d.join("out.txt"), &[], |w| w.write_all(b"1\n")).unwrap();
+        write_file(&d.join("out.txt"), &[], |w| w.write_all(b"2\n")).unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("out.txt")).unwrap(), "2\n");
     }
 
     #[test]
     fn stale_staged_files_are_recognised_by_name() {
-        let outs = ["pairs.tsv", "summary.json"];
-        assert!(is_staged_name(".pairs.tsv.neardup-tmp-123", &outs));
-        assert!(is_staged_name("pairs.tsv.tmp-4567", &outs));
-        assert!(!is_staged_name("other.tsv.tmp-4567", &outs));
-        assert!(!is_staged_name("pairs.tsv.tmp-", &outs));
-        assert!(!is_staged_name("pairs.tsv", &outs));
+        assert!(is_staged_name(".pairs.tsv.neardup-tmp-123"));
+        assert!(is_staged_name(".corpus.neardup-tmp-dir"));
+        assert!(!is_staged_name("pairs.tsv.tmp-4567"));
+        assert!(!is_staged_name("pairs.tsv"));
     }
 }

@@ -5,6 +5,10 @@
 pub mod cleanup;
 pub mod commit;
 pub mod corpus;
+pub mod fault;
+pub mod journal;
+pub mod owned;
+pub mod paths;
 pub mod report;
 
 use std::io::{self, Write};
@@ -12,7 +16,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use commit::{write_file, OutputSet, Written};
+pub use commit::{prepare_file, write_file, OutputSet, Written};
 
 use crate::candidates::Pair;
 use crate::sketch::{to_hex, Hex};

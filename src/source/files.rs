@@ -127,91 +127,108 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 /// Expands files, directories and glob patterns into a sorted, de-duplicated file list. Directories
 /// are walked recursively (hidden entries skipped) and contribute the files whose name ends in one of
 /// `dir_exts` (optionally compressed); files and glob matches are taken as given. A path that does not
-/// exist, or a pattern or directory that yields no file, is an error.
+/// exist, or a pattern or directory that yields no file, is an error. A file given twice, under any
+/// name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
+///
+/// A walk or a glob passes over the outputs of earlier neardup runs below the directory or the
+/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, and everything in
+/// a corpus directory it lists), saying so: they are not read back as documents. A file named
+/// itself is always read.
 pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> Result<Vec<InputFile>> {
-    discover_excluding(specs, dir_exts, &[])
-}
-
-/// [`discover`], leaving out of directory walks and glob matches the files in `exclude` (a run's own
-/// outputs, which an earlier run may have written into an input directory). A file given twice,
-/// under any name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
-pub fn discover_excluding(
-    specs: &[PathBuf],
-    dir_exts: &[&str],
-    exclude: &[PathBuf],
-) -> Result<Vec<InputFile>> {
-    use std::os::unix::fs::MetadataExt;
-    let identity = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-    let excluded: Vec<(u64, u64)> = exclude.iter().filter_map(|p| identity(p)).collect();
-    // Output directories (a deduplicated corpus): nothing under them is an input.
-    let excluded_dirs: Vec<PathBuf> = exclude
-        .iter()
-        .filter(|p| p.is_dir())
-        .filter_map(|p| p.canonicalize().ok())
-        .collect();
-    let under_excluded = |p: &Path| {
-        !excluded_dirs.is_empty()
-            && p.canonicalize()
-                .is_ok_and(|c| excluded_dirs.iter().any(|d| c.starts_with(d)))
-    };
+    let mut recorded = crate::output::owned::Recorded::default();
     let mut left_out = Vec::new();
-    let mut keep = |p: PathBuf, paths: &mut Vec<PathBuf>| {
-        if identity(&p).is_some_and(|id| excluded.contains(&id)) || under_excluded(&p) {
-            left_out.push(p);
-        } else {
-            paths.push(p);
-        }
-    };
     let mut paths = Vec::new();
     for spec in specs {
         let s = spec.to_string_lossy();
-        if is_glob(&s) {
-            let before = paths.len();
-            let options = glob::MatchOptions {
-                require_literal_leading_dot: true,
-                ..Default::default()
-            };
-            for entry in glob::glob_with(&s, options)
-                .map_err(|e| Error::Config(format!("bad glob pattern {s:?}: {e}")))?
-            {
-                let p =
-                    entry.map_err(|e| Error::Input(format!("reading a match of {s:?}: {e}")))?;
-                if p.is_file() {
-                    keep(p, &mut paths);
-                }
-            }
-            crate::ensure!(
-                paths.len() > before,
-                Input,
-                "input pattern {s:?} matches no file"
-            );
+        let before = paths.len();
+        let (found, root) = if is_glob(&s) {
+            (glob_files(&s)?, literal_root(spec))
         } else if spec.is_dir() {
-            let before = paths.len();
             let mut found = Vec::new();
             walk(spec, &mut found)
                 .io_context(|| format!("listing directory {}", spec.display()))?;
-            for p in found.into_iter().filter(|p| has_extension(p, dir_exts)) {
-                keep(p, &mut paths);
+            found.retain(|p| has_extension(p, dir_exts));
+            (found, spec.clone())
+        } else if spec.is_file() {
+            paths.push(spec.clone());
+            continue;
+        } else {
+            crate::bail!(Input, "input {} does not exist", spec.display());
+        };
+        for p in found {
+            match recorded.listing(&p, &root) {
+                Some(record) => left_out.push((p, record)),
+                None => paths.push(p),
             }
-            crate::ensure!(
-                paths.len() > before,
-                Input,
+        }
+        let what = if is_glob(&s) {
+            format!("input pattern {s:?} matches no file")
+        } else {
+            format!(
                 "input directory {} holds no .{} file",
                 spec.display(),
                 dir_exts.join("/.")
-            );
-        } else if spec.is_file() {
-            paths.push(spec.clone());
-        } else {
-            crate::bail!(Input, "input {} does not exist", spec.display());
-        }
-    }
-    for p in left_out {
-        eprintln!(
-            "neardup: not reading {}: it is an output of this run",
-            p.display()
+            )
+        };
+        crate::ensure!(
+            paths.len() > before,
+            Input,
+            "{what}{}",
+            if left_out.is_empty() {
+                ""
+            } else {
+                " that an earlier neardup run did not write"
+            }
         );
     }
+    for (p, record) in left_out {
+        eprintln!(
+            "neardup: not reading {}: an earlier neardup run wrote it (see {}); name the file \
+             itself to read it",
+            p.display(),
+            record.display()
+        );
+    }
+    identify(paths)
+}
+
+/// The regular files a glob pattern matches (leading dots matched only literally).
+fn glob_files(pattern: &str) -> Result<Vec<PathBuf>> {
+    let options = glob::MatchOptions {
+        require_literal_leading_dot: true,
+        ..Default::default()
+    };
+    let mut found = Vec::new();
+    for entry in glob::glob_with(pattern, options)
+        .map_err(|e| Error::Config(format!("bad glob pattern {pattern:?}: {e}")))?
+    {
+        let p = entry.map_err(|e| Error::Input(format!("reading a match of {pattern:?}: {e}")))?;
+        if p.is_file() {
+            found.push(p);
+        }
+    }
+    Ok(found)
+}
+
+/// The directory part of a glob pattern before its first wildcard (`out/*/x.jsonl` -> `out`).
+fn literal_root(pattern: &Path) -> PathBuf {
+    let mut root = PathBuf::new();
+    for c in pattern.components() {
+        if is_glob(&c.as_os_str().to_string_lossy()) {
+            break;
+        }
+        root.push(c);
+    }
+    if root.as_os_str().is_empty() {
+        root.push(".");
+    }
+    root
+}
+
+/// Sorts the paths, reads each file once (the first name of several for one file), and sniffs
+/// each one's compression.
+fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
+    use std::os::unix::fs::MetadataExt;
     paths.sort();
     paths.dedup();
     let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();

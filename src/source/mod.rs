@@ -19,9 +19,8 @@ use serde::{Deserialize, Serialize};
 pub use document::{Attributes, Body, Document};
 pub use document::{Item, Skipped};
 pub use files::{
-    discover, discover_excluding, plan_splits, Compression, InputFile, Split, SplitMode,
-    DOCUMENT_EXTENSIONS, FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS,
-    WARC_EXTENSIONS,
+    discover, plan_splits, Compression, InputFile, Split, SplitMode, DOCUMENT_EXTENSIONS,
+    FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS, WARC_EXTENSIONS,
 };
 pub use jsonl::Fields;
 pub use names::Names;

@@ -199,7 +199,7 @@ pub fn break_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
         std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
     );
     let mut broken = 0;
-    crate::output::write_file(out, |w| {
+    crate::output::write_file(out, &[], |w| {
         for (i, line) in reader.lines().enumerate() {
             let line = line?;
             if i % 10 != 9 {
@@ -310,7 +310,7 @@ pub fn generated_docs(dir: &Path, n: usize) -> Result<PathBuf> {
             n,
             ..Default::default()
         };
-        crate::output::write_file(&docs, |w| gen::write_documents(&opts, w).map(|_| ()))?;
+        crate::output::write_file(&docs, &[], |w| gen::write_documents(&opts, w).map(|_| ()))?;
     }
     Ok(docs)
 }
@@ -318,7 +318,7 @@ pub fn generated_docs(dir: &Path, n: usize) -> Result<PathBuf> {
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> Result<()> {
     let bytes = std::fs::read(sample).io_context(|| format!("reading {}", sample.display()))?;
-    crate::output::write_file(out, |w| {
+    crate::output::write_file(out, &[], |w| {
         for _ in 0..copies {
             w.write_all(&bytes)?;
         }
@@ -451,8 +451,10 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> Result<PathBuf> {
     let json =
         serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))
             .map_err(|e| Error::Internal(format!("report: {e}")))?;
-    crate::output::write_file(&dir.join(format!("{name}.json")), |w| writeln!(w, "{json}"))?;
+    crate::output::write_file(&dir.join(format!("{name}.json")), &[], |w| {
+        writeln!(w, "{json}")
+    })?;
     let md_path = dir.join(format!("{name}.md"));
-    crate::output::write_file(&md_path, |w| w.write_all(md.as_bytes()))?;
+    crate::output::write_file(&md_path, &[], |w| w.write_all(md.as_bytes()))?;
     Ok(md_path)
 }

@@ -1,0 +1,205 @@
+//! The commit of an output set as a journal, so that a kill at any instant leaves the old set or
+//! the new one.
+//!
+//! Every output of a set is written to a staged name first. The commit then
+//! 1. writes the journal ([`JOURNAL_FILE`]): every rename still to do, and each directory's new
+//!    record ([`super::owned::Record`]); a copy goes into every directory of the set, the copy in
+//!    the *home* directory (the summary's) last: that rename is the commit point;
+//! 2. removes the old summaries (the commit record of the old set);
+//! 3. renames the staged files into place, a corpus directory by moving the old one aside first,
+//!    the summary last;
+//! 4. stores each directory's record, removes the old corpus directories, then the journals.
+//!
+//! Every step after the commit point is idempotent, and [`recover`] (which every run calls on the
+//! directories it locks, before anything else) does them again from the journal: a run killed
+//! after the commit point is rolled forward. A run killed before it left only staged files (and
+//! perhaps journal copies whose home copy never landed), which recovery removes: the old set is
+//! untouched. Fault points ([`super::fault::point`]) between all steps let the tests kill the
+//! process at each.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::fault;
+use super::owned::{sync_dir, Record};
+use crate::error::{Error, IoContext, Result};
+
+/// Name of the journal in every directory of a set being committed.
+pub const JOURNAL_FILE: &str = ".neardup-commit.json";
+
+/// One rename of a commit.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Move {
+    /// The staged file or directory.
+    pub from: PathBuf,
+    /// Where it goes.
+    pub to: PathBuf,
+    /// For a directory: where the old one is moved aside before, and removed after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aside: Option<PathBuf>,
+    /// The set's summary: the old one is removed before any rename, the new one lands last.
+    #[serde(default)]
+    pub summary: bool,
+}
+
+/// A commit in progress.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Journal {
+    /// Format version.
+    pub version: u32,
+    /// The directory whose copy of the journal is the commit point.
+    pub home: PathBuf,
+    /// Every directory of the set (each holds a copy), home included.
+    pub dirs: Vec<PathBuf>,
+    /// The renames, in order (the summary last).
+    pub moves: Vec<Move>,
+    /// Each directory's record after the commit.
+    pub records: BTreeMap<PathBuf, Record>,
+}
+
+/// What [`recover`] found in a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// No journal.
+    Nothing,
+    /// A commit whose journal had landed was finished.
+    RolledForward,
+    /// A commit killed before its commit point was undone (its staged files removed).
+    RolledBack,
+}
+
+impl Journal {
+    /// Writes the journal into every directory, home last; returns once the commit point is on
+    /// disk.
+    pub fn write(&self) -> io::Result<()> {
+        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        let others = self.dirs.iter().filter(|d| **d != self.home);
+        for dir in others.chain(std::iter::once(&self.home)) {
+            let staged = dir.join(format!(
+                "{JOURNAL_FILE}{}{}",
+                super::commit::STAGED_MARK,
+                std::process::id()
+            ));
+            let mut f = File::create(&staged)?;
+            f.write_all(&text)?;
+            f.sync_all()?;
+            fault::point("journal staged");
+            std::fs::rename(&staged, dir.join(JOURNAL_FILE))?;
+            sync_dir(dir);
+            fault::point("journal in place");
+        }
+        Ok(())
+    }
+
+    /// Does (or finishes) every step after the commit point. Each step checks what is already done,
+    /// so a second call after a kill completes the first.
+    pub fn apply(&self) -> io::Result<()> {
+        for m in self.moves.iter().filter(|m| m.summary && m.from.exists()) {
+            remove_if_there(&m.to)?;
+            fault::point("old summary removed");
+        }
+        for m in &self.moves {
+            if !m.from.exists() {
+                continue; // renamed already
+            }
+            if let Some(aside) = &m.aside {
+                if std::fs::symlink_metadata(&m.to).is_ok() {
+                    std::fs::rename(&m.to, aside)?;
+                    fault::point("old directory moved aside");
+                }
+            }
+            std::fs::rename(&m.from, &m.to)?;
+            fault::point("output renamed into place");
+        }
+        self.dirs.iter().for_each(|d| sync_dir(d));
+        for (dir, record) in &self.records {
+            record.store(dir)?;
+            fault::point("record stored");
+        }
+        for aside in self.moves.iter().filter_map(|m| m.aside.as_ref()) {
+            if aside.exists() {
+                std::fs::remove_dir_all(aside)?;
+                fault::point("old directory removed");
+            }
+        }
+        self.remove_copies(false)
+    }
+
+    /// Removes the journal's copies, the home copy last.
+    fn remove_copies(&self, staged_too: bool) -> io::Result<()> {
+        let others = self.dirs.iter().filter(|d| **d != self.home);
+        for dir in others.chain(std::iter::once(&self.home)) {
+            remove_if_there(&dir.join(JOURNAL_FILE))?;
+            sync_dir(dir);
+            if !staged_too {
+                fault::point("journal removed");
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes a commit that never reached its commit point: its staged outputs go, and its copies.
+    pub fn roll_back(&self) -> io::Result<()> {
+        for m in &self.moves {
+            match std::fs::symlink_metadata(&m.from) {
+                Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&m.from)?,
+                Ok(_) => std::fs::remove_file(&m.from)?,
+                Err(_) => {}
+            }
+        }
+        self.remove_copies(true)
+    }
+}
+
+/// Removes a file if it is there.
+fn remove_if_there(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Reads the journal in `dir`, if there is one.
+pub fn read(dir: &Path) -> Result<Option<Journal>> {
+    let path = dir.join(JOURNAL_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).io_context(|| format!("reading {}", path.display())),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        Error::Output(format!(
+            "{} is damaged ({e}): an earlier commit in {} cannot be finished; look at the \
+             staged files (.*.neardup-tmp-*) there and remove the journal by hand",
+            path.display(),
+            dir.display()
+        ))
+    })
+}
+
+/// Finishes or undoes the commit that a killed run left in `dir` (which the caller has locked,
+/// with every other directory that commit names: see `lock`). Returns what it did.
+pub fn recover(dir: &Path, lock: &mut dyn FnMut(&Path) -> Result<()>) -> Result<Recovery> {
+    let Some(journal) = read(dir)? else {
+        return Ok(Recovery::Nothing);
+    };
+    for d in &journal.dirs {
+        lock(d)?;
+    }
+    let committed = journal.home.join(JOURNAL_FILE).exists();
+    let done = if committed {
+        journal.apply().map(|_| Recovery::RolledForward)
+    } else {
+        journal.roll_back().map(|_| Recovery::RolledBack)
+    };
+    done.io_context(|| {
+        format!(
+            "finishing the commit an interrupted run left in {}",
+            dir.display()
+        )
+    })
+}

@@ -1,0 +1,412 @@
+//! What neardup wrote: the record of each output directory, and the test every replacement passes.
+//!
+//! A run may replace or remove only what neardup itself wrote earlier. Every directory a run
+//! writes outputs into holds [`RECORD_FILE`], the list of the files (and corpus directories) neardup
+//! put there, each with its size and modification time (and a file's checksum), rewritten at every
+//! commit (see [`super::journal`]). Before any work, [`verdict`] holds each existing output path
+//! against that record: a file neardup wrote and nobody changed since may be replaced; anything
+//! else (a user's file, an output edited since, a directory holding files neardup did not put
+//! there) is refused. Output sets written before the record existed are recognised by their
+//! `summary.json`, which names each file with its size and checksum.
+//!
+//! Input discovery asks [`Recorded`] too: a directory walk or a glob passes over files that an
+//! earlier run wrote (and everything inside a corpus it wrote), so outputs are not read back as
+//! documents by the next run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+
+/// Name of the record in every output directory.
+pub const RECORD_FILE: &str = ".neardup-outputs.json";
+/// Format version of the record.
+const RECORD_VERSION: u32 = 1;
+
+/// What a file looked like when neardup wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// xxh3-64 of the contents (16 hex digits), for files whose checksum the run computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xxh3: Option<String>,
+}
+
+impl Stamp {
+    /// The size and modification time of the file at `path` (no checksum).
+    pub fn of(path: &Path) -> io::Result<Stamp> {
+        let m = std::fs::metadata(path)?;
+        Ok(Stamp {
+            bytes: m.len(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            xxh3: None,
+        })
+    }
+
+    /// True if the file at `path` is still what this stamp describes: the same size and either the
+    /// same modification time or (when the stamp has one) the same checksum.
+    fn matches(&self, path: &Path) -> bool {
+        let Ok(now) = Stamp::of(path) else {
+            return false;
+        };
+        now.bytes == self.bytes
+            && (now.mtime_ns == self.mtime_ns
+                || self
+                    .xxh3
+                    .as_ref()
+                    .is_some_and(|h| checksum(path).is_ok_and(|c| &c == h)))
+    }
+}
+
+/// One output in a record, by its file name in the directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    /// A file.
+    File(Stamp),
+    /// A directory (the deduplicated corpus) and every file in it, by relative path.
+    Dir {
+        /// The files, by path relative to the directory.
+        files: BTreeMap<String, Stamp>,
+    },
+}
+
+/// The outputs neardup wrote into one directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Format version.
+    pub version: u32,
+    /// The outputs, by file name.
+    pub outputs: BTreeMap<String, Entry>,
+}
+
+impl Record {
+    /// The record of `dir` (empty where there is none). A record that cannot be read is an error:
+    /// without it nothing in the directory can be shown to be neardup's.
+    pub fn load(dir: &Path) -> Result<Record> {
+        let path = dir.join(RECORD_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Record::default()),
+            Err(e) => return Err(e).io_context(|| format!("reading {}", path.display())),
+        };
+        let record: Record = serde_json::from_str(&text).map_err(|e| {
+            Error::Output(format!(
+                "{} is damaged ({e}): it lists the files neardup may replace in {}; restore it \
+                 or remove it (neardup then replaces nothing there)",
+                path.display(),
+                dir.display()
+            ))
+        })?;
+        crate::ensure!(
+            record.version <= RECORD_VERSION,
+            Output,
+            "{} was written by a newer neardup (format {}); use that version for this directory",
+            path.display(),
+            record.version
+        );
+        Ok(record)
+    }
+
+    /// The record with `entries` put in (replacing entries of the same names) and the entries of
+    /// other files that are gone left out.
+    pub fn updated(mut self, dir: &Path, entries: BTreeMap<String, Entry>) -> Record {
+        self.version = RECORD_VERSION;
+        self.outputs.retain(|name, _| {
+            entries.contains_key(name) || std::fs::symlink_metadata(dir.join(name)).is_ok()
+        });
+        self.outputs.extend(entries);
+        self
+    }
+
+    /// Writes the record into `dir` atomically: a staged file, synced, renamed over the old one.
+    pub fn store(&self, dir: &Path) -> io::Result<()> {
+        let path = dir.join(RECORD_FILE);
+        let staged = dir.join(format!(
+            "{RECORD_FILE}{}{}",
+            super::commit::STAGED_MARK,
+            std::process::id()
+        ));
+        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        let mut f = File::create(&staged)?;
+        f.write_all(&text)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::rename(&staged, &path)?;
+        sync_dir(dir);
+        Ok(())
+    }
+}
+
+/// Makes the renames and removals in `dir` durable.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// xxh3-64 of a file's contents, 16 hex digits (as [`super::Written`] records them).
+pub fn checksum(path: &Path) -> io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(format!("{:016x}", hasher.digest()));
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+/// Every file below `root`, by path relative to it, with its stamp; hidden files too. A symlink
+/// or another special file inside is an error: neardup writes none.
+pub fn stamps_below(root: &Path) -> io::Result<BTreeMap<String, Stamp>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir)? {
+            let e = e?;
+            let t = e.file_type()?;
+            let path = e.path();
+            if t.is_dir() {
+                todo.push(path);
+            } else if t.is_file() {
+                let rel = path.strip_prefix(root).unwrap_or(&path);
+                out.insert(rel.to_string_lossy().into_owned(), Stamp::of(&path)?);
+            } else {
+                return Err(io::Error::other(format!(
+                    "{} is not a regular file",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether an existing output path may be replaced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing is there.
+    Absent,
+    /// neardup wrote what is there (or it is an empty directory): it may be replaced.
+    Ours,
+    /// Something else is there; the reason, for the message.
+    Foreign(String),
+}
+
+/// Whether the file or directory at `real` (an output's resolved path, in directory `dir` whose
+/// record is `record`) may be replaced by this run.
+pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
+    let Ok(meta) = std::fs::symlink_metadata(real) else {
+        return Verdict::Absent;
+    };
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let entry = record.outputs.get(&name);
+    if meta.is_dir() {
+        return dir_verdict(entry, real);
+    }
+    match entry {
+        Some(Entry::File(stamp)) if stamp.matches(real) => Verdict::Ours,
+        Some(Entry::File(_)) => Verdict::Foreign(format!(
+            "it was written by neardup but has changed since (see {})",
+            dir.join(RECORD_FILE).display()
+        )),
+        _ if listed_by_old_summary(dir, &name, real) => Verdict::Ours,
+        _ => Verdict::Foreign(format!(
+            "it was not written by neardup (it is not listed in {})",
+            dir.join(RECORD_FILE).display()
+        )),
+    }
+}
+
+/// An existing directory may be replaced when it is empty, or when it is a corpus neardup wrote
+/// and holds nothing else.
+fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
+    let found = match stamps_below(real) {
+        Ok(f) => f,
+        Err(e) => return Verdict::Foreign(format!("it holds what neardup did not write ({e})")),
+    };
+    let empty_dirs_only = found.is_empty();
+    if empty_dirs_only && std::fs::read_dir(real).is_ok_and(|mut d| d.next().is_none()) {
+        return Verdict::Ours;
+    }
+    let listed = match entry {
+        Some(Entry::Dir { files }) => files,
+        _ => {
+            let example = found.keys().next().map_or_else(
+                || "subdirectories".to_string(),
+                |f| real.join(f).display().to_string(),
+            );
+            return Verdict::Foreign(format!(
+                "it is a directory that neardup did not write, holding {example}"
+            ));
+        }
+    };
+    for (rel, stamp) in &found {
+        let ours = listed
+            .get(rel)
+            .is_some_and(|s| s.bytes == stamp.bytes && s.mtime_ns == stamp.mtime_ns);
+        if !ours {
+            return Verdict::Foreign(format!(
+                "{} inside it was not written by neardup (or has changed since)",
+                real.join(rel).display()
+            ));
+        }
+    }
+    Verdict::Ours
+}
+
+/// Sets written before the record existed: the directory's `summary.json` names each output with
+/// its size and checksum; a file that still has both is neardup's.
+fn listed_by_old_summary(dir: &Path, name: &str, real: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct OldSummary {
+        outputs: BTreeMap<String, super::Written>,
+    }
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return false;
+    };
+    let Ok(summary) = serde_json::from_str::<OldSummary>(&text) else {
+        return false;
+    };
+    let Ok(now) = Stamp::of(real) else {
+        return false;
+    };
+    summary.outputs.values().any(|w| {
+        Path::new(&w.path).file_name().is_some_and(|n| n == name)
+            && w.bytes == now.bytes
+            && checksum(real).is_ok_and(|c| c == w.xxh3)
+    })
+}
+
+/// Answers, for input discovery, whether a file was written by an earlier neardup run: listed in
+/// its directory's record, or inside a corpus directory that a record lists. Records are read once
+/// per directory.
+#[derive(Default)]
+pub struct Recorded {
+    records: HashMap<PathBuf, Option<Record>>,
+}
+
+impl Recorded {
+    /// The record that lists `path` (or a corpus directory holding it) as an output below `root`
+    /// (the directory a walk or a pattern started from: an output the user named as the input
+    /// itself is not passed over), if any.
+    pub fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf> {
+        let real = path.canonicalize().ok()?;
+        let root = root.canonicalize().ok()?;
+        let mut child = real.as_path();
+        while let Some(dir) = child.parent().filter(|d| d.starts_with(&root)) {
+            let name = child.file_name()?.to_string_lossy().into_owned();
+            let record = self
+                .records
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| Record::load(dir).ok().filter(|r| !r.outputs.is_empty()));
+            let listed = match record.as_ref().and_then(|r| r.outputs.get(&name)) {
+                Some(Entry::File(_)) => child == real,
+                Some(Entry::Dir { .. }) => child != real,
+                None => false,
+            };
+            if listed {
+                return Some(dir.join(RECORD_FILE));
+            }
+            child = dir;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record_of(dir: &Path, names: &[&str]) -> Record {
+        let entries = names
+            .iter()
+            .map(|n| {
+                let p = dir.join(n);
+                let entry = if p.is_dir() {
+                    Entry::Dir {
+                        files: stamps_below(&p).unwrap(),
+                    }
+                } else {
+                    Entry::File(Stamp::of(&p).unwrap())
+                };
+                (n.to_string(), entry)
+            })
+            .collect();
+        Record::default().updated(dir, entries)
+    }
+
+    #[test]
+    fn a_recorded_file_is_ours_until_it_changes() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
+        std::fs::write(d.join("thesis.txt"), "mine").unwrap();
+        let r = record_of(d, &["pairs.tsv"]);
+        assert_eq!(verdict(&r, d, &d.join("pairs.tsv")), Verdict::Ours);
+        assert_eq!(verdict(&r, d, &d.join("new.tsv")), Verdict::Absent);
+        assert!(matches!(
+            verdict(&r, d, &d.join("thesis.txt")),
+            Verdict::Foreign(_)
+        ));
+        std::fs::write(d.join("pairs.tsv"), "a\tc\nmore\n").unwrap();
+        assert!(matches!(
+            verdict(&r, d, &d.join("pairs.tsv")),
+            Verdict::Foreign(why) if why.contains("changed since")
+        ));
+    }
+
+    #[test]
+    fn a_corpus_directory_is_ours_only_while_it_holds_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("corpus/sub")).unwrap();
+        std::fs::write(d.join("corpus/sub/a.jsonl"), "{}\n").unwrap();
+        let r = record_of(d, &["corpus"]);
+        assert_eq!(verdict(&r, d, &d.join("corpus")), Verdict::Ours);
+        std::fs::write(d.join("corpus/thesis.txt"), "mine").unwrap();
+        assert!(matches!(
+            verdict(&r, d, &d.join("corpus")),
+            Verdict::Foreign(why) if why.contains("thesis.txt")
+        ));
+        std::fs::create_dir(d.join("empty")).unwrap();
+        assert_eq!(verdict(&r, d, &d.join("empty")), Verdict::Ours);
+        assert!(matches!(
+            verdict(&Record::default(), d, &d.join("corpus")),
+            Verdict::Foreign(_)
+        ));
+    }
+
+    #[test]
+    fn discovery_recognises_recorded_files_and_corpus_contents() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("corpus")).unwrap();
+        std::fs::write(d.join("corpus/a.jsonl"), "{}\n").unwrap();
+        std::fs::write(d.join("pairs.jsonl"), "{}\n").unwrap();
+        std::fs::write(d.join("docs.jsonl"), "{}\n").unwrap();
+        record_of(d, &["corpus", "pairs.jsonl"]).store(d).unwrap();
+        let mut recorded = Recorded::default();
+        assert!(recorded.listing(&d.join("corpus/a.jsonl"), d).is_some());
+        assert!(recorded.listing(&d.join("pairs.jsonl"), d).is_some());
+        assert!(recorded.listing(&d.join("docs.jsonl"), d).is_none());
+        // A walk of the corpus itself reads it.
+        assert!(recorded
+            .listing(&d.join("corpus/a.jsonl"), &d.join("corpus"))
+            .is_none());
+    }
+}

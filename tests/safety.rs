@@ -1,0 +1,638 @@
+//! Never delete what the run did not write (issue 16): every sub-command's outputs pointed at its
+//! inputs (through a glob, a directory, a symlink and `..`), at a directory holding someone's
+//! files, at another output and at the output directory itself; the corpus and its neighbours;
+//! and the commit killed (SIGKILL, by fault injection) at every step, at one and two processes.
+//! Afterwards every foreign file is byte-identical, and the output directory holds the whole old
+//! set or the whole new one.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::root;
+
+fn neardup() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every file below `dir` with its bytes, by path relative to `dir`; hidden ones (neardup's lock,
+/// record, journal and staged files) left out when `visible_only`.
+fn files_below(dir: &Path, visible_only: bool) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if visible_only && name.starts_with('.') {
+                continue;
+            }
+            let path = e.path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                todo.push(path);
+            } else if meta.is_file() {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A user's directory: documents in `in/` (a.jsonl, b.jsonl), a symlink `link.jsonl` to
+/// `in/a.jsonl`, fingerprints, a pairs and a truth file to score, someone's `precious/thesis.txt`,
+/// and an earlier neardup run's output directory `run0/` (for `report`).
+struct Sandbox {
+    _tmp: tempfile::TempDir,
+    d: PathBuf,
+    /// What was there before the hostile commands (not run0's outputs).
+    before: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(d.join("in")).unwrap();
+        std::fs::create_dir_all(d.join("precious")).unwrap();
+        let sample = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+        let lines: Vec<&str> = sample.lines().collect();
+        let half = lines.len() / 2;
+        std::fs::write(d.join("in/a.jsonl"), lines[..half].join("\n") + "\n").unwrap();
+        std::fs::write(d.join("in/b.jsonl"), lines[half..].join("\n") + "\n").unwrap();
+        std::os::unix::fs::symlink(d.join("in/a.jsonl"), d.join("link.jsonl")).unwrap();
+        std::fs::write(
+            d.join("in/fps.tsv"),
+            "x1\t0123456789abcdef\nx2\t0123456789abcdee\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("in/pairs.tsv"), "a\tb\t0.9000\n").unwrap();
+        std::fs::write(d.join("in/truth.tsv"), "a\tb\t0.9000\n").unwrap();
+        std::fs::write(d.join("precious/thesis.txt"), "four years of work\n").unwrap();
+        let before = files_below(&d, false);
+        let out = neardup()
+            .args(["fingerprint", "--input"])
+            .arg(d.join("in/a.jsonl"))
+            .arg("--out")
+            .arg(d.join("run0/fps.tsv"))
+            .arg("--summary")
+            .arg(d.join("run0/summary.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        Sandbox {
+            _tmp: tmp,
+            d,
+            before,
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.d.join(rel)
+    }
+
+    /// Runs `cmd` (in the sandbox) and checks that it was refused with a message naming
+    /// `named`, and that every file the user had is as it was.
+    fn refused(&self, label: &str, cmd: &mut Command, named: &str) {
+        let out = cmd.current_dir(&self.d).output().unwrap();
+        let message = stderr(&out);
+        assert!(
+            !out.status.success() && out.status.code().is_some(),
+            "{label}: not refused ({:?})\n{message}",
+            out.status
+        );
+        assert!(
+            message.contains(named),
+            "{label}: the message does not name {named}:\n{message}"
+        );
+        for (rel, bytes) in &self.before {
+            let now = std::fs::read(self.d.join(rel));
+            assert!(
+                now.as_ref().is_ok_and(|b| b == bytes),
+                "{label}: {} was changed or removed",
+                rel.display()
+            );
+        }
+    }
+
+    /// A job over `inputs` (TOML array items) with `outputs` (TOML lines), in the sandbox.
+    fn job(&self, inputs: &str, outputs: &str) -> PathBuf {
+        let path = self.d.join("job.toml");
+        std::fs::write(
+            &path,
+            format!("[input]\npaths = [{inputs}]\n[output]\ndir = \".\"\n{outputs}\n"),
+        )
+        .unwrap();
+        path
+    }
+}
+
+/// The paths through which an output reaches an input file: (input spec, output path) — a glob,
+/// a directory, a symlink and `..`.
+const THROUGH_INPUTS: &[(&str, &str)] = &[
+    ("in/*.jsonl", "in/a.jsonl"),
+    ("in", "in/b.jsonl"),
+    ("in/a.jsonl", "link.jsonl"),
+    ("in/a.jsonl", "in/../in/a.jsonl"),
+];
+
+#[test]
+fn run_outputs_never_replace_inputs_foreign_files_or_each_other() {
+    let s = Sandbox::new();
+    for (spec, target) in THROUGH_INPUTS {
+        for output in ["pairs", "clusters", "summary", "fingerprints"] {
+            let j = s.job(&format!("{spec:?}"), &format!("{output} = {target:?}"));
+            s.refused(
+                &format!("run {output} = {target} over {spec}"),
+                neardup().arg("run").arg(&j),
+                Path::new(target).file_name().unwrap().to_str().unwrap(),
+            );
+        }
+        let j = s.job(&format!("{spec:?}"), "corpus = \"in\"\n");
+        s.refused(
+            &format!("run corpus = in over {spec}"),
+            neardup().arg("run").arg(&j),
+            "in",
+        );
+    }
+    let cases = [
+        (
+            "a directory with foreign files",
+            "pairs = \"precious\"",
+            "precious",
+        ),
+        (
+            "a corpus onto foreign files",
+            "corpus = \"precious\"",
+            "thesis.txt",
+        ),
+        (
+            "a foreign file",
+            "pairs = \"precious/thesis.txt\"",
+            "thesis.txt",
+        ),
+        (
+            "another output",
+            "pairs = \"x.tsv\"\nclusters = \"x.tsv\"",
+            "x.tsv",
+        ),
+        (
+            "an output inside the corpus",
+            "corpus = \"out\"\npairs = \"out/pairs.tsv\"",
+            "pairs.tsv",
+        ),
+        ("the output directory", "pairs = \".\"", "."),
+    ];
+    for (label, outputs, named) in cases {
+        let j = s.job("\"in/a.jsonl\"", outputs);
+        s.refused(label, neardup().arg("run").arg(&j), named);
+    }
+    let j = s.job(
+        "\"in/a.jsonl\"",
+        "corpus = \"o3\"\nclusters = \"o3/clusters.tsv\"",
+    );
+    s.refused(
+        "a corpus that is the directory of another output",
+        neardup().arg("run").arg(&j),
+        "clusters.tsv",
+    );
+}
+
+#[test]
+fn sub_command_outputs_never_replace_inputs_foreign_files_or_each_other() {
+    let s = Sandbox::new();
+    for (spec, target) in THROUGH_INPUTS {
+        let name = Path::new(target).file_name().unwrap().to_str().unwrap();
+        s.refused(
+            &format!("fingerprint --out {target} over {spec}"),
+            neardup().args(["fingerprint", "--input", spec, "--out", target]),
+            name,
+        );
+        s.refused(
+            &format!("fingerprint --skipped {target} over {spec}"),
+            neardup().args([
+                "fingerprint",
+                "--input",
+                spec,
+                "--out",
+                "fps.tsv",
+                "--skipped",
+                target,
+            ]),
+            name,
+        );
+        s.refused(
+            &format!("truth --out {target} over {spec}"),
+            neardup().args(["truth", "--input", spec, "--out", target]),
+            name,
+        );
+        s.refused(
+            &format!("eval --json {target} with --docs {spec}"),
+            neardup().args([
+                "eval",
+                "--pairs",
+                "in/pairs.tsv",
+                "--truth",
+                "in/truth.tsv",
+                "--docs",
+                spec,
+                "--json",
+                target,
+            ]),
+            name,
+        );
+    }
+    for (label, args, named) in [
+        (
+            "pairs --out over its fingerprints",
+            &[
+                "pairs",
+                "--fingerprints",
+                "in/fps.tsv",
+                "--out",
+                "in/../in/fps.tsv",
+            ][..],
+            "fps.tsv",
+        ),
+        (
+            "pairs --out and --collapse-exact one file",
+            &[
+                "pairs",
+                "--fingerprints",
+                "in/fps.tsv",
+                "--out",
+                "p.tsv",
+                "--collapse-exact",
+                "p.tsv",
+            ],
+            "p.tsv",
+        ),
+        (
+            "eval --json over --pairs",
+            &[
+                "eval",
+                "--pairs",
+                "in/pairs.tsv",
+                "--truth",
+                "in/truth.tsv",
+                "--json",
+                "in/pairs.tsv",
+            ],
+            "pairs.tsv",
+        ),
+        (
+            "eval --json over --truth through ..",
+            &[
+                "eval",
+                "--pairs",
+                "in/pairs.tsv",
+                "--truth",
+                "in/truth.tsv",
+                "--json",
+                "precious/../in/truth.tsv",
+            ],
+            "truth.tsv",
+        ),
+        (
+            "report --out over its summary",
+            &["report", "run0", "--out", "run0/summary.json"],
+            "summary.json",
+        ),
+        (
+            "report --out over a foreign file",
+            &["report", "run0", "--out", "precious/thesis.txt"],
+            "thesis.txt",
+        ),
+        (
+            "gen docs --out over a foreign file",
+            &["gen", "docs", "--n", "10", "--out", "precious/thesis.txt"],
+            "thesis.txt",
+        ),
+        (
+            "gen fingerprints --out over an input",
+            &["gen", "fingerprints", "--n", "10", "--out", "link.jsonl"],
+            "link.jsonl",
+        ),
+        (
+            "truth --out the output directory itself",
+            &["truth", "--input", "in/a.jsonl", "--out", "."],
+            ".",
+        ),
+        (
+            "fingerprint --out a directory with foreign files",
+            &["fingerprint", "--input", "in/a.jsonl", "--out", "precious"],
+            "precious",
+        ),
+        (
+            "fingerprint --out and --summary one file",
+            &[
+                "fingerprint",
+                "--input",
+                "in/a.jsonl",
+                "--out",
+                "f.tsv",
+                "--summary",
+                "./f.tsv",
+            ],
+            "f.tsv",
+        ),
+    ] {
+        s.refused(label, neardup().args(args), named);
+    }
+}
+
+#[test]
+fn corpus_onto_an_existing_directory_with_unrelated_files_is_refused() {
+    // Item 1: `corpus = "../precious"` deleted thesis.txt; `corpus = "."` the rest of the set.
+    let s = Sandbox::new();
+    std::fs::create_dir(s.path("o1")).unwrap();
+    std::fs::write(
+        s.path("o1/job.toml"),
+        format!(
+            "[input]\npaths = [{:?}]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
+             corpus = \"../precious\"\n",
+            s.path("in/a.jsonl")
+        ),
+    )
+    .unwrap();
+    s.refused(
+        "corpus = ../precious",
+        neardup().arg("run").arg(s.path("o1/job.toml")),
+        "thesis.txt",
+    );
+}
+
+/// Runs `job` and checks that it succeeded.
+fn run_ok(job: &Path) {
+    let out = neardup().arg("run").arg(job).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn an_earlier_corpus_of_ours_is_replaced_whole_and_one_with_a_foreign_file_is_refused() {
+    let s = Sandbox::new();
+    let job = |input: &str| {
+        let j = s.path("o/job.toml");
+        std::fs::create_dir_all(s.path("o")).unwrap();
+        std::fs::write(
+            &j,
+            format!(
+                "[input]\npaths = [{:?}]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
+                 corpus = \"corpus\"\n",
+                s.path(input)
+            ),
+        )
+        .unwrap();
+        j
+    };
+    run_ok(&job("in/a.jsonl"));
+    assert_eq!(
+        files_below(&s.path("o/corpus"), true)
+            .keys()
+            .collect::<Vec<_>>(),
+        [Path::new("a.jsonl")]
+    );
+    // Another input: the old corpus goes whole, the new one takes its place.
+    run_ok(&job("in/b.jsonl"));
+    assert_eq!(
+        files_below(&s.path("o/corpus"), true)
+            .keys()
+            .collect::<Vec<_>>(),
+        [Path::new("b.jsonl")]
+    );
+    // Someone keeps a note in it: the next run refuses, and the note stays.
+    std::fs::write(s.path("o/corpus/notes.txt"), "mine\n").unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(job("in/a.jsonl"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("notes.txt"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(s.path("o/corpus/notes.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(s.path("o/corpus/b.jsonl").exists());
+}
+
+#[test]
+fn outputs_of_an_earlier_run_inside_an_input_directory_are_not_read_back() {
+    // Item 2: outputs under other names in an input directory were read as documents next time.
+    let s = Sandbox::new();
+    let j = s.path("in/job.toml");
+    std::fs::write(
+        &j,
+        "[input]\npaths = [\".\"]\n[output]\ndir = \".\"\nfingerprints = \"fps.jsonl\"\n\
+         pairs = \"pairs.jsonl\"\nsummary = \"summary.json\"\ncorpus = \"corpus\"\n",
+    )
+    .unwrap();
+    let read = || -> u64 {
+        run_ok(&j);
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.path("in/summary.json")).unwrap()).unwrap();
+        summary["documents"]["read"].as_u64().unwrap()
+    };
+    let first = read();
+    assert_eq!(read(), first, "the second run read its own outputs back");
+    assert_eq!(read(), first);
+}
+
+#[test]
+fn a_glob_output_that_is_an_input_is_refused_not_left_out_and_replaced() {
+    // Item 2: `paths = ["i2/*.jsonl"]`, `dir = "i2"`, `pairs = "b.jsonl"` replaced i2/b.jsonl.
+    let s = Sandbox::new();
+    let j = s.path("job.toml");
+    std::fs::write(
+        &j,
+        "[input]\npaths = [\"in/*.jsonl\"]\n[output]\ndir = \"in\"\npairs = \"b.jsonl\"\n",
+    )
+    .unwrap();
+    s.refused(
+        "pairs over a glob's input",
+        neardup().arg("run").arg(&j),
+        "b.jsonl",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The commit killed at every step.
+
+/// Two free localhost ports in a hostfile.
+fn hostfile(dir: &Path) -> PathBuf {
+    let listeners: Vec<_> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let path = dir.join("hosts.txt");
+    let text: String = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `job` on `processes` processes (one worker each); process 0 is killed at fault point
+/// `fault` if given. Returns process 0's status and stderr.
+fn run_job(
+    job: &Path,
+    processes: usize,
+    fault: Option<usize>,
+    hosts: &Path,
+) -> (std::process::ExitStatus, String) {
+    let spawn = |p: usize| {
+        let mut cmd = neardup();
+        cmd.arg("run").arg(job).args(["-w", "1"]);
+        if processes > 1 {
+            cmd.args([
+                "--processes",
+                &processes.to_string(),
+                "--process",
+                &p.to_string(),
+                "--connect-timeout",
+                "30",
+                "--hostfile",
+            ])
+            .arg(hosts);
+        }
+        if let (0, Some(n)) = (p, fault) {
+            cmd.env("NEARDUP_FAULT_AT", n.to_string());
+        }
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (0..processes).map(spawn).collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut outs: Vec<Output> = Vec::new();
+    for mut child in children {
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "a process hung");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        outs.push(child.wait_with_output().unwrap());
+    }
+    (outs[0].status, stderr(&outs[0]))
+}
+
+/// The outputs of a set as a reader sees them: every visible file, the summary left out (it
+/// holds timings) but checked against the files it lists.
+fn visible_set(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = files_below(dir, true);
+    files.remove(Path::new("job.toml"));
+    files.remove(Path::new("hosts.txt"));
+    if let Some(summary) = files.remove(Path::new("summary.json")) {
+        let summary: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+        for (name, w) in summary["outputs"].as_object().unwrap() {
+            if name == "corpus" || name == "summary" {
+                continue;
+            }
+            let file = Path::new(w["path"].as_str().unwrap()).file_name().unwrap();
+            let bytes = &files[Path::new(file)];
+            assert_eq!(bytes.len() as u64, w["bytes"].as_u64().unwrap(), "{name}");
+        }
+        files.insert(PathBuf::from("summary.json (whole)"), Vec::new());
+    }
+    files
+}
+
+fn kill_at_every_commit_step(processes: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let sample = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    std::fs::write(d.join("old.jsonl"), &sample).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    std::fs::write(d.join("new.jsonl"), lines[40..].join("\n") + "\n").unwrap();
+    let job_in = |dir: &Path, input: &str| -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let j = dir.join("job.toml");
+        std::fs::write(
+            &j,
+            format!(
+                "method = \"minhash\"\n[input]\npaths = [{:?}]\n[output]\ndir = \".\"\n\
+                 pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\nkeep = \"keep.txt\"\n\
+                 drop = \"drop.tsv\"\ncorpus = \"corpus\"\nsummary = \"summary.json\"\n",
+                d.join(input)
+            ),
+        )
+        .unwrap();
+        j
+    };
+    let hosts = hostfile(&d);
+    // The two sets, each written without interruption.
+    let reference = |input: &str| {
+        let dir = d.join(format!("ref-{input}"));
+        let (status, err) = run_job(&job_in(&dir, input), processes, None, &hosts);
+        assert!(status.success(), "{err}");
+        visible_set(&dir)
+    };
+    let (old, new) = (reference("old.jsonl"), reference("new.jsonl"));
+    assert_ne!(old, new);
+    let (mut forward, mut back) = (0, 0);
+    for step in 1.. {
+        assert!(step < 100, "the commit never finished");
+        let dir = d.join(format!("step-{step}"));
+        let (status, err) = run_job(&job_in(&dir, "old.jsonl"), processes, None, &hosts);
+        assert!(status.success(), "{err}");
+        let (status, err) = run_job(&job_in(&dir, "new.jsonl"), processes, Some(step), &hosts);
+        if status.success() {
+            assert_eq!(visible_set(&dir), new, "finished without a kill");
+            assert!(step > 10, "only {step} fault points: {err}");
+            break;
+        }
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "step {step}: {err}");
+        // Before anyone repairs it: a whole set, or a journal that completes the new one.
+        let journal = dir.join(".neardup-commit.json").exists();
+        let seen = visible_set(&dir);
+        assert!(
+            journal || seen == old || seen == new,
+            "step {step}: mixed set, no journal"
+        );
+        neardup::output::commit::recover(&dir).unwrap();
+        let now = visible_set(&dir);
+        if now == new {
+            forward += 1;
+        } else {
+            assert_eq!(now, old, "step {step}: neither the old set nor the new one");
+            back += 1;
+        }
+        let left: Vec<_> = files_below(&dir, false)
+            .into_keys()
+            .filter(|p| {
+                let p = p.to_string_lossy();
+                p.contains("neardup-tmp") || p.contains("neardup-commit")
+            })
+            .collect();
+        assert!(left.is_empty(), "step {step}: left behind {left:?}");
+        // The directory is usable: the next run replaces the set it holds.
+        let (status, err) = run_job(&job_in(&dir, "new.jsonl"), processes, None, &hosts);
+        assert!(status.success(), "step {step}: {err}");
+        assert_eq!(visible_set(&dir), new);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert!(forward > 0 && back > 0, "forward {forward}, back {back}");
+}
+
+#[test]
+fn a_commit_killed_at_every_step_leaves_the_old_set_or_the_new_one() {
+    // Item 5: SIGKILL during the final renames left a mixed set with no summary.
+    kill_at_every_commit_step(1);
+}
+
+#[test]
+fn a_commit_killed_at_every_step_leaves_the_old_set_or_the_new_one_with_two_processes() {
+    kill_at_every_commit_step(2);
+}
