@@ -286,20 +286,6 @@ fn output_errors_come_before_any_work() {
     );
 }
 
-/// Two free localhost ports.
-fn hostfile(dir: &Path) -> PathBuf {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let path = dir.join("hosts.txt");
-    let text: String = listeners
-        .iter()
-        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
-        .collect();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// Starts process `p` of a two-process cluster.
 fn process(p: usize, hosts: &Path, args: &[&str], workers: usize) -> std::process::Child {
     neardup()
@@ -346,7 +332,7 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
     };
     let a = job(d, "a.toml", &body(3, "out-a"));
     let b = job(d, "b.toml", &body(2, "out-b"));
-    let hosts = hostfile(d);
+    let hosts = hostfile(d, 2);
     let p0 = process(0, &hosts, &["run", a.to_str().unwrap()], 1);
     let p1 = process(1, &hosts, &["run", b.to_str().unwrap()], 1);
     for (code, err) in [finish(p0, 60), finish(p1, 60)] {
@@ -358,7 +344,7 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
     }
     assert!(!d.join("out-a/pairs.tsv").exists());
     // Different worker counts are refused too, by name.
-    let hosts = hostfile(d);
+    let hosts = hostfile(d, 2);
     let p0 = process(0, &hosts, &["run", a.to_str().unwrap()], 1);
     let p1 = process(1, &hosts, &["run", a.to_str().unwrap()], 2);
     for (code, err) in [finish(p0, 60), finish(p1, 60)] {
@@ -370,7 +356,7 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
 #[test]
 fn a_cluster_process_without_its_peer_times_out() {
     let dir = tempfile::tempdir().unwrap();
-    let hosts = hostfile(dir.path());
+    let hosts = hostfile(dir.path(), 2);
     for p in [0, 1] {
         let started = Instant::now();
         let out = neardup()
@@ -419,7 +405,7 @@ fn a_lost_peer_ends_every_process_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let corpus = big_corpus(d, 20_000);
-    let hosts = hostfile(d);
+    let hosts = hostfile(d, 2);
     let args = [
         "fingerprint",
         "--input",

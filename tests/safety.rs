@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::root;
+use common::{hostfile, root};
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -127,15 +127,20 @@ impl Sandbox {
         }
     }
 
+    /// Writes file `rel` of the sandbox.
+    fn file(&self, rel: &str, body: &str) -> PathBuf {
+        let path = self.d.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+
     /// A job over `inputs` (TOML array items) with `outputs` (TOML lines), in the sandbox.
     fn job(&self, inputs: &str, outputs: &str) -> PathBuf {
-        let path = self.d.join("job.toml");
-        std::fs::write(
-            &path,
-            format!("[input]\npaths = [{inputs}]\n[output]\ndir = \".\"\n{outputs}\n"),
+        self.file(
+            "job.toml",
+            &format!("[input]\npaths = [{inputs}]\n[output]\ndir = \".\"\n{outputs}\n"),
         )
-        .unwrap();
-        path
     }
 }
 
@@ -194,20 +199,16 @@ fn run_outputs_never_replace_inputs_foreign_files_or_each_other() {
             "pairs.tsv",
         ),
         ("the output directory", "pairs = \".\"", "."),
+        (
+            "a corpus that is the directory of another output",
+            "corpus = \"o3\"\nclusters = \"o3/clusters.tsv\"",
+            "clusters.tsv",
+        ),
     ];
     for (label, outputs, named) in cases {
         let j = s.job("\"in/a.jsonl\"", outputs);
         s.refused(label, neardup().arg("run").arg(&j), named);
     }
-    let j = s.job(
-        "\"in/a.jsonl\"",
-        "corpus = \"o3\"\nclusters = \"o3/clusters.tsv\"",
-    );
-    s.refused(
-        "a corpus that is the directory of another output",
-        neardup().arg("run").arg(&j),
-        "clusters.tsv",
-    );
 }
 
 #[test]
@@ -357,19 +358,17 @@ fn sub_command_outputs_never_replace_inputs_foreign_files_or_each_other() {
 fn corpus_onto_an_existing_directory_with_unrelated_files_is_refused() {
     // Item 1: `corpus = "../precious"` deleted thesis.txt; `corpus = "."` the rest of the set.
     let s = Sandbox::new();
-    std::fs::create_dir(s.path("o1")).unwrap();
-    std::fs::write(
-        s.path("o1/job.toml"),
-        format!(
+    let j = s.file(
+        "o1/job.toml",
+        &format!(
             "[input]\npaths = [{:?}]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
              corpus = \"../precious\"\n",
             s.path("in/a.jsonl")
         ),
-    )
-    .unwrap();
+    );
     s.refused(
         "corpus = ../precious",
-        neardup().arg("run").arg(s.path("o1/job.toml")),
+        neardup().arg("run").arg(&j),
         "thesis.txt",
     );
 }
@@ -384,18 +383,14 @@ fn run_ok(job: &Path) {
 fn an_earlier_corpus_of_ours_is_replaced_whole_and_one_with_a_foreign_file_is_refused() {
     let s = Sandbox::new();
     let job = |input: &str| {
-        let j = s.path("o/job.toml");
-        std::fs::create_dir_all(s.path("o")).unwrap();
-        std::fs::write(
-            &j,
-            format!(
+        s.file(
+            "o/job.toml",
+            &format!(
                 "[input]\npaths = [{:?}]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
                  corpus = \"corpus\"\n",
                 s.path(input)
             ),
         )
-        .unwrap();
-        j
     };
     run_ok(&job("in/a.jsonl"));
     assert_eq!(
@@ -432,13 +427,11 @@ fn an_earlier_corpus_of_ours_is_replaced_whole_and_one_with_a_foreign_file_is_re
 fn outputs_of_an_earlier_run_inside_an_input_directory_are_not_read_back() {
     // Item 2: outputs under other names in an input directory were read as documents next time.
     let s = Sandbox::new();
-    let j = s.path("in/job.toml");
-    std::fs::write(
-        &j,
+    let j = s.file(
+        "in/job.toml",
         "[input]\npaths = [\".\"]\n[output]\ndir = \".\"\nfingerprints = \"fps.jsonl\"\n\
          pairs = \"pairs.jsonl\"\nsummary = \"summary.json\"\ncorpus = \"corpus\"\n",
-    )
-    .unwrap();
+    );
     let read = || -> u64 {
         run_ok(&j);
         let summary: serde_json::Value =
@@ -454,12 +447,10 @@ fn outputs_of_an_earlier_run_inside_an_input_directory_are_not_read_back() {
 fn a_glob_output_that_is_an_input_is_refused_not_left_out_and_replaced() {
     // Item 2: `paths = ["i2/*.jsonl"]`, `dir = "i2"`, `pairs = "b.jsonl"` replaced i2/b.jsonl.
     let s = Sandbox::new();
-    let j = s.path("job.toml");
-    std::fs::write(
-        &j,
+    let j = s.file(
+        "job.toml",
         "[input]\npaths = [\"in/*.jsonl\"]\n[output]\ndir = \"in\"\npairs = \"b.jsonl\"\n",
-    )
-    .unwrap();
+    );
     s.refused(
         "pairs over a glob's input",
         neardup().arg("run").arg(&j),
@@ -469,20 +460,6 @@ fn a_glob_output_that_is_an_input_is_refused_not_left_out_and_replaced() {
 
 // ---------------------------------------------------------------------------------------------
 // The commit killed at every step.
-
-/// Two free localhost ports in a hostfile.
-fn hostfile(dir: &Path) -> PathBuf {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let path = dir.join("hosts.txt");
-    let text: String = listeners
-        .iter()
-        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
-        .collect();
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// Runs `job` on `processes` processes (one worker each); process 0 is killed at fault point
 /// `fault` if given. Returns process 0's status and stderr.
@@ -571,7 +548,7 @@ fn kill_at_every_commit_step(processes: usize) {
         .unwrap();
         j
     };
-    let hosts = hostfile(&d);
+    let hosts = hostfile(&d, 2);
     // The two sets, each written without interruption.
     let reference = |input: &str| {
         let dir = d.join(format!("ref-{input}"));

@@ -153,3 +153,17 @@ pub fn load_documents(
         splits,
     )
 }
+
+/// A hostfile of `n` free localhost ports (bound, then released) for a cluster of `n` processes.
+pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
+    let listeners: Vec<_> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let path = dir.join("hosts.txt");
+    let text: String = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
