@@ -216,7 +216,7 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
         .unwrap_or_default();
     let entry = record.outputs.get(&name);
     if meta.is_dir() {
-        return dir_verdict(entry, real);
+        return dir_verdict(entry, real, || old_summary_lists(dir, &name, real, true));
     }
     match entry {
         Some(Entry::File(stamp)) if stamp.matches(real) => Verdict::Ours,
@@ -224,7 +224,7 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
             "it was written by neardup but has changed since (see {})",
             dir.join(RECORD_FILE).display()
         )),
-        _ if listed_by_old_summary(dir, &name, real) => Verdict::Ours,
+        _ if old_summary_lists(dir, &name, real, false) => Verdict::Ours,
         _ => Verdict::Foreign(format!(
             "it was not written by neardup (it is not listed in {})",
             dir.join(RECORD_FILE).display()
@@ -233,8 +233,8 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
 }
 
 /// An existing directory may be replaced when it is empty, or when it is a corpus neardup wrote
-/// and holds nothing else.
-fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
+/// and holds nothing else (`legacy`: a corpus of a set written before the record existed).
+fn dir_verdict(entry: Option<&Entry>, real: &Path, legacy: impl Fn() -> bool) -> Verdict {
     let found = match stamps_below(real) {
         Ok(f) => f,
         Err(e) => return Verdict::Foreign(format!("it holds what neardup did not write ({e})")),
@@ -245,6 +245,7 @@ fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
     }
     let listed = match entry {
         Some(Entry::Dir { files }) => files,
+        _ if legacy() => return Verdict::Ours,
         _ => {
             let example = found.keys().next().map_or_else(
                 || "subdirectories".to_string(),
@@ -270,8 +271,10 @@ fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
 }
 
 /// Sets written before the record existed: the directory's `summary.json` names each output with
-/// its size and checksum; a file that still has both is neardup's.
-fn listed_by_old_summary(dir: &Path, name: &str, real: &Path) -> bool {
+/// its size and checksum. A file that still has both is neardup's; so is a corpus directory whose
+/// files add up to the size the summary gives it (its checksum covers names and contents in an
+/// order the summary does not record).
+fn old_summary_lists(dir: &Path, name: &str, real: &Path, corpus: bool) -> bool {
     #[derive(Deserialize)]
     struct OldSummary {
         outputs: BTreeMap<String, super::Written>,
@@ -282,13 +285,19 @@ fn listed_by_old_summary(dir: &Path, name: &str, real: &Path) -> bool {
     let Ok(summary) = serde_json::from_str::<OldSummary>(&text) else {
         return false;
     };
-    let Ok(now) = Stamp::of(real) else {
+    let bytes = if corpus {
+        stamps_below(real).map(|f| f.values().map(|s| s.bytes).sum())
+    } else {
+        Stamp::of(real).map(|s| s.bytes)
+    };
+    let Ok(bytes) = bytes else {
         return false;
     };
-    summary.outputs.values().any(|w| {
+    summary.outputs.iter().any(|(output, w)| {
         Path::new(&w.path).file_name().is_some_and(|n| n == name)
-            && w.bytes == now.bytes
-            && checksum(real).is_ok_and(|c| c == w.xxh3)
+            && w.bytes == bytes
+            && (output == "corpus") == corpus
+            && (corpus || checksum(real).is_ok_and(|c| c == w.xxh3))
     })
 }
 
@@ -387,6 +396,34 @@ mod tests {
         assert_eq!(verdict(&r, d, &d.join("empty")), Verdict::Ours);
         assert!(matches!(
             verdict(&Record::default(), d, &d.join("corpus")),
+            Verdict::Foreign(_)
+        ));
+    }
+
+    #[test]
+    fn sets_written_before_the_record_are_recognised_by_their_summary() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
+        std::fs::create_dir(d.join("corpus")).unwrap();
+        std::fs::write(d.join("corpus/a.jsonl"), "{}\n").unwrap();
+        let summary = serde_json::json!({"outputs": {
+            "pairs": {"path": "out/pairs.tsv", "bytes": 4,
+                      "xxh3": checksum(&d.join("pairs.tsv")).unwrap()},
+            "corpus": {"path": "out/corpus", "bytes": 3, "xxh3": "0"},
+        }});
+        std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
+        let none = Record::default();
+        assert_eq!(verdict(&none, d, &d.join("pairs.tsv")), Verdict::Ours);
+        assert_eq!(verdict(&none, d, &d.join("corpus")), Verdict::Ours);
+        std::fs::write(d.join("pairs.tsv"), "a\tc\n").unwrap();
+        std::fs::write(d.join("corpus/thesis.txt"), "mine").unwrap();
+        assert!(matches!(
+            verdict(&none, d, &d.join("pairs.tsv")),
+            Verdict::Foreign(_)
+        ));
+        assert!(matches!(
+            verdict(&none, d, &d.join("corpus")),
             Verdict::Foreign(_)
         ));
     }
