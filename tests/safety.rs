@@ -613,3 +613,68 @@ fn a_commit_killed_at_every_step_leaves_the_old_set_or_the_new_one() {
 fn a_commit_killed_at_every_step_leaves_the_old_set_or_the_new_one_with_two_processes() {
     kill_at_every_commit_step(2);
 }
+
+#[test]
+fn a_commit_over_two_directories_killed_at_every_step_is_settled_from_either() {
+    // The journal has a copy in each directory of the set; the copy beside the summary decides.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let sample = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    std::fs::write(d.join("old.jsonl"), &sample).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    std::fs::write(d.join("new.jsonl"), lines[40..].join("\n") + "\n").unwrap();
+    let run = |dir: &Path, input: &str, fault: Option<usize>| {
+        let mut cmd = neardup();
+        cmd.args(["fingerprint", "--input"])
+            .arg(d.join(input))
+            .arg("--out")
+            .arg(dir.join("a/fps.tsv"))
+            .arg("--summary")
+            .arg(dir.join("b/summary.json"));
+        if let Some(n) = fault {
+            cmd.env("NEARDUP_FAULT_AT", n.to_string());
+        }
+        cmd.output().unwrap()
+    };
+    let fps = |dir: &Path| std::fs::read(dir.join("a/fps.tsv")).unwrap();
+    let reference = |input: &str| {
+        let dir = d.join(format!("ref-{input}"));
+        assert!(run(&dir, input, None).status.success());
+        fps(&dir)
+    };
+    let (old, new) = (reference("old.jsonl"), reference("new.jsonl"));
+    for step in 1.. {
+        assert!(step < 50, "the commit never finished");
+        let dir = d.join(format!("step-{step}"));
+        assert!(run(&dir, "old.jsonl", None).status.success());
+        let out = run(&dir, "new.jsonl", Some(step));
+        if out.status.success() {
+            break;
+        }
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", stderr(&out));
+        // Settled from the directory without the summary first, then from the other.
+        neardup::output::commit::recover(&dir.join("a")).unwrap();
+        neardup::output::commit::recover(&dir.join("b")).unwrap();
+        let now = fps(&dir);
+        assert!(now == old || now == new, "step {step}: a mixed file");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("b/summary.json")).unwrap()).unwrap();
+        assert_eq!(
+            summary["outputs"]["fingerprints"]["bytes"]
+                .as_u64()
+                .unwrap(),
+            now.len() as u64,
+            "step {step}: the summary describes another set"
+        );
+        for sub in ["a", "b"] {
+            assert!(
+                !files_below(&dir.join(sub), false).keys().any(|p| p
+                    .to_string_lossy()
+                    .contains("neardup-")
+                    && !p.to_string_lossy().contains("outputs")
+                    && !p.to_string_lossy().contains("lock")),
+                "step {step}: something left in {sub}"
+            );
+        }
+    }
+}
