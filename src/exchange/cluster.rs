@@ -100,7 +100,11 @@ fn first_difference(odd: &str, reference: &str, who: &str, others: &str) -> Stri
 /// Process indices as a phrase: `process 0`, `processes 0, 1`.
 fn processes_phrase(ps: &[usize]) -> String {
     let list: Vec<String> = ps.iter().map(|p| p.to_string()).collect();
-    let noun = if ps.len() == 1 { "process" } else { "processes" };
+    let noun = if ps.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
     format!("{noun} {}", list.join(", "))
 }
 
@@ -374,7 +378,10 @@ mod tests {
         let a = hello(0, 2, PLAN);
         assert_eq!(mismatch(&a, &[0], &hello(1, 2, PLAN)), None);
         let m = mismatch(&a, &[0], &hello(1, 1, PLAN)).unwrap();
-        assert!(m.contains("process 1 runs 1 worker thread(s), process 0 2"), "{m}");
+        assert!(
+            m.contains("process 1 runs 1 worker thread(s), process 0 2"),
+            "{m}"
+        );
         assert!(m.contains("-w"), "{m}");
         let other = hello(1, 2, "format = jsonl\nshingle = 2\nk = 3\n");
         let m = mismatch(&a, &[0], &other).unwrap();
@@ -403,12 +410,18 @@ mod tests {
         );
         // A tie goes to process 0's side: with two processes, process 1 is named.
         let m = disagreement(&[hello(0, 1, PLAN), hello(1, 1, odd)]).unwrap();
-        assert!(m.contains("`k = 5` in process 1, `k = 3` in process 0"), "{m}");
+        assert!(
+            m.contains("`k = 5` in process 1, `k = 3` in process 0"),
+            "{m}"
+        );
         // Every odd process is named.
         let third = "format = jsonl\nshingle = 4\nk = 3\n";
         let hellos = [hello(0, 1, PLAN), hello(1, 1, third), hello(2, 1, odd)];
         let m = disagreement(&hellos).unwrap();
-        assert!(m.contains("process 1 was") && m.contains("process 2 was"), "{m}");
+        assert!(
+            m.contains("process 1 was") && m.contains("process 2 was"),
+            "{m}"
+        );
         assert_eq!(disagreement(&[hello(0, 1, PLAN), hello(1, 1, PLAN)]), None);
     }
 
