@@ -81,13 +81,13 @@ fn json_pair(line: &str) -> std::result::Result<(String, String), String> {
     };
     let (a, b) = (field("id_a")?, field("id_b")?);
     if let Some(d) = v.get("distance") {
-        if !d.as_u64().is_some_and(|d| d <= 64) {
+        if d.as_u64().is_none_or(|d| d > 64) {
             return Err(format!("\"distance\" {d} is not a Hamming distance 0..=64"));
         }
     }
     for k in ["jaccard", "jaccard_estimate"] {
         if let Some(j) = v.get(k) {
-            if !j.as_f64().is_some_and(|j| (0.0..=1.0).contains(&j)) {
+            if j.as_f64().is_none_or(|j| !(0.0..=1.0).contains(&j)) {
                 return Err(format!("{k:?} {j} is not a similarity in 0..=1"));
             }
         }
