@@ -509,6 +509,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             use neardup::tools::eval;
+            eval::check_threshold(threshold)?;
             let docs = (!docs.is_empty())
                 .then(|| {
                     let mut spec = JobSpec::new(InputSpec {
@@ -529,16 +530,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .transpose()?;
             let found = eval::read_pairs(&pairs)?;
             let truth_pairs = eval::read_truth(&truth)?;
-            let sets = docs.map(|plan| {
-                let mut counters = neardup::summary::Counters::default();
-                let sets = neardup::tools::truth::load_sets(
-                    &plan.inputs,
-                    plan.content.boilerplate,
-                    &mut counters,
-                );
-                sets.into_iter()
-                    .collect::<std::collections::HashMap<_, _>>()
-            });
+            let sets = docs
+                .map(|plan| eval::document_sets(&plan.inputs, plan.content.boilerplate))
+                .transpose()?;
             let group_of = match &groups {
                 None => None,
                 Some(path) => Some(eval::read_groups(path, &group_field)?),

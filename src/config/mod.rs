@@ -263,8 +263,8 @@ impl Plan {
     }
 
     /// What every process of a cluster must agree on, one `key = value` per line: the inputs, how
-    /// they are read and sketched, the pair stage and which outputs are made. Paths of the outputs
-    /// are left out (only process 0 writes them).
+    /// they are read and sketched, the pair stage, which outputs are made and which skipped records
+    /// the corpus copies. Paths of the outputs are left out (only process 0 writes them).
     pub fn describe(&self) -> String {
         let i = &self.inputs;
         let mut lines = vec![
@@ -325,6 +325,11 @@ impl Plan {
             .map(|(n, _)| n)
             .collect();
         lines.push(format!("outputs = {}", names.join(", ")));
+        // Every worker copies its own skipped records into the corpus, by its process's list.
+        lines.push(format!(
+            "corpus_skipped = {:?}",
+            self.outputs.corpus_skipped
+        ));
         lines.join("\n")
     }
 }

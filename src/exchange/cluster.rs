@@ -80,14 +80,15 @@ fn net(e: io::Error) -> Error {
     Error::Cluster(format!("network error while forming the cluster: {e}"))
 }
 
-/// The first line where two plans differ, for the message.
-fn first_difference(mine: &str, theirs: &str) -> String {
-    let (a, b): (Vec<&str>, Vec<&str>) = (mine.lines().collect(), theirs.lines().collect());
+/// The first line where two plans differ, for the message: `` `k = 5` in process 2, `k = 3` in
+/// processes 0, 1 ``.
+fn first_difference(odd: &str, reference: &str, who: &str, others: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (odd.lines().collect(), reference.lines().collect());
     for i in 0..a.len().max(b.len()) {
         let (x, y) = (a.get(i).copied(), b.get(i).copied());
         if x != y {
             return format!(
-                "here `{}`, there `{}`",
+                "`{}` in {who}, `{}` in {others}",
                 x.unwrap_or("(nothing)"),
                 y.unwrap_or("(nothing)")
             );
@@ -96,32 +97,80 @@ fn first_difference(mine: &str, theirs: &str) -> String {
     "the plans differ".into()
 }
 
-/// What differs between this process and a peer, if anything.
-fn mismatch(me: &Hello, peer: &Hello) -> Option<String> {
-    let who = format!("process {}", peer.process);
-    if peer.version != me.version {
+/// Process indices as a phrase: `process 0`, `processes 0, 1`.
+fn processes_phrase(ps: &[usize]) -> String {
+    let list: Vec<String> = ps.iter().map(|p| p.to_string()).collect();
+    let noun = if ps.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!("{noun} {}", list.join(", "))
+}
+
+/// What must be equal in every process's hello.
+fn agreement_key(h: &Hello) -> (&str, usize, usize, &str) {
+    (&h.version, h.processes, h.workers, &h.plan)
+}
+
+/// The processes that differ from the rest, and how, the same message in every process: the
+/// reference is the setting most processes share (process 0's on a tie, so with two processes
+/// process 1 is the one named), and each other process is named with its first difference from
+/// it. `hellos` holds every process's hello, this one's included. `None` if all agree.
+fn disagreement(hellos: &[Hello]) -> Option<String> {
+    let count = |h: &Hello| {
+        hellos
+            .iter()
+            .filter(|o| agreement_key(o) == agreement_key(h))
+            .count()
+    };
+    // The first process of the largest group (max_by_key keeps the last maximum, so go in reverse).
+    let reference = hellos.iter().rev().max_by_key(|h| count(h))?;
+    let (agree, odd): (Vec<&Hello>, Vec<&Hello>) = hellos
+        .iter()
+        .partition(|h| agreement_key(h) == agreement_key(reference));
+    let agree: Vec<usize> = agree.iter().map(|h| h.process).collect();
+    let found: Vec<String> = odd
+        .iter()
+        .filter_map(|h| mismatch(reference, &agree, h))
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}; start every process with the same job, flags and input files",
+        found.join("; ")
+    ))
+}
+
+/// What differs between process `odd` and the processes `agree` (whose hello is `reference`), if
+/// anything: the version, process count, worker threads or the first differing plan line, with
+/// both values.
+fn mismatch(reference: &Hello, agree: &[usize], odd: &Hello) -> Option<String> {
+    let who = format!("process {}", odd.process);
+    let others = processes_phrase(agree);
+    if odd.version != reference.version {
         return Some(format!(
-            "{who} runs neardup {}, this process {}: every process needs the same version",
-            peer.version, me.version
+            "{who} runs neardup {}, {others} neardup {}: every process needs the same version",
+            odd.version, reference.version
         ));
     }
-    if peer.processes != me.processes {
+    if odd.processes != reference.processes {
         return Some(format!(
-            "{who} was started with --processes {}, this process with {}",
-            peer.processes, me.processes
+            "{who} was started with --processes {}, {others} with {}",
+            odd.processes, reference.processes
         ));
     }
-    if peer.workers != me.workers {
+    if odd.workers != reference.workers {
         return Some(format!(
-            "{who} runs {} worker thread(s), this process {}: every process needs the same -w",
-            peer.workers, me.workers
+            "{who} runs {} worker thread(s), {others} {}: every process needs the same -w",
+            odd.workers, reference.workers
         ));
     }
-    if peer.plan != me.plan {
+    if odd.plan != reference.plan {
         return Some(format!(
-            "{who} was started with other settings or inputs than this process ({}); start \
-             every process with the same job, flags and input files",
-            first_difference(&me.plan, &peer.plan)
+            "{who} was started with other settings or inputs than {others} ({})",
+            first_difference(&odd.plan, &reference.plan, &who, &others)
         ));
     }
     None
@@ -191,6 +240,8 @@ pub fn form(
     listener.set_nonblocking(true).map_err(net)?;
     let mut sockets: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
     let mut problems: Vec<String> = Vec::new();
+    // Every process's hello, to name the one that differs the same way in every process.
+    let mut hellos: Vec<Hello> = vec![hello.clone()];
     let secs = timeout.as_secs_f64();
     // Lower-numbered processes: connect, send our hello, read theirs.
     for (p, addr) in addresses.iter().enumerate().take(me) {
@@ -215,7 +266,7 @@ pub fn form(
                 peer.process
             ));
         }
-        problems.extend(mismatch(&hello, &peer));
+        hellos.push(peer);
         sockets[p] = Some(s);
     }
     // Higher-numbered processes: accept, read their hello, answer with ours.
@@ -247,7 +298,7 @@ pub fn form(
                     ));
                     continue;
                 }
-                problems.extend(mismatch(&hello, &peer));
+                hellos.push(peer);
                 sockets[p] = Some(s);
                 waiting -= 1;
             }
@@ -269,6 +320,8 @@ pub fn form(
             Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
         }
     }
+    hellos.sort_by_key(|h| h.process);
+    problems.extend(disagreement(&hellos));
     // Local checks, then everyone's verdict.
     if problems.is_empty() {
         if let Err(e) = checks() {
@@ -308,24 +361,68 @@ pub fn form(
 mod tests {
     use super::*;
 
-    fn hello(workers: usize, plan: &str) -> Hello {
+    fn hello(process: usize, workers: usize, plan: &str) -> Hello {
         Hello {
             version: "1".into(),
-            process: 1,
-            processes: 2,
+            process,
+            processes: 3,
             workers,
             plan: plan.into(),
         }
     }
 
+    const PLAN: &str = "format = jsonl\nshingle = 3\nk = 3\n";
+
     #[test]
     fn mismatches_name_the_first_difference() {
-        let a = hello(2, "format = jsonl\nshingle = 3\nk = 3\n");
-        assert_eq!(mismatch(&a, &a.clone()), None);
-        let m = mismatch(&a, &hello(1, &a.plan)).unwrap();
+        let a = hello(0, 2, PLAN);
+        assert_eq!(mismatch(&a, &[0], &hello(1, 2, PLAN)), None);
+        let m = mismatch(&a, &[0], &hello(1, 1, PLAN)).unwrap();
+        assert!(
+            m.contains("process 1 runs 1 worker thread(s), process 0 2"),
+            "{m}"
+        );
         assert!(m.contains("-w"), "{m}");
-        let m = mismatch(&a, &hello(2, "format = jsonl\nshingle = 2\nk = 3\n")).unwrap();
-        assert!(m.contains("here `shingle = 3`, there `shingle = 2`"), "{m}");
+        let other = hello(1, 2, "format = jsonl\nshingle = 2\nk = 3\n");
+        let m = mismatch(&a, &[0], &other).unwrap();
+        assert!(
+            m.contains("`shingle = 2` in process 1, `shingle = 3` in process 0"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn the_process_that_differs_from_the_others_is_named_in_every_process() {
+        let odd = "format = jsonl\nshingle = 3\nk = 5\n";
+        let hellos = [hello(0, 1, PLAN), hello(1, 1, PLAN), hello(2, 1, odd)];
+        let m = disagreement(&hellos).unwrap();
+        assert!(
+            m.contains("process 2 was started with other settings or inputs than processes 0, 1")
+                && m.contains("`k = 5` in process 2, `k = 3` in processes 0, 1"),
+            "{m}"
+        );
+        // The majority wins even against process 0, and -w is named.
+        let hellos = [hello(0, 2, PLAN), hello(1, 1, PLAN), hello(2, 1, PLAN)];
+        let m = disagreement(&hellos).unwrap();
+        assert!(
+            m.starts_with("process 0 runs 2 worker thread(s), processes 1, 2 1"),
+            "{m}"
+        );
+        // A tie goes to process 0's side: with two processes, process 1 is named.
+        let m = disagreement(&[hello(0, 1, PLAN), hello(1, 1, odd)]).unwrap();
+        assert!(
+            m.contains("`k = 5` in process 1, `k = 3` in process 0"),
+            "{m}"
+        );
+        // Every odd process is named.
+        let third = "format = jsonl\nshingle = 4\nk = 3\n";
+        let hellos = [hello(0, 1, PLAN), hello(1, 1, third), hello(2, 1, odd)];
+        let m = disagreement(&hellos).unwrap();
+        assert!(
+            m.contains("process 1 was") && m.contains("process 2 was"),
+            "{m}"
+        );
+        assert_eq!(disagreement(&[hello(0, 1, PLAN), hello(1, 1, PLAN)]), None);
     }
 
     #[test]
@@ -362,10 +459,14 @@ mod tests {
         };
         assert_eq!(run(["a", "a", "a"]), vec![Ok(2), Ok(2), Ok(2)]);
         let results = run(["a", "a", "b"]);
-        assert!(
-            results.iter().all(|r| r.is_err()),
-            "every process refuses: {results:?}"
-        );
+        for r in &results {
+            let err = r.as_ref().expect_err("every process refuses");
+            assert!(
+                err.contains("process 2 was started with other settings")
+                    && err.contains("`b` in process 2, `a` in processes 0, 1"),
+                "every process names process 2: {results:?}"
+            );
+        }
     }
 
     #[test]

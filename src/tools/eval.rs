@@ -33,89 +33,218 @@ fn lines(path: &Path) -> Result<Vec<String>> {
         .io_context(|| format!("reading {}", path.display()))
 }
 
-/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>...]` or JSON Lines `{"id_a","id_b",...}`, as
-/// `neardup pairs` and `run` write them (any other columns are ignored).
+/// An error at a line of an input file.
+fn at(path: &Path, line: usize, what: impl std::fmt::Display) -> Error {
+    Error::Input(format!("{}:{line}: {what}", path.display()))
+}
+
+/// True for a header line `id_a<TAB>id_b[<TAB>...]` (as spreadsheets and pandas write them):
+/// only the first line of a file may be one, and it is skipped.
+fn is_header(line: &str) -> bool {
+    let mut cols = line.split('\t');
+    cols.next() == Some("id_a") && cols.next() == Some("id_b")
+}
+
+/// A Jaccard similarity: a finite number in `0..=1`.
+fn jaccard(text: &str) -> Option<f64> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|j| j.is_finite() && (0.0..=1.0).contains(j))
+}
+
+/// A score column of a pairs file: a Jaccard similarity, or a Hamming distance `0..=64`.
+fn is_score(text: &str) -> bool {
+    jaccard(text).is_some() || text.parse::<u8>().is_ok_and(|d| d <= 64)
+}
+
+/// The two ids of a pair, checked: neither empty, not the same document.
+fn pair_ids(a: String, b: String) -> std::result::Result<IdPair, String> {
+    if a.is_empty() || b.is_empty() {
+        return Err("an empty id".into());
+    }
+    if a == b {
+        return Err(format!("a document paired with itself ({a:?})"));
+    }
+    Ok(ordered(&a, &b))
+}
+
+/// One JSON Lines pair `{"id_a","id_b"[,"distance"][,"jaccard"|"jaccard_estimate"]}`.
+fn json_pair(line: &str) -> std::result::Result<(String, String), String> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not a JSON pair ({e})"))?;
+    let field = |k: &str| -> std::result::Result<String, String> {
+        match &v[k] {
+            serde_json::Value::String(s) => Ok(s.clone()),
+            serde_json::Value::Number(n) => Ok(n.to_string()),
+            _ => Err(format!("no {k:?} (a string or number)")),
+        }
+    };
+    let (a, b) = (field("id_a")?, field("id_b")?);
+    if let Some(d) = v.get("distance") {
+        if d.as_u64().is_none_or(|d| d > 64) {
+            return Err(format!("\"distance\" {d} is not a Hamming distance 0..=64"));
+        }
+    }
+    for k in ["jaccard", "jaccard_estimate"] {
+        if let Some(j) = v.get(k) {
+            if j.as_f64().is_none_or(|j| !(0.0..=1.0).contains(&j)) {
+                return Err(format!("{k:?} {j} is not a similarity in 0..=1"));
+            }
+        }
+    }
+    Ok((a, b))
+}
+
+/// One TSV pair `id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]`.
+fn tsv_pair(line: &str) -> std::result::Result<(String, String), String> {
+    let cols: Vec<&str> = line.split('\t').collect();
+    if cols.len() < 2 {
+        return Err("expected id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]".into());
+    }
+    if let Some(bad) = cols[2..].iter().find(|c| !is_score(c)) {
+        return Err(format!(
+            "column {bad:?} is neither a similarity in 0..=1 nor a Hamming distance 0..=64"
+        ));
+    }
+    Ok((cols[0].to_string(), cols[1].to_string()))
+}
+
+/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]` or JSON Lines
+/// `{"id_a","id_b",...}`, as `neardup pairs` and `run` write them. A first line `id_a<TAB>id_b...`
+/// is a header and skipped; a similarity outside `0..=1` (NaN, 1.5, -3), a distance outside
+/// `0..=64`, an empty id or a document paired with itself is an error naming the line.
 pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
     let mut out = BTreeSet::new();
     for (i, line) in lines(path)?.iter().enumerate() {
         let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
+        if line.trim().is_empty() || (i == 0 && is_header(line)) {
             continue;
         }
-        let bad = || {
-            Error::Input(format!(
-                "{}:{}: not a pair: {line:?}",
-                path.display(),
-                i + 1
-            ))
-        };
-        let (a, b) = if line.starts_with('{') {
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|_| bad())?;
-            let field = |k: &str| -> Option<String> {
-                match &v[k] {
-                    serde_json::Value::String(s) => Some(s.clone()),
-                    serde_json::Value::Number(n) => Some(n.to_string()),
-                    _ => None,
-                }
-            };
-            (
-                field("id_a").ok_or_else(bad)?,
-                field("id_b").ok_or_else(bad)?,
-            )
+        let parsed = if line.starts_with('{') {
+            json_pair(line)
         } else {
-            let mut cols = line.split('\t');
-            match (cols.next(), cols.next()) {
-                (Some(a), Some(b)) => (a.to_string(), b.to_string()),
-                _ => return Err(bad()),
-            }
+            tsv_pair(line)
         };
-        out.insert(ordered(&a, &b));
+        let pair = parsed
+            .and_then(|(a, b)| pair_ids(a, b))
+            .map_err(|e| at(path, i + 1, format!("{e}: {line:?}")))?;
+        out.insert(pair);
     }
     Ok(out)
 }
 
-/// Reads a truth file (`id_a<TAB>id_b<TAB>jaccard`, as `neardup truth` writes it).
+/// One truth line `id_a<TAB>id_b<TAB>jaccard`.
+fn truth_line(line: &str) -> std::result::Result<(IdPair, f64), String> {
+    let cols: Vec<&str> = line.split('\t').collect();
+    if cols.len() != 3 {
+        return Err("expected id_a<TAB>id_b<TAB>jaccard".into());
+    }
+    let j = jaccard(cols[2])
+        .ok_or_else(|| format!("jaccard {:?} is not a similarity in 0..=1", cols[2]))?;
+    Ok((pair_ids(cols[0].into(), cols[1].into())?, j))
+}
+
+/// Reads a truth file (`id_a<TAB>id_b<TAB>jaccard`, as `neardup truth` writes it). A first line
+/// `id_a<TAB>id_b<TAB>...` is a header and skipped; a Jaccard outside `0..=1` (NaN, 1.5, -3), an
+/// empty id, a self-pair or a pair listed twice is an error naming the line.
 pub fn read_truth(path: &Path) -> Result<BTreeMap<IdPair, f64>> {
     let mut out = BTreeMap::new();
+    for (i, line) in lines(path)?.iter().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || (i == 0 && is_header(line)) {
+            continue;
+        }
+        let (pair, j) = truth_line(line).map_err(|e| at(path, i + 1, format!("{e}: {line:?}")))?;
+        if out.insert(pair, j).is_some() {
+            return Err(at(path, i + 1, format!("a pair listed twice: {line:?}")));
+        }
+    }
+    Ok(out)
+}
+
+/// One groups line: the id and the group of a document.
+fn group_line(line: &str, field: &str) -> std::result::Result<(String, String), String> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON ({e})"))?;
+    let text = |k: &str| match &v[k] {
+        serde_json::Value::String(s) => Ok(s.clone()),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        _ => Err(format!("no {k:?} (a string or number)")),
+    };
+    Ok((text("id")?, text(field)?))
+}
+
+/// Reads a group per document id from JSON Lines (plain, gzip or zstd): `{"id": ..., FIELD: ...}`.
+/// A line that is not such an object, an id given two groups, or a file without any line is an
+/// error naming the file (and line).
+pub fn read_groups(path: &Path, field: &str) -> Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
     for (i, line) in lines(path)?.iter().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let cols: Vec<&str> = line.split('\t').collect();
-        let j = cols.get(2).and_then(|j| j.parse::<f64>().ok());
-        match (cols.len(), j) {
-            (3, Some(j)) => {
-                out.insert(ordered(cols[0], cols[1]), j);
-            }
-            _ => {
-                return Err(Error::Input(format!(
-                    "{}:{}: expected id_a<TAB>id_b<TAB>jaccard, got {line:?}",
-                    path.display(),
-                    i + 1
-                )))
+        let (id, g) = group_line(line, field).map_err(|e| {
+            at(
+                path,
+                i + 1,
+                format!("{e}; expected {{\"id\": ..., {field:?}: ...}}"),
+            )
+        })?;
+        if let Some(old) = out.insert(id.clone(), g.clone()) {
+            if old != g {
+                return Err(at(
+                    path,
+                    i + 1,
+                    format!("document {id:?} is in group {old:?} and in group {g:?}"),
+                ));
             }
         }
+    }
+    if out.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: no document groups (expected JSON Lines {{\"id\": ..., {field:?}: ...}})",
+            path.display()
+        )));
     }
     Ok(out)
 }
 
-/// Reads a group per document id from JSON Lines (plain, gzip or zstd): `{"id": ..., FIELD: ...}`.
-pub fn read_groups(path: &Path, field: &str) -> Result<HashMap<String, String>> {
-    let mut out = HashMap::new();
-    for line in lines(path)? {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-            continue;
-        };
-        let text = |v: &serde_json::Value| match v {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        };
-        if let (Some(id), Some(g)) = (text(&v["id"]), text(&v[field])) {
-            out.insert(id, g);
-        }
+/// The shingle set of every document of `--docs`, by id. A `--docs` that yields no document at
+/// all (every record skipped, or no record) is an error: the false positives could not be judged.
+pub fn document_sets(
+    inputs: &crate::config::Inputs,
+    boilerplate: crate::source::html::Boilerplate,
+) -> Result<HashMap<String, Vec<u64>>> {
+    let mut counters = crate::summary::Counters::default();
+    let sets = super::truth::load_sets(inputs, boilerplate, &mut counters);
+    if sets.is_empty() {
+        let files: Vec<String> = inputs
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+        return Err(Error::Input(format!(
+            "--docs {}: no document to measure the false positives with ({} record(s) skipped{}); \
+             check --format and the id and text fields",
+            files.join(" "),
+            counters.skipped_total(),
+            counters
+                .skipped
+                .iter()
+                .map(|(reason, n)| format!(", {n} {reason}"))
+                .collect::<String>()
+        )));
     }
-    Ok(out)
+    Ok(sets.into_iter().collect())
+}
+
+/// Checks the `--threshold` of eval: a similarity in `0..=1`.
+pub fn check_threshold(threshold: f64) -> Result<()> {
+    if threshold.is_finite() && (0.0..=1.0).contains(&threshold) {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "--threshold {threshold} is not a similarity in 0..=1"
+    )))
 }
 
 /// Recall within one band of true similarity.
