@@ -194,8 +194,8 @@ enum Command {
     Bench {
         /// What to measure: pairs (table rounds on planted fingerprints), fingerprint (JSONL to
         /// simhash), warc (WARC pages to simhash: HTML parse, main content, fingerprint) or skipped
-        /// (whole fingerprint runs on a corpus and on the same corpus with one record in ten
-        /// unusable) or job (whole `neardup run` of --job, e.g. a preset: the read + sketch stage
+        /// (whole fingerprint runs, and whole runs of --job, on a corpus and on the same corpus
+        /// with one record in ten unusable or too short) or job (whole `neardup run` of --job, e.g. a preset: the read + sketch stage
         /// and the whole run).
         #[arg(value_parser = ["pairs", "fingerprint", "warc", "skipped", "job"])]
         what: String,
@@ -221,7 +221,7 @@ enum Command {
         /// Base name of the report files (default bench-WHAT).
         #[arg(long)]
         name: Option<String>,
-        /// For job: the job file to run (its inputs are replaced by the generated documents or
+        /// For job and skipped: the job file to run (its inputs are replaced by the generated documents or
         /// --input, its output directory by --out-dir).
         #[arg(long, default_value = "jobs/accurate.toml")]
         job: PathBuf,
@@ -637,33 +637,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     neardup::tools::bench::scale_warc(&warc, size, &scaled)?;
                 }
                 if what == "skipped" {
-                    let broken = out_dir.join(format!("docs-{size}-skipped.jsonl"));
-                    if !broken.exists() {
-                        neardup::tools::bench::break_every_tenth(&docs, &broken)?;
-                    }
                     for &w in &workers {
-                        let clean = neardup::tools::bench::whole_fingerprint_run(
-                            "fingerprint, clean",
-                            &docs,
-                            w,
-                            runs,
-                            &out_dir,
-                        )?;
-                        let skipped = neardup::tools::bench::whole_fingerprint_run(
-                            "fingerprint, 10% unusable",
-                            &broken,
-                            w,
-                            runs,
-                            &out_dir,
-                        )?;
-                        eprintln!(
-                            "skipped n={size} w={w}: clean {:.3} s, 10% unusable {:.3} s: {:.2}x",
-                            clean.median_s,
-                            skipped.median_s,
-                            skipped.median_s / clean.median_s
-                        );
-                        rows.push(clean);
-                        rows.push(skipped);
+                        rows.extend(neardup::tools::bench::skipped(
+                            &docs, &job, w, runs, &out_dir,
+                        )?);
                     }
                     continue;
                 }

@@ -107,11 +107,22 @@ impl MinHasher {
     /// The signature of `text` and its number of tokens, or `None` if it has no token. The
     /// signature is valid until the next call.
     pub fn signature(&mut self, text: &str) -> Option<(&[u32], usize)> {
+        let tokens = self.gather(text);
+        if tokens == 0 {
+            return None;
+        }
+        self.finish();
+        Some((&self.signature, tokens))
+    }
+
+    /// Puts every shingle of `text` into its bin and returns the number of tokens; the signature
+    /// is made by [`Self::finish`], so a text found too short costs no densification.
+    pub fn gather(&mut self, text: &str) -> usize {
         let m = self.hashes;
         self.bins.clear();
         self.bins.resize(m, EMPTY);
         let bins = &mut self.bins[..];
-        let tokens = match self.scheme {
+        match self.scheme {
             Scheme::OnePermutation => for_each_shingle(
                 text,
                 &self.features,
@@ -131,14 +142,16 @@ impl MinHasher {
                     }
                 })
             }
-        };
-        if tokens == 0 {
-            return None;
         }
-        densify(bins, &mut self.filled);
+    }
+
+    /// Densifies the bins last gathered (which had at least one shingle) into the signature and
+    /// returns its key.
+    pub fn finish(&mut self) -> u64 {
+        densify(&mut self.bins, &mut self.filled);
         self.signature.clear();
-        self.signature.extend_from_slice(bins);
-        Some((&self.signature, tokens))
+        self.signature.extend_from_slice(&self.bins);
+        signature_key(&self.signature)
     }
 }
 
@@ -197,9 +210,12 @@ fn as_bytes(values: &[u32]) -> &[u8] {
 impl Sketcher for MinHasher {
     type Sketch = u64;
 
-    fn sketch(&mut self, text: &str) -> Option<(u64, usize)> {
-        self.signature(text)
-            .map(|(sig, tokens)| (signature_key(sig), tokens))
+    fn gather(&mut self, text: &str) -> usize {
+        MinHasher::gather(self, text)
+    }
+
+    fn finish(&mut self) -> u64 {
+        MinHasher::finish(self)
     }
 
     fn values(&self) -> &[u32] {

@@ -13,8 +13,20 @@ pub trait Sketcher {
     /// with equal keys are collapsed as exact duplicates.
     type Sketch: Copy;
 
+    /// Reads the features of `text` and returns how many tokens it has; [`Sketcher::finish`] then
+    /// makes its sketch. Two steps, so that a text with too few tokens is dropped before its sketch
+    /// is paid for (densifying the MinHash signature of a 5-token text costs ~19 us, far more than
+    /// reading it).
+    fn gather(&mut self, text: &str) -> usize;
+
+    /// The sketch of the text last gathered, which had at least one token.
+    fn finish(&mut self) -> Self::Sketch;
+
     /// The sketch of `text` and how many tokens it had, or `None` if it has no token.
-    fn sketch(&mut self, text: &str) -> Option<(Self::Sketch, usize)>;
+    fn sketch(&mut self, text: &str) -> Option<(Self::Sketch, usize)> {
+        let tokens = self.gather(text);
+        (tokens > 0).then(|| (self.finish(), tokens))
+    }
 
     /// The values of the last sketch beyond its key (a MinHash signature); empty for simhash.
     fn values(&self) -> &[u32] {
@@ -25,8 +37,12 @@ pub trait Sketcher {
 impl Sketcher for Fingerprinter {
     type Sketch = u64;
 
-    fn sketch(&mut self, text: &str) -> Option<(u64, usize)> {
-        self.fingerprint(text).map(|f| (f.simhash, f.tokens))
+    fn gather(&mut self, text: &str) -> usize {
+        Fingerprinter::gather(self, text)
+    }
+
+    fn finish(&mut self) -> u64 {
+        Fingerprinter::finish(self)
     }
 }
 
@@ -41,10 +57,17 @@ pub enum AnySketcher {
 impl Sketcher for AnySketcher {
     type Sketch = u64;
 
-    fn sketch(&mut self, text: &str) -> Option<(u64, usize)> {
+    fn gather(&mut self, text: &str) -> usize {
         match self {
-            AnySketcher::Simhash(s) => s.sketch(text),
-            AnySketcher::MinHash(s) => s.sketch(text),
+            AnySketcher::Simhash(s) => Sketcher::gather(s, text),
+            AnySketcher::MinHash(s) => Sketcher::gather(s, text),
+        }
+    }
+
+    fn finish(&mut self) -> u64 {
+        match self {
+            AnySketcher::Simhash(s) => Sketcher::finish(s),
+            AnySketcher::MinHash(s) => Sketcher::finish(s),
         }
     }
 

@@ -250,17 +250,24 @@ impl Fingerprinter {
 
     /// Fingerprints `text`; `None` if it has no tokens at all.
     pub fn fingerprint(&mut self, text: &str) -> Option<Fingerprint> {
-        // The feature hashes are gathered first, then counted in one vectorized loop.
-        let features = &mut self.features;
-        features.clear();
-        let tokens = for_each_feature(text, &self.config, &mut self.scratch, |h| features.push(h));
-        if tokens == 0 {
-            return None;
-        }
-        Some(Fingerprint {
-            simhash: simhash_of(features),
+        let tokens = self.gather(text);
+        (tokens > 0).then(|| Fingerprint {
+            simhash: self.finish(),
             tokens,
         })
+    }
+
+    /// Gathers the feature hashes of `text` and returns its number of tokens; [`Self::finish`]
+    /// counts them into the simhash (one vectorized loop).
+    pub fn gather(&mut self, text: &str) -> usize {
+        let features = &mut self.features;
+        features.clear();
+        for_each_feature(text, &self.config, &mut self.scratch, |h| features.push(h))
+    }
+
+    /// The simhash of the features last gathered.
+    pub fn finish(&self) -> u64 {
+        simhash_of(&self.features)
     }
 }
 

@@ -130,16 +130,17 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
                 ));
             }
         }
-        match self.sketcher.sketch(text) {
-            None => Err(Skip::new(SkipReason::NoTokens, "no word or CJK token")),
-            Some((_, tokens)) if tokens < self.content.min_tokens => Err(Skip::new(
+        // Tokens are counted before the sketch is made: a too-short text costs no sketch.
+        match self.sketcher.gather(text) {
+            0 => Err(Skip::new(SkipReason::NoTokens, "no word or CJK token")),
+            tokens if tokens < self.content.min_tokens => Err(Skip::new(
                 SkipReason::TooShort,
                 format!(
                     "{tokens} tokens, fewer than min_tokens = {}",
                     self.content.min_tokens
                 ),
             )),
-            Some(s) => Ok(s),
+            tokens => Ok((self.sketcher.finish(), tokens)),
         }
     }
 
@@ -568,6 +569,52 @@ mod tests {
     use super::*;
     use crate::source::{discover, Fields, Format};
     use crate::summary::LineTable;
+
+    /// A sketcher that counts the sketches it finishes.
+    struct Counting(AnySketcher, usize);
+
+    impl Sketcher for Counting {
+        type Sketch = u64;
+        fn gather(&mut self, text: &str) -> usize {
+            self.0.gather(text)
+        }
+        fn finish(&mut self) -> u64 {
+            self.1 += 1;
+            self.0.finish()
+        }
+    }
+
+    #[test]
+    fn too_short_records_are_skipped_before_they_are_sketched() {
+        // Regression (issue 16.13): a MinHash signature was made (and densified, ~19 us) for every
+        // record before its token count was compared with min_tokens.
+        let doc = |text: &'static str| Document {
+            id: None,
+            url: None,
+            body: Body::Text(Cow::Borrowed(text)),
+            lang: None,
+            location: Location::at(0, 0),
+            attributes: Default::default(),
+        };
+        let minhash = SketchPlan::MinHash {
+            hashes: 128,
+            shingle: 5,
+            scheme: crate::sketch::Scheme::OnePermutation,
+        };
+        for plan in [SketchPlan::default(), minhash] {
+            let content = ContentOptions {
+                min_tokens: 10,
+                ..Default::default()
+            };
+            let mut acceptor = Acceptor::new(Counting(plan.sketcher(), 0), content);
+            let short = acceptor.accept(&doc("only five tokens in here"));
+            assert_eq!(short.unwrap_err().reason, SkipReason::TooShort);
+            assert_eq!(acceptor.sketcher.1, 0, "a too-short text is not sketched");
+            let long = acceptor.accept(&doc("one two three four five six seven eight nine ten"));
+            assert_eq!(long.unwrap().1, 10);
+            assert_eq!(acceptor.sketcher.1, 1);
+        }
+    }
 
     #[test]
     fn skipped_records_cost_no_second_read_of_their_file() {

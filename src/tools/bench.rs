@@ -219,6 +219,95 @@ pub fn break_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
     Ok(broken)
 }
 
+/// The same corpus with one record in ten cut to five tokens (`too_short` under the default
+/// min_tokens of 10), the case where a MinHash run paid for the signature of every short record.
+/// Returns how many records were cut.
+pub fn shorten_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
+    use std::io::BufRead;
+    let reader = std::io::BufReader::new(
+        std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
+    );
+    let mut short = 0;
+    crate::output::write_file(out, |w| {
+        for (i, line) in reader.lines().enumerate() {
+            let line = line?;
+            if i % 10 == 9 {
+                short += 1;
+                writeln!(
+                    w,
+                    "{{\"id\":\"short{i}\",\"text\":\"five short words right here\"}}"
+                )?;
+            } else {
+                writeln!(w, "{line}")?;
+            }
+        }
+        Ok(())
+    })?;
+    Ok(short)
+}
+
+/// What skipped records cost, on `workers` threads: whole `fingerprint` runs and whole runs of
+/// `job` (the MinHash preset by default) over the generated corpus `docs`, over the same corpus
+/// with one record in ten unusable ([`break_every_tenth`]) and, for the job, with one in ten too
+/// short ([`shorten_every_tenth`]). The broken corpora are written beside `docs` if absent.
+pub fn skipped(
+    docs: &Path,
+    job: &Path,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> Result<Vec<Row>> {
+    let beside = |suffix: &str| docs.with_extension(format!("{suffix}.jsonl"));
+    let (broken, short) = (beside("skipped"), beside("short"));
+    if !broken.exists() {
+        break_every_tenth(docs, &broken)?;
+    }
+    if !short.exists() {
+        shorten_every_tenth(docs, &short)?;
+    }
+    let name = job
+        .file_stem()
+        .map_or_else(|| "job".into(), |s| s.to_string_lossy().into_owned());
+    let fingerprint = |stage: &str, input: &Path| {
+        whole_fingerprint_run(
+            &format!("fingerprint, {stage}"),
+            input,
+            workers,
+            runs,
+            scratch,
+        )
+    };
+    let preset = |stage: &str, input: &Path| {
+        whole_job_run(
+            &format!("{name}, {stage}"),
+            job,
+            input,
+            workers,
+            runs,
+            scratch,
+        )
+    };
+    let rows = vec![
+        fingerprint("clean", docs)?,
+        fingerprint("10% unusable", &broken)?,
+        preset("clean", docs)?,
+        preset("10% unusable", &broken)?,
+        preset("10% too short", &short)?,
+    ];
+    for (clean, other) in [(0, 1), (2, 3), (2, 4)] {
+        let (clean, other) = (&rows[clean], &rows[other]);
+        eprintln!(
+            "skipped w={workers}: {} {:.3} s, {} {:.3} s: {:.2}x",
+            clean.stage,
+            clean.median_s,
+            other.stage,
+            other.median_s,
+            other.median_s / clean.median_s
+        );
+    }
+    Ok(rows)
+}
+
 /// Whole `fingerprint` runs with default settings over `input`: total seconds (median of `runs`)
 /// and the summary's documents read and skipped.
 pub fn whole_fingerprint_run(
@@ -228,12 +317,40 @@ pub fn whole_fingerprint_run(
     runs: usize,
     scratch: &Path,
 ) -> Result<Row> {
+    whole_runs(stage, workers, runs, || {
+        fingerprint_plan(input, "jsonl", None, workers, scratch)
+    })
+}
+
+/// Whole `neardup run JOB --input INPUT` runs (a preset, outputs in `scratch`): total seconds
+/// (median of `runs`) and the summary's documents read and skipped.
+pub fn whole_job_run(
+    stage: &str,
+    job: &Path,
+    input: &Path,
+    workers: usize,
+    runs: usize,
+    scratch: &Path,
+) -> Result<Row> {
+    whole_runs(stage, workers, runs, || {
+        job_plan(job, input, workers, scratch)
+    })
+}
+
+/// `runs` runs of the plans `plan` makes: total seconds (median), documents read, processed and
+/// skipped, peak memory.
+fn whole_runs(
+    stage: &str,
+    workers: usize,
+    runs: usize,
+    mut plan: impl FnMut() -> Result<Plan>,
+) -> Result<Row> {
     let mut times = Vec::new();
     let mut summary = None;
     let mut bytes = 0;
     let mut peak = 0;
     for _ in 0..runs {
-        let plan = fingerprint_plan(input, "jsonl", None, workers, scratch)?;
+        let plan = plan()?;
         bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         let s = execute(plan)?.expect("one process");
         times.push(s.seconds.total);
@@ -268,18 +385,7 @@ pub fn job(
     let (mut read, mut total) = (Vec::new(), Vec::new());
     let (mut bytes, mut peak, mut docs, mut pairs) = (0, 0, 0, 0);
     for _ in 0..runs {
-        let spec = JobSpec::load(job)?;
-        let plan = spec.validate(
-            job.parent().unwrap_or(Path::new(".")),
-            Overrides {
-                command: "run".into(),
-                workers: Some(workers),
-                inputs: vec![input.to_path_buf()],
-                out_dir: Some(scratch.join(format!("bench-{name}"))),
-                job_file: Some(job.to_path_buf()),
-                ..Overrides::default()
-            },
-        )?;
+        let plan = job_plan(job, input, workers, scratch)?;
         bytes = plan.inputs.files.iter().map(|f| f.size).sum();
         reset_peak_rss();
         let s = execute(plan)?.expect("one process");
@@ -300,6 +406,24 @@ pub fn job(
         row(format!("{name}: read + sketch"), read),
         row(format!("{name}: whole run"), total),
     ])
+}
+
+/// The plan of `neardup run JOB --input INPUT -w WORKERS --out-dir SCRATCH/bench-JOBNAME`.
+fn job_plan(job: &Path, input: &Path, workers: usize, scratch: &Path) -> Result<Plan> {
+    let name = job
+        .file_stem()
+        .map_or_else(|| "job".into(), |s| s.to_string_lossy().into_owned());
+    JobSpec::load(job)?.validate(
+        job.parent().unwrap_or(Path::new(".")),
+        Overrides {
+            command: "run".into(),
+            workers: Some(workers),
+            inputs: vec![input.to_path_buf()],
+            out_dir: Some(scratch.join(format!("bench-{name}"))),
+            job_file: Some(job.to_path_buf()),
+            ..Overrides::default()
+        },
+    )
 }
 
 /// `dir/docs-N.jsonl`: `n` generated documents with the default options, written if absent.
