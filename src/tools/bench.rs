@@ -228,7 +228,7 @@ pub fn shorten_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
         std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
     );
     let mut short = 0;
-    crate::output::write_file(out, |w| {
+    crate::output::write_file(out, &[], |w| {
         for (i, line) in reader.lines().enumerate() {
             let line = line?;
             if i % 10 == 9 {
