@@ -364,6 +364,25 @@ fn output_path(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
+/// Refuses a row output whose extension neardup does not write ([`crate::output::Format::for_output`]).
+fn check_row_formats(outputs: &Outputs) -> Result<()> {
+    let rows = [
+        ("fingerprints", &outputs.fingerprints),
+        ("skipped", &outputs.skipped),
+        ("pairs", &outputs.pairs),
+        ("exact_groups", &outputs.exact_groups),
+        ("clusters", &outputs.clusters),
+        ("keep", &outputs.keep),
+        ("drop", &outputs.drop),
+    ];
+    for (name, path) in rows {
+        if let Some(path) = path {
+            crate::output::Format::for_output(name, path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks a connect timeout in seconds.
 pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     ensure!(
@@ -708,6 +727,7 @@ impl JobSpec {
             report: out.report.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
+        check_row_formats(&outputs)?;
         ensure!(
             outputs.corpus.is_some() || outputs.corpus_skipped.is_empty(),
             Config,

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, IoContext, Result};
+use crate::output::tsv_unescape;
 
 /// An unordered pair of ids, smaller first.
 pub type IdPair = (String, String);
@@ -33,7 +34,8 @@ fn lines(path: &Path) -> Result<Vec<String>> {
         .io_context(|| format!("reading {}", path.display()))
 }
 
-/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>...]` or JSON Lines `{"id_a","id_b",...}`, as
+/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>...]` (ids escaped as [`crate::output::tsv_field`]
+/// writes them) or JSON Lines `{"id_a","id_b",...}`, as
 /// `neardup pairs` and `run` write them (any other columns are ignored).
 pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
     let mut out = BTreeSet::new();
@@ -63,9 +65,9 @@ pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
                 field("id_b").ok_or_else(bad)?,
             )
         } else {
-            let mut cols = line.split('\t');
+            let mut cols = line.split('\t').map(tsv_unescape);
             match (cols.next(), cols.next()) {
-                (Some(a), Some(b)) => (a.to_string(), b.to_string()),
+                (Some(Some(a)), Some(Some(b))) => (a.into_owned(), b.into_owned()),
                 _ => return Err(bad()),
             }
         };
@@ -83,9 +85,12 @@ pub fn read_truth(path: &Path) -> Result<BTreeMap<IdPair, f64>> {
         }
         let cols: Vec<&str> = line.split('\t').collect();
         let j = cols.get(2).and_then(|j| j.parse::<f64>().ok());
-        match (cols.len(), j) {
-            (3, Some(j)) => {
-                out.insert(ordered(cols[0], cols[1]), j);
+        let ids = (cols.len() == 3)
+            .then(|| Some((tsv_unescape(cols[0])?, tsv_unescape(cols[1])?)))
+            .flatten();
+        match (ids, j) {
+            (Some((a, b)), Some(j)) => {
+                out.insert(ordered(&a, &b), j);
             }
             _ => {
                 return Err(Error::Input(format!(
