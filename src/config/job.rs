@@ -886,10 +886,25 @@ impl JobSpec {
             outs.push(crate::output::commit::staged_dir(corpus));
         }
         let mut files = discover_excluding(&paths, format.dir_extensions(), &outs)?;
-        if matches!(format, Format::Parquet(_)) {
+        if let Format::Parquet(fields) = &format {
+            let mut notes = Vec::new();
             for f in &mut files {
+                let path = f.path.display();
                 f.row_groups = crate::source::parquet::row_groups(&f.path)
-                    .map_err(|m| Error::Input(format!("{}: {m}", f.path.display())))?;
+                    .map_err(|m| Error::Input(format!("{path}: {m}")))?;
+                notes.extend(
+                    crate::source::parquet::check_columns(&f.path, fields)
+                        .map_err(|m| Error::Input(format!("{path}: {m}")))?,
+                );
+            }
+            if let Some(first) = notes.first() {
+                let more = notes.len() - 1;
+                let others = if more > 0 {
+                    format!(" (and {more} other file(s) alike)")
+                } else {
+                    String::new()
+                };
+                eprintln!("neardup: note: {first}{others}");
             }
         }
         Ok(Plan {

@@ -122,7 +122,9 @@ pub fn tsv_unescape(s: &str) -> Option<Cow<'_, str>> {
             'r' => out.push('\r'),
             'u' => {
                 let hex: String = chars.by_ref().take(4).collect();
-                let code = u32::from_str_radix(&hex, 16).ok().filter(|_| hex.len() == 4)?;
+                let code = u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 4)?;
                 out.push(char::from_u32(code)?);
             }
             _ => return None,
@@ -152,7 +154,11 @@ pub mod tables {
         ("jaccard_estimate", Float, true),
     ];
     /// Fingerprints.
-    pub const FINGERPRINTS: Table = &[("id", Text, false), ("url", Text, true), ("simhash", Text, false)];
+    pub const FINGERPRINTS: Table = &[
+        ("id", Text, false),
+        ("url", Text, true),
+        ("simhash", Text, false),
+    ];
     /// Exact-duplicate groups.
     pub const GROUPS: Table = &[("simhash", Text, false), ("ids", TextList, false)];
     /// Cluster members.

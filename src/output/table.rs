@@ -171,8 +171,7 @@ impl ParquetLines {
     fn flush_group(&mut self, out: &mut dyn Write) -> io::Result<()> {
         if self.rows > 0 {
             let columns = self.builders.iter_mut().map(Builder::finish).collect();
-            let batch =
-                RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(other)?;
+            let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns).map_err(other)?;
             self.writer.write(&batch).map_err(other)?;
             self.writer.flush().map_err(other)?;
             self.rows = 0;
