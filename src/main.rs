@@ -466,6 +466,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ..fields.input_spec(input, &format)
             });
             spec.content.boilerplate = Some(boilerplate);
+            anyhow::ensure!(
+                neardup::output::Format::of(&out) == neardup::output::Format::Tsv,
+                "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt, got {}",
+                out.display()
+            );
             // Validated as a job that writes its output, so `out` is never read as an input.
             spec.output.fingerprints = Some(out.to_string_lossy().into_owned());
             let plan = spec.validate(Path::new("."), Overrides::default())?;
@@ -478,8 +483,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             );
             let pairs = neardup::tools::truth::similar_pairs(&sets, threshold);
             output.commit_file(|w| {
+                use neardup::output::tsv_field;
                 for (a, b, j) in &pairs {
-                    writeln!(w, "{a}\t{b}\t{j:.4}")?;
+                    writeln!(w, "{}\t{}\t{j:.4}", tsv_field(a), tsv_field(b))?;
                 }
                 Ok(())
             })?;

@@ -364,6 +364,25 @@ fn output_path(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
+/// Refuses a row output whose extension neardup does not write ([`crate::output::Format::for_output`]).
+fn check_row_formats(outputs: &Outputs) -> Result<()> {
+    let rows = [
+        ("fingerprints", &outputs.fingerprints),
+        ("skipped", &outputs.skipped),
+        ("pairs", &outputs.pairs),
+        ("exact_groups", &outputs.exact_groups),
+        ("clusters", &outputs.clusters),
+        ("keep", &outputs.keep),
+        ("drop", &outputs.drop),
+    ];
+    for (name, path) in rows {
+        if let Some(path) = path {
+            crate::output::Format::for_output(name, path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks a connect timeout in seconds.
 pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     ensure!(
@@ -708,6 +727,7 @@ impl JobSpec {
             report: out.report.and_then(|f| output_path(&dir, &f)),
             summary: output_path(&dir, &out.summary),
         };
+        check_row_formats(&outputs)?;
         ensure!(
             outputs.corpus.is_some() || outputs.corpus_skipped.is_empty(),
             Config,
@@ -841,10 +861,25 @@ impl JobSpec {
         // Outputs of earlier runs in an input directory are passed over; an output that is an
         // input, or a corpus holding one, is refused when the outputs are prepared.
         let mut files = discover(&paths, format.dir_extensions())?;
-        if matches!(format, Format::Parquet(_)) {
+        if let Format::Parquet(fields) = &format {
+            let mut notes = Vec::new();
             for f in &mut files {
+                let path = f.path.display();
                 f.row_groups = crate::source::parquet::row_groups(&f.path)
-                    .map_err(|m| Error::Input(format!("{}: {m}", f.path.display())))?;
+                    .map_err(|m| Error::Input(format!("{path}: {m}")))?;
+                notes.extend(
+                    crate::source::parquet::check_columns(&f.path, fields)
+                        .map_err(|m| Error::Input(format!("{path}: {m}")))?,
+                );
+            }
+            if let Some(first) = notes.first() {
+                let more = notes.len() - 1;
+                let others = if more > 0 {
+                    format!(" (and {more} other file(s) alike)")
+                } else {
+                    String::new()
+                };
+                eprintln!("neardup: note: {first}{others}");
             }
         }
         Ok(Plan {

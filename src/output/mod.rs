@@ -1,6 +1,6 @@
-//! Outputs: sorted rows in TSV or JSON Lines (by the path's extension), written as one set that
-//! appears whole or not at all ([`commit`]), with staged files removed however a run ends
-//! ([`cleanup`]).
+//! Outputs: sorted rows in TSV, JSON Lines (plain, gzip or zstd) or Parquet, by the path's
+//! extension ([`Format::for_output`]), written as one set that appears whole or not at all
+//! ([`commit`]), with staged files removed however a run ends ([`cleanup`]).
 
 pub mod cleanup;
 pub mod commit;
@@ -10,34 +10,181 @@ pub mod journal;
 pub mod owned;
 pub mod paths;
 pub mod report;
+pub mod table;
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::path::Path;
 
 use serde::Serialize;
 
 pub use commit::{prepare_file, write_file, OutputSet, Written};
+pub use table::{encode, Column, Table};
 
 use crate::candidates::Pair;
+use crate::error::{Error, Result};
 use crate::sketch::{to_hex, Hex};
 
-/// Output format, chosen by extension: `.jsonl`/`.json`/`.ndjson` give JSON Lines, anything else TSV.
+/// Output format, chosen by the path's extension (see [`Format::for_output`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// Tab-separated values.
+    /// Tab-separated values, fields escaped by [`tsv_field`].
     Tsv,
     /// One JSON object per line.
     Jsonl,
+    /// JSON Lines compressed with gzip.
+    JsonlGz,
+    /// JSON Lines compressed with zstd.
+    JsonlZst,
+    /// A Parquet file of typed columns.
+    Parquet,
 }
 
+/// The extensions of the row outputs, as the refusal of another one lists them.
+pub const OUTPUT_EXTENSIONS: &str = ".tsv .txt (TSV); .jsonl .json .ndjson (JSON Lines), each \
+     optionally followed by .gz or .zst; .parquet; or no extension (TSV)";
+
 impl Format {
-    /// The format a path asks for.
-    pub fn of(path: &Path) -> Format {
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("jsonl" | "json" | "ndjson") => Format::Jsonl,
-            _ => Format::Tsv,
+    /// The format `path` asks for, `None` for an extension neardup does not write. A path
+    /// without extension (`-`, a device, `pairs`) is TSV.
+    fn asked(path: &Path) -> Option<Format> {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let (inner, last) = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => (Path::new(stem).extension(), ext),
+            _ => return Some(Format::Tsv),
+        };
+        let json = inner.is_some_and(|e| matches!(e.to_str(), Some("jsonl" | "json" | "ndjson")));
+        match last {
+            "tsv" | "txt" => Some(Format::Tsv),
+            "jsonl" | "json" | "ndjson" => Some(Format::Jsonl),
+            "gz" if json => Some(Format::JsonlGz),
+            "zst" if json => Some(Format::JsonlZst),
+            "parquet" => Some(Format::Parquet),
+            _ => None,
         }
     }
+
+    /// The format a path asks for; TSV for an extension neardup does not write (refused
+    /// beforehand by [`Format::for_output`]).
+    pub fn of(path: &Path) -> Format {
+        Format::asked(path).unwrap_or(Format::Tsv)
+    }
+
+    /// The format of output `name` written to `path`, or an error naming the output and the
+    /// extensions neardup writes: an unknown extension is refused before any work rather than
+    /// written as TSV under a name that promises something else.
+    pub fn for_output(name: &str, path: &Path) -> Result<Format> {
+        Format::asked(path).ok_or_else(|| {
+            Error::Config(format!(
+                "output {name} ({}): neardup does not write this kind of file; name it with \
+                 one of {OUTPUT_EXTENSIONS}",
+                path.display()
+            ))
+        })
+    }
+}
+
+/// A field as TSV writes it: a backslash, a control character (tab, line feed, carriage return...)
+/// or a Unicode line separator (U+0085, U+2028, U+2029) would break the line or column structure,
+/// so they are escaped: `\\`, `\t`, `\n`, `\r`, and `\uXXXX` for the others. [`tsv_unescape`]
+/// reverses it. Ids come from file names too (`PATH@OFFSET`, HTML pages), which may hold any of them.
+pub fn tsv_field(s: &str) -> Cow<'_, str> {
+    let special = |c: char| c == '\\' || c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !s.chars().any(special) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if special(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The text of a TSV field that [`tsv_field`] escaped; `None` for a bad escape.
+pub fn tsv_unescape(s: &str) -> Option<Cow<'_, str>> {
+    if !s.contains('\\') {
+        return Some(Cow::Borrowed(s));
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next()? {
+            '\\' => out.push('\\'),
+            't' => out.push('\t'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            'u' => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let code = u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 4)?;
+                out.push(char::from_u32(code)?);
+            }
+            _ => return None,
+        }
+    }
+    Some(Cow::Owned(out))
+}
+
+/// The columns of each row output, as Parquet writes them (the fields of its JSON Lines).
+pub mod tables {
+    use super::Column::{Bool, Float, Int, Text, TextList};
+    use super::Table;
+
+    /// Simhash pairs: ids, Hamming distance, and the Jaccard similarity when verified.
+    pub const PAIRS_SIMHASH: Table = &[
+        ("id_a", Text, false),
+        ("id_b", Text, false),
+        ("distance", Int, false),
+        ("jaccard", Float, true),
+        ("jaccard_estimate", Float, true),
+    ];
+    /// MinHash pairs: ids, and the exact Jaccard similarity (verified) or its estimate.
+    pub const PAIRS_MINHASH: Table = &[
+        ("id_a", Text, false),
+        ("id_b", Text, false),
+        ("jaccard", Float, true),
+        ("jaccard_estimate", Float, true),
+    ];
+    /// Fingerprints.
+    pub const FINGERPRINTS: Table = &[
+        ("id", Text, false),
+        ("url", Text, true),
+        ("simhash", Text, false),
+    ];
+    /// Exact-duplicate groups.
+    pub const GROUPS: Table = &[("simhash", Text, false), ("ids", TextList, false)];
+    /// Cluster members.
+    pub const CLUSTERS: Table = &[
+        ("id", Text, false),
+        ("cluster", Text, false),
+        ("representative", Bool, false),
+        ("size", Int, false),
+        ("paired", Bool, false),
+    ];
+    /// Kept documents.
+    pub const KEEP: Table = &[("id", Text, false)];
+    /// Dropped documents and the one kept in their place.
+    pub const DROP: Table = &[("id", Text, false), ("kept", Text, false)];
+    /// Skipped records (`offset`: a byte offset, or a row number in a Parquet file).
+    pub const SKIPPED: Table = &[
+        ("file", Text, false),
+        ("offset", Int, false),
+        ("reason", Text, false),
+        ("id", Text, false),
+        ("message", Text, false),
+    ];
 }
 
 /// Writes one JSON value and a newline.
@@ -54,9 +201,10 @@ fn write_rows<T>(
     tsv: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
     json: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
 ) -> io::Result<()> {
+    // Compressed and Parquet outputs are written as JSON Lines into their encoder.
     let line = match format {
         Format::Tsv => &tsv as &dyn Fn(&mut dyn Write, &T) -> io::Result<()>,
-        Format::Jsonl => &json,
+        Format::Jsonl | Format::JsonlGz | Format::JsonlZst | Format::Parquet => &json,
     };
     rows.iter().try_for_each(|row| line(out, row))
 }
@@ -96,9 +244,9 @@ pub fn write_pairs<'n>(
         format,
         pairs,
         |out, p| {
-            out.write_all(name(p.a).as_bytes())?;
+            out.write_all(tsv_field(name(p.a)).as_bytes())?;
             out.write_all(b"\t")?;
-            out.write_all(name(p.b).as_bytes())?;
+            out.write_all(tsv_field(name(p.b)).as_bytes())?;
             if with_distance {
                 write!(out, "\t{}", p.score.distance)?;
             }
@@ -143,7 +291,7 @@ pub fn write_fingerprints(
         out,
         format,
         fps,
-        |out, (id, _, fp)| writeln!(out, "{id}\t{}", Hex(*fp)),
+        |out, (id, _, fp)| writeln!(out, "{}\t{}", tsv_field(id), Hex(*fp)),
         |out, (id, url, fp)| {
             json_line(
                 out,
@@ -179,7 +327,7 @@ pub fn write_groups<'n>(
             write!(out, "{}", Hex(*fp))?;
             for &id in ids {
                 out.write_all(b"\t")?;
-                out.write_all(name(id).as_bytes())?;
+                out.write_all(tsv_field(name(id)).as_bytes())?;
             }
             writeln!(out)
         },
@@ -221,8 +369,8 @@ pub fn write_clusters<'n>(
             writeln!(
                 out,
                 "{}\t{}\t{}\t{}\t{}",
-                name(m.rank),
-                name(m.cluster),
+                tsv_field(name(m.rank)),
+                tsv_field(name(m.cluster)),
                 u8::from(m.is_representative()),
                 m.size,
                 u8::from(m.paired)
@@ -258,7 +406,7 @@ pub fn write_keep<'n>(
         out,
         format,
         ranks,
-        |out, &r| writeln!(out, "{}", name(r)),
+        |out, &r| writeln!(out, "{}", tsv_field(name(r))),
         |out, &r| json_line(out, &Line { id: name(r) }),
     )
 }
@@ -280,7 +428,10 @@ pub fn write_drop<'n>(
         out,
         format,
         members,
-        |out, m| writeln!(out, "{}\t{}", name(m.rank), name(m.representative)),
+        |out, m| {
+            let (id, kept) = (name(m.rank), name(m.representative));
+            writeln!(out, "{}\t{}", tsv_field(id), tsv_field(kept))
+        },
         |out, m| {
             json_line(
                 out,
@@ -293,15 +444,14 @@ pub fn write_drop<'n>(
     )
 }
 
-/// Writes the skipped records: `file<TAB>offset<TAB>reason<TAB>id<TAB>message` (TSV; tabs and
-/// newlines inside fields become spaces) or `{"file","offset","reason","id","message"}`, in the
+/// Writes the skipped records: `file<TAB>offset<TAB>reason<TAB>id<TAB>message` (TSV, fields
+/// escaped by [`tsv_field`]) or `{"file","offset","reason","id","message"}`, in the
 /// given order.
 pub fn write_skipped(
     out: &mut dyn Write,
     format: Format,
     rows: &[crate::summary::SkippedRow],
 ) -> io::Result<()> {
-    let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
     write_rows(
         out,
         format,
@@ -310,11 +460,11 @@ pub fn write_skipped(
             writeln!(
                 out,
                 "{}\t{}\t{}\t{}\t{}",
-                clean(&r.file),
+                tsv_field(&r.file),
                 r.offset,
                 r.reason,
-                clean(&r.id),
-                clean(&r.message)
+                tsv_field(&r.id),
+                tsv_field(&r.message)
             )
         },
         |out, r| json_line(out, r),

@@ -47,13 +47,28 @@ pub struct Attributes<'a> {
     pub timestamp: Option<Cow<'a, str>>,
 }
 
+/// How messages name a record of a file that is not line-based.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RecordName {
+    /// A WARC record, by its `WARC-Record-ID` (`record <urn:uuid:...>`, with its byte offset).
+    Warc(String),
+    /// A Parquet row, by its row group (`row 3 of row group 1`, both from 0): a row number is no
+    /// byte offset, and the row group is how a Parquet reader finds it.
+    Row {
+        /// Its row within the row group.
+        row: u64,
+        /// Its row group.
+        group: usize,
+    },
+}
+
 /// A record that was not used, with where and why.
 #[derive(Debug)]
 pub struct Skipped {
     /// Where it starts.
     pub at: Location,
-    /// Its WARC record id, named in messages instead of a line.
-    pub record: Option<String>,
+    /// How messages name it instead of a line: its WARC record id, or its Parquet row.
+    pub record: Option<RecordName>,
     /// Its id where it is known.
     pub id: Option<String>,
     /// Why.

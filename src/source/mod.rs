@@ -17,7 +17,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use document::{Attributes, Body, Document};
-pub use document::{Item, Skipped};
+pub use document::{Item, RecordName, Skipped};
 pub use files::{
     discover, plan_splits, Compression, InputFile, Split, SplitMode, DOCUMENT_EXTENSIONS,
     FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS, WARC_EXTENSIONS,

@@ -2,12 +2,15 @@
 //! NeMo Curator), read and written with the Apache Arrow Rust crates.
 //!
 //! - **Columns.** The text column (`text_field`), and when present the id, URL, HTML, language and
-//!   timestamp (or keep-policy) columns; strings, numbers, dates and timestamps are read (a
-//!   timestamp as Unix seconds). Only those columns are decoded.
+//!   timestamp (or keep-policy) columns; strings (also large and dictionary-encoded), binary
+//!   (read as UTF-8), numbers, dates and timestamps are read (a timestamp as Unix seconds). Only
+//!   those columns are decoded. An id column the job names (`id_field` other than `id`) must be
+//!   there; without the default `id` column the rows are named `PATH@ROW`, with a note.
 //! - **Splits.** One per row group; a record's offset is its row number in the file, so a row is
 //!   found again (verification, the corpus) by its row group and its place in it.
-//! - **Records.** A row with a null or missing text is a `missing_text` skip, a bad id a `bad_id`
-//!   skip; a row without id is named `PATH@ROW`.
+//! - **Records.** A row with a null or missing text is a `missing_text` skip, invalid UTF-8 in a
+//!   binary column an `invalid_utf8` skip, a bad id a `bad_id` skip; a row without id is named
+//!   `PATH@ROW`. Messages name a row as `row R of row group G`.
 //! - **The corpus.** Each kept row group is filtered to its kept rows and written with the input's
 //!   Arrow schema and compression, one part per row group; the parts of a file are then joined by
 //!   copying their encoded column chunks (no re-encoding).
@@ -23,14 +26,14 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
 use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::properties::WriterProperties;
 
 use super::{Attributes, Body, Document, Fields, InputFile, Item, Location, Skip, SkipReason};
-use super::{Skipped, Split};
+use super::{RecordName, Skipped, Split};
 
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 4096;
@@ -46,6 +49,35 @@ pub fn row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
         .iter()
         .map(|g| g.num_rows().max(0) as u64)
         .collect())
+}
+
+/// Checks the columns of a Parquet file against the job's before any work: an id column the job
+/// names (`id_field` other than the default `id`) must be there (an error). Without the default
+/// `id` column the rows are named `PATH@ROW`, and the note saying so is returned: many published
+/// datasets have no id column, and the generated ids are counted in the summary.
+pub fn check_columns(path: &Path, fields: &Fields) -> std::result::Result<Option<String>, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let metadata = ArrowReaderMetadata::load(&file, Default::default())
+        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+    let schema = metadata.schema();
+    if schema.field_with_name(&fields.id).is_ok() {
+        return Ok(None);
+    }
+    let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    if fields.id != Fields::default().id {
+        return Err(format!(
+            "no id column {:?} (columns: {}): set [input] id_field to one of them, or leave it out \
+             to name rows PATH@ROW",
+            fields.id,
+            columns.join(", ")
+        ));
+    }
+    Ok(Some(format!(
+        "{} has no column \"id\" (columns: {}): its rows are named PATH@ROW; set [input] \
+         id_field to name them by a column",
+        path.display(),
+        columns.join(", ")
+    )))
 }
 
 /// The row group holding row `row` of a file with `groups` rows per group, and its first row.
@@ -72,16 +104,28 @@ fn wanted(fields: &Fields) -> Vec<&str> {
     v
 }
 
-/// Value `i` of a column as text: strings as they are, numbers in decimal, dates and timestamps
-/// as Unix seconds. `None` for a null or an unsupported type.
-fn value_at(col: &ArrayRef, i: usize) -> Option<Cow<'_, str>> {
+/// Bytes of a binary column as text.
+fn utf8(bytes: &[u8]) -> std::result::Result<Option<Cow<'_, str>>, std::str::Utf8Error> {
+    std::str::from_utf8(bytes).map(|s| Some(Cow::Borrowed(s)))
+}
+
+/// Value `i` of a column as text: strings as they are, binary as UTF-8 (an error if it is not),
+/// numbers in decimal, dates and timestamps as Unix seconds. `None` for a null or an unsupported
+/// type.
+fn value_at(
+    col: &ArrayRef,
+    i: usize,
+) -> std::result::Result<Option<Cow<'_, str>>, std::str::Utf8Error> {
     if col.is_null(i) {
-        return None;
+        return Ok(None);
     }
     let s = match col.data_type() {
-        DataType::Utf8 => return Some(Cow::Borrowed(col.as_string::<i32>().value(i))),
-        DataType::LargeUtf8 => return Some(Cow::Borrowed(col.as_string::<i64>().value(i))),
-        DataType::Utf8View => return Some(Cow::Borrowed(col.as_string_view().value(i))),
+        DataType::Utf8 => return Ok(Some(Cow::Borrowed(col.as_string::<i32>().value(i)))),
+        DataType::LargeUtf8 => return Ok(Some(Cow::Borrowed(col.as_string::<i64>().value(i)))),
+        DataType::Utf8View => return Ok(Some(Cow::Borrowed(col.as_string_view().value(i)))),
+        DataType::Binary => return utf8(col.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => return utf8(col.as_binary::<i64>().value(i)),
+        DataType::BinaryView => return utf8(col.as_binary_view().value(i)),
         DataType::Int8 => col.as_primitive::<Int8Type>().value(i).to_string(),
         DataType::Int16 => col.as_primitive::<Int16Type>().value(i).to_string(),
         DataType::Int32 => col.as_primitive::<Int32Type>().value(i).to_string(),
@@ -117,18 +161,45 @@ fn value_at(col: &ArrayRef, i: usize) -> Option<Cow<'_, str>> {
             };
             v.div_euclid(per_second).to_string()
         }
-        _ => return None,
+        _ => return Ok(None),
     };
-    Some(Cow::Owned(s))
+    Ok(Some(Cow::Owned(s)))
+}
+
+/// The column with its dictionary (pyarrow's `dictionary_encode()`) replaced by the values, so a
+/// value reads the same whatever the encoding; other columns as they are.
+fn plain(col: &ArrayRef) -> std::result::Result<ArrayRef, String> {
+    let Some(dict) = col.as_any_dictionary_opt() else {
+        return Ok(Arc::clone(col));
+    };
+    if dict.values().is_empty() {
+        return Ok(arrow_array::new_null_array(
+            dict.values().data_type(),
+            col.len(),
+        ));
+    }
+    let keys: Vec<u64> = dict
+        .normalized_keys()
+        .into_iter()
+        .map(|k| k as u64)
+        .collect();
+    let indices = UInt64Array::new(keys.into(), dict.keys().nulls().cloned());
+    arrow_select::take::take(dict.values(), &indices, None).map_err(|e| e.to_string())
 }
 
 /// True for column types whose values can be read as text.
 fn readable(t: &DataType) -> bool {
+    if let DataType::Dictionary(_, values) = t {
+        return readable(values);
+    }
     matches!(
         t,
         DataType::Utf8
             | DataType::LargeUtf8
             | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
             | DataType::Int8
             | DataType::Int16
             | DataType::Int32
@@ -157,12 +228,7 @@ fn read_groups(
     keep: &dyn Fn(u64) -> bool,
     on: &mut dyn FnMut(Item<'_>),
 ) {
-    let at = |row: u64| Location::at(file_index, row);
-    let fail = |row: u64, message: String, on: &mut dyn FnMut(Item<'_>)| {
-        let skip = Skip::new(SkipReason::ReadError, message);
-        on(Item::Skipped(Skipped::at(at(row), skip, 0)));
-    };
-    let first_row = groups.first().map_or(0, |g| g.1);
+    let first_row = groups.first().map_or((0, 0), |&(g, first)| (g, first));
     // The footer is parsed once; each row group gets a reader of its own from it.
     let metadata = match File::open(&file.path)
         .map_err(|e| format!("cannot open: {e}"))
@@ -171,7 +237,7 @@ fn read_groups(
                 .map_err(|e| format!("not a readable Parquet file: {e}"))
         }) {
         Ok(m) => m,
-        Err(m) => return fail(first_row, m, on),
+        Err(m) => return fail(file_index, first_row, first_row.1, m, on),
     };
     let schema = metadata.schema().clone();
     let names = wanted(fields);
@@ -184,113 +250,211 @@ fn read_groups(
                 .is_ok_and(|f| readable(f.data_type()))
         })
         .collect();
-    let all_columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let missing_text = match schema.field_with_name(&fields.text) {
+        Ok(f) if !readable(f.data_type()) => format!(
+            "column {:?} has type {}, which is not text",
+            fields.text,
+            f.data_type()
+        ),
+        _ => {
+            let all: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            format!("no column {:?} (columns: {})", fields.text, all.join(", "))
+        }
+    };
     let mask = ProjectionMask::columns(metadata.parquet_schema(), present.iter().copied());
     for &(g, first) in groups {
         let reader = match group_reader(file, &metadata, g, &mask) {
             Ok(r) => r,
-            Err(m) => return fail(first, m, on),
+            Err(m) => return fail(file_index, (g, first), first, m, on),
         };
         let mut row = first;
         for batch in reader {
-            let batch = match batch {
-                Ok(b) => b,
+            let columns = batch
+                .map_err(|e| e.to_string())
+                .and_then(|b| Columns::of(&b, fields));
+            let columns = match columns {
+                Ok(c) => c,
                 Err(e) => {
-                    return fail(
-                        row,
-                        format!("{e}; the rest of this file could not be read"),
-                        on,
-                    )
+                    let m = format!("{e}; the rest of this file could not be read");
+                    return fail(file_index, (g, first), row, m, on);
                 }
             };
-            let col = |name: &Option<String>| {
-                name.as_deref()
-                    .and_then(|n| batch.column_by_name(n))
-                    .cloned()
-            };
-            let (id, text, url, html, lang, time) = (
-                batch.column_by_name(&fields.id).cloned(),
-                batch.column_by_name(&fields.text).cloned(),
-                col(&fields.url),
-                col(&fields.html),
-                col(&fields.lang),
-                col(&fields.timestamp),
-            );
-            for i in 0..batch.num_rows() {
+            for i in 0..columns.rows {
                 let r = row + i as u64;
-                if !keep(r) {
-                    continue;
+                if keep(r) {
+                    let at = RowAt {
+                        file: file_index,
+                        group: g,
+                        first,
+                        row: r,
+                    };
+                    columns.row(i, at, fields, &missing_text, max_record_bytes, on);
                 }
-                fn value<'a>(c: &'a Option<ArrayRef>, i: usize) -> Option<Cow<'a, str>> {
-                    c.as_ref().and_then(|c| value_at(c, i))
-                }
-                let get = |c| value(c, i);
-                let html_value = get(&html);
-                let text_value = get(&text);
-                let body_len = html_value
-                    .as_ref()
-                    .or(text_value.as_ref())
-                    .map_or(0, |t| t.len());
-                if body_len > max_record_bytes {
-                    let skip = Skip::new(
-                        SkipReason::TooLarge,
-                        format!("record of {body_len} bytes exceeds max_record_bytes={max_record_bytes}"),
-                    );
-                    on(Item::Skipped(Skipped::at(at(r), skip, body_len as u64)));
-                    continue;
-                }
-                let body = match (html_value, text_value) {
-                    (Some(h), _) => Body::Html {
-                        bytes: match h {
-                            Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
-                            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
-                        },
-                        charset: Some(Cow::Borrowed("utf-8")),
-                    },
-                    (None, Some(t)) => Body::Text(t),
-                    (None, None) => {
-                        let message = if text.is_none() {
-                            format!(
-                                "no column {:?} (columns: {})",
-                                fields.text,
-                                all_columns.join(", ")
-                            )
-                        } else {
-                            format!("column {:?} is null", fields.text)
-                        };
-                        let mut s =
-                            Skipped::at(at(r), Skip::new(SkipReason::MissingText, message), 0);
-                        s.id = get(&id).map(Cow::into_owned);
-                        on(Item::Skipped(s));
-                        continue;
-                    }
-                };
-                let id_value = get(&id);
-                if let Some(bad) = id_value
-                    .as_deref()
-                    .filter(|v| !super::jsonl::id_is_clean(v))
-                {
-                    let skip = Skip::new(
-                        SkipReason::BadId,
-                        format!("id {bad:?} is empty or holds a tab or newline"),
-                    );
-                    on(Item::Skipped(Skipped::at(at(r), skip, body_len as u64)));
-                    continue;
-                }
-                on(Item::Document(Document {
-                    id: id_value,
-                    url: get(&url),
-                    body,
-                    lang: get(&lang),
-                    location: at(r),
-                    attributes: Attributes {
-                        bytes: body_len as u64,
-                        timestamp: get(&time),
-                    },
-                }));
             }
-            row += batch.num_rows() as u64;
+            row += columns.rows as u64;
         }
+    }
+}
+
+/// Where a row is: its file (index), row group, the group's first row, and its row in the file.
+#[derive(Clone, Copy)]
+struct RowAt {
+    file: usize,
+    group: usize,
+    first: u64,
+    row: u64,
+}
+
+impl RowAt {
+    /// A skip of this row, named `row R of row group G` in messages.
+    fn skip(self, reason: SkipReason, message: String, bytes: u64) -> Skipped {
+        let mut s = Skipped::at(
+            Location::at(self.file, self.row),
+            Skip::new(reason, message),
+            bytes,
+        );
+        s.record = Some(RecordName::Row {
+            row: self.row - self.first,
+            group: self.group,
+        });
+        s
+    }
+}
+
+/// Reports that row `row` of file `file_index` (in the row group `(g, first row)`) and the rest of
+/// the file could not be read.
+fn fail(
+    file_index: usize,
+    (group, first): (usize, u64),
+    row: u64,
+    message: String,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let at = RowAt {
+        file: file_index,
+        group,
+        first,
+        row,
+    };
+    on(Item::Skipped(at.skip(SkipReason::ReadError, message, 0)));
+}
+
+/// The columns of a batch that a run reads, dictionaries decoded.
+struct Columns {
+    rows: usize,
+    id: Option<ArrayRef>,
+    text: Option<ArrayRef>,
+    url: Option<ArrayRef>,
+    html: Option<ArrayRef>,
+    lang: Option<ArrayRef>,
+    time: Option<ArrayRef>,
+}
+
+impl Columns {
+    fn of(batch: &RecordBatch, fields: &Fields) -> std::result::Result<Columns, String> {
+        let col = |name: Option<&str>| {
+            name.and_then(|n| batch.column_by_name(n))
+                .map(plain)
+                .transpose()
+        };
+        Ok(Columns {
+            rows: batch.num_rows(),
+            id: col(Some(&fields.id))?,
+            text: col(Some(&fields.text))?,
+            url: col(fields.url.as_deref())?,
+            html: col(fields.html.as_deref())?,
+            lang: col(fields.lang.as_deref())?,
+            time: col(fields.timestamp.as_deref())?,
+        })
+    }
+
+    /// Calls `on` with row `i` as a document, or as a skip saying why it cannot be one.
+    fn row(
+        &self,
+        i: usize,
+        at: RowAt,
+        fields: &Fields,
+        missing_text: &str,
+        max_record_bytes: usize,
+        on: &mut dyn FnMut(Item<'_>),
+    ) {
+        fn value<'a>(
+            c: &'a Option<ArrayRef>,
+            i: usize,
+            name: &str,
+        ) -> std::result::Result<Option<Cow<'a, str>>, String> {
+            c.as_ref()
+                .map_or(Ok(None), |c| value_at(c, i))
+                .map_err(|e| format!("column {name:?} is not valid UTF-8: {e}"))
+        }
+        let get = |c, name: &str| value(c, i, name);
+        let name = |f: &Option<String>| f.clone().unwrap_or_default();
+        let values = (|| {
+            Ok::<_, String>((
+                get(&self.html, &name(&fields.html))?,
+                get(&self.text, &fields.text)?,
+                get(&self.url, &name(&fields.url))?,
+                get(&self.lang, &name(&fields.lang))?,
+                get(&self.time, &name(&fields.timestamp))?,
+            ))
+        })();
+        let (html, text, url, lang, time) = match values {
+            Ok(v) => v,
+            Err(m) => return on(Item::Skipped(at.skip(SkipReason::InvalidUtf8, m, 0))),
+        };
+        let id = match get(&self.id, &fields.id) {
+            Ok(id) => id,
+            Err(m) => return on(Item::Skipped(at.skip(SkipReason::BadId, m, 0))),
+        };
+        let body_len = html.as_ref().or(text.as_ref()).map_or(0, |t| t.len());
+        if body_len > max_record_bytes {
+            let m =
+                format!("record of {body_len} bytes exceeds max_record_bytes={max_record_bytes}");
+            return on(Item::Skipped(at.skip(
+                SkipReason::TooLarge,
+                m,
+                body_len as u64,
+            )));
+        }
+        let body = match (html, text) {
+            (Some(h), _) => Body::Html {
+                bytes: match h {
+                    Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+                    Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+                },
+                charset: Some(Cow::Borrowed("utf-8")),
+            },
+            (None, Some(t)) => Body::Text(t),
+            (None, None) => {
+                let message = if self.text.is_none() {
+                    missing_text.to_string()
+                } else {
+                    format!("column {:?} is null", fields.text)
+                };
+                let mut s = at.skip(SkipReason::MissingText, message, 0);
+                s.id = id.map(Cow::into_owned);
+                return on(Item::Skipped(s));
+            }
+        };
+        if let Some(bad) = id.as_deref().filter(|v| !super::jsonl::id_is_clean(v)) {
+            let m = format!("id {bad:?} is empty or holds a tab or newline");
+            return on(Item::Skipped(at.skip(
+                SkipReason::BadId,
+                m,
+                body_len as u64,
+            )));
+        }
+        on(Item::Document(Document {
+            id,
+            url,
+            body,
+            lang,
+            location: Location::at(at.file, at.row),
+            attributes: Attributes {
+                bytes: body_len as u64,
+                timestamp: time,
+            },
+        }));
     }
 }
 

@@ -1179,11 +1179,11 @@ pub fn read_pages(
         match body {
             Err(skip) => on(Item::Skipped(Skipped {
                 at: at(offset),
-                record: Some(
+                record: Some(super::RecordName::Warc(
                     h.record_id
                         .clone()
                         .unwrap_or_else(|| "without WARC-Record-ID".into()),
-                ),
+                )),
                 id: h.record_id.clone(),
                 skip,
                 bytes,

@@ -5,6 +5,8 @@
 //! chunks to worker 0 in order, one or two at a time: the writer's memory does not grow with the
 //! output, and the file is the same whatever the number of workers and processes.
 
+use std::io::Write;
+
 use timely::worker::Worker;
 
 use super::cluster::{owned_ranks, Member};
@@ -12,17 +14,19 @@ use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
-use crate::output::{self, Format, OutputSet};
+use crate::output::{self, tables, Format, OutputSet, Table};
 use crate::summary::SkippedRow;
 
 /// Rows formatted per chunk: a few MiB of text.
 const ROWS_PER_CHUNK: usize = 1 << 16;
 
-/// Streams `rows` rows, formatted `ROWS_PER_CHUNK` at a time by `format(range, buffer)`, into output
-/// `name` (on worker 0; every worker calls it together).
+/// Streams `rows` rows of `table`, formatted `ROWS_PER_CHUNK` at a time by `format(range, buffer)`,
+/// into output `name` (on worker 0; every worker calls it together). The chunks are lines; the
+/// output's encoder compresses them or makes Parquet row groups of them (cut by row count, not by
+/// chunk, so the file does not depend on the workers).
 fn stream_rows(
     worker: &mut Worker,
-    name: &str,
+    (name, table): (&str, Table),
     rows: usize,
     mut format: impl FnMut(std::ops::Range<usize>, &mut Vec<u8>) -> std::io::Result<()>,
     out: Option<&OutputSet>,
@@ -39,21 +43,28 @@ fn stream_rows(
         return Ok(());
     };
     let mut streamed = false;
-    let result = out.write(name, |w, _| {
+    let result = out.write(name, |w, format| {
         streamed = true;
         // A failed write is kept while the stream runs to its end: every worker takes part in it.
         let mut error = None;
+        let mut encoder = output::table::Encoder::new(w, format, table)
+            .map_err(|e| error = Some(e))
+            .ok();
         stream_to_leader(
             worker,
             chunks,
             &mut make,
             Some(&mut |chunk: &[u8]| {
-                if error.is_none() {
-                    error = w.write_all(chunk).err();
+                if let (None, Some(encoder)) = (&error, encoder.as_mut()) {
+                    error = encoder.write_all(chunk).err();
                 }
             }),
         );
-        error.map_or(Ok(()), Err)
+        match (error, encoder) {
+            (Some(e), _) => Err(e),
+            (None, Some(encoder)) => encoder.finish(),
+            (None, None) => Ok(()),
+        }
     });
     if !streamed {
         stream_to_leader(worker, chunks, make, None);
@@ -102,7 +113,7 @@ pub fn fingerprints(
     let n = ranked.names.len();
     stream_rows(
         worker,
-        "fingerprints",
+        ("fingerprints", tables::FINGERPRINTS),
         n,
         |range, buf| {
             let rows: Vec<(&str, Option<&str>, u64)> = range
@@ -162,9 +173,14 @@ pub fn pairs(
                 acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
                 acc
             });
+    let pairs_table = if k.is_some() {
+        tables::PAIRS_SIMHASH
+    } else {
+        tables::PAIRS_MINHASH
+    };
     let pairs_written = stream_rows(
         worker,
-        "pairs",
+        ("pairs", pairs_table),
         mine.len(),
         |range, buf| output::write_pairs(buf, formats.0, &mine[range], k.is_some(), &name),
         out,
@@ -172,7 +188,7 @@ pub fn pairs(
     let groups_written = if collapse {
         stream_rows(
             worker,
-            "exact_groups",
+            ("exact_groups", tables::GROUPS),
             my_groups.len(),
             |range, buf| output::write_groups(buf, formats.1, &my_groups[range], &name),
             out,
@@ -214,7 +230,7 @@ pub fn clusters(
     if let Some(format) = formats.clusters {
         result = result.and(stream_rows(
             worker,
-            "clusters",
+            ("clusters", tables::CLUSTERS),
             members.len(),
             |range, buf| output::write_clusters(buf, format, &members[range], &name),
             out,
@@ -228,7 +244,7 @@ pub fn clusters(
             .collect();
         result = result.and(stream_rows(
             worker,
-            "keep",
+            ("keep", tables::KEEP),
             kept.len(),
             |range, buf| output::write_keep(buf, format, &kept[range], &name),
             out,
@@ -242,7 +258,7 @@ pub fn clusters(
             .collect();
         result = result.and(stream_rows(
             worker,
-            "drop",
+            ("drop", tables::DROP),
             dropped.len(),
             |range, buf| output::write_drop(buf, format, &dropped[range], &name),
             out,
@@ -257,5 +273,7 @@ pub fn skipped(worker: &mut Worker, rows: Vec<SkippedRow>, out: Option<&OutputSe
     let mut all = gather(worker, rows);
     let Some(out) = out else { return Ok(()) };
     all.sort_unstable();
-    out.write("skipped", |w, f| output::write_skipped(w, f, &all))
+    out.write("skipped", |w, f| {
+        output::encode(w, f, tables::SKIPPED, |w| output::write_skipped(w, f, &all))
+    })
 }

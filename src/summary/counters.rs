@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::{Location, SkipReason, SplitLine};
+use crate::source::{Location, RecordName, SkipReason, SplitLine};
 
 /// How many skip messages are printed per reason before the run only counts.
 pub const MESSAGES_PER_REASON: usize = 10;
@@ -19,8 +19,8 @@ pub struct SkipNote {
     pub reason: SkipReason,
     /// The record's id where it is known, else empty.
     pub id: String,
-    /// The WARC record id, named in messages instead of a line.
-    pub record: Option<String>,
+    /// How messages name the record instead of a line: a WARC record id, a Parquet row.
+    pub record: Option<RecordName>,
     /// Details.
     pub message: String,
     /// For a duplicate id: where the record that keeps the id starts.
@@ -64,15 +64,24 @@ impl LineTable {
 }
 
 impl SkipNote {
-    /// The note's place in its file, for messages: `PATH:LINE`, `PATH record ID` or `PATH`.
-    fn place(at: &Location, record: Option<&str>, files: &[String], lines: &LineTable) -> String {
+    /// The note's place in its file, for messages: `PATH:LINE`, `PATH record ID`, `PATH row R of
+    /// row group G` or `PATH`.
+    fn place(
+        at: &Location,
+        record: Option<&RecordName>,
+        files: &[String],
+        lines: &LineTable,
+    ) -> String {
         let path = files
             .get(at.file as usize)
             .map_or("?", String::as_str)
             .to_string();
         match (at.split_line().and_then(|l| lines.line(l)), record) {
             (Some(l), _) => format!("{path}:{l}"),
-            (None, Some(r)) => format!("{path} record {r}"),
+            (None, Some(RecordName::Warc(r))) => format!("{path} record {r}"),
+            (None, Some(RecordName::Row { row, group })) => {
+                format!("{path} row {row} of row group {group}")
+            }
             (None, None) => path,
         }
     }
@@ -90,15 +99,18 @@ impl SkipNote {
         }
     }
 
-    /// The full warning line: `PATH:LINE: reason: message (byte OFFSET)`.
+    /// The full warning line: `PATH:LINE: reason: message (byte OFFSET)`; a Parquet row is named
+    /// by its row group instead (its offset is a row number, not a byte).
     pub fn render(&self, files: &[String], lines: &LineTable) -> String {
-        format!(
-            "{}: {}: {} (byte {})",
-            Self::place(&self.at, self.record.as_deref(), files, lines),
-            self.reason,
-            self.details(files, lines),
-            self.at.offset
-        )
+        let place = Self::place(&self.at, self.record.as_ref(), files, lines);
+        let details = self.details(files, lines);
+        match self.record {
+            Some(RecordName::Row { .. }) => format!("{place}: {}: {details}", self.reason),
+            _ => format!(
+                "{place}: {}: {details} (byte {})",
+                self.reason, self.at.offset
+            ),
+        }
     }
 
     /// The row of the skipped-records output.

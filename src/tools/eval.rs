@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, IoContext, Result};
+use crate::output::tsv_unescape;
 
 /// An unordered pair of ids, smaller first.
 pub type IdPair = (String, String);
@@ -106,10 +107,18 @@ fn tsv_pair(line: &str) -> std::result::Result<(String, String), String> {
             "column {bad:?} is neither a similarity in 0..=1 nor a Hamming distance 0..=64"
         ));
     }
-    Ok((cols[0].to_string(), cols[1].to_string()))
+    Ok((tsv_id(cols[0])?, tsv_id(cols[1])?))
 }
 
-/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]` or JSON Lines
+/// An id of a TSV column, unescaped as [`crate::output::tsv_field`] escapes it.
+fn tsv_id(col: &str) -> std::result::Result<String, String> {
+    tsv_unescape(col)
+        .map(|c| c.into_owned())
+        .ok_or_else(|| format!("{col:?} is not a TSV field as neardup escapes them"))
+}
+
+/// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]` (ids escaped as
+/// [`crate::output::tsv_field`] writes them) or JSON Lines
 /// `{"id_a","id_b",...}`, as `neardup pairs` and `run` write them. A first line `id_a<TAB>id_b...`
 /// is a header and skipped; a similarity outside `0..=1` (NaN, 1.5, -3), a distance outside
 /// `0..=64`, an empty id or a document paired with itself is an error naming the line.
@@ -141,7 +150,7 @@ fn truth_line(line: &str) -> std::result::Result<(IdPair, f64), String> {
     }
     let j = jaccard(cols[2])
         .ok_or_else(|| format!("jaccard {:?} is not a similarity in 0..=1", cols[2]))?;
-    Ok((pair_ids(cols[0].into(), cols[1].into())?, j))
+    Ok((pair_ids(tsv_id(cols[0])?, tsv_id(cols[1])?)?, j))
 }
 
 /// Reads a truth file (`id_a<TAB>id_b<TAB>jaccard`, as `neardup truth` writes it). A first line
