@@ -20,8 +20,8 @@ use crate::stages::verify::VerifyMode;
 use crate::stages::{cluster, collapse, corpus, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
     first_notes, peak_rss_bytes, ClusterSummary, CorpusSummary, Counters, DocumentSummary,
-    FingerprintSummary, LineTable, PairSummary, SkipNote, StageMemory, StageTimes, Summary,
-    VerifySummary,
+    FingerprintSummary, KeepFieldCounts, LineTable, PairSummary, SkipNote, StageMemory, StageTimes,
+    Summary, VerifySummary,
 };
 
 /// Per-worker facts gathered at the end.
@@ -120,6 +120,27 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
         "no record could be used: all {} record(s) were skipped, most as {reason} ({n}): {hint}",
         c.read
     )
+}
+
+/// Why a run whose keep policy reads a field that no document has stops (`None` if some have it,
+/// or the policy reads none): every representative would be chosen by id alone, silently.
+fn keep_field_nowhere(plan: &Plan, counts: &KeepFieldCounts) -> Option<String> {
+    let policy = plan.clusters.as_ref()?.keep;
+    if !policy.needs_field() || counts.usable + counts.unusable > 0 || counts.missing == 0 {
+        return None;
+    }
+    let field = match &plan.inputs.format {
+        source::Format::Jsonl(f) | source::Format::Parquet(f) => f.timestamp.clone(),
+        _ => None,
+    }
+    .unwrap_or_else(|| "WARC-Date".into());
+    Some(format!(
+        "keep = {:?} reads the field {field:?}, but none of the {} document(s) read has it: \
+         check [clusters] field (the name is case-sensitive), or use keep = \"first\" or \
+         \"longest\"",
+        policy.name(),
+        counts.missing
+    ))
 }
 
 /// The pairs by similarity, over all workers: `(percent, pairs)` for each percent (floor) that
@@ -243,6 +264,9 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
     }
     if totals.processed == 0 {
         return Err(Error::Input(nothing_usable(&totals, inputs)));
+    }
+    if let Some(message) = keep_field_nowhere(plan, &totals.keep_field) {
+        return Err(Error::Input(message));
     }
     stage("rank", &mut times.rank, &mut lap);
 
@@ -533,7 +557,8 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
             kept: merged.processed - dropped,
             dropped,
             sizes: stats.sizes,
-            keep_field_missing: merged.keep_field_missing,
+            keep_field_missing: merged.keep_field.missing,
+            keep_field_unusable: merged.keep_field.unusable,
             by_file,
             largest_clusters: largest,
             corpus: corpus_stats.map(|c| CorpusSummary {

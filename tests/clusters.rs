@@ -90,20 +90,28 @@ fn the_keep_policy_picks_the_expected_representative() {
     let dir = tempfile::tempdir().unwrap();
     corpus(dir.path());
     let cases = [
-        ("keep = \"first\"", ["c0-a", "c1-a"], 0),
-        ("keep = \"longest\"", ["c0-b", "c1-c"], 0),
+        ("keep = \"first\"", ["c0-a", "c1-a"], (0, 0)),
+        ("keep = \"longest\"", ["c0-b", "c1-c"], (0, 0)),
         // c0-d has no date and c1-c an unreadable one: both rank last (and the five singles
         // have no date either: counted, though they are kept anyway).
-        ("keep = \"newest\"\nfield = \"date\"", ["c0-b", "c1-a"], 7),
-        ("keep = \"oldest\"\nfield = \"date\"", ["c0-c", "c1-b"], 7),
+        (
+            "keep = \"newest\"\nfield = \"date\"",
+            ["c0-b", "c1-a"],
+            (6, 1),
+        ),
+        (
+            "keep = \"oldest\"\nfield = \"date\"",
+            ["c0-c", "c1-b"],
+            (6, 1),
+        ),
         // c0-c has no quality.
         (
             "keep = \"highest\"\nfield = \"quality\"",
             ["c0-b", "c1-c"],
-            6,
+            (6, 0),
         ),
     ];
-    for (policy, want, missing) in cases {
+    for (policy, want, (missing, unusable)) in cases {
         let (reps, summary) = representatives(dir.path(), policy);
         assert_eq!(
             reps,
@@ -119,17 +127,66 @@ fn the_keep_policy_picks_the_expected_representative() {
         );
         assert_eq!(c["dropped"], 5, "{policy}");
         assert_eq!(c["keep_field_missing"], missing, "{policy}");
+        assert_eq!(c["keep_field_unusable"], unusable, "{policy}");
         assert_eq!(c["sizes"], serde_json::json!([[3, 1], [4, 1]]), "{policy}");
     }
 }
 
 #[test]
-fn a_missing_field_everywhere_keeps_the_smallest_id() {
+fn a_keep_field_missing_on_every_record_is_an_error() {
+    // Regression (issue 16.11): a misspelt field gave only a note, and every representative
+    // was chosen by id.
     let dir = tempfile::tempdir().unwrap();
     corpus(dir.path());
-    let (reps, summary) = representatives(dir.path(), "keep = \"highest\"\nfield = \"nope\"");
-    assert_eq!(reps, vec![pair("c0-a", "c0-a"), pair("c1-a", "c1-a")]);
-    assert_eq!(summary["clusters"]["keep_field_missing"], 12);
+    let out = run_job(
+        dir.path(),
+        "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n[clusters]\nkeep = \"highest\"\n\
+         field = \"nope\"\n[output]\ndir = \"out\"\nclusters = \"clusters.tsv\"\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "keep = \"highest\" reads the field \"nope\", but none of the 12 document(s) read \
+             has it: check [clusters] field"
+        ),
+        "{err}"
+    );
+    for name in ["clusters.tsv", "summary.json"] {
+        assert!(!dir.path().join("out").join(name).exists(), "no {name}");
+    }
+}
+
+#[test]
+fn keep_values_that_are_not_finite_or_out_of_range_fall_back_to_the_id() {
+    // Regression (issue 16.11): a timestamp of 1e300 was the newest of times, a score of "inf"
+    // or 1e400 the highest. Such values are counted and rank last, as if missing.
+    let dir = tempfile::tempdir().unwrap();
+    let text = words(0, 300);
+    let rows = [
+        ("a", "2020-01-01", "1"),
+        ("b", "2021-01-01", "2"),
+        ("c", "1e300", "inf"),
+        ("d", "-1e300", "1e400"),
+    ];
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|(id, date, q)| {
+            serde_json::json!({"id": id, "text": text, "date": date, "quality": q}).to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
+    for (policy, want) in [
+        ("keep = \"newest\"\nfield = \"date\"", "b"),
+        ("keep = \"oldest\"\nfield = \"date\"", "a"),
+        ("keep = \"highest\"\nfield = \"quality\"", "b"),
+    ] {
+        let (reps, summary) = representatives(dir.path(), policy);
+        assert_eq!(reps, vec![pair("a", want)], "{policy}");
+        let c = &summary["clusters"];
+        assert_eq!(c["keep_field_missing"], 0, "{policy}");
+        assert_eq!(c["keep_field_unusable"], 2, "{policy}");
+    }
 }
 
 #[test]

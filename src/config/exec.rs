@@ -90,8 +90,11 @@ impl Exec {
         ensure!(self.workers >= 1, Config, "workers must be at least 1");
         let most = MAX_WORKERS_PER_CORE * cores();
         ensure!(
-            self.workers <= most, Config,
-            "{} worker threads on a machine with {} core(s): at most {most} ({MAX_WORKERS_PER_CORE}              per core); more only adds channels and memory. Use --processes on more machines to              go wider",
+            self.workers <= most,
+            Config,
+            "{} worker threads on a machine with {} core(s): at most {most} ({MAX_WORKERS_PER_CORE} \
+             per core); more only adds channels and memory. Use --processes on more machines to \
+             go wider",
             self.workers,
             cores()
         );

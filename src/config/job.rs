@@ -861,6 +861,7 @@ impl JobSpec {
         // Outputs of earlier runs in an input directory are passed over; an output that is an
         // input, or a corpus holding one, is refused when the outputs are prepared.
         let mut files = discover(&paths, format.dir_extensions())?;
+        crate::source::files::check_content(&files, format.name())?;
         if let Format::Parquet(fields) = &format {
             let mut notes = Vec::new();
             for f in &mut files {

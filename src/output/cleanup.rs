@@ -191,31 +191,71 @@ pub fn address_space_limit() -> Option<u64> {
     (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
+/// Set by the first thread whose allocation fails: only it reports and ends the process.
+static OUT_OF_MEMORY: AtomicBool = AtomicBool::new(false);
+
 /// Ends the process after an allocation of `bytes` failed: says so with a hint, removes staged
-/// files, exits with code 1. Allocates nothing.
+/// files, exits with code 1. Allocates nothing. When several workers run out of memory at once,
+/// the first reports, in one write so no other output splits it, and the others wait for its exit.
 pub fn out_of_memory(bytes: usize) -> ! {
+    if OUT_OF_MEMORY.swap(true, Ordering::SeqCst) {
+        loop {
+            // SAFETY: sleeps until a signal; the reporting thread ends the process.
+            unsafe {
+                libc::pause();
+            }
+        }
+    }
     let mut a = [0u8; 20];
     let mut b = [0u8; 20];
-    write_stderr(&[
-        b"neardup: error: out of memory: an allocation of ",
-        decimal(bytes as u64, &mut a),
-        b" bytes failed",
-    ]);
-    match address_space_limit() {
-        Some(limit) => write_stderr(&[
-            b" under an address-space limit (ulimit -v) of ",
-            decimal(limit >> 20, &mut b),
-            b" MiB",
-        ]),
-        None => write_stderr(&[b" (the machine's memory is exhausted)"]),
+    let limit = address_space_limit();
+    let mut message = StackText::default();
+    message.push(b"neardup: error: out of memory: an allocation of ");
+    message.push(decimal(bytes as u64, &mut a));
+    message.push(b" bytes failed");
+    match limit {
+        Some(limit) => {
+            message.push(b" under an address-space limit (ulimit -v) of ");
+            message.push(decimal(limit >> 20, &mut b));
+            message.push(b" MiB");
+        }
+        None => message.push(b" (the machine's memory is exhausted)"),
     }
-    write_stderr(&[
+    message.push(
         b".\n  Hint: raise the limit, run fewer workers per process, or spread the input over more \
           processes (--processes); outputs are left as they were.\n",
-    ]);
+    );
+    write_stderr(&[message.as_bytes()]);
     remove_all();
     // SAFETY: ends the process without running destructors or allocating.
     unsafe { libc::_exit(1) }
+}
+
+/// Text assembled on the stack (what does not fit is cut), to be written in one call.
+struct StackText {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl Default for StackText {
+    fn default() -> Self {
+        StackText {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+}
+
+impl StackText {
+    fn push(&mut self, bytes: &[u8]) {
+        let n = bytes.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&bytes[..n]);
+        self.len += n;
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 /// The message of a panic payload.

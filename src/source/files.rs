@@ -79,6 +79,99 @@ pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     })
 }
 
+/// What a file holds, told by its first bytes (after gzip or zstd decompression), whatever its
+/// name says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// Parquet (magic `PAR1`).
+    Parquet,
+    /// WARC (it starts with `WARC/`).
+    Warc,
+    /// JSON (its first byte other than white space is `{`).
+    Json,
+    /// Nothing at all.
+    Empty,
+    /// Anything else (text, HTML, a fingerprints file, unreadable compressed data).
+    Other,
+}
+
+impl Content {
+    /// What the content is, in words, for messages.
+    fn describe(self) -> &'static str {
+        match self {
+            Content::Parquet => "Parquet (magic PAR1)",
+            Content::Warc => "WARC (it starts with \"WARC/\")",
+            Content::Json => "JSON (it starts with \"{\")",
+            Content::Empty => "empty",
+            Content::Other => "neither Parquet, WARC nor JSON",
+        }
+    }
+}
+
+/// The content of `file`, from its first bytes after decompression. A compressed stream that
+/// cannot be read is [`Content::Other`]: reading it later reports the error where it is.
+pub fn sniff_content(file: &InputFile) -> io::Result<Content> {
+    let f = File::open(&file.path)?;
+    let mut head = Vec::with_capacity(64);
+    let read = match file.compression {
+        Compression::None => f.take(64).read_to_end(&mut head),
+        Compression::Gzip => flate2::read::MultiGzDecoder::new(f)
+            .take(64)
+            .read_to_end(&mut head),
+        Compression::Zstd => {
+            super::lines::zstd_decoder(f).and_then(|z| z.take(64).read_to_end(&mut head))
+        }
+    };
+    if read.is_err() && file.compression != Compression::None {
+        return Ok(Content::Other);
+    }
+    read?;
+    let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&head);
+    Ok(match text.iter().find(|b| !b.is_ascii_whitespace()) {
+        _ if head.starts_with(b"PAR1") => Content::Parquet,
+        _ if head.starts_with(b"WARC/") => Content::Warc,
+        Some(b'{') => Content::Json,
+        _ if head.is_empty() => Content::Empty,
+        _ => Content::Other,
+    })
+}
+
+/// Refuses, before any work, an input whose content is not in `format` (a format name of
+/// `[input] format`): Parquet or WARC read as another format, a `.parquet` file that is not
+/// Parquet (an empty one would otherwise land in the corpus), or anything but Parquet read as
+/// Parquet. The message names the file, what it holds and the format asked for.
+pub fn check_content(files: &[InputFile], format: &str) -> Result<()> {
+    for file in files {
+        let content =
+            sniff_content(file).io_context(|| format!("reading {}", file.path.display()))?;
+        let named_parquet = has_extension(&file.path, PARQUET_EXTENSIONS);
+        if let Some(hint) = refusal(content, format, named_parquet) {
+            crate::bail!(
+                Input,
+                "{} is {}, but the input format is {format}: {hint}",
+                file.path.display(),
+                content.describe()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What to do when a file holding `content` cannot be read as `format`, or `None` if it can.
+fn refusal(content: Content, format: &str, named_parquet: bool) -> Option<&'static str> {
+    match (content, format) {
+        (Content::Parquet, "parquet") | (Content::Warc, "warc") => None,
+        (Content::Parquet, _) => Some("set [input] format = \"parquet\" (--format parquet)"),
+        (Content::Warc, _) => Some("set [input] format = \"warc\" (--format warc)"),
+        (Content::Json, "warc" | "parquet") => {
+            Some("set [input] format = \"jsonl\" (--format jsonl)")
+        }
+        (_, "parquet") => Some("a Parquet file starts with PAR1; is this the right file?"),
+        _ if named_parquet => Some("a file named .parquet must hold Parquet; replace or remove it"),
+        _ => None,
+    }
+}
+
 fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }

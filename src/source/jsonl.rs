@@ -298,7 +298,18 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
                 format!("field {:?} is {kind}", fields.id),
             ))
         }
-        None | Some(Scalar::Null) => None,
+        // Only a record without the id field is named PATH@OFFSET: a null id is a skip, since a
+        // generated name could be a real id elsewhere in the input (issue 16.8).
+        Some(Scalar::Null) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                format!(
+                    "field {:?} is null (only a record without the field is named PATH@OFFSET)",
+                    fields.id
+                ),
+            ))
+        }
+        None => None,
     };
     let url = match wanted.url {
         Some(Scalar::Text(u)) => Some(u),
@@ -412,7 +423,21 @@ mod tests {
             Some("123456789012345678901234567890")
         );
         assert_eq!(id(r#"{"id":"a\u0062","text":"x"}"#).as_deref(), Some("ab"));
-        assert_eq!(id(r#"{"id":null,"text":"x"}"#), None);
+        assert_eq!(id(r#"{"text":"x"}"#), None);
+    }
+
+    #[test]
+    fn null_ids_are_bad_ids_in_both_readers() {
+        // Regression (issue 16.8): a null id was named PATH@OFFSET, which a real id can equal.
+        let f = Fields::default();
+        let line = r#"{"id":null,"text":"x"}"#;
+        let fast = fast::wanted(line, &f).expect("the fast reader reads it");
+        let serde = serde_wanted(line, &f).unwrap();
+        for wanted in [fast, serde] {
+            let skip = doc_of(wanted, &f).unwrap_err();
+            assert_eq!(skip.reason, SkipReason::BadId);
+            assert!(skip.message.contains("\"id\" is null"), "{}", skip.message);
+        }
     }
 
     #[test]

@@ -403,6 +403,11 @@ impl Columns {
             Err(m) => return on(Item::Skipped(at.skip(SkipReason::InvalidUtf8, m, 0))),
         };
         let id = match get(&self.id, &fields.id) {
+            // A null id is a skip, as in JSON Lines: a generated PATH@ROW could be a real id.
+            Ok(None) if self.id.is_some() => {
+                let m = format!("column {:?} is null in this row", fields.id);
+                return on(Item::Skipped(at.skip(SkipReason::BadId, m, 0)));
+            }
             Ok(id) => id,
             Err(m) => return on(Item::Skipped(at.skip(SkipReason::BadId, m, 0))),
         };

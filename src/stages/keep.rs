@@ -55,31 +55,45 @@ impl KeepPolicy {
         )
     }
 
-    /// The keep key of a document with `tokens` tokens and `attributes`: smaller is better;
-    /// `None` when the rule's field is missing or unreadable (the caller counts it, and the
-    /// document gets [`MISSING`]).
-    pub fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Option<u64> {
+    /// The keep key of a document with `tokens` tokens and `attributes`: smaller is better; an
+    /// error when the rule's field is missing or holds a value the rule cannot use (the caller
+    /// counts it, and the document gets [`MISSING`]: it falls back to the tie-break by id).
+    pub fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Result<u64, NoKey> {
+        let field = || attributes.timestamp.as_deref().ok_or(NoKey::Missing);
         match self {
-            KeepPolicy::First => Some(0),
-            KeepPolicy::Longest => Some(u64::MAX - 1 - tokens as u64),
+            KeepPolicy::First => Ok(0),
+            KeepPolicy::Longest => Ok(u64::MAX - 1 - tokens as u64),
             KeepPolicy::Newest => {
-                let t = timestamp_seconds(attributes.timestamp.as_deref()?)?;
-                Some(u64::MAX - 1 - order_i64(t))
+                let t = timestamp_seconds(field()?).ok_or(NoKey::Unusable)?;
+                Ok(u64::MAX - 1 - order_i64(t))
             }
             KeepPolicy::Oldest => {
-                let t = timestamp_seconds(attributes.timestamp.as_deref()?)?;
-                Some(order_i64(t).min(u64::MAX - 1))
+                let t = timestamp_seconds(field()?).ok_or(NoKey::Unusable)?;
+                Ok(order_i64(t).min(u64::MAX - 1))
             }
             KeepPolicy::Highest => {
-                let x: f64 = attributes.timestamp.as_deref()?.trim().parse().ok()?;
-                if x.is_nan() {
-                    return None;
+                let x: f64 = field()?.trim().parse().map_err(|_| NoKey::Unusable)?;
+                if !x.is_finite() {
+                    return Err(NoKey::Unusable);
                 }
-                Some(u64::MAX - 1 - order_f64(x).min(u64::MAX - 1))
+                Ok(u64::MAX - 1 - order_f64(x).min(u64::MAX - 1))
             }
         }
     }
 }
+
+/// Why a document has no keep key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoKey {
+    /// The record has no such field.
+    Missing,
+    /// The field holds what the rule cannot use: not a number or date, a number that is not
+    /// finite (`inf`, `NaN`, `1e400`), or a time outside the years 1 to 9999 (`1e300`).
+    Unusable,
+}
+
+/// The earliest and latest time a timestamp may name, in seconds since 1970: the years 1 to 9999.
+pub const TIMESTAMP_RANGE: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
 
 /// The key of a document whose field is missing: after every other.
 pub const MISSING: u64 = u64::MAX;
@@ -102,14 +116,20 @@ fn order_f64(x: f64) -> u64 {
 /// Seconds since 1970 of a timestamp as records write them: a number (Unix seconds; a value above
 /// 10^11 is taken as milliseconds), or ISO 8601 / RFC 3339 (`2024-05-01`, `2024-05-01T12:00:00Z`,
 /// `2024-05-01 12:00:00.5+02:00`, as `WARC-Date` and most JSON writers do). `None` if it is
-/// neither.
+/// neither, or a time outside [`TIMESTAMP_RANGE`].
 pub fn timestamp_seconds(s: &str) -> Option<i64> {
+    parse_timestamp(s).filter(|t| TIMESTAMP_RANGE.contains(t))
+}
+
+/// [`timestamp_seconds`] without the range check.
+fn parse_timestamp(s: &str) -> Option<i64> {
     let s = s.trim().trim_matches('"');
     if let Ok(x) = s.parse::<f64>() {
         if !x.is_finite() {
             return None;
         }
         let secs = if x.abs() > 1e11 { x / 1000.0 } else { x };
+        // Out of i64's range saturates, and is then out of TIMESTAMP_RANGE too.
         return Some(secs.floor() as i64);
     }
     let b = s.as_bytes();
@@ -237,13 +257,40 @@ mod tests {
     }
 
     #[test]
+    fn keep_values_out_of_range_or_not_finite_are_unusable() {
+        // Regression (issue 16.11): 1e300 seconds became the newest of times (i64 saturated), and
+        // "inf" or "1e400" the highest of scores.
+        for p in [KeepPolicy::Newest, KeepPolicy::Oldest] {
+            for v in [
+                "1e300",
+                "-1e300",
+                "inf",
+                "NaN",
+                "1e400",
+                "99999999999999999",
+            ] {
+                assert_eq!(p.key(0, &at(v)), Err(NoKey::Unusable), "{p:?} {v}");
+            }
+            assert!(p.key(0, &at("9999-12-31T23:59:59Z")).is_ok());
+            assert!(p.key(0, &at("0001-01-01")).is_ok());
+            assert!(p.key(0, &at("1700000000000")).is_ok(), "milliseconds");
+        }
+        let p = KeepPolicy::Highest;
+        for v in ["inf", "-inf", "Infinity", "NaN", "1e400", "-1e400"] {
+            assert_eq!(p.key(0, &at(v)), Err(NoKey::Unusable), "{v}");
+        }
+        assert!(p.key(0, &at("1e300")) < p.key(0, &at("1e299")));
+        assert_eq!(timestamp_seconds("1e300"), None);
+    }
+
+    #[test]
     fn keys_order_documents_as_each_rule_says() {
         let none = Attributes::default();
         let p = KeepPolicy::Longest;
         assert!(p.key(100, &none) < p.key(99, &none));
         let p = KeepPolicy::Newest;
         assert!(p.key(0, &at("2024-05-02")) < p.key(0, &at("2024-05-01T23:00:00Z")));
-        assert_eq!(p.key(0, &none), None);
+        assert_eq!(p.key(0, &none), Err(NoKey::Missing));
         let p = KeepPolicy::Oldest;
         assert!(p.key(0, &at("1960-01-01")) < p.key(0, &at("2024-05-01")));
         let p = KeepPolicy::Highest;
@@ -253,7 +300,7 @@ mod tests {
             .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
         assert!(keys.iter().all(|&k| k < MISSING));
-        assert_eq!(p.key(0, &at("high")), None);
+        assert_eq!(p.key(0, &at("high")), Err(NoKey::Unusable));
         assert_eq!(
             KeepPolicy::First.key(5, &none),
             KeepPolicy::First.key(9, &none)

@@ -262,7 +262,7 @@ impl Reader {
                     Ok((simhash, tokens)) => {
                         if let Some(policy) = self.keep {
                             let key = policy.key(tokens, &doc.attributes);
-                            counters.keep_field_missing += u64::from(key.is_none());
+                            counters.keep_field.count(&key);
                             self.out.keep.push(key.unwrap_or(keep::MISSING));
                         }
                         let out = &mut self.out;

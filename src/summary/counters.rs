@@ -150,9 +150,8 @@ pub struct Counters {
     /// Field names seen in records skipped as `missing_text` (a few), for the hint when no record
     /// has the text field.
     pub fields_seen: std::collections::BTreeSet<String>,
-    /// Documents whose keep-policy field was missing or unreadable (kept only when no member of
-    /// their cluster has it).
-    pub keep_field_missing: u64,
+    /// What the keep policy found in each document's field.
+    pub keep_field: KeepFieldCounts,
     /// Skip reasons whose records go into the corpus too (`[output] corpus_skipped`).
     #[serde(skip)]
     pub copy_reasons: Vec<SkipReason>,
@@ -229,7 +228,7 @@ impl Counters {
         self.bytes += other.bytes;
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);
-        self.keep_field_missing += other.keep_field_missing;
+        self.keep_field.merge(other.keep_field);
         self.copy_at.extend(other.copy_at);
     }
 }
@@ -245,4 +244,35 @@ pub fn first_notes<'a>(notes: impl IntoIterator<Item = &'a SkipNote>) -> Vec<&'a
         *c <= MESSAGES_PER_REASON
     });
     notes
+}
+
+/// What a keep policy that reads a field found in the documents read: a document without a usable
+/// value ranks after every document that has one (the tie-break by id decides among them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeepFieldCounts {
+    /// Documents with a usable value.
+    pub usable: u64,
+    /// Documents without the field.
+    pub missing: u64,
+    /// Documents whose value the rule cannot use (see [`crate::stages::keep::NoKey::Unusable`]).
+    pub unusable: u64,
+}
+
+impl KeepFieldCounts {
+    /// Counts one document's keep key.
+    pub fn count(&mut self, key: &std::result::Result<u64, crate::stages::keep::NoKey>) {
+        use crate::stages::keep::NoKey;
+        match key {
+            Ok(_) => self.usable += 1,
+            Err(NoKey::Missing) => self.missing += 1,
+            Err(NoKey::Unusable) => self.unusable += 1,
+        }
+    }
+
+    /// Adds another worker's counts.
+    pub fn merge(&mut self, other: KeepFieldCounts) {
+        self.usable += other.usable;
+        self.missing += other.missing;
+        self.unusable += other.unusable;
+    }
 }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::source::SkipReason;
 
-pub use counters::{first_notes, Counters, LineTable, SkipNote, SkippedRow, MESSAGES_PER_REASON};
+pub use counters::{
+    first_notes, Counters, KeepFieldCounts, LineTable, SkipNote, SkippedRow, MESSAGES_PER_REASON,
+};
 
 /// Document accounting in the summary.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -179,9 +181,14 @@ pub struct ClusterSummary {
     pub dropped: u64,
     /// Clusters by size: `[size, clusters]`, ascending.
     pub sizes: Vec<(u64, u64)>,
-    /// Documents whose keep-policy field was missing or unreadable (they rank after every
-    /// document that has it).
+    /// Documents without the keep policy's field (they rank after every document with a usable
+    /// value).
     pub keep_field_missing: u64,
+    /// Documents whose keep field holds a value the policy cannot use: not a number or date, not
+    /// finite (`inf`, `1e400`), or a time outside the years 1 to 9999. They rank as if the field
+    /// were missing.
+    #[serde(default)]
+    pub keep_field_unusable: u64,
     /// Per input file, its documents kept and dropped.
     pub by_file: Vec<crate::stages::corpus::FileCounts>,
     /// The largest clusters, with a few members (representative first) and their URLs where
@@ -327,10 +334,11 @@ impl Summary {
                     c.chained_clusters, c.chained_documents
                 );
             }
-            if c.keep_field_missing > 0 {
+            if c.keep_field_missing + c.keep_field_unusable > 0 {
                 s += &format!(
-                    " ({} without the keep field, ranked last)",
-                    c.keep_field_missing
+                    " ({} without the keep field and {} with a value it cannot use (not a number \
+                     or date, not finite, or out of range), ranked last)",
+                    c.keep_field_missing, c.keep_field_unusable
                 );
             }
         }

@@ -1,0 +1,367 @@
+//! Inputs under hostile use (issue 16, items 8, 9 and 14): null ids, files in another format than
+//! the job says, zstd files with a long window, running out of memory on many workers, and the
+//! refusal of an absurd worker count. One test per defect, named after it.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use common::*;
+
+fn neardup() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A text of `n` distinct words starting at word `from`.
+fn words(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `neardup fingerprint --input INPUT --out fps.tsv --summary summary.json` in `dir`, with more
+/// arguments: the output and the summary.
+fn fingerprint(dir: &Path, input: &str, more: &[&str]) -> (Output, serde_json::Value) {
+    let out = neardup()
+        .args(["fingerprint", "--input", input, "--out", "fps.tsv"])
+        .args(["--summary", "summary.json"])
+        .args(more)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let summary = std::fs::read_to_string(dir.join("summary.json"))
+        .map(|s| serde_json::from_str(&s).unwrap())
+        .unwrap_or_default();
+    (out, summary)
+}
+
+/// The ids of a fingerprints file (`id<TAB>simhash`).
+fn fingerprint_ids(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn null_ids_are_skipped_not_given_a_name_a_real_id_can_have() {
+    // Regression (issue 16.8): `"id": null` was named PATH@OFFSET, the very id a later record
+    // had; that real record was then skipped as duplicate_id.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let null = format!("{{\"id\":null,\"text\":\"{}\"}}\n", words(0, 20));
+    let real = format!("{{\"id\":\"a.jsonl@0\",\"text\":\"{}\"}}\n", words(100, 20));
+    let unnamed = format!("{{\"text\":\"{}\"}}\n", words(200, 20));
+    let unnamed_at = null.len() + real.len();
+    std::fs::write(d.join("a.jsonl"), format!("{null}{real}{unnamed}")).unwrap();
+    let (out, s) = fingerprint(d, "a.jsonl", &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let docs = &s["documents"];
+    assert_eq!((&docs["read"], &docs["processed"]), (&3.into(), &2.into()));
+    assert_eq!(docs["skipped_by_reason"]["bad_id"], 1, "{docs}");
+    assert_eq!(docs["skipped_by_reason"]["duplicate_id"], 0, "{docs}");
+    assert!(
+        stderr(&out).contains("field \"id\" is null"),
+        "{}",
+        stderr(&out)
+    );
+    // The real id is the real record's; a record without the field is still named by its place.
+    let mut want = vec!["a.jsonl@0".to_owned(), format!("a.jsonl@{unnamed_at}")];
+    want.sort();
+    assert_eq!(fingerprint_ids(&d.join("fps.tsv")), want);
+}
+
+/// A small Parquet file of `(id, text)` rows, written by the parquet crate.
+fn parquet_bytes(rows: &[(&str, &str)]) -> Vec<u8> {
+    use arrow_array::{RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let schema = std::sync::Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("text", DataType::Utf8, false),
+    ]));
+    let ids = StringArray::from_iter_values(rows.iter().map(|r| r.0));
+    let texts = StringArray::from_iter_values(rows.iter().map(|r| r.1));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(texts)]).unwrap();
+    let mut bytes = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    bytes
+}
+
+/// The job `[input] paths = [INPUT]` (format FORMAT when given) with pairs, a corpus and a
+/// summary in `out/`.
+fn job(input: &str, format: Option<&str>) -> String {
+    let format = format.map_or(String::new(), |f| format!("format = \"{f}\"\n"));
+    format!(
+        "method = \"minhash\"\n[input]\npaths = [\"{input}\"]\n{format}\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n\
+         summary = \"summary.json\"\n"
+    )
+}
+
+#[test]
+fn a_parquet_input_under_the_jsonl_format_is_refused_before_any_work() {
+    // Regression (issue 16.9): a .parquet file under the default format was read as JSON Lines
+    // (junk skips), and an empty one was copied into the corpus.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = words(0, 20);
+    std::fs::write(d.join("x.parquet"), parquet_bytes(&[("a", &text)])).unwrap();
+    std::fs::write(d.join("empty.parquet"), b"").unwrap();
+    let cases = [
+        (
+            "x.parquet",
+            None,
+            "x.parquet is Parquet (magic PAR1), but the input format is jsonl: \
+             set [input] format = \"parquet\"",
+        ),
+        (
+            "empty.parquet",
+            None,
+            "empty.parquet is empty, but the input format is jsonl: \
+             a file named .parquet must hold Parquet",
+        ),
+        (
+            "empty.parquet",
+            Some("parquet"),
+            "empty.parquet is empty, but the input format is parquet: \
+             a Parquet file starts with PAR1",
+        ),
+        (
+            "x.parquet",
+            Some("warc"),
+            "x.parquet is Parquet (magic PAR1), but the input format is warc",
+        ),
+    ];
+    for (input, format, message) in cases {
+        let out = run_job(d, &job(input, format));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{input} {format:?}: {err}");
+        assert!(err.contains(message), "{input} {format:?}: {err}");
+        assert!(
+            !d.join("out").exists(),
+            "{input} {format:?}: no output at all"
+        );
+    }
+    // Read as what it is, the same file gives its document.
+    let out = run_job(d, &job("x.parquet", Some("parquet")));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_warc_or_jsonl_input_in_the_wrong_format_is_refused_with_what_it_is() {
+    // Issue 16.9: the content, not the name, says what a file is, through gzip too.
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(b"WARC/1.0\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n")
+        .unwrap();
+    std::fs::write(d.join("crawl.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    let out = run_job(d, &job("crawl.jsonl.gz", None));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "crawl.jsonl.gz is WARC (it starts with \"WARC/\"), but the input format is jsonl: \
+             set [input] format = \"warc\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let line = format!("{{\"id\":\"a\",\"text\":\"{}\"}}\n", words(0, 20));
+    std::fs::write(d.join("docs.warc"), line).unwrap();
+    let out = run_job(d, &job("docs.warc", Some("warc")));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "docs.warc is JSON (it starts with \"{\"), but the input format is warc: \
+             set [input] format = \"jsonl\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A zstd frame of `content` (at most 128 KiB) whose header asks for a window of 2^31 bytes, as
+/// `zstd --long=31` writes: magic, a frame header with no content size and window descriptor
+/// 0xA8 (exponent 21: 2^(10 + 21)), one raw block marked last.
+fn zstd_frame_with_window_log_31(content: &[u8]) -> Vec<u8> {
+    assert!(content.len() < 128 << 10);
+    let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa8];
+    let header = 1 | (content.len() as u32) << 3;
+    frame.extend_from_slice(&header.to_le_bytes()[..3]);
+    frame.extend_from_slice(content);
+    frame
+}
+
+#[test]
+fn zstd_files_with_a_window_of_2_gib_are_read() {
+    // Regression (issue 16.14): a `zstd --long=31` file was one bare read_error ("Frame requires
+    // too much memory for decoding"): libzstd accepts windows up to 2^27 unless told otherwise.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (0..5)
+        .map(|i| format!("{{\"id\":\"d{i}\",\"text\":\"{}\"}}\n", words(i * 100, 20)))
+        .collect();
+    let frame = zstd_frame_with_window_log_31(lines.as_bytes());
+    // The frame is one a default decoder refuses, and decodes to the lines.
+    assert!(zstd::stream::decode_all(&frame[..]).is_err());
+    let mut decoder = zstd::Decoder::new(&frame[..]).unwrap();
+    decoder.window_log_max(31).unwrap();
+    let mut decoded = String::new();
+    std::io::Read::read_to_string(&mut decoder, &mut decoded).unwrap();
+    assert_eq!(decoded, lines);
+    std::fs::write(d.join("long.jsonl.zst"), &frame).unwrap();
+    let (out, s) = fingerprint(d, "long.jsonl.zst", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s["documents"]["processed"], 5);
+    assert_eq!(
+        fingerprint_ids(&d.join("fps.tsv")),
+        ["d0", "d1", "d2", "d3", "d4"]
+    );
+}
+
+#[test]
+fn running_out_of_memory_on_many_workers_says_so_once() {
+    // Regression (issue 16.14): every worker whose allocation failed printed its own message,
+    // interleaved with the others'.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Eight 24 MB records, one per worker, under a 160 MB address-space limit: the workers run out
+    // of memory together.
+    let text = "word ".repeat(4_800_000);
+    for i in 0..8 {
+        std::fs::write(
+            d.join(format!("huge{i}.jsonl")),
+            format!("{{\"id\":\"h{i}\",\"text\":\"{text}\"}}\n"),
+        )
+        .unwrap();
+    }
+    let limit: u64 = 160 << 20;
+    let workers = (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(8);
+    let mut cmd = neardup();
+    cmd.args(["fingerprint", "--input", "huge*.jsonl", "--out", "fps.tsv"])
+        .args(["-w", &workers.to_string()])
+        .current_dir(d);
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.matches("out of memory").count(), 1, "{err}");
+    assert_eq!(err.matches("Hint: raise the limit").count(), 1, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("out of memory"))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("neardup: error: out of memory: an allocation of ")
+            && line.ends_with(" MiB."),
+        "one whole line: {err}"
+    );
+}
+
+#[test]
+fn an_absurd_worker_count_is_refused_in_plain_words() {
+    // Regression (issue 16.14): the message held runs of spaces from a broken string continuation.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.jsonl"),
+        format!("{{\"id\":\"a\",\"text\":\"{}\"}}\n", words(0, 20)),
+    )
+    .unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let too_many = format!(
+        "100000 worker threads on a machine with {cores} core(s): at most {} \
+         (4 per core); more only adds channels and memory. Use --processes on more machines to \
+         go wider\n",
+        4 * cores
+    );
+    let job = "[input]\npaths = [\"a.jsonl\"]\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n";
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    for (args, want) in [
+        (vec!["run", "job.toml", "-w", "100000"], too_many.clone()),
+        (
+            vec![
+                "fingerprint",
+                "--input",
+                "a.jsonl",
+                "--out",
+                "f.tsv",
+                "-w",
+                "100000",
+            ],
+            too_many,
+        ),
+        (
+            vec!["run", "job.toml", "-w", "0"],
+            "workers must be at least 1\n".into(),
+        ),
+    ] {
+        let out = neardup().args(&args).current_dir(d).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            err.starts_with("neardup: error: ") && err.ends_with(&want),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("  "), "{args:?}: no runs of spaces: {err}");
+    }
+}
+
+#[test]
+fn null_ids_in_a_parquet_id_column_are_skipped() {
+    // Issue 16.8, the Parquet side: a null in the id column was named PATH@ROW.
+    use arrow_array::{RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, true),
+        Field::new("text", DataType::Utf8, false),
+    ]));
+    let ids = StringArray::from(vec![None, Some("b")]);
+    let texts = StringArray::from(vec![words(0, 20), words(100, 20)]);
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(texts)]).unwrap();
+    let mut bytes = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    std::fs::write(d.join("x.parquet"), bytes).unwrap();
+    let job = "[input]\npaths = [\"x.parquet\"]\nformat = \"parquet\"\n[output]\ndir = \"out\"\n\
+               fingerprints = \"fps.tsv\"\nsummary = \"summary.json\"\n";
+    let out = run_job(d, job);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
+            .unwrap();
+    let docs = &s["documents"];
+    assert_eq!((&docs["read"], &docs["processed"]), (&2.into(), &1.into()));
+    assert_eq!(docs["skipped_by_reason"]["bad_id"], 1, "{docs}");
+    assert_eq!(docs["generated_ids"], 0, "{docs}");
+    assert!(
+        stderr(&out).contains("column \"id\" is null"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fingerprint_ids(&d.join("out/fps.tsv")), ["b"]);
+}
