@@ -83,7 +83,7 @@ impl KeepPolicy {
 }
 
 /// Why a document has no keep key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NoKey {
     /// The record has no such field.
     Missing,
