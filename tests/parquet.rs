@@ -291,7 +291,7 @@ fn a_file_that_is_not_parquet_is_refused_with_its_name() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("fake.parquet") && err.contains("Parquet"),
+        err.contains("fake.parquet is JSON") && err.contains("the input format is parquet"),
         "{err}"
     );
 }
