@@ -1,23 +1,27 @@
 //! neardup: every near-duplicate pair of a crawl, on one thread or a cluster.
 //!
-//! Documents are sketched into 64-bit Charikar simhashes; Manku's block-permutation tables find every
-//! pair within Hamming distance k without comparing all pairs; a timely dataflow spreads reading,
-//! sketching and grouping over threads and processes, with identical output for any layout.
+//! Two methods find the pairs. The default, MinHash with LSH bands, finds candidate pairs whose
+//! estimated Jaccard similarity of 5-token shingles is high and keeps those whose exact Jaccard is
+//! at least the threshold (0.8), the records read again. The fast one sketches each document into
+//! a 64-bit Charikar simhash and finds every pair within Hamming distance k with Manku's
+//! block-permutation tables. A timely dataflow spreads reading, sketching, grouping and verifying
+//! over threads and processes, with the same output for any layout; pairs become clusters, a
+//! representative per cluster, and a deduplicated corpus in the input's format.
 //!
 //! The modules follow a document through the run (`docs/DESIGN.md` has the map):
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`source`] | input files, splits, formats (JSON Lines, WARC, HTML, fingerprints) -> documents or counted skips |
+//! | [`source`] | input files, splits, formats (JSON Lines, WARC, HTML, Parquet, fingerprints) -> documents or counted skips |
 //! | [`text`] | normalization, tokens, shingles, spot signatures |
-//! | [`sketch`] | the [`sketch::Sketcher`] trait; simhash |
-//! | [`candidates`] | the [`candidates::Candidates`] trait; Manku tables and their planner; radix grouping |
+//! | [`sketch`] | the [`sketch::Sketcher`] trait; simhash, MinHash |
+//! | [`candidates`] | the [`candidates::Candidates`] trait; Manku tables, LSH bands and their planners; radix grouping |
 //! | [`exchange`] | moving records between workers: shuffle, gather, rounds, ranks, the cluster |
-//! | [`stages`] | read, rank, collapse, expand, write: typed functions every worker calls in step |
+//! | [`stages`] | read, rank, collapse, bands, expand, verify, cluster, corpus, write: typed functions every worker calls in step |
 //! | [`run`] | wires the stages; [`run::execute`] runs a plan |
-//! | [`config`] | job files and flags -> one validated [`config::Plan`] |
+//! | [`config`] | job files and flags -> one validated [`config::Plan`], and the settings of each stage |
 //! | [`output`], [`summary`] | the output set (checked, staged, committed), accounting and `summary.json` |
-//! | [`tools`] | `truth`, `gen` and `bench`, apart from the engine |
+//! | [`tools`] | `truth`, `eval`, `gen` and `bench`, apart from the engine |
 //!
 //! ```
 //! use neardup::sketch::{hamming, Fingerprinter};

@@ -8,7 +8,7 @@ use std::time::Instant;
 use timely::worker::Worker;
 
 use crate::candidates::Score;
-use crate::config::{Inputs, Plan};
+use crate::config::{Inputs, Plan, VerifyMode};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather, rounds};
 use crate::output::{Format, OutputSet};
@@ -16,7 +16,6 @@ use crate::progress::{Reporter, PROGRESS};
 use crate::source::{self, SkipReason};
 use crate::stages::bands::{self, BandScoring};
 use crate::stages::plan_rounds::Rounds;
-use crate::stages::verify::VerifyMode;
 use crate::stages::{cluster, collapse, corpus, expand, plan_rounds, rank, read, verify, write};
 use crate::summary::{
     first_notes, peak_rss_bytes, ClusterSummary, CorpusSummary, Counters, DocumentSummary,

@@ -2,7 +2,7 @@
 //! candidate pair when at least `min_bands` of their bands are equal. Each band is a round of the
 //! same rounds dataflow as the simhash tables: a record `(band key, sketch key)` per distinct
 //! signature, exchanged by band key, grouped, and every pair inside a group emitted. A pair that
-//! collides in several bands is emitted by each; the band stage ([`crate::stages::bands`]) keeps
+//! collides in several bands is emitted by each; the band stage (`stages/bands.rs`) keeps
 //! it once, and only if it collided in `min_bands` bands.
 //!
 //! The planner picks r (and b = m / r) from the threshold and the recall wanted there: the

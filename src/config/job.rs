@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    CandidatePlan, ClusterPlan, ContentOptions, Exec, Inputs, LayoutChoice, Outputs, PairStage,
-    Plan, SketchPlan, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
-    DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB,
+    CandidatePlan, ClusterPlan, ContentOptions, Exec, Inputs, KeepPolicy, LayoutChoice, Outputs,
+    PairStage, Plan, SketchPlan, Split, Verification, VerifyMode, DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS, DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB,
+    MIN_MEMORY_BUDGET_MIB,
 };
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
@@ -22,9 +23,6 @@ use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
 use crate::source::{discover, Fields, Format, SkipReason};
-use crate::stages::cluster::Split;
-use crate::stages::keep::KeepPolicy;
-use crate::stages::verify::{Verification, VerifyMode};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
 
@@ -860,7 +858,8 @@ impl JobSpec {
         protected.extend(exec.hostfile.iter().cloned());
         // Outputs of earlier runs in an input directory are passed over; an output that is an
         // input, or a corpus holding one, is refused when the outputs are prepared.
-        let mut files = discover(&paths, format.dir_extensions())?;
+        let mut passed_over = crate::output::owned::Recorded::default();
+        let mut files = discover(&paths, format.dir_extensions(), &mut passed_over)?;
         crate::source::files::check_content(&files, format.name())?;
         if let Format::Parquet(fields) = &format {
             let mut notes = Vec::new();

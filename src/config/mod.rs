@@ -2,13 +2,17 @@
 //! become the same [`JobSpec`]) to the validated [`Plan`] every worker runs. Benchmarks and tests
 //! build their plans the same way.
 
+pub mod clusters;
 pub mod exec;
 pub mod job;
+pub mod verify;
 
 use std::path::PathBuf;
 
+pub use clusters::{ClusterPlan, KeepPolicy, Split};
 pub use exec::Exec;
 pub use job::{JobSpec, Overrides};
+pub use verify::{Verification, VerifyMode};
 
 use crate::candidates::{BandLayout, TableLayout};
 use crate::sketch::{AnySketcher, Fingerprinter, MinHasher, Scheme};
@@ -218,15 +222,6 @@ impl Outputs {
     }
 }
 
-/// Clusters: connected components over the pairs, a representative per cluster.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ClusterPlan {
-    /// How the representative is chosen.
-    pub keep: crate::stages::keep::KeepPolicy,
-    /// How components are cut into clusters.
-    pub split: crate::stages::cluster::Split,
-}
-
 /// Everything a run does: validated, the same on every worker of every process.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -241,7 +236,7 @@ pub struct Plan {
     /// Pair finding, if wanted.
     pub pairs: Option<PairStage>,
     /// Verification of the candidate pairs, if wanted.
-    pub verify: Option<crate::stages::verify::Verification>,
+    pub verify: Option<Verification>,
     /// Clusters over the pairs, if wanted.
     pub clusters: Option<ClusterPlan>,
     /// Outputs.

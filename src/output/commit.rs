@@ -30,7 +30,7 @@ use std::sync::Mutex;
 
 use crate::bail;
 use crate::error::{Error, IoContext, Result};
-use serde::{Deserialize, Serialize};
+use crate::summary::Written;
 
 use super::journal::{self, Journal, Move, Recovery};
 use super::owned::{self, Entry, Record, Stamp, Verdict};
@@ -40,8 +40,7 @@ use super::{cleanup, fault, Format};
 
 /// Name of the lock file in every output directory.
 pub const LOCK_FILE: &str = ".neardup.lock";
-/// Marker in the names of staged files and directories.
-pub const STAGED_MARK: &str = ".neardup-tmp-";
+use super::owned::STAGED_MARK;
 
 /// The staged directory of directory output `path`, where every process of the run writes (the
 /// name is the same in every process: the lock on the parent directory keeps runs apart). A run
@@ -50,17 +49,6 @@ pub fn staged_dir(path: &Path) -> PathBuf {
     let real = follow(path).unwrap_or_else(|_| path.to_path_buf());
     let name = real.file_name().unwrap_or_default().to_string_lossy();
     parent_of(&real).join(format!(".{name}{STAGED_MARK}dir"))
-}
-
-/// What was written to one output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Written {
-    /// The path as given (`-` for standard output).
-    pub path: String,
-    /// Bytes written.
-    pub bytes: u64,
-    /// xxh3-64 of the bytes, 16 hex digits.
-    pub xxh3: String,
 }
 
 struct Slot {

@@ -81,7 +81,7 @@ impl Journal {
         for dir in others.chain(std::iter::once(&self.home)) {
             let staged = dir.join(format!(
                 "{JOURNAL_FILE}{}{}",
-                super::commit::STAGED_MARK,
+                super::owned::STAGED_MARK,
                 std::process::id()
             ));
             let mut f = File::create(&staged)?;

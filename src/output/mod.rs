@@ -18,7 +18,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use commit::{prepare_file, write_file, OutputSet, Written};
+pub use crate::summary::Written;
+pub use commit::{prepare_file, write_file, OutputSet};
 pub use table::{encode, Column, Table};
 
 use crate::candidates::Pair;
@@ -350,7 +351,7 @@ pub fn write_groups<'n>(
 pub fn write_clusters<'n>(
     out: &mut dyn Write,
     format: Format,
-    members: &[crate::stages::cluster::Member],
+    members: &[Member],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
     #[derive(Serialize)]
@@ -416,7 +417,7 @@ pub fn write_keep<'n>(
 pub fn write_drop<'n>(
     out: &mut dyn Write,
     format: Format,
-    members: &[crate::stages::cluster::Member],
+    members: &[Member],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
     #[derive(Serialize)]
@@ -469,6 +470,29 @@ pub fn write_skipped(
         },
         |out, r| json_line(out, r),
     )
+}
+
+/// One document of a cluster, at its rank owner: a row of the clusters, keep and drop outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct Member {
+    /// Its rank.
+    pub rank: u64,
+    /// The cluster: the smallest rank in it.
+    pub cluster: u64,
+    /// The member the keep policy keeps (equal to `rank` for the representative itself).
+    pub representative: u64,
+    /// Documents in the cluster.
+    pub size: u64,
+    /// Paired with the representative (or it is the representative). A member that is not is
+    /// in the cluster through a chain of pairs only.
+    pub paired: bool,
+}
+
+impl Member {
+    /// True if this member is the one kept.
+    pub fn is_representative(&self) -> bool {
+        self.rank == self.representative
+    }
 }
 
 #[cfg(test)]

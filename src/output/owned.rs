@@ -23,6 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 
+/// Marker in the names of staged files and directories.
+pub const STAGED_MARK: &str = ".neardup-tmp-";
+
 /// Name of the record in every output directory.
 pub const RECORD_FILE: &str = ".neardup-outputs.json";
 /// Format version of the record.
@@ -132,7 +135,7 @@ impl Record {
         let path = dir.join(RECORD_FILE);
         let staged = dir.join(format!(
             "{RECORD_FILE}{}{}",
-            super::commit::STAGED_MARK,
+            STAGED_MARK,
             std::process::id()
         ));
         let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
@@ -309,11 +312,11 @@ pub struct Recorded {
     records: HashMap<PathBuf, Option<Record>>,
 }
 
-impl Recorded {
+impl crate::source::files::PassOver for Recorded {
     /// The record that lists `path` (or a corpus directory holding it) as an output below `root`
     /// (the directory a walk or a pattern started from: an output the user named as the input
     /// itself is not passed over), if any.
-    pub fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf> {
+    fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf> {
         let real = path.canonicalize().ok()?;
         let root = root.canonicalize().ok()?;
         let mut child = real.as_path();
@@ -340,6 +343,7 @@ impl Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::files::PassOver;
 
     fn record_of(dir: &Path, names: &[&str]) -> Record {
         let entries = names

@@ -8,7 +8,7 @@
 //! cut at gzip members.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
@@ -79,6 +79,18 @@ pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     })
 }
 
+/// Largest zstd window accepted, as a power of two: 31 (2 GiB), the format's largest, so a file
+/// written with `zstd --long=31` is read (libzstd's default of 27 refused it with a bare error).
+/// Decoding such a file may take up to that much memory.
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 31;
+
+/// A zstd decoder of `read` that accepts windows up to 2^[`ZSTD_WINDOW_LOG_MAX`] bytes.
+pub fn zstd_decoder<R: io::Read>(read: R) -> io::Result<zstd::Decoder<'static, BufReader<R>>> {
+    let mut decoder = zstd::Decoder::new(read)?;
+    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
+    Ok(decoder)
+}
+
 /// What a file holds, told by its first bytes (after gzip or zstd decompression), whatever its
 /// name says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,9 +130,7 @@ pub fn sniff_content(file: &InputFile) -> io::Result<Content> {
         Compression::Gzip => flate2::read::MultiGzDecoder::new(f)
             .take(64)
             .read_to_end(&mut head),
-        Compression::Zstd => {
-            super::lines::zstd_decoder(f).and_then(|z| z.take(64).read_to_end(&mut head))
-        }
+        Compression::Zstd => zstd_decoder(f).and_then(|z| z.take(64).read_to_end(&mut head)),
     };
     if read.is_err() && file.compression != Compression::None {
         return Ok(Content::Other);
@@ -217,6 +227,23 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
     exts.iter().any(|e| name.ends_with(&format!(".{e}")))
 }
 
+/// Which files a walk or a glob passes over: the outputs of earlier runs. The output layer knows
+/// them (`output::owned::Recorded`); this layer knows no output.
+pub trait PassOver {
+    /// The record that lists `path` as an output below `root` (where the walk or the pattern
+    /// started), if any: its path, for the message.
+    fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf>;
+}
+
+/// Passes over nothing: every file found is an input.
+pub struct PassOverNothing;
+
+impl PassOver for PassOverNothing {
+    fn listing(&mut self, _: &Path, _: &Path) -> Option<PathBuf> {
+        None
+    }
+}
+
 /// Expands files, directories and glob patterns into a sorted, de-duplicated file list. Directories
 /// are walked recursively (hidden entries skipped) and contribute the files whose name ends in one of
 /// `dir_exts` (optionally compressed); files and glob matches are taken as given. A path that does not
@@ -225,10 +252,13 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 ///
 /// A walk or a glob passes over the outputs of earlier neardup runs below the directory or the
 /// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, and everything in
-/// a corpus directory it lists), saying so: they are not read back as documents. A file named
-/// itself is always read.
-pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> Result<Vec<InputFile>> {
-    let mut recorded = crate::output::owned::Recorded::default();
+/// a corpus directory it lists: `pass_over` tells), saying so: they are not read back as
+/// documents. A file named itself is always read.
+pub fn discover(
+    specs: &[PathBuf],
+    dir_exts: &[&str],
+    pass_over: &mut dyn PassOver,
+) -> Result<Vec<InputFile>> {
     let mut left_out = Vec::new();
     let mut paths = Vec::new();
     for spec in specs {
@@ -249,7 +279,7 @@ pub fn discover(specs: &[PathBuf], dir_exts: &[&str]) -> Result<Vec<InputFile>> 
             crate::bail!(Input, "input {} does not exist", spec.display());
         };
         for p in found {
-            match recorded.listing(&p, &root) {
+            match pass_over.listing(&p, &root) {
                 Some(record) => left_out.push((p, record)),
                 None => paths.push(p),
             }

@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use super::document::{Item, Skipped};
-use super::files::{Compression, InputFile, Split};
+use super::files::{zstd_decoder, Compression, InputFile, Split};
 use super::{Location, Skip, SkipReason, SplitLine};
 
 /// What reading a split produces. `line` is the line's number within its split, from 1.
@@ -164,18 +164,6 @@ pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
         )),
         Compression::Zstd => Box::new(BufReader::with_capacity(BUF, zstd_decoder(f)?)),
     })
-}
-
-/// Largest zstd window accepted, as a power of two: 31 (2 GiB), the format's largest, so a file
-/// written with `zstd --long=31` is read (libzstd's default of 27 refused it with a bare error).
-/// Decoding such a file may take up to that much memory.
-pub const ZSTD_WINDOW_LOG_MAX: u32 = 31;
-
-/// A zstd decoder of `read` that accepts windows up to 2^[`ZSTD_WINDOW_LOG_MAX`] bytes.
-pub fn zstd_decoder<R: io::Read>(read: R) -> io::Result<zstd::Decoder<'static, BufReader<R>>> {
-    let mut decoder = zstd::Decoder::new(read)?;
-    decoder.window_log_max(ZSTD_WINDOW_LOG_MAX)?;
-    Ok(decoder)
 }
 
 /// The UTF-8 byte-order mark some editors put at the start of a file.

@@ -25,32 +25,11 @@ use timely::dataflow::operators::probe::Handle;
 use timely::worker::Worker;
 
 use super::reread;
-use crate::config::Inputs;
+use crate::config::{Inputs, Split};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
-
-/// One document of a cluster, at its rank owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Member {
-    /// Its rank.
-    pub rank: u64,
-    /// The cluster: the smallest rank in it.
-    pub cluster: u64,
-    /// The member the keep policy keeps (equal to `rank` for the representative itself).
-    pub representative: u64,
-    /// Documents in the cluster.
-    pub size: u64,
-    /// Paired with the representative (or it is the representative). A member that is not is
-    /// in the cluster through a chain of pairs only.
-    pub paired: bool,
-}
-
-impl Member {
-    /// True if this member is the one kept.
-    pub fn is_representative(&self) -> bool {
-        self.rank == self.representative
-    }
-}
+use crate::output::Member;
+use crate::summary::LargestCluster;
 
 /// Every rank this worker owns, in order, and whether it is dropped (`members`: this worker's,
 /// sorted by rank, as [`clusters`] returns them).
@@ -89,17 +68,6 @@ pub struct ClusterStats {
     pub split_components: u64,
     /// The largest clusters (every worker has the same list).
     pub top: Vec<Top>,
-}
-
-/// One of the largest clusters, by name: for the summary and the report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LargestCluster {
-    /// Its id (smallest document id).
-    pub cluster: String,
-    /// Its size.
-    pub size: u64,
-    /// A few members, the representative first: `(id, url)`.
-    pub members: Vec<(String, Option<String>)>,
 }
 
 /// Names and URLs of the members of `top` (every worker calls it together; worker 0 gets the
@@ -198,37 +166,6 @@ pub fn components(worker: &mut Worker, edges: Vec<(u64, u64)>) -> Vec<(u64, u64)
         i = j;
     }
     labels
-}
-
-/// How clusters are cut.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Split {
-    /// Connected components (transitive closure): a chain A~B~C is one cluster.
-    #[default]
-    None,
-    /// Star clusters: in keep-policy order, the best document not yet taken becomes a
-    /// representative and takes every document paired with it directly. Every dropped document is
-    /// then a verified near-duplicate of the one kept in its place.
-    Star,
-}
-
-impl Split {
-    /// Parses `none` or `star`.
-    pub fn parse(s: &str) -> Option<Split> {
-        match s {
-            "none" => Some(Split::None),
-            "star" => Some(Split::Star),
-            _ => None,
-        }
-    }
-
-    /// Its name in a job file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Split::None => "none",
-            Split::Star => "star",
-        }
-    }
 }
 
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as

@@ -12,25 +12,16 @@
 
 use timely::worker::Worker;
 
-use super::cluster::{owned_ranks, Member};
+use super::cluster::owned_ranks;
 use crate::config::Plan;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 use crate::output::corpus::{self, PartStats};
+use crate::output::Member;
 use crate::output::OutputSet;
 use crate::source::{plan_splits, Location, Split};
-
-/// Documents kept and dropped in one input file.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FileCounts {
-    /// The input file.
-    pub file: String,
-    /// Its documents kept (representatives and documents in no cluster).
-    pub kept: u64,
-    /// Its documents dropped.
-    pub dropped: u64,
-}
+use crate::summary::FileCounts;
 
 /// Per input file, the documents kept and dropped, summed over all workers (every worker calls it
 /// together; the ranks' origins must have been kept).

@@ -6,59 +6,20 @@
 //! `first` rule, where every key is equal) go to the smallest id. A document whose field is missing
 //! or unreadable gets the worst key (`u64::MAX`): it is kept only when no member has the field.
 
+use crate::config::KeepPolicy;
 use crate::source::Attributes;
+use crate::summary::KeepFieldCounts;
 
-/// How a cluster's representative is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeepPolicy {
-    /// The smallest id.
-    First,
-    /// The most tokens (the text the sketch saw; for HTML, after boilerplate removal).
-    Longest,
-    /// The latest timestamp (`WARC-Date`, or the JSON Lines field named by the policy).
-    Newest,
-    /// The earliest timestamp.
-    Oldest,
-    /// The largest number in a JSON Lines field (a quality score).
-    Highest,
-}
-
-impl KeepPolicy {
-    /// Parses `first`, `longest`, `newest`, `oldest` or `highest`.
-    pub fn parse(s: &str) -> Option<KeepPolicy> {
-        Some(match s {
-            "first" => KeepPolicy::First,
-            "longest" => KeepPolicy::Longest,
-            "newest" => KeepPolicy::Newest,
-            "oldest" => KeepPolicy::Oldest,
-            "highest" => KeepPolicy::Highest,
-            _ => return None,
-        })
-    }
-
-    /// Its name in a job file.
-    pub fn name(self) -> &'static str {
-        match self {
-            KeepPolicy::First => "first",
-            KeepPolicy::Longest => "longest",
-            KeepPolicy::Newest => "newest",
-            KeepPolicy::Oldest => "oldest",
-            KeepPolicy::Highest => "highest",
-        }
-    }
-
-    /// True if the rule reads a field of the record (a timestamp or a number).
-    pub fn needs_field(self) -> bool {
-        matches!(
-            self,
-            KeepPolicy::Newest | KeepPolicy::Oldest | KeepPolicy::Highest
-        )
-    }
-
+/// The keep key of a document: [`KeepPolicy`] is a setting of the job, the key is this stage's.
+pub trait KeepKey {
     /// The keep key of a document with `tokens` tokens and `attributes`: smaller is better; an
     /// error when the rule's field is missing or holds a value the rule cannot use (the caller
     /// counts it, and the document gets [`MISSING`]: it falls back to the tie-break by id).
-    pub fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Result<u64, NoKey> {
+    fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Result<u64, NoKey>;
+}
+
+impl KeepKey for KeepPolicy {
+    fn key(self, tokens: usize, attributes: &Attributes<'_>) -> Result<u64, NoKey> {
         let field = || attributes.timestamp.as_deref().ok_or(NoKey::Missing);
         match self {
             KeepPolicy::First => Ok(0),
@@ -90,6 +51,15 @@ pub enum NoKey {
     /// The field holds what the rule cannot use: not a number or date, a number that is not
     /// finite (`inf`, `NaN`, `1e400`), or a time outside the years 1 to 9999 (`1e300`).
     Unusable,
+}
+
+/// Counts one document's keep key in `counts`.
+pub fn count(counts: &mut KeepFieldCounts, key: &Result<u64, NoKey>) {
+    match key {
+        Ok(_) => counts.usable += 1,
+        Err(NoKey::Missing) => counts.missing += 1,
+        Err(NoKey::Unusable) => counts.unusable += 1,
+    }
 }
 
 /// The earliest and latest time a timestamp may name, in seconds since 1970: the years 1 to 9999.

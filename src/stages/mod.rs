@@ -3,12 +3,14 @@
 //!
 //! | stage | in | out |
 //! |---|---|---|
-//! | [`read`] | this worker's splits | sketched documents, counted skips, split line counts |
-//! | [`rank`] | sketched documents | `(simhash, rank)`; duplicate ids skipped; rank owners keep names |
-//! | [`collapse`] | `(simhash, rank)` | groups of identical fingerprints at their owner |
-//! | [`plan_rounds`] | distinct count | table layout, parts per round (budget), or a refusal |
-//! | rounds ([`crate::exchange::rounds`]) | distinct fingerprints | fingerprint pairs, each once |
-//! | [`expand`] | fingerprint pairs, groups | document pairs (ranks) |
+//! | [`read`] | this worker's splits | sketched documents (and their [`keep`] keys), counted skips, split line counts |
+//! | [`rank`] | sketched documents | `(sketch key, rank)`; duplicate ids skipped; rank owners keep names |
+//! | [`collapse`] | `(sketch key, rank)` | groups of identical sketch keys at their owner; MinHash signatures with them |
+//! | [`plan_rounds`] | distinct count | table or band layout, parts per round (budget), or a refusal |
+//! | rounds ([`crate::exchange::rounds`]) | distinct sketch keys | candidate pairs of keys, each once per table or band |
+//! | [`bands`] | pairs of several bands | each pair once, `min_bands`, the estimated Jaccard |
+//! | [`expand`] | sketch-key pairs, groups | document pairs (ranks) |
+//! | [`reread`] | locations | the records read again where they are (verify, names of the largest clusters) |
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |

@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
-use super::keep::{self, KeepPolicy};
-use crate::config::{ContentOptions, Inputs, SketchPlan};
+use super::keep::{self, KeepKey};
+use crate::config::{ContentOptions, Inputs, KeepPolicy, SketchPlan};
 use crate::sketch::{AnySketcher, Sketcher};
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
@@ -262,7 +262,7 @@ impl Reader {
                     Ok((simhash, tokens)) => {
                         if let Some(policy) = self.keep {
                             let key = policy.key(tokens, &doc.attributes);
-                            counters.keep_field.count(&key);
+                            keep::count(&mut counters.keep_field, &key);
                             self.out.keep.push(key.unwrap_or(keep::MISSING));
                         }
                         let out = &mut self.out;
@@ -640,7 +640,7 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let inputs = Inputs {
                 format: Format::Jsonl(Fields::default()),
-                files: discover(&[path], &[]).unwrap(),
+                files: discover(&[path], &[], &mut crate::source::files::PassOverNothing).unwrap(),
                 max_record_bytes: 1 << 20,
                 split_bytes: 1 << 20,
             };

@@ -22,42 +22,12 @@ use timely::worker::Worker;
 use super::read::document_text;
 use super::reread;
 use crate::candidates::Pair;
-use crate::config::{ContentOptions, Inputs};
+use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 use crate::source::Location;
 use crate::text::{jaccard, shingle_set_of, Scratch};
-
-/// How candidates are verified.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Verification {
-    /// Smallest Jaccard similarity kept.
-    pub threshold: f64,
-    /// Tokens per shingle of the sets compared.
-    pub shingle: usize,
-    /// Exact, or estimated from signatures.
-    pub mode: VerifyMode,
-}
-
-/// Where a pair's similarity comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VerifyMode {
-    /// The exact Jaccard of the shingle sets, the records read again (this stage).
-    Exact,
-    /// The fraction of equal MinHash values (the band stage, [`super::bands`]).
-    Estimate,
-}
-
-impl VerifyMode {
-    /// `exact` or `estimate`.
-    pub fn name(self) -> &'static str {
-        match self {
-            VerifyMode::Exact => "exact",
-            VerifyMode::Estimate => "estimate",
-        }
-    }
-}
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]

@@ -9,11 +9,12 @@ use std::io::Write;
 
 use timely::worker::Worker;
 
-use super::cluster::{owned_ranks, Member};
+use super::cluster::owned_ranks;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
+use crate::output::Member;
 use crate::output::{self, tables, Format, OutputSet, Table};
 use crate::summary::SkippedRow;
 

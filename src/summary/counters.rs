@@ -254,21 +254,12 @@ pub struct KeepFieldCounts {
     pub usable: u64,
     /// Documents without the field.
     pub missing: u64,
-    /// Documents whose value the rule cannot use (see [`crate::stages::keep::NoKey::Unusable`]).
+    /// Documents whose value the rule cannot use (not a number or date, not finite, or a time
+    /// outside the years 1 to 9999).
     pub unusable: u64,
 }
 
 impl KeepFieldCounts {
-    /// Counts one document's keep key.
-    pub fn count(&mut self, key: &std::result::Result<u64, crate::stages::keep::NoKey>) {
-        use crate::stages::keep::NoKey;
-        match key {
-            Ok(_) => self.usable += 1,
-            Err(NoKey::Missing) => self.missing += 1,
-            Err(NoKey::Unusable) => self.unusable += 1,
-        }
-    }
-
     /// Adds another worker's counts.
     pub fn merge(&mut self, other: KeepFieldCounts) {
         self.usable += other.usable;

@@ -190,11 +190,11 @@ pub struct ClusterSummary {
     #[serde(default)]
     pub keep_field_unusable: u64,
     /// Per input file, its documents kept and dropped.
-    pub by_file: Vec<crate::stages::corpus::FileCounts>,
+    pub by_file: Vec<FileCounts>,
     /// The largest clusters, with a few members (representative first) and their URLs where
     /// the run kept them (with the report output).
     #[serde(default)]
-    pub largest_clusters: Vec<crate::stages::cluster::LargestCluster>,
+    pub largest_clusters: Vec<LargestCluster>,
     /// The deduplicated corpus, when it is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corpus: Option<CorpusSummary>,
@@ -280,7 +280,7 @@ pub struct Summary {
     pub peak_memory_bytes_by_stage: BTreeMap<String, u64>,
     /// The other files of this run's output set, each with its size and xxh3-64 checksum: the
     /// summary is written last, as the record that the set is complete.
-    pub outputs: BTreeMap<String, crate::output::Written>,
+    pub outputs: BTreeMap<String, Written>,
 }
 
 impl Summary {
@@ -436,4 +436,37 @@ pub fn peak_rss_bytes() -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
+}
+
+/// One of the largest clusters, by name: for the summary and the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LargestCluster {
+    /// Its id (smallest document id).
+    pub cluster: String,
+    /// Its size.
+    pub size: u64,
+    /// A few members, the representative first: `(id, url)`.
+    pub members: Vec<(String, Option<String>)>,
+}
+
+/// Documents kept and dropped in one input file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileCounts {
+    /// The input file.
+    pub file: String,
+    /// Its documents kept (representatives and documents in no cluster).
+    pub kept: u64,
+    /// Its documents dropped.
+    pub dropped: u64,
+}
+
+/// What was written to one output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    /// The path as given (`-` for standard output).
+    pub path: String,
+    /// Bytes written.
+    pub bytes: u64,
+    /// xxh3-64 of the bytes, 16 hex digits.
+    pub xxh3: String,
 }

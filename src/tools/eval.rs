@@ -23,9 +23,13 @@ fn ordered(a: &str, b: &str) -> IdPair {
 
 /// The lines of a plain, gzip or zstd file.
 fn lines(path: &Path) -> Result<Vec<String>> {
-    let file = crate::source::discover(&[path.to_path_buf()], &[])?
-        .pop()
-        .ok_or_else(|| Error::Input(format!("no file {}", path.display())))?;
+    let file = crate::source::discover(
+        &[path.to_path_buf()],
+        &[],
+        &mut crate::output::owned::Recorded::default(),
+    )?
+    .pop()
+    .ok_or_else(|| Error::Input(format!("no file {}", path.display())))?;
     let reader = crate::source::lines::open_stream(&file)
         .io_context(|| format!("reading {}", path.display()))?;
     reader

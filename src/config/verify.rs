@@ -1,0 +1,31 @@
+//! The settings of the verify stage (`stages/verify.rs`).
+
+/// How candidates are verified.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verification {
+    /// Smallest Jaccard similarity kept.
+    pub threshold: f64,
+    /// Tokens per shingle of the sets compared.
+    pub shingle: usize,
+    /// Exact, or estimated from signatures.
+    pub mode: VerifyMode,
+}
+
+/// Where a pair's similarity comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyMode {
+    /// The exact Jaccard of the shingle sets, the records read again (the verify stage).
+    Exact,
+    /// The fraction of equal MinHash values (the band stage, `stages/bands.rs`).
+    Estimate,
+}
+
+impl VerifyMode {
+    /// `exact` or `estimate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyMode::Exact => "exact",
+            VerifyMode::Estimate => "estimate",
+        }
+    }
+}
