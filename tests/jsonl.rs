@@ -146,7 +146,12 @@ fn source(files: Vec<InputFile>) -> Source {
 /// Reads `path` as `peers` workers would, with splits of `split` bytes: id -> fingerprint, and the
 /// accounting.
 fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u64, u64, u64) {
-    let files = discover(&[path.to_path_buf()], &[]).unwrap();
+    let files = discover(
+        &[path.to_path_buf()],
+        &[],
+        &mut neardup::source::files::PassOverNothing,
+    )
+    .unwrap();
     let src = source(files.clone());
     let plan = plan_splits(&files, peers, split, src.inputs.format.split_mode());
     let (mut docs, mut read, mut processed, mut skipped) = (BTreeMap::new(), 0, 0, 0);

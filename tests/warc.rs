@@ -57,7 +57,12 @@ fn whole(file: usize) -> Split {
 
 /// Simhash by URL of every page read from the sample.
 fn fingerprints_by_url(boilerplate: Boilerplate, kind: FeatureKind) -> BTreeMap<String, u64> {
-    let files = discover(&[sample()], &[]).unwrap();
+    let files = discover(
+        &[sample()],
+        &[],
+        &mut neardup::source::files::PassOverNothing,
+    )
+    .unwrap();
     let (docs, _, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
     docs.iter()
         .map(|d| (d.url.expect("WARC pages have a URL").to_string(), d.simhash))
@@ -296,7 +301,12 @@ fn legacy_charsets_are_decoded() {
 
 #[test]
 fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
-    let files = discover(&[sample()], &[]).unwrap();
+    let files = discover(
+        &[sample()],
+        &[],
+        &mut neardup::source::files::PassOverNothing,
+    )
+    .unwrap();
     assert_eq!(files[0].compression, Compression::Gzip);
     let source = warc_source(files.clone(), Boilerplate::Extract, FeatureKind::Shingles);
     let (one, c1, _) = load_documents(&source, &[whole(0)]);
@@ -398,7 +408,12 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
         }
     }
     let load = |path: &Path| {
-        let files = discover(&[path.to_path_buf()], &[]).unwrap();
+        let files = discover(
+            &[path.to_path_buf()],
+            &[],
+            &mut neardup::source::files::PassOverNothing,
+        )
+        .unwrap();
         let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
         load_documents(&source, &[whole(0)])
     };
@@ -581,7 +596,12 @@ fn html_files_and_jsonl_html_records_read_the_same_pages() {
 #[test]
 fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
     // Written by GNU Wget 1.21.3 (`wget --warc-file`), see data-samples/warc/README.md.
-    let files = discover(&[root().join("data-samples/warc/wget-sample.warc.gz")], &[]).unwrap();
+    let files = discover(
+        &[root().join("data-samples/warc/wget-sample.warc.gz")],
+        &[],
+        &mut neardup::source::files::PassOverNothing,
+    )
+    .unwrap();
     let source = warc_source(files, Boilerplate::Extract, FeatureKind::Shingles);
     let (docs, counters, _) = load_documents(&source, &[whole(0)]);
     let urls: BTreeMap<String, (u64, String)> = docs

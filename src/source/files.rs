@@ -569,7 +569,7 @@ mod tests {
             std::fs::write(dir.path().join(name), b"{}\n").unwrap();
         }
         let names = |exts: &[&str]| -> Vec<String> {
-            discover(&[dir.path().to_path_buf()], exts)
+            discover(&[dir.path().to_path_buf()], exts, &mut PassOverNothing)
                 .unwrap()
                 .iter()
                 .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
@@ -583,6 +583,11 @@ mod tests {
             names(FINGERPRINT_EXTENSIONS),
             ["a.jsonl", "b.json.gz", "c.ndjson.zst", "pairs.tsv"]
         );
-        assert!(discover(&[dir.path().join("nope")], DOCUMENT_EXTENSIONS).is_err());
+        assert!(discover(
+            &[dir.path().join("nope")],
+            DOCUMENT_EXTENSIONS,
+            &mut PassOverNothing
+        )
+        .is_err());
     }
 }

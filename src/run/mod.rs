@@ -1,0 +1,113 @@
+//! A whole run: every worker makes the same [`pass::Pass`] through the stages of
+//! [`crate::stages`] with the same plan; [`execute`] forms the cluster, prepares the outputs before
+//! anything is read, runs the workers and commits the output set with the summary last.
+//!
+//! - `clock`: each stage's time and memory, the progress bar, the first error of an output;
+//! - `pass`: the steps of the dataflow, each calling one stage with its settings;
+//! - `report`: skip notes, the "nothing usable" checks, the summary folded from every worker.
+
+mod clock;
+mod pass;
+mod report;
+
+use std::sync::Arc;
+
+use timely::worker::Worker;
+
+use crate::config::Plan;
+use crate::error::{Error, Result};
+use crate::output::OutputSet;
+use crate::progress::Reporter;
+use crate::stages::rank::RankOutput;
+use crate::summary::Summary;
+use pass::Pass;
+pub use report::WorkerResult;
+
+/// The whole run, as executed by one worker: the dataflow, step by step. `outputs` is the output
+/// set, on worker 0 of process 0.
+pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
+    let mut pass = Pass::new(worker.index(), plan, outputs);
+    let (mut books, ranked) = pass.read_and_rank(worker)?;
+    pass.write_fingerprints(worker, &ranked.ranked);
+    match &plan.pairs {
+        Some(stage) => {
+            let RankOutput {
+                keyed,
+                signatures,
+                ranked,
+            } = ranked;
+            let candidates = pass.candidates(worker, stage, keyed, signatures)?;
+            let pairs = pass.verify(worker, &ranked, candidates.pairs);
+            let exact = candidates.exact;
+            let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
+            pass.corpus(worker, &ranked, &members, &books.counters.copy_at);
+            pass.write_pairs(worker, stage, &ranked, pairs, exact, &members);
+        }
+        None => {
+            pass.clock.no_pair_stages();
+            drop(ranked);
+        }
+    }
+    pass.write_skipped(worker, &mut books);
+    report::finish(worker, plan, pass.clock, pass.figures, books)
+}
+
+/// Runs `plan` on the threads and processes it names: forms the cluster, prepares the outputs
+/// (process 0) before anything is read, runs every worker, and commits the output set with the
+/// summary last. Returns the summary in process 0, `None` in the others. On any error nothing is
+/// committed: earlier outputs stay as they were and no staged file is left.
+pub fn execute(plan: Plan) -> Result<Option<Summary>> {
+    let mut outputs = None;
+    let (builders, others) = plan.exec.start(&plan.describe(), || {
+        if plan.exec.process == 0 {
+            outputs = Some(OutputSet::prepare(
+                &plan.outputs.requests(),
+                &plan.protected_paths(),
+            )?);
+        }
+        Ok(())
+    })?;
+    let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
+    let plan = Arc::new(plan);
+    let _bars = Reporter::start(plan.inputs.files.iter().map(|f| f.size).sum());
+    let (p, o) = (Arc::clone(&plan), outputs.clone());
+    let guards = timely::execute::execute_from(
+        builders,
+        others,
+        timely::WorkerConfig::default(),
+        move |worker| run_worker(worker, &p, o.as_deref()),
+    )
+    .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
+    let mut summary = None;
+    let mut error = None;
+    for result in guards.join() {
+        match result {
+            Ok(Ok(Some(s))) => summary = Some(s),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                error.get_or_insert(e);
+            }
+            Err(panic) => {
+                error.get_or_insert(Error::Internal(format!("a worker panicked: {panic}")));
+            }
+        }
+    }
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let (Some(mut summary), Some(set)) = (summary, outputs) else {
+        return Ok(None);
+    };
+    let set = Arc::try_unwrap(set)
+        .map_err(|_| Error::Internal("the output set is still in use".into()))?;
+    if set.has("report") {
+        let page = crate::output::report::html(&summary);
+        set.write("report", |w, _| w.write_all(page.as_bytes()))?;
+    }
+    summary.outputs = set.written();
+    let mut json = serde_json::to_vec_pretty(&summary)
+        .map_err(|e| Error::Internal(format!("summary: {e}")))?;
+    json.push(b'\n');
+    set.commit(Some(&json))?;
+    Ok(Some(summary))
+}

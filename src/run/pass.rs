@@ -1,0 +1,327 @@
+//! One worker's pass through the dataflow: each step calls its stage of [`crate::stages`] with
+//! that stage's settings, ends the stage on the [`Clock`], and keeps the stage's figures for the
+//! summary ([`Figures`]). Every worker calls the steps in the same order: most end at a barrier.
+
+use timely::worker::Worker;
+
+use super::clock::{Clock, Phase};
+use super::report::{show_notes, similarity_histogram, Books, Figures, Places};
+use crate::candidates::{Pair, Score};
+use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
+use crate::error::Result;
+use crate::exchange::ranks::Ranked;
+use crate::exchange::{all_gather, rounds};
+use crate::output::{Format, Member, OutputSet};
+use crate::progress::PROGRESS;
+use crate::stages::bands::{self, BandScoring};
+use crate::stages::collapse::Groups;
+use crate::stages::plan_rounds::{self, Rounds};
+use crate::stages::rank::{self, RankOutput};
+use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
+use crate::summary::{Counters, FingerprintSummary, LineTable};
+
+/// Candidate document pairs, and the groups of identical sketches when they are an output.
+pub struct Candidates {
+    /// Document pairs, each once.
+    pub pairs: Vec<Pair>,
+    /// Exact-duplicate groups `(smallest rank, others)`, for the exact-groups output.
+    pub exact: Option<Vec<(u64, Vec<u64>)>>,
+}
+
+/// One worker's pass.
+pub struct Pass<'a> {
+    /// The run's plan.
+    pub plan: &'a Plan,
+    /// The output set, on worker 0 of process 0.
+    pub writer: Option<&'a OutputSet>,
+    /// Times, memory, progress, the first error.
+    pub clock: Clock,
+    /// What the stages found.
+    pub figures: Figures,
+}
+
+impl<'a> Pass<'a> {
+    /// The pass of worker `me`.
+    pub fn new(me: usize, plan: &'a Plan, outputs: Option<&'a OutputSet>) -> Pass<'a> {
+        Pass {
+            plan,
+            writer: outputs.filter(|_| me == 0),
+            clock: Clock::start(me, plan.exec.workers),
+            figures: Figures::default(),
+        }
+    }
+
+    /// Reads this worker's splits into sketched documents and ranks them by id across workers
+    /// (duplicate ids skipped). A run in which no record could be used, or whose keep policy
+    /// reads a field no document has, is an error on every worker alike.
+    pub fn read_and_rank(&mut self, worker: &mut Worker) -> Result<(Books, RankOutput)> {
+        let plan = self.plan;
+        let mut counters = Counters::new(plan.outputs.skipped.is_some());
+        counters.copy_reasons = plan.outputs.corpus_skipped.clone();
+        let (docs, split_lines) =
+            read::read_worker(worker, plan, &mut counters, |b| PROGRESS.read_one(b));
+        PROGRESS.flush_read();
+        let places = Places {
+            files: plan
+                .inputs
+                .files
+                .iter()
+                .map(|f| f.path.display().to_string())
+                .collect(),
+            lines: LineTable::new(all_gather(worker, split_lines).concat()),
+        };
+        let mut shown = Vec::new();
+        show_notes(worker, &counters.notes, &places, &mut shown);
+        self.clock.stage("read_fingerprint");
+
+        let before = counters.notes.len();
+        let keep_rows = plan.outputs.fingerprints.is_some();
+        let reread =
+            plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact) || plan.clusters.is_some();
+        let ranked = rank::rank(worker, docs, keep_rows, reread, &mut counters);
+        show_notes(worker, &counters.notes[before..], &places, &mut shown);
+        let books = Books {
+            counters,
+            places,
+            shown,
+        };
+        books.check_usable(worker, plan)?;
+        self.clock.stage("rank");
+        Ok((books, ranked))
+    }
+
+    /// The fingerprints output, when asked for.
+    pub fn write_fingerprints(&mut self, worker: &mut Worker, ranked: &Ranked) {
+        if let Some(path) = &self.plan.outputs.fingerprints {
+            let written = write::fingerprints(worker, ranked, Format::of(path), self.writer);
+            self.clock.keep(written);
+        }
+        self.clock.stage("write_fingerprints");
+    }
+
+    /// Candidate document pairs: identical sketches collapsed into groups, the rounds of tables
+    /// or bands over the distinct sketches, sketch pairs expanded into document pairs.
+    pub fn candidates(
+        &mut self,
+        worker: &mut Worker,
+        stage: &PairStage,
+        keyed: Vec<(u64, u64)>,
+        signatures: Vec<(u64, Vec<u32>)>,
+    ) -> Result<Candidates> {
+        let plan = self.plan;
+        self.clock.enter(Phase::Collapse);
+        let (groups, total) = collapse::collapse(worker, keyed);
+        let m = plan.sketch.values();
+        let signatures = if m > 0 {
+            collapse::signatures(worker, &groups, signatures, m)
+        } else {
+            Vec::new()
+        };
+        self.figures.fingerprints = Some(FingerprintSummary {
+            distinct: total.distinct,
+            exact_duplicate_groups: total.groups,
+            documents_in_exact_groups: total.docs_in_groups,
+            largest_exact_group: total.largest,
+        });
+        self.clock.stage("collapse");
+
+        // Every worker computes the same plan from the same global count.
+        let rounds_plan = plan_rounds::plan(stage, total.distinct, plan.exec.processes)?;
+        if worker.index() == 0 && plan.verbose {
+            eprintln!("{}", rounds_plan.reasoning);
+        }
+        self.figures.layout = rounds_plan.tables;
+        self.figures.bands = rounds_plan.bands;
+        self.clock.enter(Phase::Rounds);
+        let sketch_pairs = self.rounds(
+            worker,
+            &rounds_plan.rounds,
+            rounds_plan.parts,
+            &groups,
+            &signatures,
+            m,
+        );
+        drop(signatures);
+        self.clock.stage("tables");
+
+        self.clock.enter(Phase::Pairs);
+        let collapse = plan.outputs.exact_groups.is_some();
+        let estimate = matches!(rounds_plan.rounds, Rounds::Bands(_)) && self.estimates();
+        let exact = Score::at_distance(0);
+        let exact = if estimate {
+            exact.estimated(1.0)
+        } else {
+            exact
+        };
+        let pairs = expand::expand(worker, &groups, sketch_pairs, collapse, exact);
+        let exact = collapse.then(|| expand::exact_groups(&groups));
+        drop(groups);
+        self.clock.stage("expand");
+        Ok(Candidates { pairs, exact })
+    }
+
+    /// True if pairs carry a MinHash estimate: no exact verification follows.
+    fn estimates(&self) -> bool {
+        self.plan
+            .verify
+            .is_none_or(|v| v.mode == VerifyMode::Estimate)
+    }
+
+    /// The pairs of sketch keys of the rounds; MinHash: the pairs of several bands once, with their
+    /// estimate when one is wanted.
+    fn rounds(
+        &mut self,
+        worker: &mut Worker,
+        rounds: &Rounds,
+        parts: u32,
+        groups: &Groups<u64>,
+        signatures: &[u32],
+        m: usize,
+    ) -> Vec<Pair> {
+        let progress = |done, total| PROGRESS.round(done, total);
+        let found = match rounds {
+            Rounds::Tables(l) => rounds::run(worker, l, parts, &groups.fps, |_| &(), progress),
+            Rounds::Bands(l) => rounds::run(
+                worker,
+                l,
+                parts,
+                &groups.fps,
+                |i| &signatures[i * m..(i + 1) * m],
+                progress,
+            ),
+        };
+        self.figures.comparisons = found.stats.comparisons;
+        self.figures.largest_group = found.stats.largest_group;
+        let Rounds::Bands(l) = rounds else {
+            return found.pairs;
+        };
+        let scoring = BandScoring {
+            min_bands: l.min_bands,
+            estimate: self.estimates(),
+            threshold: self
+                .plan
+                .verify
+                .filter(|v| v.mode == VerifyMode::Estimate)
+                .map(|v| v.threshold),
+        };
+        let (pairs, stats) = bands::merge(worker, groups, signatures, m, found.pairs, scoring);
+        self.figures.band_stats = Some(stats);
+        pairs
+    }
+
+    /// The candidates whose exact Jaccard reaches the threshold, when verification is exact
+    /// (else the candidates as they are).
+    pub fn verify(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: Vec<Pair>) -> Vec<Pair> {
+        let plan = self.plan;
+        let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
+            None => pairs,
+            Some(v) => {
+                let budget = plan
+                    .pairs
+                    .as_ref()
+                    .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget);
+                let found = verify::verify(
+                    worker,
+                    &plan.inputs,
+                    &plan.content,
+                    ranked,
+                    pairs,
+                    v,
+                    budget,
+                );
+                self.clock
+                    .keep_value(found)
+                    .map_or_else(Vec::new, |(kept, stats)| {
+                        self.figures.verify = Some(stats);
+                        kept
+                    })
+            }
+        };
+        self.clock.stage("verify");
+        self.figures.by_similarity = similarity_histogram(worker, &pairs);
+        pairs
+    }
+
+    /// Clusters over the pairs and the exact-duplicate groups, when asked for: the members of the
+    /// ranks this worker owns.
+    pub fn clusters(
+        &mut self,
+        worker: &mut Worker,
+        ranked: &Ranked,
+        pairs: &[Pair],
+        exact: Option<&[(u64, Vec<u64>)]>,
+    ) -> Vec<Member> {
+        let members = match self.plan.clusters {
+            None => Vec::new(),
+            Some(c) => {
+                let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
+                edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
+                let (members, stats) = cluster::clusters(worker, ranked, edges, c.split);
+                let f = &mut self.figures;
+                f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
+                f.clusters = Some(stats);
+                f.by_file = corpus::file_counts(worker, self.plan, ranked, &members);
+                members
+            }
+        };
+        self.clock.stage("clusters");
+        members
+    }
+
+    /// The deduplicated corpus, when asked for.
+    pub fn corpus(
+        &mut self,
+        worker: &mut Worker,
+        ranked: &Ranked,
+        members: &[Member],
+        copy_at: &[crate::source::Location],
+    ) {
+        if self.plan.outputs.corpus.is_some() {
+            let written = corpus::write(worker, self.plan, ranked, members, copy_at, self.writer);
+            self.figures.corpus = self.clock.keep_value(written);
+        }
+        self.clock.stage("corpus");
+    }
+
+    /// The pairs and exact groups outputs, and the cluster outputs when there are clusters.
+    pub fn write_pairs(
+        &mut self,
+        worker: &mut Worker,
+        stage: &PairStage,
+        ranked: &Ranked,
+        pairs: Vec<Pair>,
+        exact: Option<Vec<(u64, Vec<u64>)>>,
+        members: &[Member],
+    ) {
+        self.clock.enter(Phase::Write);
+        let o = &self.plan.outputs;
+        let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
+        let formats = (format(&o.pairs), format(&o.exact_groups));
+        let k = (!stage.is_bands()).then(|| stage.k());
+        let counts = write::pairs(worker, ranked, pairs, exact, k, formats, self.writer);
+        self.figures.by_distance = self.clock.keep_value(counts);
+        if self.plan.clusters.is_some() {
+            let formats = write::ClusterOutputs {
+                clusters: o.clusters.as_deref().map(Format::of),
+                keep: o.keep.as_deref().map(Format::of),
+                drop: o.drop.as_deref().map(Format::of),
+            };
+            let written = write::clusters(worker, ranked, members, formats, self.writer);
+            self.clock.keep(written);
+        }
+        self.clock.stage("write_pairs");
+    }
+
+    /// The skipped-records output, in input order, when asked for; the notes are dropped.
+    pub fn write_skipped(&mut self, worker: &mut Worker, books: &mut Books) {
+        if self.plan.outputs.skipped.is_some() {
+            let rows = std::mem::take(&mut books.counters.notes)
+                .iter()
+                .map(|n| n.row(&books.places.files, &books.places.lines))
+                .collect();
+            let written = write::skipped(worker, rows, self.writer);
+            self.clock.keep(written);
+        }
+        books.counters.notes.clear();
+    }
+}

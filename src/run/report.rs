@@ -1,0 +1,434 @@
+//! The accounting of a run: skip notes shown as they are found, the checks that stop a run in
+//! which nothing is usable, and the summary worker 0 folds from every worker's report.
+
+use timely::worker::Worker;
+
+use super::clock::Clock;
+use crate::config::{ClusterPlan, Inputs, Plan, SketchPlan};
+use crate::error::{Error, Result};
+use crate::exchange::{all_gather, gather};
+use crate::source::{self, SkipReason};
+use crate::stages::{bands, verify};
+use crate::stages::{cluster, corpus};
+use crate::summary::{
+    first_notes, peak_rss_bytes, BandsSummary, ClusterSummary, CorpusSummary, Counters,
+    DocumentSummary, KeepFieldCounts, LineTable, PairSummary, SkipNote, Summary, VerifySummary,
+};
+use crate::summary::{FileCounts, FingerprintSummary, LargestCluster, LayoutSummary};
+
+/// What worker 0 returns: the summary; other workers return `None`.
+pub type WorkerResult = Result<Option<Summary>>;
+
+/// Per-worker facts gathered at the end.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct WorkerReport {
+    counters: Counters,
+    process: usize,
+    peak_rss: u64,
+    stage_peaks: Vec<(String, u64)>,
+    verify: Option<verify::VerifyStats>,
+    bands: Option<bands::BandStats>,
+    comparisons: u64,
+    largest_group: u64,
+}
+
+/// The files of a run and the lines before each split: what a skip note needs to be rendered.
+pub struct Places {
+    /// The input files, as named.
+    pub files: Vec<String>,
+    /// Lines before each split.
+    pub lines: LineTable,
+}
+
+/// A worker's accounting: its counters, where its records are, the messages shown.
+pub struct Books {
+    /// This worker's counts and skip notes.
+    pub counters: Counters,
+    /// Where the records are.
+    pub places: Places,
+    /// The skip messages shown (worker 0).
+    pub shown: Vec<String>,
+}
+
+impl Books {
+    /// Stops a run in which no record could be used, or whose keep policy reads a field that no
+    /// document has: on every worker alike (the counts are gathered by all).
+    pub fn check_usable(&self, worker: &mut Worker, plan: &Plan) -> Result<()> {
+        let light = Counters {
+            notes: Vec::new(),
+            copy_at: Vec::new(),
+            ..self.counters.clone()
+        };
+        let mut totals = Counters::default();
+        for c in all_gather(worker, light) {
+            totals.merge(c);
+        }
+        if totals.processed == 0 {
+            return Err(Error::Input(nothing_usable(&totals, &plan.inputs)));
+        }
+        match keep_field_nowhere(plan, &totals.keep_field) {
+            Some(message) => Err(Error::Input(message)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Prints the first skip messages per reason among `notes` of all workers, in input order, so the
+/// messages are the same whatever the number of workers; worker 0 prints them and keeps them for
+/// the summary in `shown`.
+pub fn show_notes(
+    worker: &mut Worker,
+    notes: &[SkipNote],
+    places: &Places,
+    shown: &mut Vec<String>,
+) {
+    let mine: Vec<SkipNote> = first_notes(notes).into_iter().cloned().collect();
+    let all = gather(worker, mine);
+    for note in first_notes(&all) {
+        let text = note.render(&places.files, &places.lines);
+        eprintln!("warning: {text}");
+        shown.push(text);
+    }
+}
+
+/// Why a run in which no record could be used stops, with what to change.
+fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
+    if c.read == 0 {
+        return format!(
+            "the inputs hold no record ({} file(s) of {} bytes in all): nothing to do",
+            inputs.files.len(),
+            inputs.files.iter().map(|f| f.size).sum::<u64>()
+        );
+    }
+    let (reason, n) = c
+        .skipped
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(r, n)| (*r, *n))
+        .unwrap_or((SkipReason::ReadError, 0));
+    let hint = match (reason, &inputs.format) {
+        (SkipReason::MissingText, source::Format::Jsonl(fields)) => {
+            let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
+            format!(
+                "no record has a string in the field {:?}{}{}; set [input] text_field \
+                 (--text-field) to the field that holds the text",
+                fields.text,
+                fields
+                    .html
+                    .as_ref()
+                    .map(|h| format!(" or {h:?}"))
+                    .unwrap_or_default(),
+                if seen.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (fields seen: {})", seen.join(", "))
+                }
+            )
+        }
+        (SkipReason::InvalidJson | SkipReason::InvalidUtf8, _) => {
+            "the records are not JSON objects, one per line, in UTF-8: is this the right input, \
+             and the right [input] format (--format)?"
+                .into()
+        }
+        (SkipReason::TooShort, _) => {
+            "every document has fewer tokens than [content] min_tokens (--min-tokens); lower it \
+             if such short documents should be compared"
+                .into()
+        }
+        (SkipReason::BadId, _) => {
+            "no record has a usable id: set [input] id_field (--id-field) to a field of string or \
+             number ids, or remove it to number records by their position"
+                .into()
+        }
+        (SkipReason::Language, _) => {
+            "no document declares a language listed in [content] languages".into()
+        }
+        (SkipReason::NotHtml | SkipReason::WarcRecordType | SkipReason::HttpStatus, _) => {
+            "the WARC files hold no HTML or text page with a 2xx response".into()
+        }
+        (SkipReason::BadFingerprint, _) => {
+            "is this a fingerprints file written by `neardup fingerprint`?".into()
+        }
+        _ => "see the messages above".into(),
+    };
+    format!(
+        "no record could be used: all {} record(s) were skipped, most as {reason} ({n}): {hint}",
+        c.read
+    )
+}
+
+/// Why a run whose keep policy reads a field that no document has stops (`None` if some have it,
+/// or the policy reads none): every representative would be chosen by id alone, silently.
+fn keep_field_nowhere(plan: &Plan, counts: &KeepFieldCounts) -> Option<String> {
+    let policy = plan.clusters.as_ref()?.keep;
+    if !policy.needs_field() || counts.usable + counts.unusable > 0 || counts.missing == 0 {
+        return None;
+    }
+    let field = match &plan.inputs.format {
+        source::Format::Jsonl(f) | source::Format::Parquet(f) => f.timestamp.clone(),
+        _ => None,
+    }
+    .unwrap_or_else(|| "WARC-Date".into());
+    Some(format!(
+        "keep = {:?} reads the field {field:?}, but none of the {} document(s) read has it: \
+         check [clusters] field (the name is case-sensitive), or use keep = \"first\" or \
+         \"longest\"",
+        policy.name(),
+        counts.missing
+    ))
+}
+
+/// The pairs by similarity, over all workers: `(percent, pairs)` for each percent (floor) that
+/// has pairs with a Jaccard similarity (exact or estimated); empty for unscored pairs.
+pub fn similarity_histogram(
+    worker: &mut Worker,
+    pairs: &[crate::candidates::Pair],
+) -> Vec<(u32, u64)> {
+    let mut bins = vec![0u64; 101];
+    for p in pairs {
+        if let Some(j) = p.score.jaccard() {
+            bins[((j * 100.0).floor() as usize).min(100)] += 1;
+        }
+    }
+    let mut total = vec![0u64; 101];
+    for part in all_gather(worker, bins) {
+        total.iter_mut().zip(part).for_each(|(t, n)| *t += n);
+    }
+    total
+        .into_iter()
+        .enumerate()
+        .filter(|(_, n)| *n > 0)
+        .map(|(p, n)| (p as u32, n))
+        .collect()
+}
+
+/// What the stages found, for the summary: each stage's own figures.
+#[derive(Default)]
+pub struct Figures {
+    /// Distinct sketches and exact-duplicate groups.
+    pub fingerprints: Option<FingerprintSummary>,
+    /// The table layout (simhash).
+    pub layout: Option<LayoutSummary>,
+    /// The band layout (MinHash).
+    pub bands: Option<BandsSummary>,
+    /// Band collisions and candidates, on this worker.
+    pub band_stats: Option<bands::BandStats>,
+    /// Comparisons inside groups, on this worker.
+    pub comparisons: u64,
+    /// The largest group compared, on this worker.
+    pub largest_group: u64,
+    /// Verification, on this worker.
+    pub verify: Option<verify::VerifyStats>,
+    /// Pairs by similarity percent, over all workers.
+    pub by_similarity: Vec<(u32, u64)>,
+    /// Clusters, over all workers.
+    pub clusters: Option<cluster::ClusterStats>,
+    /// Documents kept and dropped per input file.
+    pub by_file: Vec<FileCounts>,
+    /// The largest clusters, named.
+    pub largest: Vec<LargestCluster>,
+    /// The corpus written.
+    pub corpus: Option<corpus::CorpusStats>,
+    /// Pairs by Hamming distance (or all at 0 for MinHash).
+    pub by_distance: Option<Vec<u64>>,
+}
+
+/// Gathers every worker's report (also the final barrier: no worker leaves early); worker 0
+/// folds them into the summary, the others return `None`. The first error of an output, if any,
+/// is the result.
+pub fn finish(
+    worker: &mut Worker,
+    plan: &Plan,
+    mut clock: Clock,
+    figures: Figures,
+    books: Books,
+) -> WorkerResult {
+    let f = &figures;
+    let report = WorkerReport {
+        counters: books.counters,
+        process: worker.index() / plan.exec.workers,
+        peak_rss: peak_rss_bytes(),
+        stage_peaks: clock.stage_peaks(),
+        verify: f.verify,
+        bands: f.band_stats,
+        comparisons: f.comparisons,
+        largest_group: f.largest_group,
+    };
+    let reports = gather(worker, vec![report]);
+    if let Some(e) = clock.take_error() {
+        return Err(e);
+    }
+    if worker.index() != 0 {
+        return Ok(None);
+    }
+    Ok(Some(summarize(
+        plan,
+        reports,
+        figures,
+        &mut clock,
+        books.places,
+        books.shown,
+    )))
+}
+
+/// The summary of a run from every worker's report and worker 0's figures.
+fn summarize(
+    plan: &Plan,
+    reports: Vec<WorkerReport>,
+    figures: Figures,
+    clock: &mut Clock,
+    places: Places,
+    shown: Vec<String>,
+) -> Summary {
+    let Figures {
+        fingerprints,
+        layout: layout_summary,
+        bands: mut bands_summary,
+        by_similarity,
+        clusters: cluster_stats,
+        by_file,
+        largest,
+        corpus: corpus_stats,
+        by_distance,
+        ..
+    } = figures;
+    if let (
+        Some(b),
+        SketchPlan::MinHash {
+            shingle, scheme, ..
+        },
+    ) = (bands_summary.as_mut(), plan.sketch)
+    {
+        b.shingle = shingle;
+        b.scheme = scheme.name().into();
+    }
+    let t = Totals::fold(plan, reports, bands_summary.as_mut());
+    let merged = &t.counters;
+    let pair_summary = by_distance.map(|by_distance| PairSummary {
+        total: by_distance.iter().sum(),
+        // MinHash pairs have no distance.
+        by_distance: if bands_summary.is_some() {
+            Vec::new()
+        } else {
+            by_distance
+        },
+        comparisons: t.comparisons,
+        largest_group: t.largest_group,
+        by_similarity,
+    });
+    let clusters_summary = plan
+        .clusters
+        .zip(cluster_stats)
+        .map(|(c, stats)| cluster_summary(c, stats, merged, by_file, largest, corpus_stats));
+    Summary {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        command: plan.command.clone(),
+        inputs: places.files,
+        workers: plan.exec.workers,
+        processes: plan.exec.processes,
+        documents: DocumentSummary::from_counters(merged, shown),
+        fingerprints,
+        method: match plan.sketch {
+            SketchPlan::Simhash(_) => "simhash".into(),
+            SketchPlan::MinHash { .. } => "minhash".into(),
+        },
+        layout: layout_summary,
+        bands: bands_summary,
+        pairs: pair_summary,
+        verification: t.verification,
+        clusters: clusters_summary,
+        seconds: clock.stop(),
+        peak_memory_bytes_by_process: t.peak,
+        peak_memory_bytes_by_stage: t.by_stage,
+        outputs: Default::default(),
+    }
+}
+
+/// Every worker's report, added up.
+struct Totals {
+    counters: Counters,
+    peak: Vec<u64>,
+    by_stage: std::collections::BTreeMap<String, u64>,
+    comparisons: u64,
+    largest_group: u64,
+    verification: Option<VerifySummary>,
+}
+
+impl Totals {
+    /// Adds up `reports`; the band figures go into `bands`.
+    fn fold(
+        plan: &Plan,
+        reports: Vec<WorkerReport>,
+        mut bands: Option<&mut BandsSummary>,
+    ) -> Totals {
+        let mut t = Totals {
+            counters: Counters::default(),
+            peak: vec![0u64; plan.exec.processes],
+            by_stage: Default::default(),
+            comparisons: 0,
+            largest_group: 0,
+            verification: plan.verify.map(|v| VerifySummary {
+                mode: v.mode.name().into(),
+                threshold: v.threshold,
+                shingle: v.shingle,
+                ..Default::default()
+            }),
+        };
+        for r in reports {
+            if let (Some(sum), Some(s)) = (bands.as_deref_mut(), r.bands) {
+                sum.band_collisions += s.band_collisions;
+                sum.candidates += s.candidates;
+                sum.kept += s.kept;
+            }
+            if let (Some(sum), Some(v)) = (t.verification.as_mut(), r.verify) {
+                sum.candidates += v.candidates;
+                sum.kept += v.kept;
+                sum.records_read += v.records_read;
+                sum.rounds = sum.rounds.max(v.rounds);
+            }
+            t.counters.merge(r.counters);
+            t.peak[r.process] = t.peak[r.process].max(r.peak_rss);
+            for (name, bytes) in r.stage_peaks {
+                let e = t.by_stage.entry(name).or_insert(0u64);
+                *e = (*e).max(bytes);
+            }
+            t.comparisons += r.comparisons;
+            t.largest_group = t.largest_group.max(r.largest_group);
+        }
+        t
+    }
+}
+
+/// The clusters' part of the summary.
+fn cluster_summary(
+    c: ClusterPlan,
+    stats: cluster::ClusterStats,
+    merged: &Counters,
+    by_file: Vec<FileCounts>,
+    largest: Vec<LargestCluster>,
+    corpus_stats: Option<corpus::CorpusStats>,
+) -> ClusterSummary {
+    let dropped = stats.documents - stats.clusters;
+    ClusterSummary {
+        keep: c.keep.name().into(),
+        split: c.split.name().into(),
+        chained_clusters: stats.chained_clusters,
+        chained_documents: stats.chained_documents,
+        split_components: stats.split_components,
+        clusters: stats.clusters,
+        documents_in_clusters: stats.documents,
+        largest: stats.largest,
+        kept: merged.processed - dropped,
+        dropped,
+        sizes: stats.sizes,
+        keep_field_missing: merged.keep_field.missing,
+        keep_field_unusable: merged.keep_field.unusable,
+        by_file,
+        largest_clusters: largest,
+        corpus: corpus_stats.map(|c| CorpusSummary {
+            documents: c.documents,
+            skipped_records: c.skipped,
+            other_records: c.other,
+        }),
+    }
+}
