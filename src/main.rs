@@ -15,7 +15,7 @@ use neardup::config::job::InputSpec;
 use neardup::config::{
     JobSpec, Overrides, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS,
 };
-use neardup::run::execute;
+use neardup::run::execute_showing;
 use neardup::summary::Summary;
 use neardup::text::DEFAULT_SHINGLE;
 
@@ -418,7 +418,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     },
                 )
                 .with_context(|| format!("invalid job {}", job.display()))?;
-            finish(execute(plan)?)
+            finish(execute_showing(plan, true)?)
         }
         Command::Fingerprint {
             input,
@@ -446,7 +446,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             spec.output.skipped = flag_path(skipped);
             spec.output.summary = flag_path(summary).unwrap_or_default();
             let plan = spec.validate(Path::new("."), cluster.overrides("fingerprint"))?;
-            finish(execute(plan)?)
+            finish(execute_showing(plan, true)?)
         }
         Command::Truth {
             input,
@@ -728,7 +728,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             spec.output.exact_groups = flag_path(collapse_exact);
             spec.output.summary = flag_path(summary).unwrap_or_default();
             let plan = spec.validate(Path::new("."), cluster.overrides("pairs"))?;
-            finish(execute(plan)?)
+            finish(execute_showing(plan, true)?)
         }
     }
 }

@@ -10,8 +10,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// The stages a bar is shown for, in order.
 pub const STAGES: [&str; 5] = ["read+fingerprint", "collapse", "tables", "expand", "write"];
 
-/// Process-wide counters (each process of a cluster shows its own).
-pub struct Counters {
+/// A run's progress in one process: counters its workers bump, read by whoever draws them (the
+/// binary's [`Reporter`]). One per run, passed in; each process of a cluster has its own.
+#[derive(Debug, Default)]
+pub struct Progress {
     stage: AtomicUsize,
     docs: AtomicU64,
     bytes: AtomicU64,
@@ -19,21 +21,7 @@ pub struct Counters {
     total_rounds: AtomicU64,
 }
 
-thread_local! {
-    /// Records and bytes read on this thread and not yet added to [`PROGRESS`].
-    static PENDING: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// The counters the workers of this process update.
-pub static PROGRESS: Counters = Counters {
-    stage: AtomicUsize::new(0),
-    docs: AtomicU64::new(0),
-    bytes: AtomicU64::new(0),
-    rounds: AtomicU64::new(0),
-    total_rounds: AtomicU64::new(0),
-};
-
-impl Counters {
+impl Progress {
     /// Enters stage `i` of [`STAGES`].
     pub fn stage(&self, i: usize) {
         self.stage.store(i, Relaxed);
@@ -45,37 +33,55 @@ impl Counters {
         self.bytes.fetch_add(bytes, Relaxed);
     }
 
-    /// Adds one read record of `bytes` bytes, batched per thread so the shared counters are touched
-    /// once per 256 records.
-    pub fn read_one(&self, bytes: u64) {
-        PENDING.with(|p| {
-            let (docs, pending) = p.get();
-            if docs + 1 == 256 {
-                self.read(256, pending + bytes);
-                p.set((0, 0));
-            } else {
-                p.set((docs + 1, pending + bytes));
-            }
-        });
-    }
-
-    /// Adds what [`Counters::read_one`] batched on this thread.
-    pub fn flush_read(&self) {
-        let (docs, bytes) = PENDING.with(|p| p.replace((0, 0)));
-        self.read(docs, bytes);
-    }
-
     /// Records that table round `done` of `total` finished.
     pub fn round(&self, done: u64, total: u64) {
         self.total_rounds.store(total, Relaxed);
         self.rounds.store(done, Relaxed);
     }
 
-    fn reset(&self) {
-        for c in [&self.docs, &self.bytes, &self.rounds, &self.total_rounds] {
-            c.store(0, Relaxed);
+    /// Documents and bytes read so far.
+    pub fn read_so_far(&self) -> (u64, u64) {
+        (self.docs.load(Relaxed), self.bytes.load(Relaxed))
+    }
+}
+
+/// One reader's counts, added to its [`Progress`] once per 256 records (so the shared counters
+/// are touched rarely) and when dropped.
+pub struct ReadTally {
+    progress: Arc<Progress>,
+    docs: u64,
+    bytes: u64,
+}
+
+impl ReadTally {
+    /// A tally for `progress`.
+    pub fn new(progress: Arc<Progress>) -> ReadTally {
+        ReadTally {
+            progress,
+            docs: 0,
+            bytes: 0,
         }
-        self.stage.store(0, Relaxed);
+    }
+
+    /// Counts one record of `bytes` bytes.
+    pub fn add(&mut self, bytes: u64) {
+        self.docs += 1;
+        self.bytes += bytes;
+        if self.docs == 256 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.progress.read(self.docs, self.bytes);
+        self.docs = 0;
+        self.bytes = 0;
+    }
+}
+
+impl Drop for ReadTally {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -86,9 +92,9 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    /// Starts drawing, with `total_bytes` of input for the first bar; does nothing off a terminal.
-    pub fn start(total_bytes: u64) -> Reporter {
-        PROGRESS.reset();
+    /// Starts drawing `progress`, with `total_bytes` of input for the first bar; does nothing off
+    /// a terminal.
+    pub fn start(progress: Arc<Progress>, total_bytes: u64) -> Reporter {
         let stop = Arc::new(AtomicBool::new(false));
         let target = ProgressDrawTarget::stderr();
         if target.is_hidden() {
@@ -100,7 +106,7 @@ impl Reporter {
             let mut bar = ProgressBar::hidden();
             let started = std::time::Instant::now();
             while !flag.load(Relaxed) {
-                let stage = PROGRESS.stage.load(Relaxed);
+                let stage = progress.stage.load(Relaxed);
                 if stage != shown {
                     bar.finish();
                     bar = new_bar(stage, total_bytes);
@@ -108,14 +114,14 @@ impl Reporter {
                 }
                 match stage {
                     0 => {
-                        let docs = PROGRESS.docs.load(Relaxed);
-                        bar.set_position(PROGRESS.bytes.load(Relaxed));
+                        let (docs, bytes) = progress.read_so_far();
+                        bar.set_position(bytes);
                         let rate = docs as f64 / started.elapsed().as_secs_f64().max(1e-3);
                         bar.set_message(format!("{docs} docs, {rate:.0} docs/s"));
                     }
                     2 => {
-                        bar.set_length(PROGRESS.total_rounds.load(Relaxed).max(1));
-                        bar.set_position(PROGRESS.rounds.load(Relaxed));
+                        bar.set_length(progress.total_rounds.load(Relaxed).max(1));
+                        bar.set_position(progress.rounds.load(Relaxed));
                     }
                     _ => bar.tick(),
                 }

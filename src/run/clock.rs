@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::progress::PROGRESS;
+use crate::progress::Progress;
 use crate::summary::{StageMemory, StageTimes};
 
 /// The stages whose time and memory the summary reports, in order.
@@ -41,6 +41,8 @@ pub struct Clock {
     lap: Instant,
     /// The first worker of each process moves that process's progress bar along.
     local_lead: bool,
+    /// The run's progress in this process.
+    pub progress: Arc<Progress>,
     /// Sampled on the first worker of each process: stages end at barriers, so the others are in
     /// the same stage.
     memory: Option<Arc<StageMemory>>,
@@ -51,12 +53,13 @@ pub struct Clock {
 
 impl Clock {
     /// The clock of worker `me` of a run with `workers` workers per process.
-    pub fn start(me: usize, workers: usize) -> Clock {
+    pub fn start(me: usize, workers: usize, progress: Arc<Progress>) -> Clock {
         let local_lead = me.is_multiple_of(workers);
         Clock {
             started: Instant::now(),
             lap: Instant::now(),
             local_lead,
+            progress,
             memory: local_lead.then(|| StageMemory::start(STAGE_NAMES.len() + 1)),
             times: StageTimes::default(),
             first_error: None,
@@ -66,7 +69,7 @@ impl Clock {
     /// Shows `phase` on the progress bar.
     pub fn enter(&self, phase: Phase) {
         if self.local_lead {
-            PROGRESS.stage(phase as usize);
+            self.progress.stage(phase as usize);
         }
     }
 

@@ -17,16 +17,21 @@ use timely::worker::Worker;
 use crate::config::Plan;
 use crate::error::{Error, Result};
 use crate::output::OutputSet;
-use crate::progress::Reporter;
+use crate::progress::{Progress, Reporter};
 use crate::stages::rank::RankOutput;
 use crate::summary::Summary;
 use pass::Pass;
 pub use report::WorkerResult;
 
 /// The whole run, as executed by one worker: the dataflow, step by step. `outputs` is the output
-/// set, on worker 0 of process 0.
-pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>) -> WorkerResult {
-    let mut pass = Pass::new(worker.index(), plan, outputs);
+/// set, on worker 0 of process 0; `progress` what this process shows of the run.
+pub fn run_worker(
+    worker: &mut Worker,
+    plan: &Plan,
+    outputs: Option<&OutputSet>,
+    progress: &Arc<Progress>,
+) -> WorkerResult {
+    let mut pass = Pass::new(worker.index(), plan, outputs, progress);
     let (mut books, ranked) = pass.read_and_rank(worker)?;
     pass.write_fingerprints(worker, &ranked.ranked);
     match &plan.pairs {
@@ -55,8 +60,15 @@ pub fn run_worker(worker: &mut Worker, plan: &Plan, outputs: Option<&OutputSet>)
 /// Runs `plan` on the threads and processes it names: forms the cluster, prepares the outputs
 /// (process 0) before anything is read, runs every worker, and commits the output set with the
 /// summary last. Returns the summary in process 0, `None` in the others. On any error nothing is
-/// committed: earlier outputs stay as they were and no staged file is left.
+/// committed: earlier outputs stay as they were and no staged file is left. Shows nothing while
+/// it runs.
 pub fn execute(plan: Plan) -> Result<Option<Summary>> {
+    execute_showing(plan, false)
+}
+
+/// [`execute`], with progress bars on stderr when `bars` and stderr is a terminal (the binary's
+/// choice: a library draws nothing uninvited).
+pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let mut outputs = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {
         if plan.exec.process == 0 {
@@ -69,13 +81,15 @@ pub fn execute(plan: Plan) -> Result<Option<Summary>> {
     })?;
     let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
     let plan = Arc::new(plan);
-    let _bars = Reporter::start(plan.inputs.files.iter().map(|f| f.size).sum());
+    let progress = Arc::new(Progress::default());
+    let total_bytes = plan.inputs.files.iter().map(|f| f.size).sum();
+    let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
     let (p, o) = (Arc::clone(&plan), outputs.clone());
     let guards = timely::execute::execute_from(
         builders,
         others,
         timely::WorkerConfig::default(),
-        move |worker| run_worker(worker, &p, o.as_deref()),
+        move |worker| run_worker(worker, &p, o.as_deref(), &progress),
     )
     .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
     let mut summary = None;

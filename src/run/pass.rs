@@ -2,6 +2,8 @@
 //! that stage's settings, ends the stage on the [`Clock`], and keeps the stage's figures for the
 //! summary ([`Figures`]). Every worker calls the steps in the same order: most end at a barrier.
 
+use std::sync::Arc;
+
 use timely::worker::Worker;
 
 use super::clock::{Clock, Phase};
@@ -12,7 +14,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, rounds};
 use crate::output::{Format, Member, OutputSet};
-use crate::progress::PROGRESS;
+use crate::progress::Progress;
 use crate::stages::bands::{self, BandScoring};
 use crate::stages::collapse::Groups;
 use crate::stages::plan_rounds::{self, Rounds};
@@ -41,12 +43,17 @@ pub struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    /// The pass of worker `me`.
-    pub fn new(me: usize, plan: &'a Plan, outputs: Option<&'a OutputSet>) -> Pass<'a> {
+    /// The pass of worker `me`, reporting to `progress`.
+    pub fn new(
+        me: usize,
+        plan: &'a Plan,
+        outputs: Option<&'a OutputSet>,
+        progress: &Arc<Progress>,
+    ) -> Pass<'a> {
         Pass {
             plan,
             writer: outputs.filter(|_| me == 0),
-            clock: Clock::start(me, plan.exec.workers),
+            clock: Clock::start(me, plan.exec.workers, Arc::clone(progress)),
             figures: Figures::default(),
         }
     }
@@ -58,9 +65,8 @@ impl<'a> Pass<'a> {
         let plan = self.plan;
         let mut counters = Counters::new(plan.outputs.skipped.is_some());
         counters.copy_reasons = plan.outputs.corpus_skipped.clone();
-        let (docs, split_lines) =
-            read::read_worker(worker, plan, &mut counters, |b| PROGRESS.read_one(b));
-        PROGRESS.flush_read();
+        let progress = &self.clock.progress;
+        let (docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
         let places = Places {
             files: plan
                 .inputs
@@ -178,7 +184,8 @@ impl<'a> Pass<'a> {
         signatures: &[u32],
         m: usize,
     ) -> Vec<Pair> {
-        let progress = |done, total| PROGRESS.round(done, total);
+        let shown = Arc::clone(&self.clock.progress);
+        let progress = move |done, total| shown.round(done, total);
         let found = match rounds {
             Rounds::Tables(l) => rounds::run(worker, l, parts, &groups.fps, |_| &(), progress),
             Rounds::Bands(l) => rounds::run(

@@ -2,10 +2,13 @@
 //! what later stages need, without the text); every record that cannot be used becomes a counted
 //! skip with a note.
 
+use std::sync::Arc;
+
 use std::borrow::Cow;
 
 use super::keep::{self, KeepKey};
 use crate::config::{ContentOptions, Inputs, KeepPolicy, SketchPlan};
+use crate::progress::{Progress, ReadTally};
 use crate::sketch::{AnySketcher, Sketcher};
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
@@ -324,7 +327,7 @@ pub fn read_worker(
     worker: &mut timely::worker::Worker,
     plan: &crate::config::Plan,
     counters: &mut Counters,
-    on_bytes: fn(u64),
+    progress: &Arc<Progress>,
 ) -> (Sketched, SplitLines) {
     let inputs = &plan.inputs;
     let splits = crate::source::plan_splits(
@@ -344,6 +347,7 @@ pub fn read_worker(
         urls: plan.outputs.fingerprints.is_some(),
         keep: plan.clusters.map(|c| c.keep),
     };
+    let mut tally = ReadTally::new(Arc::clone(progress));
     let (mut docs, mut lines) = read(
         inputs,
         &plan.sketch,
@@ -351,7 +355,7 @@ pub fn read_worker(
         &mine_local,
         extras,
         counters,
-        &mut |bytes| on_bytes(bytes),
+        &mut |bytes| tally.add(bytes),
     );
     if splits.iter().flatten().any(|s| shared(&s)) {
         let (more, more_lines) = read_shared(
@@ -363,7 +367,7 @@ pub fn read_worker(
             &mine_shared,
             extras,
             counters,
-            on_bytes,
+            Arc::clone(progress),
         );
         docs.append(more);
         lines.extend(more_lines);
@@ -403,7 +407,7 @@ pub fn read_shared(
     splits: &[Split],
     extras: Extras,
     counters: &mut Counters,
-    on_bytes: fn(u64),
+    progress: Arc<Progress>,
 ) -> (Sketched, SplitLines) {
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -430,6 +434,7 @@ pub fn read_shared(
                 "SketchLines",
                 move |_, _| {
                     let mut noted = 0;
+                    let mut tally = ReadTally::new(progress);
                     move |(input, _frontier), _output| {
                         input.for_each(|_, data| {
                             let mut reader = sink.borrow_mut();
@@ -447,7 +452,7 @@ pub fn read_shared(
                                         },
                                     );
                                     format.read_record(bytes, at, &mut noted, &mut |item| {
-                                        on_bytes(reader.item(item));
+                                        tally.add(reader.item(item));
                                     });
                                 }
                             }
