@@ -67,7 +67,7 @@ impl Tree {
                 at.clone()
             }
         };
-        let mut rest = &segments[..];
+        let mut rest = segments;
         if matches!(rest[0].as_str(), "crate" | "self") {
             rest = &rest[1..];
         }
@@ -180,7 +180,7 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
     let mut rest = code;
     while let Some(i) = find_word(rest, "use") {
         let end = rest[i..].find(';').map_or(rest.len(), |e| i + e);
-        expand(&tokens(&rest[i + 3..end]), &mut Vec::new(), &mut paths);
+        expand(&tokens(&rest[i + 3..end]), &[], &mut paths);
         rest = &rest[end..];
     }
     let toks = tokens(code);
@@ -253,16 +253,16 @@ fn tokens(text: &str) -> Vec<String> {
 }
 
 /// Expands a use tree (`a::{b, c::{d, e}}`) into its paths.
-fn expand(toks: &[String], prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+fn expand(toks: &[String], prefix: &[String], out: &mut Vec<Vec<String>>) {
     let mut i = 0;
-    let mut path = prefix.clone();
+    let mut path = prefix.to_vec();
     while i < toks.len() {
         match toks[i].as_str() {
             "::" => {}
             "{" => {
                 let close = matching(toks, i);
                 for item in split_top(&toks[i + 1..close]) {
-                    expand(item, &mut path.clone(), out);
+                    expand(item, &path, out);
                 }
                 return;
             }
@@ -272,7 +272,7 @@ fn expand(toks: &[String], prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>)
         }
         i += 1;
     }
-    if path.len() > prefix.len() || !path.is_empty() {
+    if !path.is_empty() {
         out.push(path);
     }
 }
