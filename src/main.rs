@@ -467,7 +467,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             });
             spec.content.boilerplate = Some(boilerplate);
             anyhow::ensure!(
-                neardup::output::Format::of(&out) == neardup::output::Format::Tsv,
+                neardup::output::RowFormat::of(&out) == neardup::output::RowFormat::Tsv,
                 "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt, got {}",
                 out.display()
             );

@@ -382,7 +382,7 @@ pub struct PlanRow {
 
 /// The planner's choice and its reasoning.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct TablePlan {
     /// The chosen layout.
     pub layout: TableLayout,
     /// Every candidate, in the order considered.
@@ -406,7 +406,7 @@ pub fn candidates_per_fingerprint(layout: &TableLayout, n: u64) -> f64 {
 /// Work is `tables * n` keyed records (emit, exchange, sort) plus, per table, `n^2 / 2^(p+1)` expected
 /// comparisons inside groups. Tables run one per round, so memory is one table's records whatever the
 /// layout (see [`parts_per_table`] for the budget).
-pub fn plan(k: u32, n: u64) -> Plan {
+pub fn plan(k: u32, n: u64) -> TablePlan {
     let nf = n.max(1) as f64;
     let mut rows = Vec::new();
     let mut best: Option<(f64, TableLayout)> = None;
@@ -440,7 +440,7 @@ pub fn plan(k: u32, n: u64) -> Plan {
         );
     }
     reasoning += &format!("  chose {} (least modelled work)", layout.name());
-    Plan {
+    TablePlan {
         layout,
         rows,
         reasoning,

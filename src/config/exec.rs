@@ -1,12 +1,12 @@
 //! How a run is laid out: worker threads per process, processes, and the cluster's addresses; and
 //! starting timely on them ([`Exec::start`]), after the cluster handshake of
-//! [`crate::exchange::cluster`].
+//! [`crate::exchange::processes`].
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{IoContext, Result};
-use crate::exchange::cluster;
+use crate::exchange::processes;
 use crate::{bail, ensure};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::ProcessBuilder;
@@ -156,7 +156,7 @@ impl Exec {
             return Ok((builders, Box::new(())));
         }
         let addresses = self.addresses()?;
-        let sockets = cluster::form(
+        let sockets = processes::form(
             &addresses,
             self.process,
             self.workers,

@@ -362,7 +362,7 @@ fn output_path(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
-/// Refuses a row output whose extension neardup does not write ([`crate::output::Format::for_output`]).
+/// Refuses a row output whose extension neardup does not write ([`crate::output::RowFormat::for_output`]).
 fn check_row_formats(outputs: &Outputs) -> Result<()> {
     let rows = [
         ("fingerprints", &outputs.fingerprints),
@@ -375,7 +375,7 @@ fn check_row_formats(outputs: &Outputs) -> Result<()> {
     ];
     for (name, path) in rows {
         if let Some(path) = path {
-            crate::output::Format::for_output(name, path)?;
+            crate::output::RowFormat::for_output(name, path)?;
         }
     }
     Ok(())

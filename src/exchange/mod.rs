@@ -4,9 +4,9 @@
 //! worker runs in step; it ends when every worker has sent all its records, so it is also a barrier.
 //! The *rounds* dataflow ([`rounds`]) uses the round as its timestamp, so only one round's records
 //! are in memory at a time. [`ranks`] numbers documents by id with a distributed sample sort, and
-//! [`cluster`] forms a cluster of processes before any of this runs.
+//! [`processes`] forms a cluster of processes before any of this runs.
 
-pub mod cluster;
+pub mod processes;
 pub mod ranks;
 pub mod rounds;
 

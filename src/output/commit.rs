@@ -36,7 +36,7 @@ use super::journal::{self, Journal, Move, Recovery};
 use super::owned::{self, Entry, Record, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
 use super::paths::{follow, parent_of, Inputs, Target};
-use super::{cleanup, fault, Format};
+use super::{cleanup, fault, RowFormat};
 
 /// Name of the lock file in every output directory.
 pub const LOCK_FILE: &str = ".neardup.lock";
@@ -274,12 +274,12 @@ impl OutputSet {
     }
 
     /// The format an output is written in, by the extension of its path as given.
-    pub fn format(&self, name: &str) -> Format {
+    pub fn format(&self, name: &str) -> RowFormat {
         let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots
             .iter()
             .find(|s| s.name == name)
-            .map_or(Format::Tsv, |s| Format::of(&s.shown))
+            .map_or(RowFormat::Tsv, |s| RowFormat::of(&s.shown))
     }
     /// True if the set has an output called `name`.
     pub fn has(&self, name: &str) -> bool {
@@ -292,7 +292,7 @@ impl OutputSet {
     pub fn write(
         &self,
         name: &str,
-        write: impl FnOnce(&mut dyn Write, Format) -> io::Result<()>,
+        write: impl FnOnce(&mut dyn Write, RowFormat) -> io::Result<()>,
     ) -> Result<()> {
         let (target, staged, shown) = {
             let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -302,7 +302,7 @@ impl OutputSet {
                 .ok_or_else(|| Error::Internal(format!("no output called {name}")))?;
             (s.target.clone(), s.staged.clone(), s.shown.clone())
         };
-        let format = Format::of(&shown);
+        let format = RowFormat::of(&shown);
         let result = (|| -> io::Result<(u64, u64)> {
             if let (Target::File(_), Some(staged)) = (&target, &staged) {
                 let file = File::create(staged)?;

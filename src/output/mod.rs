@@ -1,5 +1,5 @@
 //! Outputs: sorted rows in TSV, JSON Lines (plain, gzip or zstd) or Parquet, by the path's
-//! extension ([`Format::for_output`]), written as one set that appears whole or not at all
+//! extension ([`RowFormat::for_output`]), written as one set that appears whole or not at all
 //! ([`commit`]), with staged files removed however a run ends ([`cleanup`]).
 
 pub mod cleanup;
@@ -26,9 +26,9 @@ use crate::candidates::Pair;
 use crate::error::{Error, Result};
 use crate::sketch::{to_hex, Hex};
 
-/// Output format, chosen by the path's extension (see [`Format::for_output`]).
+/// Output format, chosen by the path's extension (see [`RowFormat::for_output`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum RowFormat {
     /// Tab-separated values, fields escaped by [`tsv_field`].
     Tsv,
     /// One JSON object per line.
@@ -45,37 +45,37 @@ pub enum Format {
 pub const OUTPUT_EXTENSIONS: &str = ".tsv .txt (TSV); .jsonl .json .ndjson (JSON Lines), each \
      optionally followed by .gz or .zst; .parquet; or no extension (TSV)";
 
-impl Format {
+impl RowFormat {
     /// The format `path` asks for, `None` for an extension neardup does not write. A path
     /// without extension (`-`, a device, `pairs`) is TSV.
-    fn asked(path: &Path) -> Option<Format> {
+    fn asked(path: &Path) -> Option<RowFormat> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let (inner, last) = match name.rsplit_once('.') {
             Some((stem, ext)) if !stem.is_empty() => (Path::new(stem).extension(), ext),
-            _ => return Some(Format::Tsv),
+            _ => return Some(RowFormat::Tsv),
         };
         let json = inner.is_some_and(|e| matches!(e.to_str(), Some("jsonl" | "json" | "ndjson")));
         match last {
-            "tsv" | "txt" => Some(Format::Tsv),
-            "jsonl" | "json" | "ndjson" => Some(Format::Jsonl),
-            "gz" if json => Some(Format::JsonlGz),
-            "zst" if json => Some(Format::JsonlZst),
-            "parquet" => Some(Format::Parquet),
+            "tsv" | "txt" => Some(RowFormat::Tsv),
+            "jsonl" | "json" | "ndjson" => Some(RowFormat::Jsonl),
+            "gz" if json => Some(RowFormat::JsonlGz),
+            "zst" if json => Some(RowFormat::JsonlZst),
+            "parquet" => Some(RowFormat::Parquet),
             _ => None,
         }
     }
 
     /// The format a path asks for; TSV for an extension neardup does not write (refused
-    /// beforehand by [`Format::for_output`]).
-    pub fn of(path: &Path) -> Format {
-        Format::asked(path).unwrap_or(Format::Tsv)
+    /// beforehand by [`RowFormat::for_output`]).
+    pub fn of(path: &Path) -> RowFormat {
+        RowFormat::asked(path).unwrap_or(RowFormat::Tsv)
     }
 
     /// The format of output `name` written to `path`, or an error naming the output and the
     /// extensions neardup writes: an unknown extension is refused before any work rather than
     /// written as TSV under a name that promises something else.
-    pub fn for_output(name: &str, path: &Path) -> Result<Format> {
-        Format::asked(path).ok_or_else(|| {
+    pub fn for_output(name: &str, path: &Path) -> Result<RowFormat> {
+        RowFormat::asked(path).ok_or_else(|| {
             Error::Config(format!(
                 "output {name} ({}): neardup does not write this kind of file; name it with \
                  one of {OUTPUT_EXTENSIONS}",
@@ -197,15 +197,15 @@ fn json_line(out: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
 /// Writes one line per row, with `tsv` or `json` by `format`.
 fn write_rows<T>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     rows: &[T],
     tsv: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
     json: impl Fn(&mut dyn Write, &T) -> io::Result<()>,
 ) -> io::Result<()> {
     // Compressed and Parquet outputs are written as JSON Lines into their encoder.
     let line = match format {
-        Format::Tsv => &tsv as &dyn Fn(&mut dyn Write, &T) -> io::Result<()>,
-        Format::Jsonl | Format::JsonlGz | Format::JsonlZst | Format::Parquet => &json,
+        RowFormat::Tsv => &tsv as &dyn Fn(&mut dyn Write, &T) -> io::Result<()>,
+        RowFormat::Jsonl | RowFormat::JsonlGz | RowFormat::JsonlZst | RowFormat::Parquet => &json,
     };
     rows.iter().try_for_each(|row| line(out, row))
 }
@@ -234,7 +234,7 @@ fn jaccard_text(j: f64) -> String {
 /// `"jaccard_estimate":0.8438`; the summary's `verification.mode` says which a TSV holds).
 pub fn write_pairs<'n>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     pairs: &[Pair],
     with_distance: bool,
     name: &dyn Fn(u64) -> &'n str,
@@ -285,7 +285,7 @@ struct FingerprintLine<'a> {
 /// `{"id","url","simhash"}`.
 pub fn write_fingerprints(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     fps: &[(&str, Option<&str>, u64)],
 ) -> io::Result<()> {
     write_rows(
@@ -316,7 +316,7 @@ struct GroupLine<'a> {
 /// `simhash<TAB>id1<TAB>id2...` or `{"simhash","ids"}`.
 pub fn write_groups<'n>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     groups: &[(u64, Vec<u64>)],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
@@ -350,7 +350,7 @@ pub fn write_groups<'n>(
 /// in the cluster through a chain of pairs).
 pub fn write_clusters<'n>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     members: &[Member],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
@@ -395,7 +395,7 @@ pub fn write_clusters<'n>(
 /// Writes the ids of kept documents, one per line (`{"id"}` in JSON Lines).
 pub fn write_keep<'n>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     ranks: &[u64],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
@@ -416,7 +416,7 @@ pub fn write_keep<'n>(
 /// `{"id","kept"}`.
 pub fn write_drop<'n>(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     members: &[Member],
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
@@ -450,7 +450,7 @@ pub fn write_drop<'n>(
 /// given order.
 pub fn write_skipped(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     rows: &[crate::summary::SkippedRow],
 ) -> io::Result<()> {
     write_rows(
@@ -505,10 +505,17 @@ mod tests {
         let name = |r: u64| ids[r as usize];
         let mut tsv = Vec::new();
         let pairs = [Pair::new(0, 2, 0), Pair::new(1, 2, 2)];
-        write_pairs(&mut tsv, Format::Tsv, &pairs, true, &name).unwrap();
+        write_pairs(&mut tsv, RowFormat::Tsv, &pairs, true, &name).unwrap();
         assert_eq!(String::from_utf8(tsv).unwrap(), "a\tc\t0\nb\tc\t2\n");
         let mut jl = Vec::new();
-        write_pairs(&mut jl, Format::Jsonl, &[Pair::new(3, 1, 3)], true, &name).unwrap();
+        write_pairs(
+            &mut jl,
+            RowFormat::Jsonl,
+            &[Pair::new(3, 1, 3)],
+            true,
+            &name,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(jl).unwrap(),
             "{\"id_a\":\"b\",\"id_b\":\"a\\\"\",\"distance\":3}\n"
@@ -521,13 +528,13 @@ mod tests {
         );
         let exact = Pair::scored(1, 2, crate::candidates::Score::at_distance(0).verified(0.9));
         let mut tsv = Vec::new();
-        write_pairs(&mut tsv, Format::Tsv, &[estimated, exact], false, &name).unwrap();
+        write_pairs(&mut tsv, RowFormat::Tsv, &[estimated, exact], false, &name).unwrap();
         assert_eq!(
             String::from_utf8(tsv).unwrap(),
             "a\tb\t0.8438\nb\tc\t0.9000\n"
         );
         let mut jl = Vec::new();
-        write_pairs(&mut jl, Format::Jsonl, &[estimated, exact], false, &name).unwrap();
+        write_pairs(&mut jl, RowFormat::Jsonl, &[estimated, exact], false, &name).unwrap();
         assert_eq!(
             String::from_utf8(jl).unwrap(),
             "{\"id_a\":\"a\",\"id_b\":\"b\",\"jaccard_estimate\":0.8438}\n\
@@ -539,7 +546,7 @@ mod tests {
     fn skipped_json_output_is_json_lines() {
         // Regression (issue 9): skipped.json came out as TSV while every other writer follows
         // the extension.
-        assert_eq!(Format::of(Path::new("skipped.json")), Format::Jsonl);
+        assert_eq!(RowFormat::of(Path::new("skipped.json")), RowFormat::Jsonl);
         let row = crate::summary::SkippedRow {
             file: "f".into(),
             offset: 3,
@@ -548,7 +555,7 @@ mod tests {
             message: "m".into(),
         };
         let mut out = Vec::new();
-        write_skipped(&mut out, Format::Jsonl, &[row]).unwrap();
+        write_skipped(&mut out, RowFormat::Jsonl, &[row]).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["reason"], "bad_id");
     }

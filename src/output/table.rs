@@ -18,7 +18,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde_json::Value;
 
-use super::Format;
+use super::RowFormat;
 
 /// Rows per Parquet row group.
 pub const ROWS_PER_GROUP: usize = 1 << 16;
@@ -224,15 +224,15 @@ pub struct Encoder<'a> {
 
 impl<'a> Encoder<'a> {
     /// An encoder of rows of `table` into `out` in `format`.
-    pub fn new(out: &'a mut dyn Write, format: Format, table: Table) -> io::Result<Encoder<'a>> {
+    pub fn new(out: &'a mut dyn Write, format: RowFormat, table: Table) -> io::Result<Encoder<'a>> {
         let inner = match format {
-            Format::Tsv | Format::Jsonl => Inner::Plain(out),
-            Format::JsonlGz => Inner::Gzip(flate2::write::GzEncoder::new(
+            RowFormat::Tsv | RowFormat::Jsonl => Inner::Plain(out),
+            RowFormat::JsonlGz => Inner::Gzip(flate2::write::GzEncoder::new(
                 out,
                 flate2::Compression::default(),
             )),
-            Format::JsonlZst => Inner::Zstd(zstd::stream::write::Encoder::new(out, 3)?),
-            Format::Parquet => Inner::Parquet(Box::new(ParquetLines::new(table)?), out),
+            RowFormat::JsonlZst => Inner::Zstd(zstd::stream::write::Encoder::new(out, 3)?),
+            RowFormat::Parquet => Inner::Parquet(Box::new(ParquetLines::new(table)?), out),
         };
         Ok(Encoder { inner })
     }
@@ -272,7 +272,7 @@ impl Write for Encoder<'_> {
 /// or JSON Lines, as `format` asks), and the file is ended after it.
 pub fn encode(
     out: &mut dyn Write,
-    format: Format,
+    format: RowFormat,
     table: Table,
     rows: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {

@@ -13,7 +13,7 @@ use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, rounds};
-use crate::output::{Format, Member, OutputSet};
+use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::bands::{self, BandScoring};
 use crate::stages::collapse::Groups;
@@ -99,7 +99,7 @@ impl<'a> Pass<'a> {
     /// The fingerprints output, when asked for.
     pub fn write_fingerprints(&mut self, worker: &mut Worker, ranked: &Ranked) {
         if let Some(path) = &self.plan.outputs.fingerprints {
-            let written = write::fingerprints(worker, ranked, Format::of(path), self.writer);
+            let written = write::fingerprints(worker, ranked, RowFormat::of(path), self.writer);
             self.clock.keep(written);
         }
         self.clock.stage("write_fingerprints");
@@ -302,16 +302,17 @@ impl<'a> Pass<'a> {
     ) {
         self.clock.enter(Phase::Write);
         let o = &self.plan.outputs;
-        let format = |p: &Option<std::path::PathBuf>| p.as_deref().map_or(Format::Tsv, Format::of);
+        let format =
+            |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
         let formats = (format(&o.pairs), format(&o.exact_groups));
         let k = (!stage.is_bands()).then(|| stage.k());
         let counts = write::pairs(worker, ranked, pairs, exact, k, formats, self.writer);
         self.figures.by_distance = self.clock.keep_value(counts);
         if self.plan.clusters.is_some() {
             let formats = write::ClusterOutputs {
-                clusters: o.clusters.as_deref().map(Format::of),
-                keep: o.keep.as_deref().map(Format::of),
-                drop: o.drop.as_deref().map(Format::of),
+                clusters: o.clusters.as_deref().map(RowFormat::of),
+                keep: o.keep.as_deref().map(RowFormat::of),
+                drop: o.drop.as_deref().map(RowFormat::of),
             };
             let written = write::clusters(worker, ranked, members, formats, self.writer);
             self.clock.keep(written);

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
 use crate::output::Member;
-use crate::output::{self, tables, Format, OutputSet, Table};
+use crate::output::{self, tables, OutputSet, RowFormat, Table};
 use crate::summary::SkippedRow;
 
 /// Rows formatted per chunk: a few MiB of text.
@@ -108,7 +108,7 @@ impl NameBook {
 pub fn fingerprints(
     worker: &mut Worker,
     ranked: &Ranked,
-    format: Format,
+    format: RowFormat,
     out: Option<&OutputSet>,
 ) -> Result<()> {
     let n = ranked.names.len();
@@ -139,7 +139,7 @@ pub fn pairs(
     pairs: Vec<Pair>,
     groups: Option<Vec<(u64, Vec<u64>)>>,
     k: Option<u32>,
-    formats: (Format, Format),
+    formats: (RowFormat, RowFormat),
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
     let owner_of = ranked.owners();
@@ -205,11 +205,11 @@ pub fn pairs(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClusterOutputs {
     /// The clusters file.
-    pub clusters: Option<Format>,
+    pub clusters: Option<RowFormat>,
     /// The keep list.
-    pub keep: Option<Format>,
+    pub keep: Option<RowFormat>,
     /// The drop list.
-    pub drop: Option<Format>,
+    pub drop: Option<RowFormat>,
 }
 
 /// Writes the clusters, keep and drop outputs from the members of this worker's ranks (sorted by
