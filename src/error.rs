@@ -18,12 +18,12 @@ pub enum Error {
     #[error("{0}")]
     Output(String),
     /// Reading or writing a file failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {cause}")]
     Io {
         /// What was being done.
         context: String,
-        /// The system's error.
-        source: io::Error,
+        /// The system's error (in the message, not a chained source, so that it is said once).
+        cause: io::Error,
     },
     /// The processes of a cluster cannot work together (unreachable, mismatched, one was lost).
     #[error("{0}")]
@@ -47,9 +47,9 @@ pub trait IoContext<T> {
 
 impl<T> IoContext<T> for io::Result<T> {
     fn io_context(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| Error::Io {
+        self.map_err(|cause| Error::Io {
             context: context(),
-            source,
+            cause,
         })
     }
 }

@@ -61,7 +61,8 @@ static GLOBAL: Allocator = Allocator;
 #[command(
     name = "neardup",
     version,
-    about = "Find near-duplicate documents with simhash and Manku tables"
+    about = "Find near-duplicate documents in whole crawls: MinHash LSH verified by exact Jaccard \
+             (the default), or simhash with Manku tables (the fast preset)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -70,7 +71,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a job file (inputs, features, k, layout, workers, outputs).
+    /// Run a job file: its inputs, method (minhash or simhash) and settings, workers and outputs.
     Run {
         /// The job file (TOML).
         job: PathBuf,
@@ -417,7 +418,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         ..cluster.overrides("run")
                     },
                 )
-                .with_context(|| format!("invalid job {}", job.display()))?;
+                .map_err(|e| match e {
+                    // Only a setting is the job's fault; an input or output names itself.
+                    neardup::Error::Config(_) => {
+                        anyhow::Error::new(e).context(format!("invalid job {}", job.display()))
+                    }
+                    e => e.into(),
+                })?;
             finish(execute_showing(plan, true)?)
         }
         Command::Fingerprint {

@@ -646,6 +646,11 @@ impl JobSpec {
     /// from the working directory.
     pub fn validate(self, base: &Path, o: Overrides) -> Result<Plan> {
         let inp = self.input;
+        let given_by = if o.inputs.is_empty() {
+            "the job's [input] paths"
+        } else {
+            "--input"
+        };
         let paths: Vec<PathBuf> = if o.inputs.is_empty() {
             inp.paths.iter().map(|p| resolve(base, p)).collect()
         } else {
@@ -859,7 +864,11 @@ impl JobSpec {
         // Outputs of earlier runs in an input directory are passed over; an output that is an
         // input, or a corpus holding one, is refused when the outputs are prepared.
         let mut passed_over = crate::output::owned::Recorded::default();
-        let mut files = discover(&paths, format.dir_extensions(), &mut passed_over)?;
+        let mut files =
+            discover(&paths, format.dir_extensions(), &mut passed_over).map_err(|e| match e {
+                Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),
+                e => e,
+            })?;
         crate::source::files::check_content(&files, format.name())?;
         if let Format::Parquet(fields) = &format {
             let mut notes = Vec::new();

@@ -300,16 +300,18 @@ impl Summary {
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
         }
-        if let (Some(f), Some(p), Some(l)) = (&self.fingerprints, &self.pairs, &self.layout) {
+        // The pipeline in stage order: sketches, candidates, verification, pairs.
+        if let (Some(f), Some(l)) = (&self.fingerprints, &self.layout) {
             s += &format!(
-                "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={}); {} pairs",
-                f.distinct, f.exact_duplicate_groups, l.name, l.k, p.total
+                "\n  {} distinct fingerprints, {} exact-duplicate groups; layout {} (k={})",
+                f.distinct, f.exact_duplicate_groups, l.name, l.k
             );
         }
-        if let (Some(f), Some(p), Some(b)) = (&self.fingerprints, &self.pairs, &self.bands) {
+        if let (Some(f), Some(b)) = (&self.fingerprints, &self.bands) {
             s += &format!(
-                "\n  {} distinct signatures, {} exact-duplicate groups; bands {}: {} band collisions, {} candidate pairs, {} pairs",
-                f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates, p.total
+                "\n  {} distinct signatures, {} exact-duplicate groups; bands {}: {} band collisions, \
+                 {} candidate pairs of distinct signatures",
+                f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
         if let Some(v) = self.verification.as_ref().filter(|v| v.mode == "estimate") {
@@ -319,9 +321,13 @@ impl Summary {
             );
         } else if let Some(v) = &self.verification {
             s += &format!(
-                "\n  verified {} candidate pairs ({} records read again): {} with Jaccard >= {} of {}-token shingles",
+                "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
+                 {} records read again): {} with Jaccard >= {} of {}-token shingles",
                 v.candidates, v.records_read, v.kept, v.threshold, v.shingle
             );
+        }
+        if let Some(p) = &self.pairs {
+            s += &format!("\n  {} near-duplicate pairs", p.total);
         }
         if let Some(c) = &self.clusters {
             s += &format!(

@@ -1,0 +1,153 @@
+//! What a new user meets first, from a fresh clone: the help text, the messages for a mistyped
+//! job file or input, and the stderr summary of the sample job (issue 17, item 4). Each test is the
+//! regression test of the defect named after it.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::*;
+
+fn neardup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn help_names_the_default_method_minhash_and_the_simhash_preset() {
+    let o = neardup(&["--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("MinHash"), "{help}");
+    assert!(help.contains("simhash"), "{help}");
+    let o = neardup(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !help.contains("layout"),
+        "run's help is about the method: {help}"
+    );
+    assert!(help.contains("minhash"), "{help}");
+}
+
+#[test]
+fn missing_job_file_says_the_os_error_once() {
+    let o = neardup(&["run", "jobs/no-such-job.toml"]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("jobs/no-such-job.toml"), "{e}");
+    assert_eq!(e.matches("os error 2").count(), 1, "{e}");
+}
+
+#[test]
+fn bad_input_flag_is_named_as_input_flag_not_invalid_job() {
+    let out = tempfile::tempdir().unwrap();
+    let o = neardup(&[
+        "run",
+        "jobs/sample.toml",
+        "--input",
+        "nope/x.jsonl",
+        "--out-dir",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("nope/x.jsonl") && e.contains("--input"), "{e}");
+    assert!(
+        !e.contains("invalid job"),
+        "the job file is not at fault: {e}"
+    );
+}
+
+#[test]
+fn bad_job_input_path_is_named_as_the_jobs_input_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_job(
+        dir.path(),
+        "[input]\npaths = [\"nope.jsonl\"]\n[output]\ndir = \"o\"\npairs = \"pairs.tsv\"\n",
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("nope.jsonl") && e.contains("[input] paths"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_setting_still_names_the_job_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run_job(
+        dir.path(),
+        "[features]\nkind = \"words\"\n[input]\npaths = [\"x.jsonl\"]\n",
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("invalid job job.toml"), "{e}");
+}
+
+/// The number after `marker` in `text` (commas allowed), and where it stands.
+fn number_after(text: &str, marker: &str) -> (usize, u64) {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} not in {text}"));
+    let digits: String = text[at + marker.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    (at, digits.parse().unwrap())
+}
+
+/// The number just before `marker` in `text`, and where it stands.
+fn number_before(text: &str, marker: &str) -> (usize, u64) {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker:?} not in {text}"));
+    let digits: String = text[..at]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<Vec<char>>()
+        .into_iter()
+        .rev()
+        .collect();
+    (at, digits.parse().unwrap())
+}
+
+#[test]
+fn stderr_summary_counts_chain_in_stage_order() {
+    let out = tempfile::tempdir().unwrap();
+    let o = neardup(&[
+        "run",
+        "jobs/sample.toml",
+        "--out-dir",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
+            .unwrap();
+    let (at_bands, candidates) = number_before(&e, "candidate pairs of distinct signatures");
+    let (at_verify, verified) = number_after(&e, "verified ");
+    let (at_pairs, pairs) = number_before(&e, "near-duplicate pairs");
+    assert!(at_bands < at_verify && at_verify < at_pairs, "{e}");
+    assert_eq!(candidates, summary["bands"]["candidates"].as_u64().unwrap());
+    assert_eq!(
+        verified,
+        summary["verification"]["candidates"].as_u64().unwrap()
+    );
+    assert_eq!(pairs, summary["pairs"]["total"].as_u64().unwrap());
+    let lines = std::fs::read_to_string(out.path().join("pairs.tsv"))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(pairs, lines, "the pairs line counts the pairs written");
+}
