@@ -21,7 +21,7 @@
 //! | [`run`] | wires the stages; [`run::execute`] runs a plan |
 //! | [`config`] | job files and flags -> one validated [`config::Plan`], and the settings of each stage |
 //! | [`output`], [`summary`] | the output set (checked, staged, committed), accounting and `summary.json` |
-//! | [`tools`] | `truth`, `eval`, `gen` and `bench`, apart from the engine |
+//! | [`tools`] | `gen`: the generated corpora the tests and benchmarks run on |
 //!
 //! ```
 //! use neardup::sketch::{hamming, Fingerprinter};

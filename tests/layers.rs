@@ -1,5 +1,6 @@
 //! The layer rule, checked against the code: the import graph of `src/` is read from every `use`
-//! and every `crate::`/`super::`/`self::` path (test modules and comments left out), file by file.
+//! and every `crate::`/`super::`/`self::` path, and `neardup::` in the binary's `cli/` (test modules
+//! and comments left out), file by file.
 //! It fails on a cycle between files, and on an import from a lower layer to a higher one (the
 //! table [`LAYERS`], the same as docs/DESIGN.md's). It also writes the module graph into
 //! docs/DESIGN.md between the `imports:begin`/`imports:end` markers: the test fails when that text
@@ -20,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["stages"],
     &["run"],
     &["tools"],
+    &["cli"],
 ];
 
 /// A module path: `["source", "jsonl", "fast"]`; the crate root is `[]`.
@@ -54,7 +56,7 @@ impl Tree {
     /// The module a path names from module `at`: the longest prefix that is a module.
     fn resolve(&self, at: &ModPath, segments: &[String]) -> Option<ModPath> {
         let mut base: ModPath = match segments.first()?.as_str() {
-            "crate" => Vec::new(),
+            "crate" | "neardup" => Vec::new(),
             "self" => at.clone(),
             "super" => at.clone(),
             first => {
@@ -68,7 +70,7 @@ impl Tree {
             }
         };
         let mut rest = segments;
-        if matches!(rest[0].as_str(), "crate" | "self") {
+        if matches!(rest[0].as_str(), "crate" | "self" | "neardup") {
             rest = &rest[1..];
         }
         while rest.first().is_some_and(|s| s == "super") {
@@ -185,7 +187,7 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
     }
     let toks = tokens(code);
     for (i, t) in toks.iter().enumerate() {
-        let starts = matches!(t.as_str(), "crate" | "super" | "self")
+        let starts = matches!(t.as_str(), "crate" | "neardup" | "super" | "self")
             && toks.get(i + 1).is_some_and(|n| n == "::")
             && (i == 0 || toks[i - 1] != "::");
         if starts {

@@ -643,115 +643,17 @@ impl JobSpec {
     }
 
     /// Validates the spec into a plan; relative paths in it are taken from `base`, those in `o`
-    /// from the working directory.
+    /// from the working directory. Each section is checked on its own, then against the others;
+    /// the inputs are looked at (discovered, sniffed) last, once every setting is known good.
     pub fn validate(self, base: &Path, o: Overrides) -> Result<Plan> {
-        let inp = self.input;
-        let given_by = if o.inputs.is_empty() {
-            "the job's [input] paths"
-        } else {
-            "--input"
-        };
-        let paths: Vec<PathBuf> = if o.inputs.is_empty() {
-            inp.paths.iter().map(|p| resolve(base, p)).collect()
-        } else {
-            o.inputs
-                .iter()
-                .map(|p| resolve(Path::new("."), p))
-                .collect()
-        };
-        ensure!(!paths.is_empty(), Config, "[input] paths is empty");
-        let features = FeatureConfig {
-            shingle: self.features.shingle.unwrap_or(DEFAULT_SHINGLE),
-            kind: match self.features.kind.as_deref() {
-                None => FeatureKind::default(),
-                Some(k) => FeatureKind::parse(k).ok_or_else(|| {
-                    Error::Config(format!(
-                        "[features] kind must be \"shingles\" or \"spots\", got {k:?}"
-                    ))
-                })?,
-            },
-        };
-        features.validate()?;
-        let c = self.content;
-        let content = ContentOptions {
-            boilerplate: match c.boilerplate.as_deref() {
-                None => Boilerplate::default(),
-                Some(b) => Boilerplate::parse(b).ok_or_else(|| {
-                    Error::Config(format!(
-                        "[content] boilerplate must be \"extract\" or \"keep\", got {b:?}"
-                    ))
-                })?,
-            },
-            min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
-            languages: c.languages.unwrap_or_default(),
-        };
-        // JSON Lines fields and Parquet columns are named alike.
-        let fields = Fields {
-            id: inp.id_field,
-            text: inp.text_field,
-            url: Some(inp.url_field).filter(|u| !u.is_empty()),
-            html: inp.html_field,
-            lang: inp.lang_field,
-            timestamp: inp.timestamp_field,
-        };
-        let mut format = match inp.format.as_str() {
-            "jsonl" => Format::Jsonl(fields),
-            "parquet" => Format::Parquet(fields),
-            "warc" => Format::Warc,
-            "html" => Format::Html,
-            "fingerprints" => Format::Fingerprints,
-            other => bail!(
-                Config,
-                "[input] format must be \"jsonl\", \"parquet\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
-            ),
-        };
-        ensure!(
-            inp.max_record_bytes > 0,
-            Config,
-            "[input] max_record_bytes (--max-record-bytes) must be positive"
-        );
-        ensure!(
-            inp.split_mib > 0 && inp.split_mib <= 1 << 20,
-            Config,
-            "[input] split_mib must be between 1 and 1048576"
-        );
-        let out = self.output;
-        let dir = o.out_dir.unwrap_or_else(|| resolve(base, &out.dir));
-        let outputs = Outputs {
-            fingerprints: out.fingerprints.and_then(|f| output_path(&dir, &f)),
-            skipped: out.skipped.and_then(|f| output_path(&dir, &f)),
-            pairs: output_path(&dir, &out.pairs),
-            exact_groups: out.exact_groups.and_then(|g| output_path(&dir, &g)),
-            clusters: out.clusters.and_then(|f| output_path(&dir, &f)),
-            keep: out.keep.and_then(|f| output_path(&dir, &f)),
-            drop: out.drop.and_then(|f| output_path(&dir, &f)),
-            corpus: out.corpus.and_then(|f| output_path(&dir, &f)),
-            corpus_skipped: corpus_skipped(&out.corpus_skipped)?,
-            report: out.report.and_then(|f| output_path(&dir, &f)),
-            summary: output_path(&dir, &out.summary),
-        };
-        check_row_formats(&outputs)?;
-        ensure!(
-            outputs.corpus.is_some() || outputs.corpus_skipped.is_empty(),
-            Config,
-            "[output] corpus_skipped names records to copy into the corpus: set [output] corpus"
-        );
+        let (paths, given_by) = input_paths(&self.input, base, &o)?;
+        let features = features(&self.features)?;
+        let content = content(self.content)?;
+        let mut format = input_format(&self.input)?;
+        let dir = o.out_dir.clone().unwrap_or_else(|| resolve(base, &self.output.dir));
+        let outputs = outputs(self.output, &dir)?;
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
-        ensure!(
-            outputs.report.is_none() || outputs.summary.is_some(),
-            Config,
-            "[output] report is drawn from the summary: set [output] summary"
-        );
-        ensure!(
-            outputs.exact_groups.is_none() || outputs.pairs.is_some(),
-            Config,
-            "[output] exact_groups needs pairs"
-        );
-        ensure!(
-            outputs.pairs.is_some() || outputs.fingerprints.is_some(),
-            Config,
-            "the job writes nothing: set [output] pairs or fingerprints"
-        );
+        check_outputs_written(&outputs)?;
         let minhash = match self.method.as_deref() {
             None | Some("simhash") => false,
             Some("minhash") => true,
@@ -769,128 +671,29 @@ impl JobSpec {
             );
         }
         let verify = verification(&self.verify, minhash)?;
-        if let Some(v) = &verify {
-            ensure!(
-                format != Format::Fingerprints || v.mode == VerifyMode::Estimate,
-                Config,
-                "[verify] reads the documents again: it needs documents, not a fingerprints file \
-                 (or set [verify] mode = \"none\")"
-            );
-            ensure!(
-                outputs.pairs.is_some(),
-                Config,
-                "[verify] verifies pairs: set [output] pairs"
-            );
-        }
-        let (sketch, pairs) =
-            if minhash {
-                ensure!(
-                    format != Format::Fingerprints,
-                    Config,
-                    "method = \"minhash\" sketches documents: a fingerprints file holds simhashes"
-                );
-                let s = &self.simhash;
-                let f = &self.features;
-                ensure!(
-                s.f.is_none()
-                    && s.k.is_none()
-                    && s.layout.is_none()
-                    && s.memory_budget_mib.is_none()
-                    && s.max_candidates.is_none()
-                    && f.shingle.is_none()
-                    && f.kind.is_none(),
-                Config,
-                "[simhash] and [features] configure the simhash method; with method = \"minhash\" \
-                 set [minhash] instead"
-            );
-                let m = self.minhash.unwrap_or_default();
-                let (sketch, candidates, budget) = minhash_plan(m, verify.as_ref())?;
-                let pairs = outputs.pairs.as_ref().map(|_| PairStage {
-                    candidates,
-                    memory_budget: budget,
-                });
-                (sketch, pairs)
-            } else {
-                ensure!(
-                self.minhash.is_none(),
-                Config,
-                "[minhash] configures method = \"minhash\"; add that line at the top of the job"
-            );
-                ensure!(
-                verify.as_ref().is_none_or(|v| v.mode != VerifyMode::Estimate),
-                Config,
-                "[verify] mode = \"estimate\" needs MinHash signatures (method = \"minhash\"); \
-                 a simhash pair's own estimate is its distance"
-            );
-                let pairs = match &outputs.pairs {
-                    None => None,
-                    Some(_) => {
-                        let s = self.simhash;
-                        let k = s.k.unwrap_or(3);
-                        Some(PairStage {
-                            candidates: CandidatePlan::Tables {
-                                k,
-                                layout: layout_choice(
-                                    s.f.unwrap_or(64),
-                                    k,
-                                    s.layout.as_deref().unwrap_or("auto"),
-                                )?,
-                                max_candidates: max_candidates(
-                                    s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES),
-                                )?,
-                            },
-                            memory_budget: memory_budget(
-                                s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
-                            )?,
-                        })
-                    }
-                };
-                (SketchPlan::Simhash(features), pairs)
+        check_verification(verify.as_ref(), &format, &outputs)?;
+        let (sketch, pairs) = if minhash {
+            check_minhash_alone(&self.simhash, &self.features, &format)?;
+            let (sketch, candidates, budget) =
+                minhash_plan(self.minhash.unwrap_or_default(), verify.as_ref())?;
+            let pairs = outputs.pairs.as_ref().map(|_| PairStage {
+                candidates,
+                memory_budget: budget,
+            });
+            (sketch, pairs)
+        } else {
+            check_simhash_alone(self.minhash.as_ref(), verify.as_ref())?;
+            let pairs = match &outputs.pairs {
+                None => None,
+                Some(_) => Some(simhash_pairs(&self.simhash)?),
             };
-        let verify = verify.filter(|_| pairs.is_some());
-        let mut exec = Exec {
-            workers: o.workers.or(self.run.workers).unwrap_or(1),
-            processes: o.processes.max(1),
-            process: o.process,
-            hostfile: o.hostfile,
-            ..Exec::default()
+            (SketchPlan::Simhash(features), pairs)
         };
-        if let Some(t) = o.connect_timeout_s.or(self.run.connect_timeout_s) {
-            exec.connect_timeout = connect_timeout(t)?;
-        }
-        exec.validate()?;
+        let verify = verify.filter(|_| pairs.is_some());
+        let exec = exec(&o, &self.run)?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
         protected.extend(exec.hostfile.iter().cloned());
-        // Outputs of earlier runs in an input directory are passed over; an output that is an
-        // input, or a corpus holding one, is refused when the outputs are prepared.
-        let mut passed_over = crate::output::owned::Recorded::default();
-        let mut files =
-            discover(&paths, format.dir_extensions(), &mut passed_over).map_err(|e| match e {
-                Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),
-                e => e,
-            })?;
-        crate::source::files::check_content(&files, format.name())?;
-        if let Format::Parquet(fields) = &format {
-            let mut notes = Vec::new();
-            for f in &mut files {
-                let path = f.path.display();
-                f.row_groups = crate::source::parquet::row_groups(&f.path)
-                    .map_err(|m| Error::Input(format!("{path}: {m}")))?;
-                notes.extend(
-                    crate::source::parquet::check_columns(&f.path, fields)
-                        .map_err(|m| Error::Input(format!("{path}: {m}")))?,
-                );
-            }
-            if let Some(first) = notes.first() {
-                let more = notes.len() - 1;
-                let others = if more > 0 {
-                    format!(" (and {more} other file(s) alike)")
-                } else {
-                    String::new()
-                };
-                eprintln!("neardup: note: {first}{others}");
-            }
-        }
+        let files = input_files(&paths, &format, given_by)?;
         Ok(Plan {
             verbose: o.command != "fingerprint",
             command: if o.command.is_empty() {
@@ -901,8 +704,8 @@ impl JobSpec {
             inputs: Inputs {
                 format,
                 files,
-                max_record_bytes: inp.max_record_bytes,
-                split_bytes: inp.split_mib << 20,
+                max_record_bytes: self.input.max_record_bytes,
+                split_bytes: self.input.split_mib << 20,
             },
             sketch,
             content,
@@ -914,6 +717,260 @@ impl JobSpec {
             exec,
         })
     }
+}
+
+/// The input paths to discover, and what gave them (`--input` replaces `[input] paths`).
+fn input_paths(
+    inp: &InputSpec,
+    base: &Path,
+    o: &Overrides,
+) -> Result<(Vec<PathBuf>, &'static str)> {
+    let (paths, given_by): (Vec<PathBuf>, _) = if o.inputs.is_empty() {
+        let paths = inp.paths.iter().map(|p| resolve(base, p)).collect();
+        (paths, "the job's [input] paths")
+    } else {
+        let paths = o.inputs.iter().map(|p| resolve(Path::new("."), p));
+        (paths.collect(), "--input")
+    };
+    ensure!(!paths.is_empty(), Config, "[input] paths is empty");
+    Ok((paths, given_by))
+}
+
+/// `[features]`: the simhash method's features.
+fn features(f: &FeaturesSpec) -> Result<FeatureConfig> {
+    let features = FeatureConfig {
+        shingle: f.shingle.unwrap_or(DEFAULT_SHINGLE),
+        kind: match f.kind.as_deref() {
+            None => FeatureKind::default(),
+            Some(k) => FeatureKind::parse(k).ok_or_else(|| {
+                Error::Config(format!(
+                    "[features] kind must be \"shingles\" or \"spots\", got {k:?}"
+                ))
+            })?,
+        },
+    };
+    features.validate()?;
+    Ok(features)
+}
+
+/// `[content]`: what a document's text must be, and how HTML becomes text.
+fn content(c: ContentSpec) -> Result<ContentOptions> {
+    Ok(ContentOptions {
+        boilerplate: match c.boilerplate.as_deref() {
+            None => Boilerplate::default(),
+            Some(b) => Boilerplate::parse(b).ok_or_else(|| {
+                Error::Config(format!(
+                    "[content] boilerplate must be \"extract\" or \"keep\", got {b:?}"
+                ))
+            })?,
+        },
+        min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
+        languages: c.languages.unwrap_or_default(),
+    })
+}
+
+/// `[input]`: the format and its fields, and the record and split sizes.
+fn input_format(inp: &InputSpec) -> Result<Format> {
+    // JSON Lines fields and Parquet columns are named alike.
+    let fields = Fields {
+        id: inp.id_field.clone(),
+        text: inp.text_field.clone(),
+        url: Some(inp.url_field.clone()).filter(|u| !u.is_empty()),
+        html: inp.html_field.clone(),
+        lang: inp.lang_field.clone(),
+        timestamp: inp.timestamp_field.clone(),
+    };
+    let format = match inp.format.as_str() {
+        "jsonl" => Format::Jsonl(fields),
+        "parquet" => Format::Parquet(fields),
+        "warc" => Format::Warc,
+        "html" => Format::Html,
+        "fingerprints" => Format::Fingerprints,
+        other => bail!(
+            Config,
+            "[input] format must be \"jsonl\", \"parquet\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
+        ),
+    };
+    ensure!(
+        inp.max_record_bytes > 0,
+        Config,
+        "[input] max_record_bytes (--max-record-bytes) must be positive"
+    );
+    ensure!(
+        inp.split_mib > 0 && inp.split_mib <= 1 << 20,
+        Config,
+        "[input] split_mib must be between 1 and 1048576"
+    );
+    Ok(format)
+}
+
+/// `[output]`: each output's path in `dir`, and the outputs' needs of each other.
+fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
+    let outputs = Outputs {
+        fingerprints: out.fingerprints.and_then(|f| output_path(dir, &f)),
+        skipped: out.skipped.and_then(|f| output_path(dir, &f)),
+        pairs: output_path(dir, &out.pairs),
+        exact_groups: out.exact_groups.and_then(|g| output_path(dir, &g)),
+        clusters: out.clusters.and_then(|f| output_path(dir, &f)),
+        keep: out.keep.and_then(|f| output_path(dir, &f)),
+        drop: out.drop.and_then(|f| output_path(dir, &f)),
+        corpus: out.corpus.and_then(|f| output_path(dir, &f)),
+        corpus_skipped: corpus_skipped(&out.corpus_skipped)?,
+        report: out.report.and_then(|f| output_path(dir, &f)),
+        summary: output_path(dir, &out.summary),
+    };
+    check_row_formats(&outputs)?;
+    ensure!(
+        outputs.corpus.is_some() || outputs.corpus_skipped.is_empty(),
+        Config,
+        "[output] corpus_skipped names records to copy into the corpus: set [output] corpus"
+    );
+    Ok(outputs)
+}
+
+/// The outputs' needs that `[clusters]` may not answer first: the summary for the report, pairs
+/// for the exact groups, and something to write at all.
+fn check_outputs_written(outputs: &Outputs) -> Result<()> {
+    ensure!(
+        outputs.report.is_none() || outputs.summary.is_some(),
+        Config,
+        "[output] report is drawn from the summary: set [output] summary"
+    );
+    ensure!(
+        outputs.exact_groups.is_none() || outputs.pairs.is_some(),
+        Config,
+        "[output] exact_groups needs pairs"
+    );
+    ensure!(
+        outputs.pairs.is_some() || outputs.fingerprints.is_some(),
+        Config,
+        "the job writes nothing: set [output] pairs or fingerprints"
+    );
+    Ok(())
+}
+
+/// `[verify]` against the input and the outputs: it reads documents and verifies pairs.
+fn check_verification(v: Option<&Verification>, format: &Format, outputs: &Outputs) -> Result<()> {
+    let Some(v) = v else { return Ok(()) };
+    ensure!(
+        *format != Format::Fingerprints || v.mode == VerifyMode::Estimate,
+        Config,
+        "[verify] reads the documents again: it needs documents, not a fingerprints file \
+         (or set [verify] mode = \"none\")"
+    );
+    ensure!(
+        outputs.pairs.is_some(),
+        Config,
+        "[verify] verifies pairs: set [output] pairs"
+    );
+    Ok(())
+}
+
+/// method = "minhash": documents in, and no simhash section set.
+fn check_minhash_alone(s: &SimhashSpec, f: &FeaturesSpec, format: &Format) -> Result<()> {
+    ensure!(
+        *format != Format::Fingerprints,
+        Config,
+        "method = \"minhash\" sketches documents: a fingerprints file holds simhashes"
+    );
+    ensure!(
+        s.f.is_none()
+            && s.k.is_none()
+            && s.layout.is_none()
+            && s.memory_budget_mib.is_none()
+            && s.max_candidates.is_none()
+            && f.shingle.is_none()
+            && f.kind.is_none(),
+        Config,
+        "[simhash] and [features] configure the simhash method; with method = \"minhash\" \
+         set [minhash] instead"
+    );
+    Ok(())
+}
+
+/// method = "simhash": no MinHash section, no estimate.
+fn check_simhash_alone(m: Option<&MinhashSpec>, v: Option<&Verification>) -> Result<()> {
+    ensure!(
+        m.is_none(),
+        Config,
+        "[minhash] configures method = \"minhash\"; add that line at the top of the job"
+    );
+    ensure!(
+        v.is_none_or(|v| v.mode != VerifyMode::Estimate),
+        Config,
+        "[verify] mode = \"estimate\" needs MinHash signatures (method = \"minhash\"); \
+         a simhash pair's own estimate is its distance"
+    );
+    Ok(())
+}
+
+/// `[simhash]`: Manku's tables for pairs within k.
+fn simhash_pairs(s: &SimhashSpec) -> Result<PairStage> {
+    let k = s.k.unwrap_or(3);
+    Ok(PairStage {
+        candidates: CandidatePlan::Tables {
+            k,
+            layout: layout_choice(
+                s.f.unwrap_or(64),
+                k,
+                s.layout.as_deref().unwrap_or("auto"),
+            )?,
+            max_candidates: max_candidates(s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES))?,
+        },
+        memory_budget: memory_budget(s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?,
+    })
+}
+
+/// `[run]` and the command line: threads, processes, the cluster's addresses.
+fn exec(o: &Overrides, run: &RunSpec) -> Result<Exec> {
+    let mut exec = Exec {
+        workers: o.workers.or(run.workers).unwrap_or(1),
+        processes: o.processes.max(1),
+        process: o.process,
+        hostfile: o.hostfile.clone(),
+        ..Exec::default()
+    };
+    if let Some(t) = o.connect_timeout_s.or(run.connect_timeout_s) {
+        exec.connect_timeout = connect_timeout(t)?;
+    }
+    exec.validate()?;
+    Ok(exec)
+}
+
+/// The input files (the one step that reads the disk): discovered, their content sniffed against
+/// the format, Parquet files' row groups and columns read. Outputs of earlier runs in an input
+/// directory are passed over; an output that is an input, or a corpus holding one, is refused
+/// when the outputs are prepared.
+fn input_files(paths: &[PathBuf], format: &Format, given_by: &str) -> Result<Vec<InputFile>> {
+    let mut passed_over = crate::output::owned::Recorded::default();
+    let mut files =
+        discover(paths, format.dir_extensions(), &mut passed_over).map_err(|e| match e {
+            Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),
+            e => e,
+        })?;
+    crate::source::files::check_content(&files, format.name())?;
+    if let Format::Parquet(fields) = format {
+        let mut notes = Vec::new();
+        for f in &mut files {
+            let path = f.path.display();
+            f.row_groups = crate::source::parquet::row_groups(&f.path)
+                .map_err(|m| Error::Input(format!("{path}: {m}")))?;
+            notes.extend(
+                crate::source::parquet::check_columns(&f.path, fields)
+                    .map_err(|m| Error::Input(format!("{path}: {m}")))?,
+            );
+        }
+        if let Some(first) = notes.first() {
+            let more = notes.len() - 1;
+            let others = if more > 0 {
+                format!(" (and {more} other file(s) alike)")
+            } else {
+                String::new()
+            };
+            eprintln!("neardup: note: {first}{others}");
+        }
+    }
+    Ok(files)
 }
 
 /// The clusters `[clusters]` and the outputs ask for (`None`: none), with the keep policy's field

@@ -1,11 +1,12 @@
-//! Global ranks of document ids, so that later stages move numbers instead of strings; and the
-//! duplicate-id policy, decided where equal ids meet.
+//! Global ranks of document ids, so that later stages move numbers instead of strings. Records
+//! with one id meet at one worker, which applies the caller's [`DuplicateIdPolicy`] (the policy is
+//! a stage's, `stages::rank`; this module only moves records).
 //!
 //! A distributed sample sort: every worker sends a sample of its ids to all, all pick the same
 //! splitter ids, and each document travels once to the worker owning its id's range, so equal ids
-//! always meet at one owner. The owner sorts by (id, location): the first record with an id in input
-//! order (files by path, then byte offset) keeps it and gets the next rank; every later one is a
-//! duplicate and is reported back to its reader, which skips it. Rank order is id order, so sorting
+//! always meet at one owner. The owner sorts by id, and records with one id by the policy: the
+//! first keeps the id and gets the next rank; every other one is a duplicate and is reported back
+//! to its reader, which skips it. Rank order is id order, so sorting
 //! pairs of ranks sorts them by id, whatever the number of workers. The owners keep the names in one
 //! arena (and, when the fingerprints output wants them, urls and fingerprints), and [`fetch`] brings
 //! a worker the names its rows need.
@@ -34,6 +35,12 @@ struct IdBatch {
     rows: Vec<(Option<String>, u64)>,
     /// Keep key of each, only when clusters are made.
     keys: Vec<u64>,
+}
+
+/// Which of several records with one id keeps it: the record that orders first.
+pub trait DuplicateIdPolicy: Sync {
+    /// Orders two records with one id by where each starts.
+    fn order(&self, a: &Location, b: &Location) -> std::cmp::Ordering;
 }
 
 /// Documents per [`IdBatch`].
@@ -116,12 +123,13 @@ fn prefix_key(id: &str) -> u128 {
     u128::from_be_bytes(buf)
 }
 
-/// The order of the documents of `batches` by (id, location), as (batch, position) pairs: indices
-/// sorted by a 16-byte prefix key, which decides almost every comparison without touching the
-/// strings, then runs of equal prefix by the whole id. The documents themselves do not move.
+/// The order of the documents of `batches` by id, then records with one id by `policy`, as
+/// (batch, position) pairs: indices sorted by a 16-byte prefix key, which decides almost every
+/// comparison without touching the strings, then runs of equal prefix by the whole id. The
+/// documents themselves do not move.
 ///
-/// Morally: `docs.sorted_by(|a, b| (a.id, a.at).cmp(&(b.id, b.at)))`.
-fn sorted_order(batches: &[IdBatch]) -> Vec<(u32, u32)> {
+/// Morally: `docs.sorted_by(|a, b| a.id.cmp(&b.id).then(policy.order(&a.at, &b.at)))`.
+fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u32, u32)> {
     let mut keys: Vec<(u128, u32, u32)> =
         Vec::with_capacity(batches.iter().map(|b| b.idx.len()).sum());
     for (b, batch) in batches.iter().enumerate() {
@@ -141,7 +149,10 @@ fn sorted_order(batches: &[IdBatch]) -> Vec<(u32, u32)> {
             end += 1;
         }
         if end - start > 1 {
-            keys[start..end].sort_unstable_by(|x, y| doc(x).cmp(&doc(y)));
+            keys[start..end].sort_unstable_by(|x, y| {
+                let ((id_x, at_x), (id_y, at_y)) = (doc(x), doc(y));
+                id_x.cmp(id_y).then_with(|| policy.order(&at_x, &at_y))
+            });
         }
         start = end;
     }
@@ -149,7 +160,7 @@ fn sorted_order(batches: &[IdBatch]) -> Vec<(u32, u32)> {
 }
 
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, URL and fingerprint of each, in
-/// input order) by id, deciding duplicate ids.
+/// input order) by id; of several records with one id, the one `policy` orders first keeps it.
 pub fn assign(
     worker: &mut Worker,
     ids: &Names,
@@ -157,10 +168,56 @@ pub fn assign(
     rows: Option<Vec<(Option<String>, u64)>>,
     keep_origins: bool,
     keys: &[u64],
+    policy: &impl DuplicateIdPolicy,
 ) -> Ranked {
+    let me = worker.index();
+    let mine = to_owners(worker, ids, at, rows, keys);
+    let order = sorted_order(&mine, policy);
+    let id_of = |(b, j): (u32, u32)| mine[b as usize].ids.get(j as usize);
+    let kept = order
+        .iter()
+        .enumerate()
+        .filter(|&(k, &p)| k == 0 || id_of(order[k - 1]) != id_of(p))
+        .count();
+    let counts = all_gather(worker, kept as u64);
+    let bounds: Vec<u64> = counts
+        .iter()
+        .scan(0u64, |acc, c| {
+            let start = *acc;
+            *acc += c;
+            Some(start)
+        })
+        .collect();
+    let first = bounds[me];
+    let mut owned = Owned::new(worker.peers());
+    for &(b, j) in &order {
+        owned.take(&mine[b as usize], j as usize, first, keep_origins);
+    }
+    drop(mine);
+    let (ranks, duplicates) = owned.reply(worker, ids.len());
+    Ranked {
+        ranks,
+        duplicates,
+        names: owned.names,
+        rows: owned.rows,
+        origins: owned.origins,
+        keys: owned.keys,
+        first,
+        bounds,
+    }
+}
+
+/// Sends every document to the worker that owns its id's range (the splitters from a sample of
+/// every worker's ids), in batches; returns the batches this worker owns.
+fn to_owners(
+    worker: &mut Worker,
+    ids: &Names,
+    at: &[Location],
+    rows: Option<Vec<(Option<String>, u64)>>,
+    keys: &[u64],
+) -> Vec<IdBatch> {
     let (me, peers) = (worker.index(), worker.peers());
-    let n = ids.len();
-    let sample = sample(n, |i| ids.get(i));
+    let sample = sample(ids.len(), |i| ids.get(i));
     let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
     samples.sort_unstable();
     let splitters: Vec<String> = if samples.is_empty() {
@@ -200,81 +257,93 @@ pub fn assign(
     for (_, b) in &mut full {
         b.origin = me as u32;
     }
-    let mine: Vec<IdBatch> = shuffle(worker, full, |(dest, _)| *dest)
+    shuffle(worker, full, |(dest, _)| *dest)
         .into_iter()
         .map(|(_, b)| b)
-        .collect();
-    let order = sorted_order(&mine);
-    let id_of = |(b, j): (u32, u32)| mine[b as usize].ids.get(j as usize);
-    let kept = order
-        .iter()
-        .enumerate()
-        .filter(|&(k, &p)| k == 0 || id_of(order[k - 1]) != id_of(p))
-        .count();
-    let counts = all_gather(worker, kept as u64);
-    let bounds: Vec<u64> = counts
-        .iter()
-        .scan(0u64, |acc, c| {
-            let start = *acc;
-            *acc += c;
-            Some(start)
-        })
-        .collect();
-    let first = bounds[me];
-    let mut names = Names::default();
-    let mut kept_rows = Vec::new();
-    let mut origins = Vec::new();
-    let mut kept_keys = Vec::new();
-    let mut replies: Vec<RankReply> = (0..peers).map(|w| (w as u32, Vec::new())).collect();
-    let mut dups: Vec<(u32, String, Location, Location)> = Vec::new();
-    let mut keeper = Location::at(0, 0);
-    for &(b, j) in &order {
-        let batch = &mine[b as usize];
-        let (origin, j) = (batch.origin as usize, j as usize);
-        let (id, at, idx) = (batch.ids.get(j), batch.at[j], batch.idx[j]);
-        if !names.is_empty() && names.get(names.len() - 1) == id {
-            replies[origin].1.push((idx, DUPLICATE));
-            dups.push((origin as u32, id.to_owned(), at, keeper));
-            continue;
+        .collect()
+}
+
+/// What an owner keeps of the records it ranks, in rank order, and what it tells their readers.
+struct Owned {
+    names: Names,
+    rows: Vec<(Option<String>, u64)>,
+    origins: Vec<(u32, Location)>,
+    keys: Vec<u64>,
+    /// Per reader: the rank of each of its records, or [`DUPLICATE`].
+    replies: Vec<RankReply>,
+    /// Duplicates: (reader, id, where it starts, where the record that keeps the id starts).
+    dups: Vec<(u32, String, Location, Location)>,
+    /// Where the record that keeps the current id starts.
+    keeper: Location,
+}
+
+impl Owned {
+    fn new(peers: usize) -> Owned {
+        Owned {
+            names: Names::default(),
+            rows: Vec::new(),
+            origins: Vec::new(),
+            keys: Vec::new(),
+            replies: (0..peers).map(|w| (w as u32, Vec::new())).collect(),
+            dups: Vec::new(),
+            keeper: Location::at(0, 0),
         }
-        keeper = at;
-        replies[origin].1.push((idx, first + names.len() as u64));
+    }
+
+    /// The next record in order: a new id gets the next rank (counted from `first`), a repeated
+    /// one is a duplicate.
+    fn take(&mut self, batch: &IdBatch, j: usize, first: u64, keep_origins: bool) {
+        let origin = batch.origin as usize;
+        let (id, at, idx) = (batch.ids.get(j), batch.at[j], batch.idx[j]);
+        let names = &self.names;
+        if !names.is_empty() && names.get(names.len() - 1) == id {
+            self.replies[origin].1.push((idx, DUPLICATE));
+            self.dups.push((origin as u32, id.to_owned(), at, self.keeper));
+            return;
+        }
+        self.keeper = at;
+        self.replies[origin]
+            .1
+            .push((idx, first + self.names.len() as u64));
         if let Some(row) = batch.rows.get(j) {
-            kept_rows.push(row.clone());
+            self.rows.push(row.clone());
         }
         if keep_origins {
-            origins.push((origin as u32, at));
+            self.origins.push((origin as u32, at));
         }
         if let Some(&k) = batch.keys.get(j) {
-            kept_keys.push(k);
+            self.keys.push(k);
         }
-        names.push(id);
+        self.names.push(id);
     }
-    drop(mine);
-    let mut ranks = vec![None; n];
-    let replies: Vec<RankReply> = replies.into_iter().filter(|r| !r.1.is_empty()).collect();
-    for (_, pairs) in shuffle(worker, replies, |(origin, _)| *origin as u64) {
-        for (idx, rank) in pairs {
-            if rank != DUPLICATE {
-                ranks[idx as usize] = Some(rank);
+
+    /// Sends each reader the ranks and duplicates of its records; returns this worker's: the
+    /// rank of each of its `n` records in input order, and its duplicates in input order.
+    fn reply(
+        &mut self,
+        worker: &mut Worker,
+        n: usize,
+    ) -> (Vec<Option<u64>>, Vec<(String, Location, Location)>) {
+        let mut ranks = vec![None; n];
+        let replies: Vec<RankReply> = std::mem::take(&mut self.replies)
+            .into_iter()
+            .filter(|r| !r.1.is_empty())
+            .collect();
+        for (_, pairs) in shuffle(worker, replies, |(origin, _)| *origin as u64) {
+            for (idx, rank) in pairs {
+                if rank != DUPLICATE {
+                    ranks[idx as usize] = Some(rank);
+                }
             }
         }
-    }
-    let mut duplicates: Vec<(String, Location, Location)> =
-        shuffle(worker, dups, |(origin, ..)| *origin as u64)
-            .into_iter()
-            .map(|(_, id, at, keeper)| (id, at, keeper))
-            .collect();
-    duplicates.sort_unstable_by_key(|d| d.1);
-    Ranked {
-        ranks,
-        duplicates,
-        names,
-        rows: kept_rows,
-        origins,
-        keys: kept_keys,
-        first,
-        bounds,
+        let dups = std::mem::take(&mut self.dups);
+        let mut duplicates: Vec<(String, Location, Location)> =
+            shuffle(worker, dups, |(origin, ..)| *origin as u64)
+                .into_iter()
+                .map(|(_, id, at, keeper)| (id, at, keeper))
+                .collect();
+        duplicates.sort_unstable_by_key(|d| d.1);
+        (ranks, duplicates)
     }
 }
 
@@ -328,6 +397,15 @@ pub fn fetch(worker: &mut Worker, ranked: &Ranked, needed: &[u64]) -> Names {
 mod tests {
     use super::*;
 
+    /// The order of records with one id: here, by location.
+    struct ByLocation;
+
+    impl DuplicateIdPolicy for ByLocation {
+        fn order(&self, a: &Location, b: &Location) -> std::cmp::Ordering {
+            a.cmp(b)
+        }
+    }
+
     #[test]
     fn sorting_by_id_orders_by_bytes_then_location() {
         let ids = [
@@ -353,7 +431,7 @@ mod tests {
             .map(|(i, id)| (id.to_string(), Location::at(0, 100 - i as u64)))
             .collect();
         want.sort();
-        let got: Vec<(String, Location)> = sorted_order(&batches)
+        let got: Vec<(String, Location)> = sorted_order(&batches, &ByLocation)
             .into_iter()
             .map(|(b, j)| {
                 let batch = &batches[b as usize];

@@ -4,9 +4,19 @@
 use timely::worker::Worker;
 
 use super::read::Sketched;
-use crate::exchange::ranks::{self, Ranked};
-use crate::source::SkipReason;
+use crate::exchange::ranks::{self, DuplicateIdPolicy, Ranked};
+use crate::source::{Location, SkipReason};
 use crate::summary::{Counters, SkipNote};
+
+/// The duplicate-id policy: of several records with one id, the first in input order (files by
+/// path, then byte offset) keeps it.
+pub struct FirstInInput;
+
+impl DuplicateIdPolicy for FirstInInput {
+    fn order(&self, a: &Location, b: &Location) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+}
 
 /// The ranked documents of this worker.
 pub struct RankOutput {
@@ -59,7 +69,7 @@ pub fn rank(
             .map(|&fp| (urls.next().flatten(), fp))
             .collect()
     });
-    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins, &keep);
+    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins, &keep, &FirstInInput);
     drop((ids, at, keep));
     for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {

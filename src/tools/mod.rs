@@ -1,7 +1,5 @@
-//! Tools beside the engine: exact ground truth ([`truth`]), scoring against it ([`eval`]),
-//! synthetic corpora ([`gen`]) and benchmarks ([`bench`]).
+//! Synthetic corpora ([`gen`]): documents with planted near and exact copies, fingerprints with
+//! planted neighbours. The tests and benchmarks build their inputs with it. The ground truth,
+//! scoring and benchmark tools are the binary's (`neardup truth`, `eval`, `bench`).
 
-pub mod bench;
-pub mod eval;
 pub mod gen;
-pub mod truth;

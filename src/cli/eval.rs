@@ -3,12 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
 
 use serde::Serialize;
 
-use crate::error::{Error, IoContext, Result};
-use crate::output::tsv_unescape;
+use neardup::error::{Error, IoContext, Result};
+use neardup::config::job::InputSpec;
+use neardup::config::{JobSpec, Overrides};
+use neardup::output::tsv_unescape;
 
 /// An unordered pair of ids, smaller first.
 pub type IdPair = (String, String);
@@ -23,14 +29,14 @@ fn ordered(a: &str, b: &str) -> IdPair {
 
 /// The lines of a plain, gzip or zstd file.
 fn lines(path: &Path) -> Result<Vec<String>> {
-    let file = crate::source::discover(
+    let file = neardup::source::discover(
         &[path.to_path_buf()],
         &[],
-        &mut crate::output::owned::Recorded::default(),
+        &mut neardup::output::owned::Recorded::default(),
     )?
     .pop()
     .ok_or_else(|| Error::Input(format!("no file {}", path.display())))?;
-    let reader = crate::source::lines::open_stream(&file)
+    let reader = neardup::source::lines::open_stream(&file)
         .io_context(|| format!("reading {}", path.display()))?;
     reader
         .lines()
@@ -114,7 +120,7 @@ fn tsv_pair(line: &str) -> std::result::Result<(String, String), String> {
     Ok((tsv_id(cols[0])?, tsv_id(cols[1])?))
 }
 
-/// An id of a TSV column, unescaped as [`crate::output::tsv_field`] escapes it.
+/// An id of a TSV column, unescaped as [`neardup::output::tsv_field`] escapes it.
 fn tsv_id(col: &str) -> std::result::Result<String, String> {
     tsv_unescape(col)
         .map(|c| c.into_owned())
@@ -122,7 +128,7 @@ fn tsv_id(col: &str) -> std::result::Result<String, String> {
 }
 
 /// Reads a pairs file: TSV `id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]` (ids escaped as
-/// [`crate::output::tsv_field`] writes them) or JSON Lines
+/// [`neardup::output::tsv_field`] writes them) or JSON Lines
 /// `{"id_a","id_b",...}`, as `neardup pairs` and `run` write them. A first line `id_a<TAB>id_b...`
 /// is a header and skipped; a similarity outside `0..=1` (NaN, 1.5, -3), a distance outside
 /// `0..=64`, an empty id or a document paired with itself is an error naming the line.
@@ -224,11 +230,11 @@ pub fn read_groups(path: &Path, field: &str) -> Result<HashMap<String, String>> 
 /// The shingle set of every document of `--docs`, by id. A `--docs` that yields no document at
 /// all (every record skipped, or no record) is an error: the false positives could not be judged.
 pub fn document_sets(
-    inputs: &crate::config::Inputs,
-    boilerplate: crate::source::html::Boilerplate,
+    inputs: &neardup::config::Inputs,
+    boilerplate: neardup::source::html::Boilerplate,
 ) -> Result<HashMap<String, Vec<u64>>> {
-    let mut counters = crate::summary::Counters::default();
-    let sets = super::truth::load_sets(inputs, boilerplate, &mut counters);
+    let mut counters = neardup::summary::Counters::default();
+    let sets = crate::cli::truth::load_sets(inputs, boilerplate, &mut counters);
     if sets.is_empty() {
         let files: Vec<String> = inputs
             .files
@@ -413,7 +419,7 @@ pub fn report(
 ) -> Report {
     let jaccard = |p: &IdPair| -> Option<f64> {
         let sets = sets?;
-        Some(super::truth::jaccard(sets.get(&p.0)?, sets.get(&p.1)?))
+        Some(crate::cli::truth::jaccard(sets.get(&p.0)?, sets.get(&p.1)?))
     };
     let j: Option<TrueJaccard<'_>> = sets.map(|_| &jaccard as _);
     let all = score(found, truth, threshold, j);
@@ -489,6 +495,112 @@ impl Report {
     }
 }
 
+// The arguments of `neardup eval`.
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Pairs found (TSV or JSON Lines, as `pairs` and `run` write them).
+    #[arg(long)]
+    pairs: PathBuf,
+    /// The truth (`neardup truth`).
+    #[arg(long)]
+    truth: PathBuf,
+    /// The documents, to measure the true Jaccard of each false positive.
+    #[arg(long, num_args = 1..)]
+    docs: Vec<PathBuf>,
+    /// Format of --docs.
+    #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+    format: String,
+    /// JSON Lines: field of --docs holding a whole HTML page.
+    #[arg(long)]
+    html_field: Option<String>,
+    /// HTML pages of --docs: main content (extract) or the whole page (keep).
+    #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+    boilerplate: String,
+    /// JSON Lines with an `id` and a group per document (make_corpus.py's meta.jsonl.gz), to
+    /// score the pairs within each group too.
+    #[arg(long)]
+    groups: Option<PathBuf>,
+    /// Field of --groups that names the group.
+    #[arg(long, default_value = "lang")]
+    group_field: String,
+    /// The truth's threshold (where the recall bands start).
+    #[arg(long, default_value_t = 0.8)]
+    threshold: f64,
+    /// Also write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `neardup eval`: the pairs found scored against the truth.
+pub fn command(a: EvalArgs) -> anyhow::Result<ExitCode> {
+    let docs = (!a.docs.is_empty()).then(|| {
+        let mut spec = JobSpec::new(InputSpec {
+            html_field: a.html_field,
+            ..InputSpec::new(a.docs, &a.format)
+        });
+        spec.content.boilerplate = Some(a.boilerplate);
+        spec
+    });
+    let scored = Scored {
+        pairs: a.pairs,
+        truth: a.truth,
+        groups: a.groups.map(|path| (path, a.group_field)),
+        threshold: a.threshold,
+    };
+    eval(scored, docs, a.json)
+}
+
+/// What `neardup eval` scores: the pairs found against the truth, by group when given.
+struct Scored {
+    pairs: PathBuf,
+    truth: PathBuf,
+    /// The groups file and the field naming the group.
+    groups: Option<(PathBuf, String)>,
+    threshold: f64,
+}
+
+/// `neardup eval`: the table on stdout, and the JSON report in `json` when asked for; `docs`
+/// (the documents' job) measures the false positives.
+fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Result<ExitCode> {
+    check_threshold(s.threshold)?;
+    let docs = docs
+        .map(|mut spec| {
+            spec.output.fingerprints = Some("-".into());
+            spec.validate(Path::new("."), Overrides::default())
+        })
+        .transpose()?;
+    let mut read = vec![s.pairs.clone(), s.truth.clone()];
+    read.extend(s.groups.iter().map(|(path, _)| path.clone()));
+    read.extend(docs.iter().flat_map(|plan| plan.protected_paths()));
+    let output = json
+        .as_ref()
+        .map(|path| neardup::output::prepare_file(path, &read))
+        .transpose()?;
+    let found = read_pairs(&s.pairs)?;
+    let truth_pairs = read_truth(&s.truth)?;
+    let sets = docs
+        .map(|plan| document_sets(&plan.inputs, plan.content.boilerplate))
+        .transpose()?;
+    let group_of = match &s.groups {
+        None => None,
+        Some((path, field)) => Some(read_groups(path, field)?),
+    };
+    let report = report(
+        &found,
+        &truth_pairs,
+        s.threshold,
+        sets.as_ref(),
+        group_of.as_ref(),
+    );
+    print!("{}", report.table());
+    if let Some(output) = output {
+        let text = serde_json::to_string_pretty(&report)?;
+        output.commit_file(|w| writeln!(w, "{text}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,5 +632,17 @@ mod tests {
         let j = |_: &IdPair| Some(0.42);
         let s = score(&found, &truth, 0.8, Some(&j));
         assert_eq!(s.false_positive_similarity.unwrap()[4].count, 1);
+    }
+
+    #[test]
+    fn tsv_ids_are_read_with_their_escapes_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairs.tsv");
+        // The escaped forms, as `neardup run` writes ids with a newline and a tab.
+        let (a, b) = (r"pages/c\nd.html", r"x\ty");
+        std::fs::write(&path, format!("{a}\t{b}\t0.9\n")).unwrap();
+        let pairs = read_pairs(&path).unwrap();
+        assert_eq!(pairs.len(), 1);
+        assert!(pairs.contains(&ordered("pages/c\nd.html", "x\ty")), "{pairs:?}");
     }
 }

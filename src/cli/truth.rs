@@ -1,21 +1,31 @@
 //! Ground truth: exact Jaccard similarity of 5-token shingle sets, all pairs, no sketching.
 //!
 //! A pair is a true near-duplicate when `|A ∩ B| / |A ∪ B| >= threshold` (0.8 by default) over the sets
-//! of 5-token shingles (the tokenization of [`crate::text`]). Used to compute the expected pairs of
+//! of 5-token shingles (the tokenization of [`neardup::text`]). Used to compute the expected pairs of
 //! `data-samples/` and to score precision and recall; exact, so only for corpora of thousands.
 
 use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
-use crate::config::Inputs;
-use crate::source::html::{self, Boilerplate};
-use crate::source::{Body, Item, SkipReason, Split};
-use crate::summary::Counters;
+use clap::Args;
 
-pub use crate::text::{jaccard, shingle_set_of, TRUTH_SHINGLE};
+use neardup::config::job::InputSpec;
+use neardup::config::{JobSpec, Overrides};
+
+use neardup::config::Inputs;
+use neardup::source::html::{self, Boilerplate};
+use neardup::source::{Body, Item, SkipReason, Split};
+use neardup::summary::Counters;
+
+use super::{FieldArgs, EXIT_PARTIAL};
+
+pub use neardup::text::{jaccard, shingle_set_of, TRUTH_SHINGLE};
 
 /// The truth's shingle set of `text`: sorted, distinct 5-token shingle hashes.
 pub fn shingle_set(text: &str) -> Vec<u64> {
-    shingle_set_of(text, TRUTH_SHINGLE, &mut crate::text::Scratch::default())
+    shingle_set_of(text, TRUTH_SHINGLE, &mut neardup::text::Scratch::default())
 }
 
 /// Every pair of documents with Jaccard >= `threshold`: `(id_a, id_b, jaccard)` with `id_a < id_b`,
@@ -103,6 +113,78 @@ pub fn load_sets(
     }
     out
 }
+
+// The arguments of `neardup truth`.
+#[derive(Args)]
+pub struct TruthArgs {
+    /// Input files, directories or glob patterns.
+    #[arg(long, required = true, num_args = 1..)]
+    input: Vec<PathBuf>,
+    /// Input format: JSON Lines (text or an --html-field), WARC or HTML files.
+    #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+    format: String,
+    /// JSON Lines: field holding a whole HTML page.
+    #[arg(long)]
+    html_field: Option<String>,
+    /// HTML pages: the text of the main content (extract) or of the whole page (keep).
+    #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+    boilerplate: String,
+    /// Output: id_a<TAB>id_b<TAB>jaccard, sorted.
+    #[arg(long)]
+    out: PathBuf,
+    /// Smallest Jaccard similarity reported.
+    #[arg(long, default_value_t = 0.8)]
+    threshold: f64,
+    #[command(flatten)]
+    fields: FieldArgs,
+}
+
+/// `neardup truth`: every pair with Jaccard >= `threshold`, brute force, into `out`.
+pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
+    let (out, threshold) = (a.out.as_path(), a.threshold);
+    let mut spec = JobSpec::new(InputSpec {
+        html_field: a.html_field,
+        ..a.fields.input_spec(a.input, &a.format)
+    });
+    anyhow::ensure!(
+        threshold > 0.0 && threshold <= 1.0,
+        "threshold must be in (0, 1]"
+    );
+    spec.content.boilerplate = Some(a.boilerplate);
+    anyhow::ensure!(
+        neardup::output::RowFormat::of(out) == neardup::output::RowFormat::Tsv,
+        "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt, got {}",
+        out.display()
+    );
+    // Validated as a job that writes its output, so `out` is never read as an input.
+    spec.output.fingerprints = Some(out.to_string_lossy().into_owned());
+    let plan = spec.validate(Path::new("."), Overrides::default())?;
+    let output = neardup::output::prepare_file(out, &plan.protected_paths())?;
+    let mut counters = neardup::summary::Counters::default();
+    let sets =
+        load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
+    let pairs = similar_pairs(&sets, threshold);
+    output.commit_file(|w| {
+        use neardup::output::tsv_field;
+        for (a, b, j) in &pairs {
+            writeln!(w, "{}\t{}\t{j:.4}", tsv_field(a), tsv_field(b))?;
+        }
+        Ok(())
+    })?;
+    eprintln!(
+        "neardup truth: {} documents, {} skipped, {} pairs with Jaccard >= {threshold}: {}",
+        counters.processed,
+        counters.skipped_total(),
+        pairs.len(),
+        out.display()
+    );
+    Ok(if counters.skipped_total() > 0 {
+        ExitCode::from(EXIT_PARTIAL)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 
 #[cfg(test)]
 mod tests {

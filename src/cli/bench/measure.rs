@@ -10,15 +10,15 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::candidates::tables::{self, TableLayout};
-use crate::config::job::InputSpec;
-use crate::config::{Exec, JobSpec, Overrides, Plan};
-use crate::ensure;
-use crate::error::{Error, IoContext, Result};
-use crate::exchange::{all_gather, rounds};
-use crate::run::execute;
-use crate::summary::{peak_rss_bytes, reset_peak_rss};
-use crate::tools::gen;
+use neardup::candidates::tables::{self, TableLayout};
+use neardup::config::job::InputSpec;
+use neardup::config::{Exec, JobSpec, Overrides, Plan};
+use neardup::ensure;
+use neardup::error::{Error, IoContext, Result};
+use neardup::exchange::{all_gather, rounds};
+use neardup::run::execute;
+use neardup::summary::{peak_rss_bytes, reset_peak_rss};
+use neardup::tools::gen;
 
 /// One measured configuration.
 #[derive(Clone, Debug, Serialize)]
@@ -104,7 +104,7 @@ pub fn pairs(
         Internal,
         "generated too few distinct fingerprints"
     );
-    fps.sort_unstable_by_key(|&x| crate::hashing::mix64(x));
+    fps.sort_unstable_by_key(|&x| neardup::hashing::mix64(x));
     fps.truncate(n);
     let mut rng = gen::Rng::new(seed ^ 0x407);
     fps.extend((0..hot).map(|_| 0x5a5a_0000_0000_0000 | (rng.next_u64() >> 16)));
@@ -199,7 +199,7 @@ pub fn break_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
         std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
     );
     let mut broken = 0;
-    crate::output::write_file(out, &[], |w| {
+    neardup::output::write_file(out, &[], |w| {
         for (i, line) in reader.lines().enumerate() {
             let line = line?;
             if i % 10 != 9 {
@@ -228,7 +228,7 @@ pub fn shorten_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
         std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
     );
     let mut short = 0;
-    crate::output::write_file(out, &[], |w| {
+    neardup::output::write_file(out, &[], |w| {
         for (i, line) in reader.lines().enumerate() {
             let line = line?;
             if i % 10 == 9 {
@@ -434,7 +434,7 @@ pub fn generated_docs(dir: &Path, n: usize) -> Result<PathBuf> {
             n,
             ..Default::default()
         };
-        crate::output::write_file(&docs, &[], |w| gen::write_documents(&opts, w).map(|_| ()))?;
+        neardup::output::write_file(&docs, &[], |w| gen::write_documents(&opts, w).map(|_| ()))?;
     }
     Ok(docs)
 }
@@ -442,7 +442,7 @@ pub fn generated_docs(dir: &Path, n: usize) -> Result<PathBuf> {
 /// Writes `copies` concatenated copies of a `.warc.gz` (a valid multi-member gzip file) to `out`.
 pub fn scale_warc(sample: &Path, copies: usize, out: &Path) -> Result<()> {
     let bytes = std::fs::read(sample).io_context(|| format!("reading {}", sample.display()))?;
-    crate::output::write_file(out, &[], |w| {
+    neardup::output::write_file(out, &[], |w| {
         for _ in 0..copies {
             w.write_all(&bytes)?;
         }
@@ -575,10 +575,10 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> Result<PathBuf> {
     let json =
         serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))
             .map_err(|e| Error::Internal(format!("report: {e}")))?;
-    crate::output::write_file(&dir.join(format!("{name}.json")), &[], |w| {
+    neardup::output::write_file(&dir.join(format!("{name}.json")), &[], |w| {
         writeln!(w, "{json}")
     })?;
     let md_path = dir.join(format!("{name}.md"));
-    crate::output::write_file(&md_path, &[], |w| w.write_all(md.as_bytes()))?;
+    neardup::output::write_file(&md_path, &[], |w| w.write_all(md.as_bytes()))?;
     Ok(md_path)
 }

@@ -1,0 +1,94 @@
+//! `neardup gen`: synthetic inputs, deterministic by seed, for benchmarks and experiments
+//! ([`neardup::tools::gen`]).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+#[derive(Subcommand)]
+pub enum GenCommand {
+    /// JSON Lines documents {"id","text"}: Zipf vocabulary, log-normal lengths, planted near and exact copies.
+    Docs(DocsArgs),
+    /// Fingerprints id<TAB>simhash: random, with planted neighbours at distances 0..=max-distance.
+    Fingerprints(FingerprintsArgs),
+}
+
+// The arguments of `neardup gen docs`.
+#[derive(Args)]
+pub struct DocsArgs {
+    /// Number of documents.
+    #[arg(long)]
+    n: usize,
+    /// Output file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Fraction of documents that are edited copies of an earlier one.
+    #[arg(long, default_value_t = 0.1)]
+    near_fraction: f64,
+    /// Per-token edit probability of a near copy.
+    #[arg(long, default_value_t = 0.02)]
+    edit_rate: f64,
+    /// Fraction of documents that are exact copies of an earlier one.
+    #[arg(long, default_value_t = 0.02)]
+    exact_fraction: f64,
+    /// Median length in tokens.
+    #[arg(long, default_value_t = 230.0)]
+    median_tokens: f64,
+}
+
+// The arguments of `neardup gen fingerprints`.
+#[derive(Args)]
+pub struct FingerprintsArgs {
+    /// Number of fingerprints.
+    #[arg(long)]
+    n: usize,
+    /// Output file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Largest planted distance.
+    #[arg(long, default_value_t = 5)]
+    max_distance: u32,
+    /// Plant neighbours after every this many fingerprints (0: none).
+    #[arg(long, default_value_t = 10)]
+    plant_every: usize,
+}
+
+/// Writes the generated documents or fingerprints.
+pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
+    match g {
+        GenCommand::Docs(a) => {
+            let opts = neardup::tools::gen::DocOptions {
+                n: a.n,
+                seed: a.seed,
+                near_fraction: a.near_fraction,
+                edit_rate: a.edit_rate,
+                exact_fraction: a.exact_fraction,
+                median_tokens: a.median_tokens,
+                ..Default::default()
+            };
+            neardup::output::write_file(&a.out, &[], |w| {
+                neardup::tools::gen::write_documents(&opts, w).map(|_| ())
+            })?;
+            eprintln!("neardup gen: {} documents: {}", a.n, a.out.display());
+        }
+        GenCommand::Fingerprints(a) => {
+            let fps =
+                neardup::tools::gen::fingerprints(a.n, a.seed, a.max_distance, a.plant_every);
+            neardup::output::write_file(&a.out, &[], |w| {
+                fps.iter()
+                    .enumerate()
+                    .try_for_each(|(i, fp)| writeln!(w, "f{i:010}\t{}", neardup::sketch::Hex(*fp)))
+            })?;
+            eprintln!("neardup gen: {} fingerprints: {}", a.n, a.out.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

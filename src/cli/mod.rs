@@ -1,0 +1,163 @@
+//! The command line: each sub-command's arguments beside the code that runs it. A sub-command turns
+//! its flags (and job file) into the library's [`JobSpec`] and plan, runs it and reports; the
+//! library does the work.
+//!
+//! - `jobs`: `run`, `fingerprint` and `pairs`, which execute a plan of the library;
+//! - `truth`, `eval`, `report`: the exact ground truth, scoring against it, a run's HTML page;
+//! - `bench`, `gen`: benchmarks and the generated corpora they run on.
+
+mod bench;
+mod eval;
+mod gen;
+mod jobs;
+mod report;
+mod truth;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use neardup::config::job::InputSpec;
+use neardup::config::{JobSpec, Overrides, DEFAULT_MAX_RECORD_BYTES};
+use neardup::summary::Summary;
+
+/// Exit code when the run finished but skipped some records.
+pub const EXIT_PARTIAL: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "neardup",
+    version,
+    about = "Find near-duplicate documents in whole crawls: MinHash LSH verified by exact Jaccard \
+             (the default), or simhash with Manku tables (the fast preset)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a job file: its inputs, method (minhash or simhash) and settings, workers and outputs.
+    Run(jobs::RunArgs),
+    /// Fingerprint documents (JSON Lines, WARC or HTML files): writes id<TAB>simhash (or JSON Lines
+    /// for a .jsonl path).
+    Fingerprint(jobs::FingerprintArgs),
+    /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard >= threshold
+    /// (single-threaded, exact; for evaluation corpora of thousands of documents).
+    Truth(truth::TruthArgs),
+    /// Scores a pairs file against a truth file written by `truth`: precision, recall, F1, recall
+    /// by Jaccard band, and how similar the false positives were (given the documents). Prints a
+    /// table on stdout.
+    Eval(eval::EvalArgs),
+    /// Writes the HTML report of a finished run (its summary.json): one self-contained page with
+    /// the document funnel, cluster sizes, pair similarities, stage times and the largest clusters.
+    Report(report::ReportArgs),
+    /// Benchmarks on generated data: prints a Markdown table, writes JSON and Markdown to --out-dir.
+    Bench(bench::BenchArgs),
+    /// Generate synthetic inputs (deterministic by seed) for benchmarks and experiments.
+    #[command(subcommand)]
+    Gen(gen::GenCommand),
+    /// Find every pair of fingerprints within Hamming distance k.
+    Pairs(jobs::PairsArgs),
+}
+
+/// Runs the sub-command the command line names.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(a) => jobs::run(a),
+        Command::Fingerprint(a) => jobs::fingerprint(a),
+        Command::Pairs(a) => jobs::pairs(a),
+        Command::Truth(a) => truth::command(a),
+        Command::Eval(a) => eval::command(a),
+        Command::Report(a) => report::command(a),
+        Command::Bench(a) => bench::command(a),
+        Command::Gen(g) => gen::command(g),
+    }
+}
+
+#[derive(Args)]
+pub struct FieldArgs {
+    /// JSON field holding the document id (string or number).
+    #[arg(long, default_value = "id")]
+    id_field: String,
+    /// JSON field holding the text.
+    #[arg(long, default_value = "text")]
+    text_field: String,
+    /// JSON field holding the URL (empty: none).
+    #[arg(long, default_value = "url")]
+    url_field: String,
+    /// Longest record accepted, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_RECORD_BYTES)]
+    max_record_bytes: usize,
+}
+
+#[derive(Args)]
+pub struct ClusterArgs {
+    /// Worker threads per process (run: default from the job, else 1).
+    #[arg(short = 'w', long)]
+    workers: Option<usize>,
+    /// Number of processes in a timely cluster.
+    #[arg(long, default_value_t = 1)]
+    processes: usize,
+    /// This process's index, 0..processes.
+    #[arg(long, default_value_t = 0)]
+    process: usize,
+    /// One host:port per line, in process order (default localhost:2101+i).
+    #[arg(long)]
+    hostfile: Option<PathBuf>,
+    /// Seconds a process waits for the other processes of the cluster (run: default from the
+    /// job, else 60).
+    #[arg(long, value_name = "SECS")]
+    connect_timeout: Option<f64>,
+}
+
+impl ClusterArgs {
+    /// The command line's part of a plan.
+    pub fn overrides(&self, command: &str) -> Overrides {
+        Overrides {
+            command: command.into(),
+            workers: self.workers,
+            processes: self.processes,
+            process: self.process,
+            hostfile: self.hostfile.clone(),
+            connect_timeout_s: self.connect_timeout,
+            ..Overrides::default()
+        }
+    }
+}
+
+impl FieldArgs {
+    /// The `[input]` of a job over `input` with these fields.
+    pub fn input_spec(self, input: Vec<PathBuf>, format: &str) -> InputSpec {
+        InputSpec {
+            id_field: self.id_field,
+            text_field: self.text_field,
+            url_field: self.url_field,
+            max_record_bytes: self.max_record_bytes,
+            ..InputSpec::new(input, format)
+        }
+    }
+}
+
+/// An output path given as a flag: relative to the working directory, `-` is standard output.
+pub fn flag_path(p: Option<PathBuf>) -> Option<String> {
+    p.map(|p| p.to_string_lossy().into_owned())
+}
+
+pub fn finish(summary: Option<Summary>) -> anyhow::Result<ExitCode> {
+    let Some(summary) = summary else {
+        return Ok(ExitCode::SUCCESS); // not process 0: process 0 reports
+    };
+    eprintln!("{}", summary.human());
+    if summary.documents.skipped > 0 {
+        eprintln!(
+            "neardup: {} record(s) skipped; outputs are complete for the rest (exit code {EXIT_PARTIAL})",
+            summary.documents.skipped
+        );
+        return Ok(ExitCode::from(EXIT_PARTIAL));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
