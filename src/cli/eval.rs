@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::BufRead;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,9 +10,9 @@ use clap::Args;
 
 use serde::Serialize;
 
-use neardup::error::{Error, IoContext, Result};
 use neardup::config::job::InputSpec;
 use neardup::config::{JobSpec, Overrides};
+use neardup::error::{Error, IoContext, Result};
 use neardup::output::tsv_unescape;
 
 /// An unordered pair of ids, smaller first.
@@ -600,7 +599,6 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
     Ok(ExitCode::SUCCESS)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,6 +641,9 @@ mod tests {
         std::fs::write(&path, format!("{a}\t{b}\t0.9\n")).unwrap();
         let pairs = read_pairs(&path).unwrap();
         assert_eq!(pairs.len(), 1);
-        assert!(pairs.contains(&ordered("pages/c\nd.html", "x\ty")), "{pairs:?}");
+        assert!(
+            pairs.contains(&ordered("pages/c\nd.html", "x\ty")),
+            "{pairs:?}"
+        );
     }
 }

@@ -1,7 +1,6 @@
 //! `neardup gen`: synthetic inputs, deterministic by seed, for benchmarks and experiments
 //! ([`neardup::tools::gen`]).
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -80,8 +79,7 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
             eprintln!("neardup gen: {} documents: {}", a.n, a.out.display());
         }
         GenCommand::Fingerprints(a) => {
-            let fps =
-                neardup::tools::gen::fingerprints(a.n, a.seed, a.max_distance, a.plant_every);
+            let fps = neardup::tools::gen::fingerprints(a.n, a.seed, a.max_distance, a.plant_every);
             neardup::output::write_file(&a.out, &[], |w| {
                 fps.iter()
                     .enumerate()

@@ -50,7 +50,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     finish(execute_showing(plan, true)?)
 }
 
-
 // The arguments of `neardup fingerprint`.
 #[derive(Args)]
 pub struct FingerprintArgs {

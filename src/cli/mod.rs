@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use neardup::config::job::InputSpec;
-use neardup::config::{JobSpec, Overrides, DEFAULT_MAX_RECORD_BYTES};
+use neardup::config::{Overrides, DEFAULT_MAX_RECORD_BYTES};
 use neardup::summary::Summary;
 
 /// Exit code when the run finished but skipped some records.
@@ -160,4 +160,3 @@ pub fn finish(summary: Option<Summary>) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-

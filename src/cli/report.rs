@@ -1,6 +1,5 @@
 //! `neardup report`: the HTML page of a finished run, drawn from its summary.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,4 +41,3 @@ pub fn command(a: ReportArgs) -> anyhow::Result<ExitCode> {
     eprintln!("neardup report: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }
-

@@ -5,7 +5,6 @@
 //! `data-samples/` and to score precision and recall; exact, so only for corpora of thousands.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -161,8 +160,7 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     let plan = spec.validate(Path::new("."), Overrides::default())?;
     let output = neardup::output::prepare_file(out, &plan.protected_paths())?;
     let mut counters = neardup::summary::Counters::default();
-    let sets =
-        load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
+    let sets = load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
     let pairs = similar_pairs(&sets, threshold);
     output.commit_file(|w| {
         use neardup::output::tsv_field;
@@ -184,7 +182,6 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         ExitCode::SUCCESS
     })
 }
-
 
 #[cfg(test)]
 mod tests {

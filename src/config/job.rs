@@ -22,7 +22,7 @@ use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::error::{Error, IoContext, Result};
 use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::source::html::Boilerplate;
-use crate::source::{discover, Fields, Format, SkipReason};
+use crate::source::{discover, Fields, Format, InputFile, SkipReason};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
 
@@ -650,7 +650,10 @@ impl JobSpec {
         let features = features(&self.features)?;
         let content = content(self.content)?;
         let mut format = input_format(&self.input)?;
-        let dir = o.out_dir.clone().unwrap_or_else(|| resolve(base, &self.output.dir));
+        let dir = o
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
         check_outputs_written(&outputs)?;
@@ -910,11 +913,7 @@ fn simhash_pairs(s: &SimhashSpec) -> Result<PairStage> {
     Ok(PairStage {
         candidates: CandidatePlan::Tables {
             k,
-            layout: layout_choice(
-                s.f.unwrap_or(64),
-                k,
-                s.layout.as_deref().unwrap_or("auto"),
-            )?,
+            layout: layout_choice(s.f.unwrap_or(64), k, s.layout.as_deref().unwrap_or("auto"))?,
             max_candidates: max_candidates(s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES))?,
         },
         memory_budget: memory_budget(s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?,

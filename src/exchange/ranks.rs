@@ -49,6 +49,10 @@ const BATCH_DOCS: usize = 4096;
 /// The rank an owner sends back for a duplicate: none.
 const DUPLICATE: u64 = u64::MAX;
 
+/// A record whose id an earlier record has: (id, where it starts, where the record that keeps the
+/// id starts).
+pub type Duplicate = (String, Location, Location);
+
 /// Ranks an owner sends back to a reader: `(index there, rank)`.
 type RankReply = (u32, Vec<(u64, u64)>);
 
@@ -56,9 +60,8 @@ type RankReply = (u32, Vec<(u64, u64)>);
 pub struct Ranked {
     /// Rank of each local document, in input order; `None` for a duplicate id.
     pub ranks: Vec<Option<u64>>,
-    /// The local documents whose id an earlier record has: (id, where it starts, where the record
-    /// that keeps the id starts), in input order.
-    pub duplicates: Vec<(String, Location, Location)>,
+    /// The local documents whose id an earlier record has, in input order.
+    pub duplicates: Vec<Duplicate>,
     /// Ids of the ranks `first..first + names.len()`, in rank order.
     pub names: Names,
     /// URL and fingerprint of the same ranks (empty unless asked for).
@@ -298,7 +301,8 @@ impl Owned {
         let names = &self.names;
         if !names.is_empty() && names.get(names.len() - 1) == id {
             self.replies[origin].1.push((idx, DUPLICATE));
-            self.dups.push((origin as u32, id.to_owned(), at, self.keeper));
+            self.dups
+                .push((origin as u32, id.to_owned(), at, self.keeper));
             return;
         }
         self.keeper = at;
@@ -319,11 +323,7 @@ impl Owned {
 
     /// Sends each reader the ranks and duplicates of its records; returns this worker's: the
     /// rank of each of its `n` records in input order, and its duplicates in input order.
-    fn reply(
-        &mut self,
-        worker: &mut Worker,
-        n: usize,
-    ) -> (Vec<Option<u64>>, Vec<(String, Location, Location)>) {
+    fn reply(&mut self, worker: &mut Worker, n: usize) -> (Vec<Option<u64>>, Vec<Duplicate>) {
         let mut ranks = vec![None; n];
         let replies: Vec<RankReply> = std::mem::take(&mut self.replies)
             .into_iter()
@@ -337,11 +337,10 @@ impl Owned {
             }
         }
         let dups = std::mem::take(&mut self.dups);
-        let mut duplicates: Vec<(String, Location, Location)> =
-            shuffle(worker, dups, |(origin, ..)| *origin as u64)
-                .into_iter()
-                .map(|(_, id, at, keeper)| (id, at, keeper))
-                .collect();
+        let mut duplicates: Vec<Duplicate> = shuffle(worker, dups, |(origin, ..)| *origin as u64)
+            .into_iter()
+            .map(|(_, id, at, keeper)| (id, at, keeper))
+            .collect();
         duplicates.sort_unstable_by_key(|d| d.1);
         (ranks, duplicates)
     }

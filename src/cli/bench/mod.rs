@@ -89,7 +89,7 @@ impl BenchRun {
         n: &[usize],
         input: Option<PathBuf>,
     ) -> anyhow::Result<Vec<measure::Row>> {
-                let corpora = match input {
+        let corpora = match input {
             Some(input) => vec![input],
             None => n
                 .iter()
@@ -140,7 +140,7 @@ impl BenchRun {
         warc: &Path,
         job: &Path,
     ) -> anyhow::Result<Vec<measure::Row>> {
-                let (runs, out_dir) = (self.runs, &self.out_dir);
+        let (runs, out_dir) = (self.runs, &self.out_dir);
         let mut rows = Vec::new();
         for &size in n {
             let docs = if what == "fingerprint" || what == "skipped" {
@@ -172,4 +172,3 @@ impl BenchRun {
         Ok(rows)
     }
 }
-
