@@ -223,7 +223,6 @@ pub fn form(
     checks: impl FnOnce() -> Result<()>,
 ) -> Result<Vec<Option<TcpStream>>> {
     let n = addresses.len();
-    let deadline = Instant::now() + timeout;
     let hello = Hello {
         version: env!("CARGO_PKG_VERSION").to_string(),
         process: me,
@@ -238,123 +237,169 @@ pub fn form(
         )
     })?;
     listener.set_nonblocking(true).map_err(net)?;
-    let mut sockets: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-    let mut problems: Vec<String> = Vec::new();
-    // Every process's hello, to name the one that differs the same way in every process.
-    let mut hellos: Vec<Hello> = vec![hello.clone()];
-    let secs = timeout.as_secs_f64();
-    // Lower-numbered processes: connect, send our hello, read theirs.
-    for (p, addr) in addresses.iter().enumerate().take(me) {
-        let mut s = connect(addr, deadline).map_err(|e| {
-            Error::Cluster(format!(
-                "process {me} could not reach process {p} at {addr} within {secs:.0} s ({e}); is \
-                 it running, and is the hostfile right? (--connect-timeout sets the wait)"
-            ))
-        })?;
-        s.set_nodelay(true).map_err(net)?;
-        s.set_read_timeout(Some(
-            deadline
-                .saturating_duration_since(Instant::now())
-                .max(Duration::from_secs(1)),
-        ))
-        .map_err(net)?;
-        send_hello(&mut s, &hello).map_err(net)?;
-        let peer = read_hello(&mut s, &format!("process {p} at {addr}"))?;
-        if peer.process != p {
-            problems.push(format!(
-                "{addr} answered as process {}, but it is process {p}'s line in the hostfile",
-                peer.process
-            ));
-        }
-        hellos.push(peer);
-        sockets[p] = Some(s);
-    }
-    // Higher-numbered processes: accept, read their hello, answer with ours.
-    let mut waiting = n - me - 1;
-    while waiting > 0 {
-        match listener.accept() {
-            Ok((mut s, from)) => {
-                s.set_nonblocking(false).map_err(net)?;
-                s.set_nodelay(true).map_err(net)?;
-                s.set_read_timeout(Some(
-                    deadline
-                        .saturating_duration_since(Instant::now())
-                        .max(Duration::from_secs(1)),
-                ))
-                .map_err(net)?;
-                let peer = match read_hello(&mut s, &format!("the connection from {from}")) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        eprintln!("neardup: ignoring a connection: {e}");
-                        continue;
-                    }
-                };
-                send_hello(&mut s, &hello).map_err(net)?;
-                let p = peer.process;
-                if p <= me || p >= n || sockets[p].is_some() {
-                    problems.push(format!(
-                        "a process from {from} says it is process {p}, which is not a peer this \
-                         process expects"
-                    ));
-                    continue;
-                }
-                hellos.push(peer);
-                sockets[p] = Some(s);
-                waiting -= 1;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    let missing: Vec<String> = (me + 1..n)
-                        .filter(|&p| sockets[p].is_none())
-                        .map(|p| format!("{p} ({})", addresses[p]))
-                        .collect();
-                    bail!(
-                        Cluster,
-                        "process {me} waited {secs:.0} s for process(es) {} to connect; are they \
-                         running with the same hostfile? (--connect-timeout sets the wait)",
-                        missing.join(", ")
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
-        }
-    }
-    hellos.sort_by_key(|h| h.process);
-    problems.extend(disagreement(&hellos));
+    let mut f = Forming {
+        addresses,
+        me,
+        deadline: Instant::now() + timeout,
+        secs: timeout.as_secs_f64(),
+        sockets: (0..n).map(|_| None).collect(),
+        problems: Vec::new(),
+        hellos: vec![hello.clone()],
+        hello,
+    };
+    f.connect_lower()?;
+    f.accept_higher(&listener)?;
+    f.hellos.sort_by_key(|h| h.process);
+    let differ = disagreement(&f.hellos);
+    f.problems.extend(differ);
     // Local checks, then everyone's verdict.
-    if problems.is_empty() {
+    if f.problems.is_empty() {
         if let Err(e) = checks() {
-            problems.push(e.to_string());
+            f.problems.push(e.to_string());
         }
     }
-    let verdict = problems.first().cloned().unwrap_or_default();
-    for s in sockets.iter_mut().flatten() {
-        write_frame(s, verdict.as_bytes()).map_err(net)?;
-    }
-    let mut refusals = Vec::new();
-    for (p, s) in sockets.iter_mut().enumerate() {
-        if let Some(s) = s {
-            let v = read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
-            if !v.is_empty() {
-                refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
-            }
-        }
-    }
-    if let Some(p) = problems.first() {
-        bail!(Cluster, "{p}");
-    }
-    if !refusals.is_empty() {
-        bail!(
-            Cluster,
-            "another process refused to start, so this one stops too: {}",
-            refusals.join("; ")
-        );
-    }
-    for s in sockets.iter_mut().flatten() {
+    f.verdicts()?;
+    for s in f.sockets.iter_mut().flatten() {
         s.set_read_timeout(None).map_err(net)?;
     }
-    Ok(sockets)
+    Ok(f.sockets)
+}
+
+/// A cluster being formed, as one process sees it.
+struct Forming<'a> {
+    addresses: &'a [String],
+    me: usize,
+    hello: Hello,
+    deadline: Instant,
+    /// The wait, in seconds, for messages.
+    secs: f64,
+    /// One socket per peer (`None` at `me` and for peers not yet connected).
+    sockets: Vec<Option<TcpStream>>,
+    /// What is wrong, first first: every process says the first it found.
+    problems: Vec<String>,
+    /// Every process's hello, to name the one that differs the same way in every process.
+    hellos: Vec<Hello>,
+}
+
+impl Forming<'_> {
+    /// Waits for a peer's messages until the deadline (at least a second).
+    fn wait_for(&self, s: &TcpStream) -> Result<()> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        s.set_read_timeout(Some(left.max(Duration::from_secs(1))))
+            .map_err(net)
+    }
+
+    /// Lower-numbered processes: connect, send our hello, read theirs.
+    fn connect_lower(&mut self) -> Result<()> {
+        let (me, secs) = (self.me, self.secs);
+        for (p, addr) in self.addresses.iter().enumerate().take(me) {
+            let mut s = connect(addr, self.deadline).map_err(|e| {
+                Error::Cluster(format!(
+                    "process {me} could not reach process {p} at {addr} within {secs:.0} s ({e}); \
+                     is it running, and is the hostfile right? (--connect-timeout sets the wait)"
+                ))
+            })?;
+            s.set_nodelay(true).map_err(net)?;
+            self.wait_for(&s)?;
+            send_hello(&mut s, &self.hello).map_err(net)?;
+            let peer = read_hello(&mut s, &format!("process {p} at {addr}"))?;
+            if peer.process != p {
+                self.problems.push(format!(
+                    "{addr} answered as process {}, but it is process {p}'s line in the hostfile",
+                    peer.process
+                ));
+            }
+            self.hellos.push(peer);
+            self.sockets[p] = Some(s);
+        }
+        Ok(())
+    }
+
+    /// Higher-numbered processes: accept, read their hello, answer with ours.
+    fn accept_higher(&mut self, listener: &TcpListener) -> Result<()> {
+        let (me, n) = (self.me, self.addresses.len());
+        let mut waiting = n - me - 1;
+        while waiting > 0 {
+            match listener.accept() {
+                Ok((mut s, from)) => {
+                    s.set_nonblocking(false).map_err(net)?;
+                    s.set_nodelay(true).map_err(net)?;
+                    self.wait_for(&s)?;
+                    let peer = match read_hello(&mut s, &format!("the connection from {from}")) {
+                        Ok(h) => h,
+                        Err(e) => {
+                            eprintln!("neardup: ignoring a connection: {e}");
+                            continue;
+                        }
+                    };
+                    send_hello(&mut s, &self.hello).map_err(net)?;
+                    let p = peer.process;
+                    if p <= me || p >= n || self.sockets[p].is_some() {
+                        self.problems.push(format!(
+                            "a process from {from} says it is process {p}, which is not a peer \
+                             this process expects"
+                        ));
+                        continue;
+                    }
+                    self.hellos.push(peer);
+                    self.sockets[p] = Some(s);
+                    waiting -= 1;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= self.deadline {
+                        return Err(self.not_connected());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// The higher-numbered processes that did not connect in time.
+    fn not_connected(&self) -> Error {
+        let (me, n) = (self.me, self.addresses.len());
+        let missing: Vec<String> = (me + 1..n)
+            .filter(|&p| self.sockets[p].is_none())
+            .map(|p| format!("{p} ({})", self.addresses[p]))
+            .collect();
+        Error::Cluster(format!(
+            "process {me} waited {:.0} s for process(es) {} to connect; are they running with the \
+             same hostfile? (--connect-timeout sets the wait)",
+            self.secs,
+            missing.join(", ")
+        ))
+    }
+
+    /// Sends this process's verdict (empty: agreed) to every peer and reads theirs: any problem,
+    /// here or in a peer, stops this process.
+    fn verdicts(&mut self) -> Result<()> {
+        let verdict = self.problems.first().cloned().unwrap_or_default();
+        for s in self.sockets.iter_mut().flatten() {
+            write_frame(s, verdict.as_bytes()).map_err(net)?;
+        }
+        let mut refusals = Vec::new();
+        for (p, s) in self.sockets.iter_mut().enumerate() {
+            if let Some(s) = s {
+                let v = read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
+                if !v.is_empty() {
+                    refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
+                }
+            }
+        }
+        if let Some(p) = self.problems.first() {
+            bail!(Cluster, "{p}");
+        }
+        if !refusals.is_empty() {
+            bail!(
+                Cluster,
+                "another process refused to start, so this one stops too: {}",
+                refusals.join("; ")
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

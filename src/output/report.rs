@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::summary::Summary;
+use crate::summary::{ClusterSummary, PairSummary, StageTimes, Summary};
 
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
@@ -127,10 +127,39 @@ fn size_bins(sizes: &[(u64, u64)]) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// The report of a run, as one HTML page.
+/// The report of a run, as one HTML page: one section after another, each drawn from its part of
+/// the summary.
 pub fn html(s: &Summary) -> String {
-    let d = &s.documents;
     let mut body = String::new();
+    facts(s, &mut body);
+    documents(s, &mut body);
+    if let Some(c) = &s.clusters {
+        clusters(c, &mut body);
+    }
+    if let Some(p) = &s.pairs {
+        pairs(p, &mut body);
+    }
+    stage_times(&s.seconds, &mut body);
+    if let Some(c) = &s.clusters {
+        largest_clusters(c, &mut body);
+        per_file(c, &mut body);
+    }
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>neardup report</title><style>\
+         body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#222}}\
+         h1{{font-size:1.6em}}h2{{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}}\
+         table.facts th{{text-align:left;padding-right:1em;color:#555}}\
+         table.list{{border-collapse:collapse}}table.list td,table.list th{{border:1px solid #ddd;\
+         padding:4px 8px;vertical-align:top;text-align:left}}ul{{margin:0;padding-left:1.2em}}\
+         .url{{color:#777;font-size:.9em}}.none{{color:#777}}\
+         svg text{{font-family:system-ui,sans-serif}}svg .l{{font-size:13px}}svg .v{{font-size:12px}}\
+         svg .s{{font-size:10px}}</style></head><body>{body}</body></html>\n"
+    )
+}
+
+/// The run's facts: command, inputs, method, verification, workers, time and memory.
+fn facts(s: &Summary, body: &mut String) {
     let method = match (&s.layout, &s.bands) {
         (Some(l), _) => format!("simhash, k = {}, layout {}", l.k, l.name),
         (_, Some(b)) => format!("MinHash {}", b.name),
@@ -162,7 +191,11 @@ pub fn html(s: &Summary) -> String {
         peak >> 20
     );
 
-    // Funnel.
+}
+
+/// The document funnel: read, skipped by reason, processed, in clusters, kept, dropped.
+fn documents(s: &Summary, body: &mut String) {
+    let d = &s.documents;
     let mut funnel: Vec<(String, f64, String)> = vec![("read".into(), d.read as f64, num(d.read))];
     for (reason, n) in d.skipped_by_reason.iter().filter(|(_, n)| **n > 0) {
         funnel.push((format!("skipped: {reason}"), *n as f64, num(*n)));
@@ -184,58 +217,63 @@ pub fn html(s: &Summary) -> String {
         hbars(&funnel, "#4c78a8")
     );
 
-    if let Some(c) = &s.clusters {
-        let _ = write!(
-            body,
-            "<h2>Clusters</h2><p>{} clusters of {} documents, the largest {}; keep = {}, split = \
-             {}.{}</p>{}",
-            num(c.clusters),
-            num(c.documents_in_clusters),
-            num(c.largest),
-            esc(&c.keep),
-            esc(&c.split),
-            if c.chained_clusters > 0 {
-                format!(
-                    " {} clusters are chains: {} members are not paired with their \
-                     representative.",
-                    num(c.chained_clusters),
-                    num(c.chained_documents)
-                )
-            } else {
-                String::new()
-            },
-            vbars(&size_bins(&c.sizes), "#f58518", "cluster size (documents)")
-        );
-    }
+}
 
-    if let Some(p) = &s.pairs {
-        let (bins, title): (Vec<(String, u64)>, &str) = if !p.by_similarity.is_empty() {
-            (
-                p.by_similarity
-                    .iter()
-                    .map(|(pct, n)| (format!("{:.2}", *pct as f64 / 100.0), *n))
-                    .collect(),
-                "Jaccard similarity (bin start)",
+/// The clusters: counts, policy, chains, and the histogram of sizes.
+fn clusters(c: &ClusterSummary, body: &mut String) {
+    let _ = write!(
+        body,
+        "<h2>Clusters</h2><p>{} clusters of {} documents, the largest {}; keep = {}, split = \
+         {}.{}</p>{}",
+        num(c.clusters),
+        num(c.documents_in_clusters),
+        num(c.largest),
+        esc(&c.keep),
+        esc(&c.split),
+        if c.chained_clusters > 0 {
+            format!(
+                " {} clusters are chains: {} members are not paired with their \
+                 representative.",
+                num(c.chained_clusters),
+                num(c.chained_documents)
             )
         } else {
-            (
-                p.by_distance
-                    .iter()
-                    .enumerate()
-                    .map(|(d, n)| (d.to_string(), *n))
-                    .collect(),
-                "Hamming distance",
-            )
-        };
-        let _ = write!(
-            body,
-            "<h2>Pairs</h2><p>{} pairs.</p>{}",
-            num(p.total),
-            vbars(&bins, "#54a24b", title)
-        );
-    }
+            String::new()
+        },
+        vbars(&size_bins(&c.sizes), "#f58518", "cluster size (documents)")
+    );
+}
 
-    let t = &s.seconds;
+/// The pairs: their number, and their similarities (or distances).
+fn pairs(p: &PairSummary, body: &mut String) {
+    let (bins, title): (Vec<(String, u64)>, &str) = if !p.by_similarity.is_empty() {
+        (
+            p.by_similarity
+                .iter()
+                .map(|(pct, n)| (format!("{:.2}", *pct as f64 / 100.0), *n))
+                .collect(),
+            "Jaccard similarity (bin start)",
+        )
+    } else {
+        (
+            p.by_distance
+                .iter()
+                .enumerate()
+                .map(|(d, n)| (d.to_string(), *n))
+                .collect(),
+            "Hamming distance",
+        )
+    };
+    let _ = write!(
+        body,
+        "<h2>Pairs</h2><p>{} pairs.</p>{}",
+        num(p.total),
+        vbars(&bins, "#54a24b", title)
+    );
+}
+
+/// The time of each stage.
+fn stage_times(t: &StageTimes, body: &mut String) {
     let stages: Vec<(String, f64, String)> = [
         ("read and sketch", t.read_fingerprint),
         ("rank ids", t.rank),
@@ -254,60 +292,54 @@ pub fn html(s: &Summary) -> String {
     .collect();
     let _ = write!(body, "<h2>Stage times</h2>{}", hbars(&stages, "#b279a2"));
 
-    if let Some(c) = s
-        .clusters
-        .as_ref()
-        .filter(|c| !c.largest_clusters.is_empty())
-    {
-        body += "<h2>Largest clusters</h2><table class=\"list\"><tr><th>cluster</th><th>size</th>\
-                 <th>members (representative first)</th></tr>";
-        for l in &c.largest_clusters {
-            let members: Vec<String> = l
-                .members
-                .iter()
-                .enumerate()
-                .map(|(i, (id, url))| {
-                    let url = url.as_deref().map_or(String::new(), |u| {
-                        format!(" <span class=\"url\">{}</span>", esc(u))
-                    });
-                    let kept = if i == 0 { " <b>(kept)</b>" } else { "" };
-                    format!("<li>{}{kept}{url}</li>", esc(id))
-                })
-                .collect();
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td>{}</td><td><ul>{}</ul></td></tr>",
-                esc(&l.cluster),
-                num(l.size),
-                members.join("")
-            );
-        }
-        body += "</table>";
+}
+
+/// The largest clusters with their members and URLs, the representative first.
+fn largest_clusters(c: &ClusterSummary, body: &mut String) {
+    if c.largest_clusters.is_empty() {
+        return;
     }
-    if let Some(c) = s.clusters.as_ref().filter(|c| !c.by_file.is_empty()) {
-        body += "<h2>Per input file</h2><table class=\"list\"><tr><th>file</th><th>kept</th>\
-                 <th>dropped</th></tr>";
-        for f in &c.by_file {
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&f.file),
-                num(f.kept),
-                num(f.dropped)
-            );
-        }
-        body += "</table>";
+    *body += "<h2>Largest clusters</h2><table class=\"list\"><tr><th>cluster</th><th>size</th>\
+             <th>members (representative first)</th></tr>";
+    for l in &c.largest_clusters {
+        let members: Vec<String> = l
+            .members
+            .iter()
+            .enumerate()
+            .map(|(i, (id, url))| {
+                let url = url.as_deref().map_or(String::new(), |u| {
+                    format!(" <span class=\"url\">{}</span>", esc(u))
+                });
+                let kept = if i == 0 { " <b>(kept)</b>" } else { "" };
+                format!("<li>{}{kept}{url}</li>", esc(id))
+            })
+            .collect();
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td><ul>{}</ul></td></tr>",
+            esc(&l.cluster),
+            num(l.size),
+            members.join("")
+        );
     }
-    format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>neardup report</title><style>\
-         body{{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#222}}\
-         h1{{font-size:1.6em}}h2{{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}}\
-         table.facts th{{text-align:left;padding-right:1em;color:#555}}\
-         table.list{{border-collapse:collapse}}table.list td,table.list th{{border:1px solid #ddd;\
-         padding:4px 8px;vertical-align:top;text-align:left}}ul{{margin:0;padding-left:1.2em}}\
-         .url{{color:#777;font-size:.9em}}.none{{color:#777}}\
-         svg text{{font-family:system-ui,sans-serif}}svg .l{{font-size:13px}}svg .v{{font-size:12px}}\
-         svg .s{{font-size:10px}}</style></head><body>{body}</body></html>\n"
-    )
+    *body += "</table>";
+}
+
+/// Documents kept and dropped per input file.
+fn per_file(c: &ClusterSummary, body: &mut String) {
+    if c.by_file.is_empty() {
+        return;
+    }
+    *body += "<h2>Per input file</h2><table class=\"list\"><tr><th>file</th><th>kept</th>\
+             <th>dropped</th></tr>";
+    for f in &c.by_file {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&f.file),
+            num(f.kept),
+            num(f.dropped)
+        );
+    }
+    *body += "</table>";
 }

@@ -267,7 +267,7 @@ impl<'a> Pass<'a> {
                 let f = &mut self.figures;
                 f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
                 f.clusters = Some(stats);
-                f.by_file = corpus::file_counts(worker, self.plan, ranked, &members);
+                f.by_file = corpus::file_counts(worker, &self.plan.inputs, ranked, &members);
                 members
             }
         };
@@ -283,8 +283,17 @@ impl<'a> Pass<'a> {
         members: &[Member],
         copy_at: &[crate::source::Location],
     ) {
-        if self.plan.outputs.corpus.is_some() {
-            let written = corpus::write(worker, self.plan, ranked, members, copy_at, self.writer);
+        if let Some(path) = &self.plan.outputs.corpus {
+            let inputs = &self.plan.inputs;
+            let written = corpus::write(
+                worker,
+                inputs,
+                path,
+                ranked,
+                members,
+                copy_at,
+                self.writer,
+            );
             self.figures.corpus = self.clock.keep_value(written);
         }
         self.clock.stage("corpus");

@@ -10,10 +10,12 @@
 //!
 //! Also counts, per input file, the documents kept and dropped (for the summary).
 
+use std::path::Path;
+
 use timely::worker::Worker;
 
 use super::cluster::owned_ranks;
-use crate::config::Plan;
+use crate::config::Inputs;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
@@ -27,11 +29,11 @@ use crate::summary::FileCounts;
 /// together; the ranks' origins must have been kept).
 pub fn file_counts(
     worker: &mut Worker,
-    plan: &Plan,
+    inputs: &Inputs,
     ranked: &Ranked,
     members: &[Member],
 ) -> Vec<FileCounts> {
-    let files = plan.inputs.files.len();
+    let files = inputs.files.len();
     let mut counts = vec![(0u64, 0u64); files];
     for ((_, dropped), (_, at)) in owned_ranks(ranked, members).zip(&ranked.origins) {
         let c = &mut counts[at.file as usize];
@@ -48,7 +50,7 @@ pub fn file_counts(
             t.1 += c.1;
         }
     }
-    plan.inputs
+    inputs
         .files
         .iter()
         .zip(total)
@@ -71,21 +73,18 @@ pub struct CorpusStats {
     pub other: u64,
 }
 
-/// Writes the deduplicated corpus (every worker calls it together); returns the records copied
-/// (kept documents and `skipped`, this worker's skipped records to copy too; and WARC
-/// `warcinfo` records), over all workers.
+/// Writes the corpus into `corpus_path` (staged; every worker calls it together): the kept
+/// documents of `members` and the `skipped` records to copy, each by the worker whose split holds
+/// it, joined by worker 0 (the one with the output set `out`).
 pub fn write(
     worker: &mut Worker,
-    plan: &Plan,
+    inputs: &Inputs,
+    corpus_path: &Path,
     ranked: &Ranked,
     members: &[Member],
     skipped: &[Location],
     out: Option<&OutputSet>,
 ) -> Result<CorpusStats> {
-    let inputs = &plan.inputs;
-    let Some(corpus_path) = &plan.outputs.corpus else {
-        return Ok(CorpusStats::default());
-    };
     let staged = crate::output::commit::staged_dir(corpus_path);
     let splits = plan_splits(
         &inputs.files,
@@ -93,57 +92,10 @@ pub fn write(
         inputs.split_bytes,
         inputs.format.split_mode(),
     );
-    // Every split with its worker, by file and start.
-    let mut owners: Vec<(usize, u64, u32, u64)> = splits
-        .iter()
-        .enumerate()
-        .flat_map(|(w, ss)| ss.iter().map(move |s| (s.file, s.start, s.id, w as u64)))
-        .collect();
-    owners.sort_unstable();
-    let split_of = move |file: usize, offset: u64| -> (u32, u64) {
-        let i = owners.partition_point(|o| (o.0, o.1) <= (file, offset));
-        let o = owners[i.saturating_sub(1)];
-        (o.2, o.3)
-    };
-    // The kept documents' locations (and the skipped records' to copy), to the workers whose
-    // splits hold them.
-    let kept: Vec<(u64, u32, u64)> = owned_ranks(ranked, members)
-        .zip(&ranked.origins)
-        .filter(|((_, dropped), _)| !dropped)
-        .map(|(_, (_, at))| at)
-        .chain(skipped)
-        .map(|at| {
-            let (split, w) = split_of(at.file as usize, at.offset);
-            (w, split, at.offset)
-        })
-        .collect();
+    let kept = kept_locations(&splits, ranked, members, skipped);
     let mut mine = shuffle(worker, kept, |(w, ..)| *w);
     mine.sort_unstable_by_key(|&(_, split, offset)| (split, offset));
-    // Each of this worker's splits into its part (an empty one too: the join checks them all).
-    let mut stats = PartStats::default();
-    let mut error: Option<String> = None;
-    for split in &splits[worker.index()] {
-        let lo = mine.partition_point(|k| k.1 < split.id);
-        let hi = mine.partition_point(|k| k.1 <= split.id);
-        let offsets: Vec<u64> = mine[lo..hi].iter().map(|k| k.2).collect();
-        let file = &inputs.files[split.file];
-        match corpus::write_part(
-            &inputs.format,
-            file,
-            split,
-            &offsets,
-            inputs.max_record_bytes,
-            &corpus::part_path(&staged, split.id),
-        ) {
-            Ok(s) => {
-                stats.records += s.records;
-                stats.extra += s.extra;
-            }
-            Err(e) => {
-                error.get_or_insert(e.to_string());
-            }
-        }
-    }
+    let (stats, error) = write_parts(inputs, &splits[worker.index()], &mine, &staged);
     // Every part is written (or failed) before worker 0 joins them.
     // The worker that skipped a record need not be the one that copied it (the workers of a
     // process share a compressed file's records), so only the totals are subtracted.
@@ -174,4 +126,72 @@ pub fn write(
         out.set_written("corpus", written);
     }
     Ok(total)
+}
+
+/// The kept documents' locations (and the skipped records' to copy), each with the worker and
+/// split that hold it: `(worker, split, offset)`.
+fn kept_locations(
+    splits: &[Vec<Split>],
+    ranked: &Ranked,
+    members: &[Member],
+    skipped: &[Location],
+) -> Vec<(u64, u32, u64)> {
+    // Every split with its worker, by file and start.
+    let mut owners: Vec<(usize, u64, u32, u64)> = splits
+        .iter()
+        .enumerate()
+        .flat_map(|(w, ss)| ss.iter().map(move |s| (s.file, s.start, s.id, w as u64)))
+        .collect();
+    owners.sort_unstable();
+    let split_of = move |file: usize, offset: u64| -> (u32, u64) {
+        let i = owners.partition_point(|o| (o.0, o.1) <= (file, offset));
+        let o = owners[i.saturating_sub(1)];
+        (o.2, o.3)
+    };
+    owned_ranks(ranked, members)
+        .zip(&ranked.origins)
+        .filter(|((_, dropped), _)| !dropped)
+        .map(|(_, (_, at))| at)
+        .chain(skipped)
+        .map(|at| {
+            let (split, w) = split_of(at.file as usize, at.offset);
+            (w, split, at.offset)
+        })
+        .collect()
+}
+
+/// Each of this worker's `splits` into its part, with the records of `mine` (sorted by split and
+/// offset) that it holds; an empty part too, since the join checks them all. Returns what the
+/// parts hold and the first error.
+fn write_parts(
+    inputs: &Inputs,
+    splits: &[Split],
+    mine: &[(u64, u32, u64)],
+    staged: &Path,
+) -> (PartStats, Option<String>) {
+    let mut stats = PartStats::default();
+    let mut error: Option<String> = None;
+    for split in splits {
+        let lo = mine.partition_point(|k| k.1 < split.id);
+        let hi = mine.partition_point(|k| k.1 <= split.id);
+        let offsets: Vec<u64> = mine[lo..hi].iter().map(|k| k.2).collect();
+        let file = &inputs.files[split.file];
+        match corpus::write_part(
+            &inputs.format,
+            file,
+            split,
+            &offsets,
+            inputs.max_record_bytes,
+            &corpus::part_path(staged, split.id),
+        ) {
+            Ok(s) => {
+                stats.records += s.records;
+                stats.extra += s.extra;
+            }
+            Err(e) => {
+                error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    (stats, error)
 }

@@ -2,9 +2,16 @@
 //! what later stages need, without the text); every record that cannot be used becomes a counted
 //! skip with a note.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use std::borrow::Cow;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::Probe;
+use timely::dataflow::{InputHandle, ProbeHandle};
 
 use super::keep::{self, KeepKey};
 use crate::config::{ContentOptions, Inputs, KeepPolicy, SketchPlan};
@@ -409,97 +416,22 @@ pub fn read_shared(
     counters: &mut Counters,
     progress: Arc<Progress>,
 ) -> (Sketched, SplitLines) {
-    use std::cell::RefCell;
-    use std::rc::Rc;
-    use timely::container::CapacityContainerBuilder;
-    use timely::dataflow::channels::pact::Exchange;
-    use timely::dataflow::operators::generic::operator::Operator;
-    use timely::dataflow::operators::Probe;
-    use timely::dataflow::{InputHandle, ProbeHandle};
-
     let me = worker.index();
-    let base = me - me % workers_per_process;
     let reader = Rc::new(RefCell::new(Reader::new(sketch, content, extras, inputs)));
     reader.borrow_mut().counters.listing = counters.listing;
     reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
-    let format = inputs.format.clone();
-    let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<LineChunk>>> = InputHandle::new();
-    let probe = ProbeHandle::new();
-    worker.dataflow::<u64, _, _>(|scope| {
-        input
-            .to_stream(scope)
-            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                Exchange::new(|c: &LineChunk| c.target),
-                "SketchLines",
-                move |_, _| {
-                    let mut noted = 0;
-                    let mut tally = ReadTally::new(progress);
-                    move |(input, _frontier), _output| {
-                        input.for_each(|_, data| {
-                            let mut reader = sink.borrow_mut();
-                            for chunk in data.drain(..) {
-                                let mut start = 0;
-                                for &(offset, line, end) in &chunk.lines {
-                                    let bytes = &chunk.bytes[start..end as usize];
-                                    start = end as usize;
-                                    let at = crate::source::Location::on_line(
-                                        chunk.file as usize,
-                                        offset,
-                                        crate::source::SplitLine {
-                                            split: chunk.split,
-                                            line,
-                                        },
-                                    );
-                                    format.read_record(bytes, at, &mut noted, &mut |item| {
-                                        tally.add(reader.item(item));
-                                    });
-                                }
-                            }
-                        });
-                    }
-                },
-            )
-            .probe_with(&probe);
-    });
-    // The decompressing worker keeps one chunk in 2W - 1 and gives two to each other worker of its
-    // process: decompressing costs it about what sketching the difference would.
-    let others: Vec<usize> = (base..base + workers_per_process)
-        .filter(|&w| w != me)
-        .collect();
-    let target = |seq: u64| -> usize {
-        let r = (seq % (2 * workers_per_process as u64 - 1)) as usize;
-        if r == 0 || others.is_empty() {
-            me
-        } else {
-            others[(r - 1) / 2]
-        }
+    let (input, probe) = sketch_lines(worker, sink, inputs.format.clone(), progress);
+    let mut dealer = Dealer {
+        input,
+        probe,
+        deal: Deal::new(me, workers_per_process),
+        seq: 0,
     };
     let mut lines = Vec::with_capacity(splits.len());
-    let mut seq = 0u64;
     let mut chunk = LineChunk::default();
     for split in splits {
         let file = &inputs.files[split.file];
-        let mut send = |chunk: &mut LineChunk,
-                        input: &mut InputHandle<_, _>,
-                        worker: &mut timely::worker::Worker| {
-            if chunk.lines.is_empty() {
-                return;
-            }
-            chunk.target = target(seq) as u64;
-            let full = std::mem::replace(
-                chunk,
-                LineChunk {
-                    file: split.file as u32,
-                    split: split.id,
-                    ..Default::default()
-                },
-            );
-            input.send(full);
-            seq += 1;
-            input.advance_to(seq);
-            worker.step_or_park_while(None, || probe.less_than(&seq.saturating_sub(CHUNKS_AHEAD)));
-        };
         chunk.file = split.file as u32;
         chunk.split = split.id;
         let mut local: Vec<Skipped> = Vec::new();
@@ -519,18 +451,18 @@ pub fn read_shared(
                     .lines
                     .push((at.offset, line, chunk.bytes.len() as u32));
                 if chunk.bytes.len() >= CHUNK_BYTES {
-                    send(&mut chunk, &mut input, worker);
+                    dealer.send(&mut chunk, split, worker);
                 }
             },
         );
-        send(&mut chunk, &mut input, worker);
+        dealer.send(&mut chunk, split, worker);
         for skipped in local {
             counters.bytes += skipped.bytes;
             counters.skip(skipped.into());
         }
         lines.push((split.id, split.file, split.start, n));
     }
-    drop(input);
+    drop(dealer);
     while worker.has_dataflows() {
         worker.step_or_park(None);
     }
@@ -544,6 +476,128 @@ pub fn read_shared(
         });
     counters.merge(reader.counters);
     (reader.out, lines)
+}
+
+/// Sends a decompressing worker's chunks to the workers that sketch them, at most
+/// [`CHUNKS_AHEAD`] ahead of the slowest.
+struct Dealer {
+    input: ChunkInput,
+    probe: ProbeHandle<u64>,
+    deal: Deal,
+    /// Chunks sent so far.
+    seq: u64,
+}
+
+impl Dealer {
+    /// Sends `chunk` (unless empty), leaving an empty one of the same split in its place.
+    fn send(
+        &mut self,
+        chunk: &mut LineChunk,
+        split: &Split,
+        worker: &mut timely::worker::Worker,
+    ) {
+        if chunk.lines.is_empty() {
+            return;
+        }
+        chunk.target = self.deal.target(self.seq) as u64;
+        let full = std::mem::replace(
+            chunk,
+            LineChunk {
+                file: split.file as u32,
+                split: split.id,
+                ..Default::default()
+            },
+        );
+        self.input.send(full);
+        self.seq += 1;
+        self.input.advance_to(self.seq);
+        let (probe, behind) = (&self.probe, self.seq.saturating_sub(CHUNKS_AHEAD));
+        worker.step_or_park_while(None, || probe.less_than(&behind));
+    }
+}
+
+/// The chunks of lines a worker's dataflow takes in.
+type ChunkInput = InputHandle<u64, CapacityContainerBuilder<Vec<LineChunk>>>;
+
+/// The dataflow that parses and sketches the chunks sent to this worker into `sink`: its input
+/// and its probe.
+fn sketch_lines(
+    worker: &mut timely::worker::Worker,
+    sink: Rc<RefCell<Reader>>,
+    format: crate::source::Format,
+    progress: Arc<Progress>,
+) -> (ChunkInput, ProbeHandle<u64>) {
+    let mut input: ChunkInput = InputHandle::new();
+    let probe = ProbeHandle::new();
+    worker.dataflow::<u64, _, _>(|scope| {
+        input
+            .to_stream(scope)
+            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(|c: &LineChunk| c.target),
+                "SketchLines",
+                move |_, _| {
+                    let mut noted = 0;
+                    let mut tally = ReadTally::new(progress);
+                    move |(input, _frontier), _output| {
+                        input.for_each(|_, data| {
+                            let mut reader = sink.borrow_mut();
+                            for chunk in data.drain(..) {
+                                let mut start = 0;
+                                for &(offset, line, end) in &chunk.lines {
+                                    let bytes = &chunk.bytes[start..end as usize];
+                                    start = end as usize;
+                                    let at = Location::on_line(
+                                        chunk.file as usize,
+                                        offset,
+                                        crate::source::SplitLine {
+                                            split: chunk.split,
+                                            line,
+                                        },
+                                    );
+                                    format.read_record(bytes, at, &mut noted, &mut |item| {
+                                        tally.add(reader.item(item));
+                                    });
+                                }
+                            }
+                        });
+                    }
+                },
+            )
+            .probe_with(&probe);
+    });
+    (input, probe)
+}
+
+/// Who sketches each chunk a decompressing worker sends: it keeps one chunk in 2W - 1 and gives
+/// two to each other worker of its process, since decompressing costs it about what sketching the
+/// difference would.
+struct Deal {
+    me: usize,
+    others: Vec<usize>,
+    workers_per_process: usize,
+}
+
+impl Deal {
+    fn new(me: usize, workers_per_process: usize) -> Deal {
+        let base = me - me % workers_per_process;
+        Deal {
+            me,
+            others: (base..base + workers_per_process)
+                .filter(|&w| w != me)
+                .collect(),
+            workers_per_process,
+        }
+    }
+
+    /// The worker that sketches chunk number `seq`.
+    fn target(&self, seq: u64) -> usize {
+        let r = (seq % (2 * self.workers_per_process as u64 - 1)) as usize;
+        if r == 0 || self.others.is_empty() {
+            self.me
+        } else {
+            self.others[(r - 1) / 2]
+        }
+    }
 }
 
 /// [`read`] without progress: what one worker does before the exchange, for tests and fuzzers.
