@@ -466,3 +466,157 @@ fn design_md_shows_the_import_graph_of_the_code() {
          The code's graph:\n{graph}"
     );
 }
+
+/// Longest function allowed, in lines (signature to closing brace).
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// What a longer function's doc comment says to be let through: a parser or kernel that reads
+/// best whole, saying why.
+const LONG_ON_PURPOSE: &str = "One function on purpose:";
+
+/// The text with comments, string and character literals blanked, newlines kept: braces in them
+/// are not counted, and lines stay lines.
+fn blanked(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < n {
+        let (c, next) = (chars[i], chars.get(i + 1).copied());
+        let start = i;
+        if c == '/' && next == Some('/') {
+            while i < n && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            i += 2;
+            while i + 1 < n && !(chars[i] == '*' && chars[i + 1] == '/') {
+                i += 1;
+            }
+            i = (i + 2).min(n);
+        } else if c == 'r' && matches!(next, Some('#' | '"')) && !ident_before(&chars, i) {
+            let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
+            i += 2 + hashes;
+            while i < n && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).all(|c| *c == '#')) {
+                i += 1;
+            }
+            i = (i + 1 + hashes).min(n);
+        } else if c == '"' {
+            i += 1;
+            while i < n && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(n);
+        } else if c == '\'' && next == Some('\\') {
+            i += 2;
+            while i < n && chars[i] != '\'' {
+                i += 1;
+            }
+            i = (i + 1).min(n);
+        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
+            i += 3;
+        } else {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        out.extend(chars[start..i].iter().filter(|c| **c == '\n'));
+    }
+    out
+}
+
+/// The name of the function a line of code declares, if it does.
+fn declared_fn(line: &str) -> Option<&str> {
+    let mut t = line.trim_start();
+    loop {
+        let before = t;
+        for prefix in ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe "] {
+            t = t.strip_prefix(prefix).unwrap_or(t);
+        }
+        if t == before {
+            break;
+        }
+    }
+    let rest = t.strip_prefix("fn ")?;
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The functions of one file longer than [`MAX_FUNCTION_LINES`] whose doc comment does not say
+/// [`LONG_ON_PURPOSE`]: `(line, name, lines)`. Test modules are left out.
+fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
+    let raw: Vec<&str> = text.lines().collect();
+    let code = blanked(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let end = raw
+        .iter()
+        .position(|l| l.starts_with("#[cfg(test)]"))
+        .unwrap_or(raw.len());
+    let mut long = Vec::new();
+    for i in 0..end.min(lines.len()) {
+        let Some(name) = declared_fn(lines[i]) else {
+            continue;
+        };
+        let (mut depth, mut opened, mut j) = (0i64, false, i);
+        while j < lines.len() {
+            for c in lines[j].chars() {
+                match c {
+                    '{' => (depth, opened) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            if (opened && depth == 0) || (!opened && lines[j].trim_end().ends_with(';')) {
+                break;
+            }
+            j += 1;
+        }
+        let length = j - i + 1;
+        let doc = raw[..i]
+            .iter()
+            .rev()
+            .take_while(|l| {
+                let t = l.trim_start();
+                t.starts_with("///") || t.starts_with("#[")
+            })
+            .any(|l| l.contains(LONG_ON_PURPOSE));
+        if opened && length > MAX_FUNCTION_LINES && !doc {
+            long.push((i + 1, name.to_string(), length));
+        }
+    }
+    long
+}
+
+#[test]
+fn long_functions_are_found_and_may_say_why() {
+    let body = "    let x = 1;\n".repeat(MAX_FUNCTION_LINES);
+    let long = format!("fn long() {{\n{body}}}\n");
+    assert_eq!(long_functions(&long), [(1, "long".to_string(), MAX_FUNCTION_LINES + 2)]);
+    let braces = format!("fn braces() {{\n    let s = \"}}}}\"; // }}\n    let c = '}}';\n{body}}}\n");
+    assert_eq!(long_functions(&braces).len(), 1, "braces in literals do not end it");
+    let said = format!("/// {LONG_ON_PURPOSE} a parser.\n#[inline]\n{long}");
+    assert!(long_functions(&said).is_empty());
+    let short = "pub(crate) fn short() {\n    1\n}\n";
+    assert!(long_functions(short).is_empty());
+}
+
+#[test]
+fn no_function_is_longer_than_80_lines_unless_it_says_why() {
+    let tree = tree();
+    let mut found = Vec::new();
+    for path in tree.files.values() {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (line, name, length) in long_functions(&text) {
+            let file = path.strip_prefix(&tree.root).unwrap().display();
+            found.push(format!("src/{file}:{line} {name}: {length} lines"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines: split them, or (a parser or kernel that reads \
+         best whole) say so in the doc comment with \"{LONG_ON_PURPOSE} ...\":\n{}",
+        found.join("\n")
+    );
+}
