@@ -497,7 +497,9 @@ fn blanked(text: &str) -> String {
         } else if c == 'r' && matches!(next, Some('#' | '"')) && !ident_before(&chars, i) {
             let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
             i += 2 + hashes;
-            while i < n && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).all(|c| *c == '#')) {
+            while i < n
+                && !(chars[i] == '"' && chars[i + 1..].iter().take(hashes).all(|c| *c == '#'))
+            {
                 i += 1;
             }
             i = (i + 1 + hashes).min(n);
@@ -530,7 +532,14 @@ fn declared_fn(line: &str) -> Option<&str> {
     let mut t = line.trim_start();
     loop {
         let before = t;
-        for prefix in ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe "] {
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
             t = t.strip_prefix(prefix).unwrap_or(t);
         }
         if t == before {
@@ -593,9 +602,17 @@ fn long_functions(text: &str) -> Vec<(usize, String, usize)> {
 fn long_functions_are_found_and_may_say_why() {
     let body = "    let x = 1;\n".repeat(MAX_FUNCTION_LINES);
     let long = format!("fn long() {{\n{body}}}\n");
-    assert_eq!(long_functions(&long), [(1, "long".to_string(), MAX_FUNCTION_LINES + 2)]);
-    let braces = format!("fn braces() {{\n    let s = \"}}}}\"; // }}\n    let c = '}}';\n{body}}}\n");
-    assert_eq!(long_functions(&braces).len(), 1, "braces in literals do not end it");
+    assert_eq!(
+        long_functions(&long),
+        [(1, "long".to_string(), MAX_FUNCTION_LINES + 2)]
+    );
+    let braces =
+        format!("fn braces() {{\n    let s = \"}}}}\"; // }}\n    let c = '}}';\n{body}}}\n");
+    assert_eq!(
+        long_functions(&braces).len(),
+        1,
+        "braces in literals do not end it"
+    );
     let said = format!("/// {LONG_ON_PURPOSE} a parser.\n#[inline]\n{long}");
     assert!(long_functions(&said).is_empty());
     let short = "pub(crate) fn short() {\n    1\n}\n";

@@ -514,12 +514,9 @@ fn verification(v: &VerifySpec, minhash: bool) -> Result<Option<Verification>> {
 /// Default Jaccard threshold of verification and of the band planner: the truth's.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
 
-/// The sketch, bands and memory budget `[minhash]` asks for.
-fn minhash_plan(
-    m: MinhashSpec,
-    verify: Option<&Verification>,
-) -> Result<(SketchPlan, CandidatePlan, u64)> {
-    let preset = match m.preset.as_deref() {
+/// `[minhash] preset`: the layout it names, if any (and then no layout key set).
+fn minhash_preset(m: &MinhashSpec) -> Result<Option<BandLayout>> {
+    Ok(match m.preset.as_deref() {
         None => None,
         Some("super-shingles") => {
             ensure!(
@@ -537,27 +534,19 @@ fn minhash_plan(
             Config,
             "[minhash] preset must be \"super-shingles\", got {other:?}"
         ),
-    };
-    let hashes = preset
-        .as_ref()
-        .map_or(m.hashes.unwrap_or(DEFAULT_HASHES), |p| p.hashes);
-    ensure!(
-        (1..=MAX_HASHES).contains(&hashes),
-        Config,
-        "[minhash] hashes must be between 1 and {MAX_HASHES}, got {hashes}"
-    );
-    let shingle = m.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
-    FeatureConfig::shingles(shingle).validate()?;
-    let scheme = match m.scheme.as_deref() {
-        None => Scheme::default(),
-        Some(s) => Scheme::parse(s).ok_or_else(|| {
-            Error::Config(format!(
-                "[minhash] scheme must be \"oph\" or \"classic\", got {s:?}"
-            ))
-        })?,
-    };
+    })
+}
+
+/// The band layout: the preset's, the job's bands x rows, or the planner's for the threshold
+/// (`[minhash]`'s, else `[verify]`'s) and recall; with the reasoning shown to the user.
+fn band_layout(
+    m: &MinhashSpec,
+    preset: Option<BandLayout>,
+    hashes: usize,
+    verify: Option<&Verification>,
+) -> Result<(BandLayout, String)> {
     let min_bands = m.min_bands.unwrap_or(1);
-    let (layout, reasoning) = match (preset, m.bands, m.rows) {
+    Ok(match (preset, m.bands, m.rows) {
         (Some(p), _, _) => {
             let why = format!("bands: {} (super-shingles): {}", p.name(), p.s_curve_text());
             (p, why)
@@ -591,7 +580,34 @@ fn minhash_plan(
             "[minhash] bands and rows go together: set both, or neither to let the planner \
              choose"
         ),
+    })
+}
+
+/// The sketch, bands and memory budget `[minhash]` asks for.
+fn minhash_plan(
+    m: MinhashSpec,
+    verify: Option<&Verification>,
+) -> Result<(SketchPlan, CandidatePlan, u64)> {
+    let preset = minhash_preset(&m)?;
+    let hashes = preset
+        .as_ref()
+        .map_or(m.hashes.unwrap_or(DEFAULT_HASHES), |p| p.hashes);
+    ensure!(
+        (1..=MAX_HASHES).contains(&hashes),
+        Config,
+        "[minhash] hashes must be between 1 and {MAX_HASHES}, got {hashes}"
+    );
+    let shingle = m.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
+    FeatureConfig::shingles(shingle).validate()?;
+    let scheme = match m.scheme.as_deref() {
+        None => Scheme::default(),
+        Some(s) => Scheme::parse(s).ok_or_else(|| {
+            Error::Config(format!(
+                "[minhash] scheme must be \"oph\" or \"classic\", got {s:?}"
+            ))
+        })?,
     };
+    let (layout, reasoning) = band_layout(&m, preset, hashes, verify)?;
     let budget = memory_budget(m.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?;
     Ok((
         SketchPlan::MinHash {
@@ -972,44 +988,9 @@ fn input_files(paths: &[PathBuf], format: &Format, given_by: &str) -> Result<Vec
     Ok(files)
 }
 
-/// The clusters `[clusters]` and the outputs ask for (`None`: none), with the keep policy's field
-/// set as the JSON Lines timestamp field to read.
-fn cluster_plan(
-    spec: Option<ClustersSpec>,
-    outputs: &Outputs,
-    format: &mut Format,
-) -> Result<Option<ClusterPlan>> {
-    let wanted = outputs.clusters.is_some()
-        || outputs.keep.is_some()
-        || outputs.drop.is_some()
-        || outputs.corpus.is_some();
-    if spec.is_none() && !wanted {
-        return Ok(None);
-    }
-    ensure!(
-        outputs.pairs.is_some(),
-        Config,
-        "clusters are made from pairs: set [output] pairs"
-    );
-    ensure!(
-        outputs.corpus.is_none() || *format != Format::Fingerprints,
-        Config,
-        "[output] corpus copies the kept records: a fingerprints file has none"
-    );
-    ensure!(
-        outputs.corpus.as_ref().is_none_or(|c| c.as_os_str() != "-"),
-        Config,
-        "[output] corpus is a directory, not standard output"
-    );
-    let spec = spec.unwrap_or_default();
-    let keep = match spec.keep.as_deref() {
-        None => KeepPolicy::First,
-        Some(k) => KeepPolicy::parse(k).ok_or_else(|| {
-            Error::Config(format!(
-                "[clusters] keep must be \"first\", \"longest\", \"newest\", \"oldest\" or \"highest\", got {k:?}"
-            ))
-        })?,
-    };
+/// The field the keep policy reads, checked against the input format, and set as the JSON Lines
+/// or Parquet timestamp field to read.
+fn keep_field(spec: &ClustersSpec, keep: KeepPolicy, format: &mut Format) -> Result<()> {
     match format {
         Format::Jsonl(fields) | Format::Parquet(fields) => {
             if let (Some(a), Some(b)) = (&spec.field, &fields.timestamp) {
@@ -1061,6 +1042,48 @@ fn cluster_plan(
             );
         }
     }
+    Ok(())
+}
+
+/// The clusters `[clusters]` and the outputs ask for (`None`: none), with the keep policy's field
+/// set as the JSON Lines timestamp field to read.
+fn cluster_plan(
+    spec: Option<ClustersSpec>,
+    outputs: &Outputs,
+    format: &mut Format,
+) -> Result<Option<ClusterPlan>> {
+    let wanted = outputs.clusters.is_some()
+        || outputs.keep.is_some()
+        || outputs.drop.is_some()
+        || outputs.corpus.is_some();
+    if spec.is_none() && !wanted {
+        return Ok(None);
+    }
+    ensure!(
+        outputs.pairs.is_some(),
+        Config,
+        "clusters are made from pairs: set [output] pairs"
+    );
+    ensure!(
+        outputs.corpus.is_none() || *format != Format::Fingerprints,
+        Config,
+        "[output] corpus copies the kept records: a fingerprints file has none"
+    );
+    ensure!(
+        outputs.corpus.as_ref().is_none_or(|c| c.as_os_str() != "-"),
+        Config,
+        "[output] corpus is a directory, not standard output"
+    );
+    let spec = spec.unwrap_or_default();
+    let keep = match spec.keep.as_deref() {
+        None => KeepPolicy::First,
+        Some(k) => KeepPolicy::parse(k).ok_or_else(|| {
+            Error::Config(format!(
+                "[clusters] keep must be \"first\", \"longest\", \"newest\", \"oldest\" or \"highest\", got {k:?}"
+            ))
+        })?,
+    };
+    keep_field(&spec, keep, format)?;
     let split = match spec.split.as_deref() {
         None => Split::None,
         Some(x) => Split::parse(x).ok_or_else(|| {

@@ -32,29 +32,25 @@ fn part_of(route: u64, parts: u32) -> u64 {
     mix64(route ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
 }
 
-/// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
-/// are `keys` and the values of the i-th `sketch(i)` (round `r * parts + j` carries the records of
-/// part j of round r; more parts, less memory per round). `on_round(done, total)` is called after
-/// each.
-pub fn run<'s, C>(
+/// The records of a round, as a worker sends them.
+type RecordInput<C> = InputHandle<u64, CapacityContainerBuilder<Vec<<C as Candidates>::Record>>>;
+
+/// The dataflow of the rounds: records exchanged by their route, and each worker comparing the
+/// groups that met on it once the frontier passes their round, into `sink`. Returns its input
+/// and probe.
+fn compare_groups<C>(
     worker: &mut Worker,
     candidates: &C,
     parts: u32,
-    keys: &[u64],
-    sketch: impl Fn(usize) -> &'s C::Sketch,
-    mut on_round: impl FnMut(u64, u64),
-) -> RoundsOutput
+    sink: Rc<RefCell<RoundsOutput>>,
+) -> (RecordInput<C>, ProbeHandle<u64>)
 where
     C: Candidates + Clone + 'static,
-    C::Sketch: 's,
 {
-    let parts = parts.max(1);
-    let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
-    let sink = Rc::clone(&found);
     let shared = candidates.clone();
     let router = candidates.clone();
     let peers = worker.peers() as u64;
-    let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<C::Record>>> = InputHandle::new();
+    let mut input: RecordInput<C> = InputHandle::new();
     let probe = ProbeHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
         input
@@ -99,6 +95,29 @@ where
             )
             .probe_with(&probe);
     });
+    (input, probe)
+}
+
+/// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
+/// are `keys` and the values of the i-th `sketch(i)` (round `r * parts + j` carries the records of
+/// part j of round r; more parts, less memory per round). `on_round(done, total)` is called after
+/// each.
+pub fn run<'s, C>(
+    worker: &mut Worker,
+    candidates: &C,
+    parts: u32,
+    keys: &[u64],
+    sketch: impl Fn(usize) -> &'s C::Sketch,
+    mut on_round: impl FnMut(u64, u64),
+) -> RoundsOutput
+where
+    C: Candidates + Clone + 'static,
+    C::Sketch: 's,
+{
+    let parts = parts.max(1);
+    let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
+    let sink = Rc::clone(&found);
+    let (mut input, probe) = compare_groups(worker, candidates, parts, sink);
     let mut batch = Vec::with_capacity(BATCH);
     let total = candidates.rounds() as u64 * parts as u64;
     for r in 0..total {

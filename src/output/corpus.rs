@@ -386,21 +386,7 @@ pub fn assemble(
             out.sync_all()
                 .io_context(|| format!("writing {}", dest.display()))?;
         }
-        // The checksum: each file's name, length and bytes.
-        let mut f = File::open(&dest).io_context(|| format!("reading {}", dest.display()))?;
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        hasher.update(name.to_string_lossy().as_bytes());
-        hasher.update(&len.to_le_bytes());
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f
-                .read(&mut buf)
-                .io_context(|| format!("reading {}", dest.display()))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-        }
+        let len = checksum(&mut hasher, name, &dest)?;
         total += len;
     }
     let _ = std::fs::remove_dir(staged.join(".parts"));
@@ -409,4 +395,23 @@ pub fn assemble(
         bytes: total,
         xxh3: format!("{:016x}", hasher.digest()),
     })
+}
+
+/// Adds a corpus file to the corpus checksum: its name, length and bytes. Returns its length.
+fn checksum(hasher: &mut xxhash_rust::xxh3::Xxh3, name: &Path, dest: &Path) -> Result<u64> {
+    let mut f = File::open(dest).io_context(|| format!("reading {}", dest.display()))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    hasher.update(name.to_string_lossy().as_bytes());
+    hasher.update(&len.to_le_bytes());
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f
+            .read(&mut buf)
+            .io_context(|| format!("reading {}", dest.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(len)
 }

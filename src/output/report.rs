@@ -190,7 +190,6 @@ fn facts(s: &Summary, body: &mut String) {
         s.seconds.total,
         peak >> 20
     );
-
 }
 
 /// The document funnel: read, skipped by reason, processed, in clusters, kept, dropped.
@@ -216,7 +215,6 @@ fn documents(s: &Summary, body: &mut String) {
          processed, one per cluster and every document in no cluster is kept.</p>{}",
         hbars(&funnel, "#4c78a8")
     );
-
 }
 
 /// The clusters: counts, policy, chains, and the histogram of sizes.
@@ -291,7 +289,6 @@ fn stage_times(t: &StageTimes, body: &mut String) {
     .map(|(n, v)| (n.to_string(), v, format!("{v:.3} s")))
     .collect();
     let _ = write!(body, "<h2>Stage times</h2>{}", hbars(&stages, "#b279a2"));
-
 }
 
 /// The largest clusters with their members and URLs, the representative first.

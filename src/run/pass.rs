@@ -285,15 +285,8 @@ impl<'a> Pass<'a> {
     ) {
         if let Some(path) = &self.plan.outputs.corpus {
             let inputs = &self.plan.inputs;
-            let written = corpus::write(
-                worker,
-                inputs,
-                path,
-                ranked,
-                members,
-                copy_at,
-                self.writer,
-            );
+            let written =
+                corpus::write(worker, inputs, path, ranked, members, copy_at, self.writer);
             self.figures.corpus = self.clock.keep_value(written);
         }
         self.clock.stage("corpus");

@@ -472,6 +472,12 @@ pub fn plan_splits(
             start = end.min(f.size);
         }
     }
+    deal_out(splits, peers)
+}
+
+/// Deals `(size, split)` pieces to `peers` workers: largest first, each to the least-loaded
+/// worker (the lowest index on a tie); each worker's list in file order.
+fn deal_out(mut splits: Vec<(u64, Split)>, peers: usize) -> Vec<Vec<Split>> {
     splits.sort_by(|a, b| {
         b.0.cmp(&a.0)
             .then(a.1.file.cmp(&b.1.file))

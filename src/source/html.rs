@@ -618,56 +618,39 @@ fn content_root<'a>(
     (!matches!(at.value().name(), "html" | "body")).then_some(at)
 }
 
-/// The visible text of a parsed page (or its main content, with [`Boilerplate::Extract`]).
-pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
-    let doc = Html::parse_document(html);
-    let root = doc.root_element();
-    let lang = root
-        .value()
-        .attr("lang")
-        .map(|l| l.trim().to_ascii_lowercase())
-        .filter(|l| !l.is_empty());
-    let extract = boilerplate == Boilerplate::Extract;
-    let judge = extract.then(|| Judge::new(root));
-    // The main-content root: <main> or role=main, else the largest <article>, else the smallest
-    // element that holds nearly all the text (content_root).
-    let mut start = root;
-    if let Some(judge) = &judge {
-        let mut best: Option<(usize, scraper::ElementRef)> = None;
-        let mut main: Option<scraper::ElementRef> = None;
-        for el in root.descendants().filter_map(scraper::ElementRef::wrap) {
-            let v = el.value();
-            if v.name() == "main"
-                || v.attr("role")
-                    .is_some_and(|r| r.eq_ignore_ascii_case("main"))
-            {
-                // The first main region, or one nested in it (the more specific of the two:
-                // <main> around a role=main section also holds breadcrumbs and page meta).
-                if main.is_none_or(|m| el.ancestors().any(|a| a.id() == m.id())) {
-                    main = Some(el);
-                }
-                continue;
-            }
-            if v.name() == "article" {
-                let len: usize = el.text().map(str::len).sum();
-                if best.is_none_or(|(b, _)| len > b) {
-                    best = Some((len, el));
-                }
-            }
-        }
-        if let Some(el) = main
-            .or(best.map(|(_, el)| el))
-            .or_else(|| content_root(root, judge))
+/// The main-content root of a page: <main> or role=main, else the largest <article>, else the
+/// smallest element that holds nearly all the text ([`content_root`]), else the whole page.
+fn main_content<'a>(root: scraper::ElementRef<'a>, judge: &Judge) -> scraper::ElementRef<'a> {
+    let mut best: Option<(usize, scraper::ElementRef)> = None;
+    let mut main: Option<scraper::ElementRef> = None;
+    for el in root.descendants().filter_map(scraper::ElementRef::wrap) {
+        let v = el.value();
+        if v.name() == "main"
+            || v.attr("role")
+                .is_some_and(|r| r.eq_ignore_ascii_case("main"))
         {
-            start = el;
+            // The first main region, or one nested in it (the more specific of the two:
+            // <main> around a role=main section also holds breadcrumbs and page meta).
+            if main.is_none_or(|m| el.ancestors().any(|a| a.id() == m.id())) {
+                main = Some(el);
+            }
+            continue;
+        }
+        if v.name() == "article" {
+            let len: usize = el.text().map(str::len).sum();
+            if best.is_none_or(|(b, _)| len > b) {
+                best = Some((len, el));
+            }
         }
     }
-    let mut out = Collector {
-        blocks: Vec::new(),
-        current: Block::default(),
-        space: true,
-        drop_link_lists: extract && start == root,
-    };
+    main.or(best.map(|(_, el)| el))
+        .or_else(|| content_root(root, judge))
+        .unwrap_or(root)
+}
+
+/// Walks the tree below `start` into `out`: invisible elements and (with a `judge`) boilerplate
+/// are left out, block elements end blocks, text inside links and protected elements is marked.
+fn walk(start: scraper::ElementRef<'_>, judge: Option<&Judge>, out: &mut Collector) {
     let mut skipping: Option<ego_tree::NodeId> = None;
     let mut links = 0usize;
     let mut protected = 0usize;
@@ -682,7 +665,7 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
                     Node::Element(el) => {
                         let name = el.name();
                         let dropped = || {
-                            judge.as_ref().is_some_and(|j| {
+                            judge.is_some_and(|j| {
                                 protected == 0
                                     && j.is_boilerplate(
                                         scraper::ElementRef::wrap(node).expect("an element"),
@@ -727,6 +710,27 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
             }
         }
     }
+}
+
+/// The visible text of a parsed page (or its main content, with [`Boilerplate::Extract`]).
+pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
+    let doc = Html::parse_document(html);
+    let root = doc.root_element();
+    let lang = root
+        .value()
+        .attr("lang")
+        .map(|l| l.trim().to_ascii_lowercase())
+        .filter(|l| !l.is_empty());
+    let extract = boilerplate == Boilerplate::Extract;
+    let judge = extract.then(|| Judge::new(root));
+    let start = judge.as_ref().map_or(root, |j| main_content(root, j));
+    let mut out = Collector {
+        blocks: Vec::new(),
+        current: Block::default(),
+        space: true,
+        drop_link_lists: extract && start == root,
+    };
+    walk(start, judge.as_ref(), &mut out);
     out.end_block();
     let mut text = String::with_capacity(out.blocks.iter().map(|b| b.text.len() + 2).sum());
     for block in &out.blocks {

@@ -249,6 +249,39 @@ fn serde_wanted<'a>(text: &'a str, fields: &Fields) -> Result<Wanted<'a>, Skip> 
         })
 }
 
+/// A record's id: the id field's string or number, none without the field (the reader names it
+/// PATH@OFFSET), or why the record is skipped.
+fn id_of<'a>(id: Option<Scalar<'a>>, fields: &Fields) -> Result<Option<Cow<'a, str>>, Skip> {
+    Ok(match id {
+        Some(Scalar::Text(id)) if id_is_clean(&id) => Some(id),
+        Some(Scalar::Number(id)) => Some(Cow::Owned(id)),
+        Some(Scalar::Text(_)) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                "id is empty or contains a control character or line separator",
+            ))
+        }
+        Some(Scalar::Other(kind)) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                format!("field {:?} is {kind}", fields.id),
+            ))
+        }
+        // Only a record without the id field is named PATH@OFFSET: a null id is a skip, since a
+        // generated name could be a real id elsewhere in the input (issue 16.8).
+        Some(Scalar::Null) => {
+            return Err(Skip::new(
+                SkipReason::BadId,
+                format!(
+                    "field {:?} is null (only a record without the field is named PATH@OFFSET)",
+                    fields.id
+                ),
+            ))
+        }
+        None => None,
+    })
+}
+
 /// The document of a record's wanted fields, or why it is skipped.
 fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     let (field, value, is_html) = match wanted.html {
@@ -283,34 +316,7 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
             ))
         }
     };
-    let id = match wanted.id {
-        Some(Scalar::Text(id)) if id_is_clean(&id) => Some(id),
-        Some(Scalar::Number(id)) => Some(Cow::Owned(id)),
-        Some(Scalar::Text(_)) => {
-            return Err(Skip::new(
-                SkipReason::BadId,
-                "id is empty or contains a control character or line separator",
-            ))
-        }
-        Some(Scalar::Other(kind)) => {
-            return Err(Skip::new(
-                SkipReason::BadId,
-                format!("field {:?} is {kind}", fields.id),
-            ))
-        }
-        // Only a record without the id field is named PATH@OFFSET: a null id is a skip, since a
-        // generated name could be a real id elsewhere in the input (issue 16.8).
-        Some(Scalar::Null) => {
-            return Err(Skip::new(
-                SkipReason::BadId,
-                format!(
-                    "field {:?} is null (only a record without the field is named PATH@OFFSET)",
-                    fields.id
-                ),
-            ))
-        }
-        None => None,
-    };
+    let id = id_of(wanted.id, fields)?;
     let url = match wanted.url {
         Some(Scalar::Text(u)) => Some(u),
         _ => None,

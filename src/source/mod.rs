@@ -119,8 +119,6 @@ impl Format {
         max_record_bytes: usize,
         on: &mut dyn FnMut(Item<'_>),
     ) {
-        /// Offsets closer than this are read in one window.
-        const WINDOW: u64 = 1 << 20;
         let wanted = |o: u64| offsets.binary_search(&o).is_ok();
         let mut filtered = |item: Item<'_>| {
             let at = match &item {
@@ -141,25 +139,11 @@ impl Format {
         match self {
             Format::Jsonl(_) | Format::Fingerprints => {
                 let mut noted = 0;
-                let mut windows = Vec::new();
-                if file.compression == Compression::None {
-                    let mut i = 0;
-                    while i < offsets.len() {
-                        let mut j = i;
-                        while j + 1 < offsets.len() && offsets[j + 1] - offsets[i] < WINDOW {
-                            j += 1;
-                        }
-                        windows.push(Split {
-                            id: 0,
-                            file: file_index,
-                            start: offsets[i],
-                            end: offsets[j] + 1,
-                        });
-                        i = j + 1;
-                    }
+                let windows = if file.compression == Compression::None {
+                    windows(offsets, file_index)
                 } else {
-                    windows.push(whole);
-                }
+                    vec![whole]
+                };
                 for split in windows {
                     lines::read_records(
                         file,
@@ -220,6 +204,29 @@ impl Format {
             }
         }
     }
+}
+
+/// The byte ranges of a plain line file that hold the records at `offsets` (sorted): offsets
+/// closer than a MiB share one window.
+fn windows(offsets: &[u64], file_index: usize) -> Vec<Split> {
+    /// Offsets closer than this are read in one window.
+    const WINDOW: u64 = 1 << 20;
+    let mut windows = Vec::new();
+    let mut i = 0;
+    while i < offsets.len() {
+        let mut j = i;
+        while j + 1 < offsets.len() && offsets[j + 1] - offsets[i] < WINDOW {
+            j += 1;
+        }
+        windows.push(Split {
+            id: 0,
+            file: file_index,
+            start: offsets[i],
+            end: offsets[j] + 1,
+        });
+        i = j + 1;
+    }
+    windows
 }
 
 /// Why a record was not processed. The names are stable: they appear in `summary.json`.

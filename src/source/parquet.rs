@@ -378,16 +378,19 @@ impl Columns {
         max_record_bytes: usize,
         on: &mut dyn FnMut(Item<'_>),
     ) {
-        fn value<'a>(
-            c: &'a Option<ArrayRef>,
-            i: usize,
-            name: &str,
-        ) -> std::result::Result<Option<Cow<'a, str>>, String> {
-            c.as_ref()
-                .map_or(Ok(None), |c| value_at(c, i))
-                .map_err(|e| format!("column {name:?} is not valid UTF-8: {e}"))
-        }
-        let get = |c, name: &str| value(c, i, name);
+        on(self.document(i, at, fields, missing_text, max_record_bytes))
+    }
+
+    /// Row `i` as a document, or as a skip saying why it cannot be one.
+    fn document(
+        &self,
+        i: usize,
+        at: RowAt,
+        fields: &Fields,
+        missing_text: &str,
+        max_record_bytes: usize,
+    ) -> Item<'_> {
+        let get = |c, name: &str| column_value(c, i, name);
         let name = |f: &Option<String>| f.clone().unwrap_or_default();
         let values = (|| {
             Ok::<_, String>((
@@ -400,26 +403,22 @@ impl Columns {
         })();
         let (html, text, url, lang, time) = match values {
             Ok(v) => v,
-            Err(m) => return on(Item::Skipped(at.skip(SkipReason::InvalidUtf8, m, 0))),
+            Err(m) => return Item::Skipped(at.skip(SkipReason::InvalidUtf8, m, 0)),
         };
         let id = match get(&self.id, &fields.id) {
             // A null id is a skip, as in JSON Lines: a generated PATH@ROW could be a real id.
             Ok(None) if self.id.is_some() => {
                 let m = format!("column {:?} is null in this row", fields.id);
-                return on(Item::Skipped(at.skip(SkipReason::BadId, m, 0)));
+                return Item::Skipped(at.skip(SkipReason::BadId, m, 0));
             }
             Ok(id) => id,
-            Err(m) => return on(Item::Skipped(at.skip(SkipReason::BadId, m, 0))),
+            Err(m) => return Item::Skipped(at.skip(SkipReason::BadId, m, 0)),
         };
         let body_len = html.as_ref().or(text.as_ref()).map_or(0, |t| t.len());
         if body_len > max_record_bytes {
             let m =
                 format!("record of {body_len} bytes exceeds max_record_bytes={max_record_bytes}");
-            return on(Item::Skipped(at.skip(
-                SkipReason::TooLarge,
-                m,
-                body_len as u64,
-            )));
+            return Item::Skipped(at.skip(SkipReason::TooLarge, m, body_len as u64));
         }
         let body = match (html, text) {
             (Some(h), _) => Body::Html {
@@ -438,18 +437,14 @@ impl Columns {
                 };
                 let mut s = at.skip(SkipReason::MissingText, message, 0);
                 s.id = id.map(Cow::into_owned);
-                return on(Item::Skipped(s));
+                return Item::Skipped(s);
             }
         };
         if let Some(bad) = id.as_deref().filter(|v| !super::jsonl::id_is_clean(v)) {
             let m = format!("id {bad:?} is empty or holds a tab or newline");
-            return on(Item::Skipped(at.skip(
-                SkipReason::BadId,
-                m,
-                body_len as u64,
-            )));
+            return Item::Skipped(at.skip(SkipReason::BadId, m, body_len as u64));
         }
-        on(Item::Document(Document {
+        Item::Document(Document {
             id,
             url,
             body,
@@ -459,8 +454,19 @@ impl Columns {
                 bytes: body_len as u64,
                 timestamp: time,
             },
-        }));
+        })
     }
+}
+
+/// The value of column `c` (named `name`) in row `i`: none when the column is absent or null.
+fn column_value<'a>(
+    c: &'a Option<ArrayRef>,
+    i: usize,
+    name: &str,
+) -> std::result::Result<Option<Cow<'a, str>>, String> {
+    c.as_ref()
+        .map_or(Ok(None), |c| value_at(c, i))
+        .map_err(|e| format!("column {name:?} is not valid UTF-8: {e}"))
 }
 
 /// A reader of row group `g` of `file` (whose footer is `metadata`) with columns `mask`.

@@ -1083,6 +1083,66 @@ fn page_body(body: Vec<u8>, content_type: Option<&str>) -> Result<Body<'static>,
     }
 }
 
+/// The page a WARC record holds (`response` with a 2xx status, or `resource`), or why it is
+/// skipped.
+fn record_body(h: &RecordHeader, block: Vec<u8>, max_body: u64) -> Result<Body<'static>, Skip> {
+    match h.warc_type.as_str() {
+        "response" => parse_http_response(&block, max_body)
+            .map_err(|m| Skip::new(SkipReason::CorruptRecord, format!("bad HTTP response: {m}")))
+            .and_then(|resp| {
+                if !(200..300).contains(&resp.status) {
+                    return Err(Skip::new(
+                        SkipReason::HttpStatus,
+                        format!("HTTP status {}", resp.status),
+                    ));
+                }
+                page_body(resp.body, resp.content_type.as_deref())
+            }),
+        "resource" if h.target_uri.as_deref().is_some_and(is_crawler_metadata) => Err(Skip::new(
+            SkipReason::WarcRecordType,
+            "a resource record of the crawler's own metadata holds no page",
+        )),
+        "resource" => page_body(block, h.content_type.as_deref()),
+        other => Err(Skip::new(
+            SkipReason::WarcRecordType,
+            format!("a {other:?} record holds no page"),
+        )),
+    }
+}
+
+/// A reader of the records of one split of a WARC file, or the skip saying why it cannot be read.
+fn open_split(
+    file: &InputFile,
+    split: &Split,
+    max_record_bytes: usize,
+) -> Result<WarcReader<BufReader<std::fs::File>>, Box<Skipped>> {
+    let at = |offset: u64| Location::at(split.file, offset);
+    let compression = match file.compression {
+        Compression::None => WarcCompression::Plain,
+        Compression::Gzip => WarcCompression::Gzip,
+        Compression::Zstd => {
+            let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
+            let skip = Skip::new(SkipReason::ReadError, message);
+            return Err(Box::new(Skipped::at(at(0), skip, 0)));
+        }
+    };
+    let end = (split.end != u64::MAX).then_some(split.end);
+    std::fs::File::open(&file.path)
+        .and_then(|f| {
+            WarcReader::new(
+                BufReader::with_capacity(1 << 20, f),
+                compression,
+                split.start,
+                end,
+                max_record_bytes as u64,
+            )
+        })
+        .map_err(|e| {
+            let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {e}"));
+            Box::new(Skipped::at(at(split.start), skip, 0))
+        })
+}
+
 /// Reads the records of one split of a WARC file: `response` records with a 2xx status and
 /// `resource` records become documents (id `WARC-Record-ID`, url `WARC-Target-URI`, timestamp
 /// `WARC-Date`); everything else is a counted skip. Reading resumes after damage at the next good
@@ -1094,31 +1154,9 @@ pub fn read_pages(
     on: &mut dyn FnMut(Item<'_>),
 ) {
     let at = |offset: u64| Location::at(split.file, offset);
-    let compression = match file.compression {
-        Compression::None => WarcCompression::Plain,
-        Compression::Gzip => WarcCompression::Gzip,
-        Compression::Zstd => {
-            let message = "zstd-compressed WARC files are not supported: recompress as .warc.gz";
-            let skip = Skip::new(SkipReason::ReadError, message);
-            return on(Item::Skipped(Skipped::at(at(0), skip, 0)));
-        }
-    };
-    let end = (split.end != u64::MAX).then_some(split.end);
-    let reader = std::fs::File::open(&file.path).and_then(|f| {
-        WarcReader::new(
-            BufReader::with_capacity(1 << 20, f),
-            compression,
-            split.start,
-            end,
-            max_record_bytes as u64,
-        )
-    });
-    let reader = match reader {
+    let reader = match open_split(file, split, max_record_bytes) {
         Ok(r) => r,
-        Err(e) => {
-            let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {e}"));
-            return on(Item::Skipped(Skipped::at(at(split.start), skip, 0)));
-        }
+        Err(skipped) => return on(Item::Skipped(*skipped)),
     };
     let mut last_offset = split.start;
     for item in reader {
@@ -1150,32 +1188,7 @@ pub fn read_pages(
             block,
             offset,
         } = record;
-        let body = match h.warc_type.as_str() {
-            "response" => parse_http_response(&block, max_record_bytes as u64)
-                .map_err(|m| {
-                    Skip::new(SkipReason::CorruptRecord, format!("bad HTTP response: {m}"))
-                })
-                .and_then(|resp| {
-                    if !(200..300).contains(&resp.status) {
-                        return Err(Skip::new(
-                            SkipReason::HttpStatus,
-                            format!("HTTP status {}", resp.status),
-                        ));
-                    }
-                    page_body(resp.body, resp.content_type.as_deref())
-                }),
-            "resource" if h.target_uri.as_deref().is_some_and(is_crawler_metadata) => {
-                Err(Skip::new(
-                    SkipReason::WarcRecordType,
-                    "a resource record of the crawler's own metadata holds no page",
-                ))
-            }
-            "resource" => page_body(block, h.content_type.as_deref()),
-            other => Err(Skip::new(
-                SkipReason::WarcRecordType,
-                format!("a {other:?} record holds no page"),
-            )),
-        };
+        let body = record_body(&h, block, max_record_bytes as u64);
         match body {
             Err(skip) => on(Item::Skipped(Skipped {
                 at: at(offset),

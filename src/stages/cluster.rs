@@ -240,12 +240,18 @@ pub fn clusters(
     }
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
+    let stats = totals(worker, local);
+    (mine, stats)
+}
+
+/// The clusters' figures, summed over every worker's.
+fn totals(worker: &mut Worker, local: Local) -> ClusterStats {
     let mut total = Local::default();
     for part in all_gather(worker, local) {
         total.merge(part);
     }
     let all = total.sizes;
-    let stats = ClusterStats {
+    ClusterStats {
         clusters: all.values().sum(),
         documents: all.iter().map(|(s, n)| s * n).sum(),
         largest: all.keys().next_back().copied().unwrap_or(0),
@@ -258,8 +264,7 @@ pub fn clusters(
             keep_largest(&mut t);
             t
         },
-    };
-    (mine, stats)
+    }
 }
 
 /// One of the largest clusters, by ranks: for the report.

@@ -490,12 +490,7 @@ struct Dealer {
 
 impl Dealer {
     /// Sends `chunk` (unless empty), leaving an empty one of the same split in its place.
-    fn send(
-        &mut self,
-        chunk: &mut LineChunk,
-        split: &Split,
-        worker: &mut timely::worker::Worker,
-    ) {
+    fn send(&mut self, chunk: &mut LineChunk, split: &Split, worker: &mut timely::worker::Worker) {
         if chunk.lines.is_empty() {
             return;
         }

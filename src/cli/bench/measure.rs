@@ -83,17 +83,9 @@ fn median(v: &[f64]) -> f64 {
     s[s.len() / 2]
 }
 
-/// Pair finding alone: `n` planted fingerprints, plus `hot` fingerprints that share their leading 16
-/// bits (a skewed group, like thousands of boilerplate-heavy pages), made distinct; table rounds on
-/// `workers` threads.
-pub fn pairs(
-    n: usize,
-    hot: usize,
-    workers: usize,
-    layout: &str,
-    runs: usize,
-    seed: u64,
-) -> Result<Row> {
+/// `n` distinct generated fingerprints with planted neighbours, plus `hot` sharing their leading
+/// 16 bits (a skewed group); sorted, distinct.
+fn planted(n: usize, hot: usize, seed: u64) -> Result<Vec<u64>> {
     // One value in ten is a planted distance-0 duplicate: generate an eighth more, keep n distinct
     // (in a pseudo-random order, so the cut is unbiased), then add the hot group.
     let mut fps = gen::fingerprints(n + n / 8 + 16, seed, 5, 10);
@@ -110,6 +102,21 @@ pub fn pairs(
     fps.extend((0..hot).map(|_| 0x5a5a_0000_0000_0000 | (rng.next_u64() >> 16)));
     fps.sort_unstable();
     fps.dedup();
+    Ok(fps)
+}
+
+/// Pair finding alone: `n` planted fingerprints, plus `hot` fingerprints that share their leading 16
+/// bits (a skewed group, like thousands of boilerplate-heavy pages), made distinct; table rounds on
+/// `workers` threads.
+pub fn pairs(
+    n: usize,
+    hot: usize,
+    workers: usize,
+    layout: &str,
+    runs: usize,
+    seed: u64,
+) -> Result<Row> {
+    let fps = planted(n, hot, seed)?;
     let distinct = fps.len();
     let layout = if layout == "auto" {
         tables::plan(3, distinct as u64).layout
