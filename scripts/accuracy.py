@@ -44,6 +44,26 @@ CONFIGS = {
 }
 
 
+def preset_lines(path: Path) -> str:
+    """A preset job file's method lines: its top-level keys and tables, less [input], [run] and
+    [output] (the corpus, workers and outputs are this script's)."""
+    import tomllib
+
+    def value(v) -> str:
+        return json.dumps(v) if isinstance(v, str) else repr(v).lower() if isinstance(v, bool) else repr(v)
+
+    spec = tomllib.loads(path.read_text())
+    top = [f"{k} = {value(v)}" for k, v in spec.items() if not isinstance(v, dict)]
+    tables = [f"[{k}]\n" + "".join(f"{kk} = {value(vv)}\n" for kk, vv in v.items())
+              for k, v in spec.items() if isinstance(v, dict) and k not in ("input", "run", "output")]
+    return "".join(t + "\n" for t in top) + "".join(tables)
+
+
+# The presets as users run them: their job files' settings.
+CONFIGS["accurate preset"] = ("jobs/accurate.toml", preset_lines(REPO / "jobs/accurate.toml"))
+CONFIGS["fast preset"] = ("jobs/fast.toml", preset_lines(REPO / "jobs/fast.toml"))
+
+
 def job_text(lines: str, corpus: Path, html_field: str | None, out: Path, workers: int) -> str:
     """A job: the method's lines first (top-level keys come before any table), then the input."""
     top, _, tables = lines.partition("\n[") if not lines.startswith("[") else ("", "", lines[1:])

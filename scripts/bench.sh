@@ -50,6 +50,21 @@ done
 if [ "$tiny" = 0 ] && [ -f "$real_text" ]; then
     "$bin" bench job --job jobs/accurate.toml --input "$real_text" -w 1,2 --runs 5 --out-dir "$out" --name bench-job-real-text
 fi
+if [ "$tiny" = 0 ]; then
+    # The README's presets table: time and memory from these runs, precision and recall from the
+    # dev corpus (scripts/accuracy.py, when the corpus and its truths are there).
+    cp "$out/bench-job-accurate.json" "$out/bench-job-fast.json" docs/bench-results/
+    dev="$(dirname "$real_text")"
+    if [ -f "$dev/truth-text.tsv" ] && [ -f "$dev/truth-html-main.tsv" ]; then
+        python3 scripts/accuracy.py --neardup "$bin" --corpus "$real_text" --truth "$dev/truth-text.tsv" \
+            --groups "$dev/meta.jsonl.gz" --only "accurate preset,fast preset" \
+            --out docs/bench-results/accuracy-presets-text.md > /dev/null
+        python3 scripts/accuracy.py --neardup "$bin" --corpus "$dev/html.jsonl.gz" --html-field html \
+            --truth "$dev/truth-html-main.tsv" --groups "$dev/meta.jsonl.gz" \
+            --only "accurate preset,fast preset" --out docs/bench-results/accuracy-presets-html.md > /dev/null
+    fi
+    python3 scripts/presets_table.py
+fi
 
 echo "== skipped records: whole fingerprint runs, default settings, clean corpus vs one record in ten unusable"
 "$bin" bench skipped --n "$docs" -w 1,2 --runs "$runs" --out-dir "$out"

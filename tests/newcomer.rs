@@ -151,3 +151,14 @@ fn stderr_summary_counts_chain_in_stage_order() {
         .count() as u64;
     assert_eq!(pairs, lines, "the pairs line counts the pairs written");
 }
+
+#[test]
+fn readme_presets_table_is_the_one_the_benchmark_files_give() {
+    // One source for each figure: the README's table is written from docs/bench-results/.
+    let o = Command::new("python3")
+        .args(["scripts/presets_table.py", "--check"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
