@@ -1,7 +1,8 @@
 //! Ground truth: exact Jaccard similarity of 5-token shingle sets, all pairs, no sketching.
 //!
 //! A pair is a true near-duplicate when `|A ∩ B| / |A ∪ B| >= threshold` (0.8 by default) over the sets
-//! of 5-token shingles (the tokenization of [`neardup::text`]). Used to compute the expected pairs of
+//! of 5-token shingles (the tokenization of [`neardup::text`]; documents read, named and turned into
+//! text as a run does). Used to compute the expected pairs of
 //! `data-samples/` and to score precision and recall; exact, so only for corpora of thousands.
 
 use std::collections::HashMap;
@@ -14,8 +15,9 @@ use neardup::config::job::InputSpec;
 use neardup::config::{JobSpec, Overrides};
 
 use neardup::config::Inputs;
-use neardup::source::html::{self, Boilerplate};
-use neardup::source::{Body, Item, SkipReason, Split};
+use neardup::source::html::Boilerplate;
+use neardup::source::{Item, SkipReason, Split};
+use neardup::stages::read::document_text;
 use neardup::summary::Counters;
 
 use super::{FieldArgs, EXIT_PARTIAL};
@@ -76,6 +78,7 @@ pub fn load_sets(
     let mut seen = std::collections::HashSet::new();
     for (i, file) in inputs.files.iter().enumerate() {
         let split = Split::whole(i);
+        let path = file.path.display().to_string();
         inputs.format.read_split(
             file,
             &split,
@@ -84,19 +87,11 @@ pub fn load_sets(
                 Item::Blank => counters.blank_lines += 1,
                 Item::Skipped(s) => counters.tally(s.skip.reason),
                 Item::Document(doc) => {
-                    let text = match &doc.body {
-                        Body::Text(t) => t.to_string(),
-                        Body::Html { bytes, charset } => {
-                            let decoded = html::decode(bytes, charset.as_deref());
-                            html::page_text(&decoded.text, boilerplate).text
-                        }
-                        Body::Simhash(_) => return counters.tally(SkipReason::MissingText),
+                    let Ok(text) = document_text(&doc, boilerplate) else {
+                        return counters.tally(SkipReason::MissingText);
                     };
                     let set = shingle_set(&text);
-                    let id = doc.id.map_or_else(
-                        || format!("{}@{}", file.path.display(), doc.location.offset),
-                        |c| c.into_owned(),
-                    );
+                    let id = doc.name(&path).into_owned();
                     if set.is_empty() {
                         counters.tally(SkipReason::NoTokens);
                     } else if !seen.insert(id.clone()) {

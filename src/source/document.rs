@@ -22,6 +22,22 @@ pub struct Document<'a> {
     pub attributes: Attributes<'a>,
 }
 
+impl Document<'_> {
+    /// Its name: the id the record gives, or `PATH@OFFSET` (`path`: its file's display form) for a
+    /// record without one. The one place of that rule: runs, `truth` and `eval` name alike.
+    pub fn name(&self, path: &str) -> Cow<'_, str> {
+        match &self.id {
+            Some(id) => Cow::Borrowed(id),
+            None => Cow::Owned(generated_name(path, &self.location)),
+        }
+    }
+}
+
+/// The name of a record without an id: `PATH@OFFSET`.
+pub fn generated_name(path: &str, at: &Location) -> String {
+    format!("{path}@{}", at.offset)
+}
+
 /// A document's content.
 #[derive(Debug)]
 pub enum Body<'a> {

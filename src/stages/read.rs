@@ -17,6 +17,7 @@ use super::keep::{self, KeepKey};
 use crate::config::{ContentOptions, Inputs, KeepPolicy, SketchPlan};
 use crate::progress::{Progress, ReadTally};
 use crate::sketch::{AnySketcher, Sketcher};
+use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
 use crate::summary::{Counters, SkipNote};
@@ -281,7 +282,7 @@ impl Reader {
                             None => {
                                 counters.generated_ids += 1;
                                 let path = &self.paths[doc.location.file as usize];
-                                out.ids.push(&format!("{path}@{}", doc.location.offset));
+                                out.ids.push(&generated_name(path, &doc.location));
                             }
                         }
                         counters.read += 1;
