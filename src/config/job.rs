@@ -967,13 +967,8 @@ fn input_files(paths: &[PathBuf], format: &Format, given_by: &str) -> Result<Vec
     if let Format::Parquet(fields) = format {
         let mut notes = Vec::new();
         for f in &mut files {
-            let path = f.path.display();
-            f.row_groups = crate::source::parquet::row_groups(&f.path)
-                .map_err(|m| Error::Input(format!("{path}: {m}")))?;
-            notes.extend(
-                crate::source::parquet::check_columns(&f.path, fields)
-                    .map_err(|m| Error::Input(format!("{path}: {m}")))?,
-            );
+            f.row_groups = crate::source::parquet::row_groups(&f.path)?;
+            notes.extend(crate::source::parquet::check_columns(&f.path, fields)?);
         }
         if let Some(first) = notes.first() {
             let more = notes.len() - 1;

@@ -355,8 +355,7 @@ pub fn assemble(
             if let Some(p) = paths.iter().find(|p| !p.exists()) {
                 return Err(missing(p));
             }
-            crate::source::parquet::join_parts(&paths, &dest)
-                .map_err(|m| Error::Output(format!("writing {}: {m}", dest.display())))?;
+            crate::source::parquet::join_parts(&paths, &dest)?;
             for p in &paths {
                 std::fs::remove_file(p).io_context(|| format!("removing {}", p.display()))?;
             }

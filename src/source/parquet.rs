@@ -34,12 +34,17 @@ use parquet::file::properties::WriterProperties;
 
 use super::{Attributes, Body, Document, Fields, InputFile, Item, Location, Skip, SkipReason};
 use super::{RecordName, Skipped, Split};
+use crate::error::Error;
 
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 4096;
 
 /// The number of rows of each row group of a Parquet file, or why it is not one.
-pub fn row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
+pub fn row_groups(path: &Path) -> crate::error::Result<Vec<u64>> {
+    read_row_groups(path).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+}
+
+fn read_row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
@@ -55,7 +60,11 @@ pub fn row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
 /// names (`id_field` other than the default `id`) must be there (an error). Without the default
 /// `id` column the rows are named `PATH@ROW`, and the note saying so is returned: many published
 /// datasets have no id column, and the generated ids are counted in the summary.
-pub fn check_columns(path: &Path, fields: &Fields) -> std::result::Result<Option<String>, String> {
+pub fn check_columns(path: &Path, fields: &Fields) -> crate::error::Result<Option<String>> {
+    read_columns(path, fields).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+}
+
+fn read_columns(path: &Path, fields: &Fields) -> std::result::Result<Option<String>, String> {
     let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let metadata = ArrowReaderMetadata::load(&file, Default::default())
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
@@ -602,7 +611,11 @@ pub fn copy_rows(
 
 /// Joins Parquet `parts` (same schema) into `dest`, row group after row group, by copying their
 /// encoded column chunks.
-pub fn join_parts(parts: &[std::path::PathBuf], dest: &Path) -> std::result::Result<(), String> {
+pub fn join_parts(parts: &[std::path::PathBuf], dest: &Path) -> crate::error::Result<()> {
+    join(parts, dest).map_err(|m| Error::Output(format!("writing {}: {m}", dest.display())))
+}
+
+fn join(parts: &[std::path::PathBuf], dest: &Path) -> std::result::Result<(), String> {
     use parquet::column::writer::ColumnCloseResult;
     use parquet::file::metadata::ParquetMetaDataReader;
     use parquet::file::writer::SerializedFileWriter;
