@@ -655,17 +655,7 @@ fn running_out_of_memory_is_a_clear_error_not_an_abort() {
     let mut cmd = neardup();
     cmd.args(["fingerprint", "--input", "huge.jsonl", "--out", "fps.tsv"])
         .current_dir(d);
-    // SAFETY: only setrlimit between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            libc::setrlimit(libc::RLIMIT_AS, &lim);
-            Ok(())
-        });
-    }
+    limit_address_space(&mut cmd, limit);
     let out = cmd.output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
@@ -253,17 +252,7 @@ fn running_out_of_memory_on_many_workers_says_so_once() {
     cmd.args(["fingerprint", "--input", "huge*.jsonl", "--out", "fps.tsv"])
         .args(["-w", &workers.to_string()])
         .current_dir(d);
-    // SAFETY: only setrlimit between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: limit,
-                rlim_max: limit,
-            };
-            libc::setrlimit(libc::RLIMIT_AS, &lim);
-            Ok(())
-        });
-    }
+    limit_address_space(&mut cmd, limit);
     let out = cmd.output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

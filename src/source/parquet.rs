@@ -297,7 +297,7 @@ fn read_groups(
                         first,
                         row: r,
                     };
-                    columns.row(i, at, fields, &missing_text, max_record_bytes, on);
+                    on(columns.row(i, at, fields, &missing_text, max_record_bytes));
                 }
             }
             row += columns.rows as u64;
@@ -377,21 +377,8 @@ impl Columns {
         })
     }
 
-    /// Calls `on` with row `i` as a document, or as a skip saying why it cannot be one.
-    fn row(
-        &self,
-        i: usize,
-        at: RowAt,
-        fields: &Fields,
-        missing_text: &str,
-        max_record_bytes: usize,
-        on: &mut dyn FnMut(Item<'_>),
-    ) {
-        on(self.document(i, at, fields, missing_text, max_record_bytes))
-    }
-
     /// Row `i` as a document, or as a skip saying why it cannot be one.
-    fn document(
+    fn row(
         &self,
         i: usize,
         at: RowAt,

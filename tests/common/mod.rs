@@ -167,3 +167,20 @@ pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
+
+/// Limits the address space of the process `cmd` starts to `bytes` (`RLIMIT_AS`, set between fork
+/// and exec), so that a test can make it run out of memory.
+pub fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+}

@@ -201,56 +201,48 @@ pub fn warc(input: &Path, workers: usize, runs: usize, scratch: &Path) -> Result
 /// three words (too_short). All but the last keep the record's size, so the reader does the same
 /// work on them as on good records. Returns how many records were broken.
 pub fn break_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
-    use std::io::BufRead;
-    let reader = std::io::BufReader::new(
-        std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
-    );
-    let mut broken = 0;
-    neardup::output::write_file(out, &[], |w| {
-        for (i, line) in reader.lines().enumerate() {
-            let line = line?;
-            if i % 10 != 9 {
-                writeln!(w, "{line}")?;
-                continue;
-            }
-            broken += 1;
-            match (i / 10) % 4 {
-                0 => writeln!(w, "{}", &line[..line.len() - 1])?,
-                1 => writeln!(w, "{}", line.replacen("\"text\":", "\"txet\":", 1))?,
-                2 => writeln!(w, "{}", line.replacen("\"id\":\"", "\"id\":\"\\t", 1))?,
-                _ => writeln!(w, "{{\"id\":\"short{i}\",\"text\":\"three short words\"}}")?,
-            }
-        }
-        Ok(())
-    })?;
-    Ok(broken)
+    rewrite_every_tenth(clean, out, |i, line| match (i / 10) % 4 {
+        0 => line[..line.len() - 1].to_string(),
+        1 => line.replacen("\"text\":", "\"txet\":", 1),
+        2 => line.replacen("\"id\":\"", "\"id\":\"\\t", 1),
+        _ => format!("{{\"id\":\"short{i}\",\"text\":\"three short words\"}}"),
+    })
 }
 
 /// The same corpus with one record in ten cut to five tokens (`too_short` under the default
 /// min_tokens of 10), the case where a MinHash run paid for the signature of every short record.
 /// Returns how many records were cut.
 pub fn shorten_every_tenth(clean: &Path, out: &Path) -> Result<u64> {
+    rewrite_every_tenth(clean, out, |i, _| {
+        format!("{{\"id\":\"short{i}\",\"text\":\"five short words right here\"}}")
+    })
+}
+
+/// Copies the lines of `clean` to `out`, every tenth (line `i`) replaced by `tenth(i, line)`.
+/// Returns how many were replaced.
+fn rewrite_every_tenth(
+    clean: &Path,
+    out: &Path,
+    tenth: impl Fn(usize, &str) -> String,
+) -> Result<u64> {
     use std::io::BufRead;
     let reader = std::io::BufReader::new(
         std::fs::File::open(clean).io_context(|| format!("reading {}", clean.display()))?,
     );
-    let mut short = 0;
+    let mut replaced = 0;
     neardup::output::write_file(out, &[], |w| {
         for (i, line) in reader.lines().enumerate() {
             let line = line?;
             if i % 10 == 9 {
-                short += 1;
-                writeln!(
-                    w,
-                    "{{\"id\":\"short{i}\",\"text\":\"five short words right here\"}}"
-                )?;
+                replaced += 1;
+                writeln!(w, "{}", tenth(i, &line))?;
             } else {
                 writeln!(w, "{line}")?;
             }
         }
         Ok(())
     })?;
-    Ok(short)
+    Ok(replaced)
 }
 
 /// What skipped records cost, on `workers` threads: whole `fingerprint` runs and whole runs of
