@@ -1,10 +1,10 @@
 //! neardup: every near-duplicate pair of a crawl, on one thread or a cluster.
 //!
-//! Two methods find the pairs. The default, MinHash with LSH bands, finds candidate pairs whose
+//! Three methods find the pairs (and a method is one file of [`method`]). The default, MinHash with LSH bands, finds candidate pairs whose
 //! estimated Jaccard similarity of 5-token shingles is high and keeps those whose exact Jaccard is
 //! at least the threshold (0.8), the records read again. The fast one sketches each document into
 //! a 64-bit Charikar simhash and finds every pair within Hamming distance k with Manku's
-//! block-permutation tables. A timely dataflow spreads reading, sketching, grouping and verifying
+//! block-permutation tables. The third, `exact`, pairs documents whose texts hash alike. A timely dataflow spreads reading, sketching, grouping and verifying
 //! over threads and processes, with the same output for any layout; pairs become clusters, a
 //! representative per cluster, and a deduplicated corpus in the input's format.
 //!
@@ -15,9 +15,10 @@
 //! | [`source`] | input files, splits, formats (JSON Lines, WARC, HTML, Parquet, fingerprints) -> documents or counted skips |
 //! | [`text`] | normalization, tokens, shingles, spot signatures |
 //! | [`sketch`] | the [`sketch::Sketcher`] trait; simhash, MinHash |
+//! | [`method`] | the [`method::Method`] trait and its registry: simhash, MinHash, exact; each owns its job section, sketcher and rounds |
 //! | [`candidates`] | the [`candidates::Candidates`] trait; Manku tables, LSH bands and their planners; radix grouping |
 //! | [`exchange`] | moving records between workers: shuffle, gather, rounds, ranks, the cluster |
-//! | [`stages`] | read, rank, collapse, bands, expand, verify, cluster, corpus, write: typed functions every worker calls in step |
+//! | [`stages`] | read, rank, collapse, expand, verify, cluster, corpus, write: typed functions every worker calls in step |
 //! | [`run`] | wires the stages; [`run::execute`] runs a plan |
 //! | [`config`] | job files and flags -> one validated [`config::Plan`], and the settings of each stage |
 //! | [`output`], [`summary`] | the output set (checked, staged, committed), accounting and `summary.json` |
@@ -37,6 +38,7 @@ pub mod config;
 pub mod error;
 pub mod exchange;
 pub mod hashing;
+pub mod method;
 pub mod output;
 pub mod progress;
 pub mod run;

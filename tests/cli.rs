@@ -6,8 +6,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use common::*;
 
@@ -377,73 +376,6 @@ fn stage_commands_compose_and_validate_their_arguments() {
 }
 
 /// Two free localhost ports (bound, then released for the cluster to take).
-fn free_ports() -> Vec<u16> {
-    let listeners: Vec<_> = (0..2)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
-fn run_cluster(args: &[String], dir: &Path) -> bool {
-    let ports = free_ports();
-    let hostfile = dir.join("hosts.txt");
-    std::fs::write(
-        &hostfile,
-        ports
-            .iter()
-            .map(|p| format!("127.0.0.1:{p}\n"))
-            .collect::<String>(),
-    )
-    .unwrap();
-    let mut children: Vec<_> = (0..2)
-        .map(|i| {
-            neardup()
-                .args(args)
-                .args([
-                    "--processes",
-                    "2",
-                    "--process",
-                    &i.to_string(),
-                    "--hostfile",
-                ])
-                .arg(&hostfile)
-                .args(["-w", "1"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut ok = vec![None; 2];
-    while ok.iter().any(Option::is_none) && Instant::now() < deadline {
-        for (i, c) in children.iter_mut().enumerate() {
-            if ok[i].is_none() {
-                if let Some(status) = c.try_wait().unwrap() {
-                    ok[i] = Some(status.success());
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for c in &mut children {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    for c in &mut children {
-        let mut stdout = String::new();
-        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut stdout).unwrap();
-        assert_eq!(
-            stdout, "",
-            "nothing but data on stdout, and these commands write files"
-        );
-    }
-    ok == vec![Some(true), Some(true)]
-}
-
 #[test]
 fn two_processes_give_the_same_output_as_one_worker() {
     let dir = tempfile::tempdir().unwrap();
@@ -469,7 +401,7 @@ fn two_processes_give_the_same_output_as_one_worker() {
             cluster_out.display().to_string(),
         ])
         .collect();
-    // Ports freed by free_ports() can in principle be taken by someone else before the cluster binds
+    // Ports freed by hostfile() can in principle be taken by someone else before the cluster binds
     // them: retry once on a failed start before failing the test.
     let ok = run_cluster(&args, dir.path()) || run_cluster(&args, dir.path());
     assert!(ok, "the two-process cluster did not finish successfully");

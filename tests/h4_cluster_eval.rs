@@ -122,8 +122,8 @@ fn a_third_process_with_another_setting_is_named_by_every_process_and_all_exit_n
     assert_all_name_process_2(
         &results,
         &[
-            "`pairs.k = 5` in process 2",
-            "`pairs.k = 3` in processes 0, 1",
+            "`simhash.k = 5` in process 2",
+            "`simhash.k = 3` in processes 0, 1",
         ],
     );
     assert!(!d.join("out/pairs.tsv").exists());

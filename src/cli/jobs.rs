@@ -140,10 +140,14 @@ pub struct PairsArgs {
 /// `neardup pairs`: a job over fingerprint files that writes the pairs within k.
 pub fn pairs(a: PairsArgs) -> anyhow::Result<ExitCode> {
     let mut spec = JobSpec::new(InputSpec::new(a.fingerprints, "fingerprints"));
-    spec.simhash.k = Some(a.k);
-    spec.simhash.layout = Some(a.layout);
-    spec.simhash.memory_budget_mib = Some(a.memory_budget_mib);
-    spec.simhash.max_candidates = Some(a.max_candidates);
+    spec.set("simhash", "k", i64::from(a.k));
+    spec.set("simhash", "layout", a.layout);
+    spec.set(
+        "simhash",
+        "memory_budget_mib",
+        i64::try_from(a.memory_budget_mib).unwrap_or(i64::MAX),
+    );
+    spec.set("simhash", "max_candidates", a.max_candidates);
     spec.output.pairs = a.out.to_string_lossy().into_owned();
     spec.output.exact_groups = flag_path(a.collapse_exact);
     spec.output.summary = flag_path(a.summary).unwrap_or_default();

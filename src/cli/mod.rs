@@ -30,7 +30,7 @@ pub const EXIT_PARTIAL: u8 = 3;
     name = "neardup",
     version,
     about = "Find near-duplicate documents in whole crawls: MinHash LSH verified by exact Jaccard \
-             (the default), or simhash with Manku tables (the fast preset)"
+             (the accurate preset), simhash with Manku tables (the fast preset), or exact hashes"
 )]
 pub struct Cli {
     #[command(subcommand)]

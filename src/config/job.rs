@@ -6,21 +6,20 @@
 //! same from any working directory. Unknown keys are errors, so a typo never silently falls back to a
 //! default.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::{
-    CandidatePlan, ClusterPlan, ContentOptions, Exec, Inputs, KeepPolicy, LayoutChoice, Outputs,
-    PairStage, Plan, SketchPlan, Split, Verification, VerifyMode, DEFAULT_MAX_RECORD_BYTES,
-    DEFAULT_MEMORY_BUDGET_MIB, DEFAULT_MIN_TOKENS, DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB,
-    MIN_MEMORY_BUDGET_MIB,
+    ClusterPlan, ContentOptions, Exec, Inputs, KeepPolicy, Outputs, PairStage, Plan, Split,
+    Verification, VerifyMode, DEFAULT_MAX_RECORD_BYTES, DEFAULT_MEMORY_BUDGET_MIB,
+    DEFAULT_MIN_TOKENS, DEFAULT_SPLIT_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB,
 };
-use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
-use crate::candidates::tables::{TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::error::{Error, IoContext, Result};
-use crate::sketch::minhash::{Scheme, DEFAULT_HASHES, MAX_HASHES};
+use crate::method::{self, Method, DEFAULT_THRESHOLD};
 use crate::source::html::Boilerplate;
 use crate::source::{discover, Fields, Format, InputFile, SkipReason};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
@@ -116,48 +115,6 @@ pub struct ContentSpec {
     pub min_tokens: Option<usize>,
     /// Keep only documents whose declared language is one of these primary tags.
     pub languages: Option<Vec<String>>,
-}
-
-/// `[simhash]`
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimhashSpec {
-    /// Fingerprint bits; only 64.
-    pub f: Option<u32>,
-    /// Hamming threshold (default 3).
-    pub k: Option<u32>,
-    /// Table layout name or `auto` (default).
-    pub layout: Option<String>,
-    /// Memory one table round may take per process, in MiB (rounds are split to fit).
-    pub memory_budget_mib: Option<u64>,
-    /// Most comparisons per fingerprint the tables may leave (a looser k is refused).
-    pub max_candidates: Option<f64>,
-}
-
-/// `[minhash]`: MinHash signatures and LSH bands (with `method = "minhash"`).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MinhashSpec {
-    /// `super-shingles`: Broder's 84 min-hashes in 6 bands of 14, at least 2 equal.
-    pub preset: Option<String>,
-    /// Values per signature (default 128).
-    pub hashes: Option<usize>,
-    /// Bands; with `rows`, fixes the layout (else the planner chooses).
-    pub bands: Option<usize>,
-    /// Values per band.
-    pub rows: Option<usize>,
-    /// Equal bands a candidate needs (default 1).
-    pub min_bands: Option<usize>,
-    /// The planner's Jaccard threshold (default: the verification's, else 0.8).
-    pub threshold: Option<f64>,
-    /// The planner's wanted probability of a candidate at the threshold (default 0.99).
-    pub recall: Option<f64>,
-    /// Tokens per shingle (default 5, the truth's).
-    pub shingle: Option<usize>,
-    /// `oph` (one-permutation hashing with densification, default) or `classic`.
-    pub scheme: Option<String>,
-    /// Memory one band round may take per process, in MiB (rounds are split to fit).
-    pub memory_budget_mib: Option<u64>,
 }
 
 /// `[verify]`: candidate pairs re-scored by the Jaccard similarity of their documents' shingle
@@ -295,12 +252,12 @@ impl Default for OutputSpec {
     }
 }
 
-/// A job file as written (also what a sub-command's flags become).
+/// A job file as written (also what a sub-command's flags become). Keys other than these are
+/// the methods' sections (`[simhash]`, `[minhash]`, `[exact]`: [`crate::method::REGISTRY`]);
+/// anything else is an error.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JobSpec {
-    /// `simhash` (default: fingerprints and Manku's tables) or `minhash` (signatures and LSH
-    /// bands).
+    /// The method's name: `simhash` (the default), `minhash`, `exact` ([`crate::method`]).
     pub method: Option<String>,
     /// Inputs.
     pub input: InputSpec,
@@ -310,11 +267,6 @@ pub struct JobSpec {
     /// Content filters and HTML handling.
     #[serde(default)]
     pub content: ContentSpec,
-    /// Simhash and table options.
-    #[serde(default)]
-    pub simhash: SimhashSpec,
-    /// MinHash and band options.
-    pub minhash: Option<MinhashSpec>,
     /// Verification of candidate pairs.
     #[serde(default)]
     pub verify: VerifySpec,
@@ -326,6 +278,9 @@ pub struct JobSpec {
     /// Outputs.
     #[serde(default)]
     pub output: OutputSpec,
+    /// The methods' sections, by name, as written.
+    #[serde(flatten)]
+    pub sections: BTreeMap<String, toml::Value>,
 }
 
 /// What the command line adds to a job: the layout of the run, another output directory, other
@@ -391,21 +346,6 @@ pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Checks f and k and resolves the layout name.
-pub fn layout_choice(f: u32, k: u32, layout: &str) -> Result<LayoutChoice> {
-    ensure!(
-        f == 64,
-        Config,
-        "only f = 64 bit fingerprints are supported, got f = {f}"
-    );
-    ensure!(k <= MAX_K, Config, "k must be at most {MAX_K}, got {k}");
-    Ok(if layout == "auto" {
-        LayoutChoice::Auto
-    } else {
-        LayoutChoice::Fixed(TableLayout::parse(layout, k)?)
-    })
-}
-
 /// Checks a memory budget in MiB and returns it in bytes, lowered to half the address-space limit
 /// (`ulimit -v`) when one is set below it.
 pub fn memory_budget(mib: u64) -> Result<u64> {
@@ -435,16 +375,6 @@ pub fn memory_budget(mib: u64) -> Result<u64> {
     Ok(bytes)
 }
 
-/// Checks `max_candidates`.
-pub fn max_candidates(v: f64) -> Result<f64> {
-    ensure!(
-        v.is_finite() && v >= 1.0,
-        Config,
-        "max_candidates must be at least 1, got {v}"
-    );
-    Ok(v)
-}
-
 /// `base.join(p)` with `.` and `name/..` removed lexically, so messages show `out/x`, not `jobs/../out/x`.
 fn resolve(base: &Path, p: &Path) -> PathBuf {
     use std::path::Component;
@@ -472,9 +402,9 @@ fn resolve(base: &Path, p: &Path) -> PathBuf {
 }
 
 /// The verification `[verify]` asks for (`None`: none), with MinHash's default of exact.
-fn verification(v: &VerifySpec, minhash: bool) -> Result<Option<Verification>> {
+fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>> {
     let mode = match v.mode.as_deref() {
-        None if minhash || v.threshold.is_some() => VerifyMode::Exact,
+        None if by_default || v.threshold.is_some() => VerifyMode::Exact,
         None | Some("none") => {
             ensure!(
                 v.threshold.is_none() && v.shingle.is_none(),
@@ -511,115 +441,6 @@ fn verification(v: &VerifySpec, minhash: bool) -> Result<Option<Verification>> {
     }))
 }
 
-/// Default Jaccard threshold of verification and of the band planner: the truth's.
-pub const DEFAULT_THRESHOLD: f64 = 0.8;
-
-/// `[minhash] preset`: the layout it names, if any (and then no layout key set).
-fn minhash_preset(m: &MinhashSpec) -> Result<Option<BandLayout>> {
-    Ok(match m.preset.as_deref() {
-        None => None,
-        Some("super-shingles") => {
-            ensure!(
-                m.hashes.is_none()
-                    && m.bands.is_none()
-                    && m.rows.is_none()
-                    && m.min_bands.is_none(),
-                Config,
-                "[minhash] preset = \"super-shingles\" sets hashes, bands, rows and min_bands \
-                 (84, 6, 14, 2): leave them out"
-            );
-            Some(BandLayout::super_shingles())
-        }
-        Some(other) => bail!(
-            Config,
-            "[minhash] preset must be \"super-shingles\", got {other:?}"
-        ),
-    })
-}
-
-/// The band layout: the preset's, the job's bands x rows, or the planner's for the threshold
-/// (`[minhash]`'s, else `[verify]`'s) and recall; with the reasoning shown to the user.
-fn band_layout(
-    m: &MinhashSpec,
-    preset: Option<BandLayout>,
-    hashes: usize,
-    verify: Option<&Verification>,
-) -> Result<(BandLayout, String)> {
-    let min_bands = m.min_bands.unwrap_or(1);
-    Ok(match (preset, m.bands, m.rows) {
-        (Some(p), _, _) => {
-            let why = format!("bands: {} (super-shingles): {}", p.name(), p.s_curve_text());
-            (p, why)
-        }
-        (None, Some(b), Some(r)) => {
-            ensure!(
-                m.threshold.is_none() && m.recall.is_none(),
-                Config,
-                "[minhash] threshold and recall guide the planner: with bands and rows set, \
-                 leave them out"
-            );
-            let l = BandLayout::new(hashes, b, r, min_bands)?;
-            let why = format!("bands: {} (set in the job): {}", l.name(), l.s_curve_text());
-            (l, why)
-        }
-        (None, None, None) => {
-            let threshold = m
-                .threshold
-                .or(verify.map(|v| v.threshold))
-                .unwrap_or(DEFAULT_THRESHOLD);
-            let p = bands::plan(
-                hashes,
-                threshold,
-                m.recall.unwrap_or(DEFAULT_RECALL),
-                min_bands,
-            )?;
-            (p.layout, p.reasoning)
-        }
-        _ => bail!(
-            Config,
-            "[minhash] bands and rows go together: set both, or neither to let the planner \
-             choose"
-        ),
-    })
-}
-
-/// The sketch, bands and memory budget `[minhash]` asks for.
-fn minhash_plan(
-    m: MinhashSpec,
-    verify: Option<&Verification>,
-) -> Result<(SketchPlan, CandidatePlan, u64)> {
-    let preset = minhash_preset(&m)?;
-    let hashes = preset
-        .as_ref()
-        .map_or(m.hashes.unwrap_or(DEFAULT_HASHES), |p| p.hashes);
-    ensure!(
-        (1..=MAX_HASHES).contains(&hashes),
-        Config,
-        "[minhash] hashes must be between 1 and {MAX_HASHES}, got {hashes}"
-    );
-    let shingle = m.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
-    FeatureConfig::shingles(shingle).validate()?;
-    let scheme = match m.scheme.as_deref() {
-        None => Scheme::default(),
-        Some(s) => Scheme::parse(s).ok_or_else(|| {
-            Error::Config(format!(
-                "[minhash] scheme must be \"oph\" or \"classic\", got {s:?}"
-            ))
-        })?,
-    };
-    let (layout, reasoning) = band_layout(&m, preset, hashes, verify)?;
-    let budget = memory_budget(m.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?;
-    Ok((
-        SketchPlan::MinHash {
-            hashes,
-            shingle,
-            scheme,
-        },
-        CandidatePlan::Bands { layout, reasoning },
-        budget,
-    ))
-}
-
 impl JobSpec {
     /// A job over `inputs`, every other key at its default and no output yet.
     pub fn new(input: InputSpec) -> JobSpec {
@@ -628,8 +449,7 @@ impl JobSpec {
             input,
             features: FeaturesSpec::default(),
             content: ContentSpec::default(),
-            simhash: SimhashSpec::default(),
-            minhash: None,
+            sections: BTreeMap::new(),
             verify: VerifySpec::default(),
             clusters: None,
             run: RunSpec::default(),
@@ -647,6 +467,17 @@ impl JobSpec {
                 report: None,
                 summary: String::new(),
             },
+        }
+    }
+
+    /// Sets `key` of the section `section` (a method's), as a job file would.
+    pub fn set(&mut self, section: &str, key: &str, value: impl Into<toml::Value>) {
+        let table = self
+            .sections
+            .entry(section.to_string())
+            .or_insert_with(|| toml::Value::Table(Default::default()));
+        if let toml::Value::Table(t) = table {
+            t.insert(key.to_string(), value.into());
         }
     }
 
@@ -673,40 +504,20 @@ impl JobSpec {
         let outputs = outputs(self.output, &dir)?;
         let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
         check_outputs_written(&outputs)?;
-        let minhash = match self.method.as_deref() {
-            None | Some("simhash") => false,
-            Some("minhash") => true,
-            Some(other) => bail!(
-                Config,
-                "method must be \"simhash\" or \"minhash\", got {other:?}"
-            ),
-        };
-        if minhash {
-            ensure!(
-                outputs.pairs.is_some() && outputs.fingerprints.is_none(),
-                Config,
-                "method = \"minhash\" writes pairs, not fingerprints (those are simhashes): set \
-                 [output] pairs and leave out fingerprints"
-            );
-        }
-        let verify = verification(&self.verify, minhash)?;
+        let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
+        let verify = verification(&self.verify, entry.verified_by_default)?;
         check_verification(verify.as_ref(), &format, &outputs)?;
-        let (sketch, pairs) = if minhash {
-            check_minhash_alone(&self.simhash, &self.features, &format)?;
-            let (sketch, candidates, budget) =
-                minhash_plan(self.minhash.unwrap_or_default(), verify.as_ref())?;
-            let pairs = outputs.pairs.as_ref().map(|_| PairStage {
-                candidates,
-                memory_budget: budget,
-            });
-            (sketch, pairs)
-        } else {
-            check_simhash_alone(self.minhash.as_ref(), verify.as_ref())?;
-            let pairs = match &outputs.pairs {
-                None => None,
-                Some(_) => Some(simhash_pairs(&self.simhash)?),
-            };
-            (SketchPlan::Simhash(features), pairs)
+        let method = method_of(entry, &self.sections, &self.features, features, verify)?;
+        check_method(method.as_ref(), verify.as_ref(), &format, &outputs)?;
+        let pairs = match &outputs.pairs {
+            None => None,
+            Some(_) => Some(PairStage {
+                memory_budget: memory_budget(
+                    method
+                        .memory_budget_mib()
+                        .unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+                )?,
+            }),
         };
         let verify = verify.filter(|_| pairs.is_some());
         let exec = exec(&o, &self.run)?;
@@ -726,7 +537,7 @@ impl JobSpec {
                 max_record_bytes: self.input.max_record_bytes,
                 split_bytes: self.input.split_mib << 20,
             },
-            sketch,
+            method,
             content,
             pairs,
             verify,
@@ -885,55 +696,75 @@ fn check_verification(v: Option<&Verification>, format: &Format, outputs: &Outpu
     Ok(())
 }
 
-/// method = "minhash": documents in, and no simhash section set.
-fn check_minhash_alone(s: &SimhashSpec, f: &FeaturesSpec, format: &Format) -> Result<()> {
-    ensure!(
-        *format != Format::Fingerprints,
-        Config,
-        "method = \"minhash\" sketches documents: a fingerprints file holds simhashes"
-    );
-    ensure!(
-        s.f.is_none()
-            && s.k.is_none()
-            && s.layout.is_none()
-            && s.memory_budget_mib.is_none()
-            && s.max_candidates.is_none()
-            && f.shingle.is_none()
-            && f.kind.is_none(),
-        Config,
-        "[simhash] and [features] configure the simhash method; with method = \"minhash\" \
-         set [minhash] instead"
-    );
-    Ok(())
+/// The method `entry` names, built from its section; every other section must name a method,
+/// and a section of a method the job does not use is an error.
+fn method_of(
+    entry: &method::Entry,
+    sections: &BTreeMap<String, toml::Value>,
+    features_spec: &FeaturesSpec,
+    features: FeatureConfig,
+    verify: Option<Verification>,
+) -> Result<Arc<dyn Method>> {
+    for name in sections.keys() {
+        let known = method::REGISTRY.iter().any(|e| e.name == name);
+        ensure!(
+            known,
+            Config,
+            "unknown key `{name}` in the job: expected method, input, features, content, \
+             verify, clusters, run, output, or a method's section ({})",
+            method::REGISTRY
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        ensure!(
+            name == entry.name,
+            Config,
+            "[{name}] configures method = \"{name}\"; this job's method is \"{}\" (set \
+             method = \"{name}\" at the top of the job, or remove [{name}])",
+            entry.name
+        );
+    }
+    let empty = toml::Value::Table(Default::default());
+    let features_set = features_spec.shingle.is_some() || features_spec.kind.is_some();
+    (entry.build)(&method::Section {
+        name: entry.name,
+        table: sections.get(entry.name).unwrap_or(&empty),
+        features: features_set.then_some(features),
+        verify_threshold: verify.map(|v| v.threshold),
+    })
 }
 
-/// method = "simhash": no MinHash section, no estimate.
-fn check_simhash_alone(m: Option<&MinhashSpec>, v: Option<&Verification>) -> Result<()> {
+/// What the method needs of the rest of the job: fingerprints in or out only with simhash
+/// sketches, pairs out for any other method, an estimate only from sketches that give one.
+fn check_method(
+    method: &dyn Method,
+    verify: Option<&Verification>,
+    format: &Format,
+    outputs: &Outputs,
+) -> Result<()> {
+    let name = method.name();
+    if !method.fingerprints() {
+        ensure!(
+            *format != Format::Fingerprints,
+            Config,
+            "method = \"{name}\" sketches documents: a fingerprints file holds simhashes"
+        );
+        ensure!(
+            outputs.pairs.is_some() && outputs.fingerprints.is_none(),
+            Config,
+            "method = \"{name}\" writes pairs, not fingerprints (those are simhashes): set \
+             [output] pairs and leave out fingerprints"
+        );
+    }
     ensure!(
-        m.is_none(),
-        Config,
-        "[minhash] configures method = \"minhash\"; add that line at the top of the job"
-    );
-    ensure!(
-        v.is_none_or(|v| v.mode != VerifyMode::Estimate),
+        method.estimates() || verify.is_none_or(|v| v.mode != VerifyMode::Estimate),
         Config,
         "[verify] mode = \"estimate\" needs MinHash signatures (method = \"minhash\"); \
-         a simhash pair's own estimate is its distance"
+         method = \"{name}\" gives no estimate"
     );
     Ok(())
-}
-
-/// `[simhash]`: Manku's tables for pairs within k.
-fn simhash_pairs(s: &SimhashSpec) -> Result<PairStage> {
-    let k = s.k.unwrap_or(3);
-    Ok(PairStage {
-        candidates: CandidatePlan::Tables {
-            k,
-            layout: layout_choice(s.f.unwrap_or(64), k, s.layout.as_deref().unwrap_or("auto"))?,
-            max_candidates: max_candidates(s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES))?,
-        },
-        memory_budget: memory_budget(s.memory_budget_mib.unwrap_or(DEFAULT_MEMORY_BUDGET_MIB))?,
-    })
 }
 
 /// `[run]` and the command line: threads, processes, the cluster's addresses.

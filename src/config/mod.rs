@@ -8,17 +8,17 @@ pub mod job;
 pub mod verify;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use clusters::{ClusterPlan, KeepPolicy, Split};
 pub use exec::Exec;
 pub use job::{JobSpec, Overrides};
 pub use verify::{Verification, VerifyMode};
 
-use crate::candidates::{BandLayout, TableLayout};
-use crate::sketch::{AnySketcher, Fingerprinter, MinHasher, Scheme};
+use crate::method::Method;
+pub use crate::method::{DEFAULT_MEMORY_BUDGET_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB};
 use crate::source::html::Boilerplate;
 use crate::source::{Format, InputFile};
-use crate::text::FeatureConfig;
 
 /// Default for [`ContentOptions::min_tokens`].
 pub const DEFAULT_MIN_TOKENS: usize = 10;
@@ -26,12 +26,6 @@ pub const DEFAULT_MIN_TOKENS: usize = 10;
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
 /// Default byte range per split of a plain file: 64 MiB.
 pub const DEFAULT_SPLIT_MIB: u64 = 64;
-/// Default memory budget of a table round: 4 GiB.
-pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
-/// Smallest memory budget accepted, in MiB.
-pub const MIN_MEMORY_BUDGET_MIB: u64 = 16;
-/// Largest memory budget accepted, in MiB (1 PiB).
-pub const MAX_MEMORY_BUDGET_MIB: u64 = 1 << 30;
 
 /// What a document's text must be to be sketched, and how HTML becomes text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,109 +62,11 @@ pub struct Inputs {
     pub split_bytes: u64,
 }
 
-/// How to choose the table layout.
-#[derive(Clone, Debug)]
-pub enum LayoutChoice {
-    /// A fixed layout.
-    Fixed(TableLayout),
-    /// Let [`crate::candidates::tables::plan`] choose from the number of distinct fingerprints.
-    Auto,
-}
-
-/// How a document's text becomes its sketch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SketchPlan {
-    /// A 64-bit simhash of the features.
-    Simhash(FeatureConfig),
-    /// A MinHash signature of `hashes` values over `shingle`-token shingles.
-    MinHash {
-        /// Values per signature.
-        hashes: usize,
-        /// Tokens per shingle.
-        shingle: usize,
-        /// How the values are computed.
-        scheme: Scheme,
-    },
-}
-
-impl Default for SketchPlan {
-    fn default() -> Self {
-        SketchPlan::Simhash(FeatureConfig::default())
-    }
-}
-
-impl From<FeatureConfig> for SketchPlan {
-    fn from(f: FeatureConfig) -> Self {
-        SketchPlan::Simhash(f)
-    }
-}
-
-impl SketchPlan {
-    /// A sketcher of this plan.
-    pub fn sketcher(&self) -> AnySketcher {
-        match *self {
-            SketchPlan::Simhash(f) => AnySketcher::Simhash(Fingerprinter::new(f)),
-            SketchPlan::MinHash {
-                hashes,
-                shingle,
-                scheme,
-            } => AnySketcher::MinHash(MinHasher::new(hashes, shingle, scheme)),
-        }
-    }
-
-    /// Values each sketch has besides its key (0 for simhash).
-    pub fn values(&self) -> usize {
-        match *self {
-            SketchPlan::Simhash(_) => 0,
-            SketchPlan::MinHash { hashes, .. } => hashes,
-        }
-    }
-}
-
-/// Which sketches are compared.
-#[derive(Clone, Debug)]
-pub enum CandidatePlan {
-    /// Manku's tables over simhash fingerprints.
-    Tables {
-        /// Hamming threshold.
-        k: u32,
-        /// Layout.
-        layout: LayoutChoice,
-        /// Most comparisons per fingerprint the layout may leave before the run is refused
-        /// ([`crate::candidates::tables::check_selectivity`]).
-        max_candidates: f64,
-    },
-    /// LSH bands over MinHash signatures.
-    Bands {
-        /// The bands.
-        layout: BandLayout,
-        /// Why these bands (the planner's line, or "set in the job").
-        reasoning: String,
-    },
-}
-
-/// The pair-finding stage.
+/// The pair-finding stage (its method is the plan's).
 #[derive(Clone, Debug)]
 pub struct PairStage {
-    /// Tables or bands.
-    pub candidates: CandidatePlan,
     /// Memory one round may take per process, in bytes: rounds are split into parts that fit.
     pub memory_budget: u64,
-}
-
-impl PairStage {
-    /// The Hamming threshold of a simhash stage (0 for bands, whose pairs have no distance).
-    pub fn k(&self) -> u32 {
-        match &self.candidates {
-            CandidatePlan::Tables { k, .. } => *k,
-            CandidatePlan::Bands { .. } => 0,
-        }
-    }
-
-    /// True for MinHash bands.
-    pub fn is_bands(&self) -> bool {
-        matches!(self.candidates, CandidatePlan::Bands { .. })
-    }
 }
 
 /// Where a run's outputs go (`-` is standard output).
@@ -229,8 +125,8 @@ pub struct Plan {
     pub command: String,
     /// Inputs.
     pub inputs: Inputs,
-    /// How a text becomes its sketch.
-    pub sketch: SketchPlan,
+    /// The method: how a text becomes its sketch, which sketches are compared.
+    pub method: Arc<dyn Method>,
     /// Filters, and how HTML becomes text.
     pub content: ContentOptions,
     /// Pair finding, if wanted.
@@ -270,9 +166,10 @@ impl Plan {
             lines.push(format!("fields = {fields:?}"));
         }
         if i.format != Format::Fingerprints {
-            lines.push(format!("sketch = {:?}", self.sketch));
             lines.push(format!("content = {:?}", self.content));
         }
+        lines.push(format!("method = {}", self.method.name()));
+        lines.extend(self.method.describe());
         lines.push(format!("max_record_bytes = {}", i.max_record_bytes));
         lines.push(format!("split_bytes = {}", i.split_bytes));
         lines.push(format!("input files = {}", i.files.len()));
@@ -285,26 +182,6 @@ impl Plan {
             ));
         }
         if let Some(p) = &self.pairs {
-            match &p.candidates {
-                CandidatePlan::Tables {
-                    k,
-                    layout,
-                    max_candidates,
-                } => {
-                    lines.push(format!("pairs.k = {k}"));
-                    lines.push(format!(
-                        "pairs.layout = {}",
-                        match layout {
-                            LayoutChoice::Fixed(l) => l.name(),
-                            LayoutChoice::Auto => "auto".into(),
-                        }
-                    ));
-                    lines.push(format!("pairs.max_candidates = {max_candidates}"));
-                }
-                CandidatePlan::Bands { layout, .. } => {
-                    lines.push(format!("pairs.bands = {layout:?}"));
-                }
-            }
             lines.push(format!("pairs.memory_budget = {}", p.memory_budget));
         }
         if let Some(v) = &self.verify {

@@ -46,7 +46,7 @@ pub fn run_worker(
             let exact = candidates.exact;
             let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
             pass.corpus(worker, &ranked, &members, &books.counters.copy_at);
-            pass.write_pairs(worker, stage, &ranked, pairs, exact, &members);
+            pass.write_pairs(worker, &ranked, pairs, exact, &members);
         }
         None => {
             pass.clock.no_pair_stages();

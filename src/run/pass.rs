@@ -8,16 +8,14 @@ use timely::worker::Worker;
 
 use super::clock::{Clock, Phase};
 use super::report::{show_notes, similarity_histogram, Books, Figures, Places};
-use crate::candidates::{Pair, Score};
+use crate::candidates::Pair;
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
+use crate::exchange::all_gather;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, rounds};
+use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
-use crate::stages::bands::{self, BandScoring};
-use crate::stages::collapse::Groups;
-use crate::stages::plan_rounds::{self, Rounds};
 use crate::stages::rank::{self, RankOutput};
 use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
 use crate::summary::{Counters, FingerprintSummary, LineTable};
@@ -105,8 +103,8 @@ impl<'a> Pass<'a> {
         self.clock.stage("write_fingerprints");
     }
 
-    /// Candidate document pairs: identical sketches collapsed into groups, the rounds of tables
-    /// or bands over the distinct sketches, sketch pairs expanded into document pairs.
+    /// Candidate document pairs: identical sketches collapsed into groups, the method's rounds
+    /// over the distinct sketches, sketch pairs expanded into document pairs.
     pub fn candidates(
         &mut self,
         worker: &mut Worker,
@@ -115,9 +113,10 @@ impl<'a> Pass<'a> {
         signatures: Vec<(u64, Vec<u32>)>,
     ) -> Result<Candidates> {
         let plan = self.plan;
+        let method = plan.method.as_ref();
         self.clock.enter(Phase::Collapse);
         let (groups, total) = collapse::collapse(worker, keyed);
-        let m = plan.sketch.values();
+        let m = method.values();
         let signatures = if m > 0 {
             collapse::signatures(worker, &groups, signatures, m)
         } else {
@@ -132,88 +131,58 @@ impl<'a> Pass<'a> {
         self.clock.stage("collapse");
 
         // Every worker computes the same plan from the same global count.
-        let rounds_plan = plan_rounds::plan(stage, total.distinct, plan.exec.processes)?;
+        let rounds = method.rounds(total.distinct, plan.exec.processes, stage.memory_budget)?;
         if worker.index() == 0 && plan.verbose {
-            eprintln!("{}", rounds_plan.reasoning);
+            eprintln!("{}", rounds.reasoning());
         }
-        self.figures.layout = rounds_plan.tables;
-        self.figures.bands = rounds_plan.bands;
+        let sections = rounds.sections();
+        (self.figures.layout, self.figures.bands) = (sections.tables, sections.bands);
         self.clock.enter(Phase::Rounds);
-        let sketch_pairs = self.rounds(
+        let shown = Arc::clone(&self.clock.progress);
+        let mut progress = move |done, total| shown.round(done, total);
+        let found = rounds.run(
             worker,
-            &rounds_plan.rounds,
-            rounds_plan.parts,
-            &groups,
+            &groups.fps,
             &signatures,
-            m,
+            self.scoring(),
+            &mut progress,
         );
         drop(signatures);
+        self.figures.comparisons = found.comparisons;
+        self.figures.largest_group = found.largest_group;
+        self.figures.band_stats = found.bands;
         self.clock.stage("tables");
 
         self.clock.enter(Phase::Pairs);
         let collapse = plan.outputs.exact_groups.is_some();
-        let estimate = matches!(rounds_plan.rounds, Rounds::Bands(_)) && self.estimates();
-        let exact = Score::at_distance(0);
-        let exact = if estimate {
-            exact.estimated(1.0)
-        } else {
-            exact
-        };
-        let pairs = expand::expand(worker, &groups, sketch_pairs, collapse, exact);
+        let identical = method.identical(self.estimates());
+        let pairs = expand::expand(worker, &groups, found.pairs, collapse, identical);
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
         self.clock.stage("expand");
         Ok(Candidates { pairs, exact })
     }
 
-    /// True if pairs carry a MinHash estimate: no exact verification follows.
+    /// True if pairs carry an estimate: the method gives one and no exact verification follows.
     fn estimates(&self) -> bool {
-        self.plan
-            .verify
-            .is_none_or(|v| v.mode == VerifyMode::Estimate)
+        self.plan.method.estimates()
+            && self
+                .plan
+                .verify
+                .is_none_or(|v| v.mode == VerifyMode::Estimate)
     }
 
-    /// The pairs of sketch keys of the rounds; MinHash: the pairs of several bands once, with their
-    /// estimate when one is wanted.
-    fn rounds(
-        &mut self,
-        worker: &mut Worker,
-        rounds: &Rounds,
-        parts: u32,
-        groups: &Groups<u64>,
-        signatures: &[u32],
-        m: usize,
-    ) -> Vec<Pair> {
-        let shown = Arc::clone(&self.clock.progress);
-        let progress = move |done, total| shown.round(done, total);
-        let found = match rounds {
-            Rounds::Tables(l) => rounds::run(worker, l, parts, &groups.fps, |_| &(), progress),
-            Rounds::Bands(l) => rounds::run(
-                worker,
-                l,
-                parts,
-                &groups.fps,
-                |i| &signatures[i * m..(i + 1) * m],
-                progress,
-            ),
-        };
-        self.figures.comparisons = found.stats.comparisons;
-        self.figures.largest_group = found.stats.largest_group;
-        let Rounds::Bands(l) = rounds else {
-            return found.pairs;
-        };
-        let scoring = BandScoring {
-            min_bands: l.min_bands,
+    /// How the rounds score their pairs: estimated when no exact verification follows, and
+    /// filtered by the threshold in estimate mode.
+    fn scoring(&self) -> Scoring {
+        Scoring {
             estimate: self.estimates(),
             threshold: self
                 .plan
                 .verify
                 .filter(|v| v.mode == VerifyMode::Estimate)
                 .map(|v| v.threshold),
-        };
-        let (pairs, stats) = bands::merge(worker, groups, signatures, m, found.pairs, scoring);
-        self.figures.band_stats = Some(stats);
-        pairs
+        }
     }
 
     /// The candidates whose exact Jaccard reaches the threshold, when verification is exact
@@ -296,7 +265,6 @@ impl<'a> Pass<'a> {
     pub fn write_pairs(
         &mut self,
         worker: &mut Worker,
-        stage: &PairStage,
         ranked: &Ranked,
         pairs: Vec<Pair>,
         exact: Option<Vec<(u64, Vec<u64>)>>,
@@ -307,7 +275,7 @@ impl<'a> Pass<'a> {
         let format =
             |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
         let formats = (format(&o.pairs), format(&o.exact_groups));
-        let k = (!stage.is_bands()).then(|| stage.k());
+        let k = self.plan.method.distance();
         let counts = write::pairs(worker, ranked, pairs, exact, k, formats, self.writer);
         self.figures.by_distance = self.clock.keep_value(counts);
         if self.plan.clusters.is_some() {

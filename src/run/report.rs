@@ -4,11 +4,12 @@
 use timely::worker::Worker;
 
 use super::clock::Clock;
-use crate::config::{ClusterPlan, Inputs, Plan, SketchPlan};
+use crate::config::{ClusterPlan, Inputs, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather};
+use crate::method::minhash::BandStats;
 use crate::source::{self, SkipReason};
-use crate::stages::{bands, verify};
+use crate::stages::verify;
 use crate::stages::{cluster, corpus};
 use crate::summary::{
     first_notes, peak_rss_bytes, BandsSummary, ClusterSummary, CorpusSummary, Counters,
@@ -27,7 +28,7 @@ struct WorkerReport {
     peak_rss: u64,
     stage_peaks: Vec<(String, u64)>,
     verify: Option<verify::VerifyStats>,
-    bands: Option<bands::BandStats>,
+    bands: Option<BandStats>,
     comparisons: u64,
     largest_group: u64,
 }
@@ -212,7 +213,7 @@ pub struct Figures {
     /// The band layout (MinHash).
     pub bands: Option<BandsSummary>,
     /// Band collisions and candidates, on this worker.
-    pub band_stats: Option<bands::BandStats>,
+    pub band_stats: Option<BandStats>,
     /// Comparisons inside groups, on this worker.
     pub comparisons: u64,
     /// The largest group compared, on this worker.
@@ -292,22 +293,12 @@ fn summarize(
         by_distance,
         ..
     } = figures;
-    if let (
-        Some(b),
-        SketchPlan::MinHash {
-            shingle, scheme, ..
-        },
-    ) = (bands_summary.as_mut(), plan.sketch)
-    {
-        b.shingle = shingle;
-        b.scheme = scheme.name().into();
-    }
     let t = Totals::fold(plan, reports, bands_summary.as_mut());
     let merged = &t.counters;
     let pair_summary = by_distance.map(|by_distance| PairSummary {
         total: by_distance.iter().sum(),
-        // MinHash pairs have no distance.
-        by_distance: if bands_summary.is_some() {
+        // Only a method with a distance (simhash) counts pairs by it.
+        by_distance: if plan.method.distance().is_none() {
             Vec::new()
         } else {
             by_distance
@@ -328,10 +319,7 @@ fn summarize(
         processes: plan.exec.processes,
         documents: DocumentSummary::from_counters(merged, shown),
         fingerprints,
-        method: match plan.sketch {
-            SketchPlan::Simhash(_) => "simhash".into(),
-            SketchPlan::MinHash { .. } => "minhash".into(),
-        },
+        method: plan.method.name().into(),
         layout: layout_summary,
         bands: bands_summary,
         pairs: pair_summary,

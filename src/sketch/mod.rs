@@ -46,35 +46,18 @@ impl Sketcher for Fingerprinter {
     }
 }
 
-/// The sketcher of a run: the method's.
-pub enum AnySketcher {
-    /// Simhash.
-    Simhash(Fingerprinter),
-    /// MinHash.
-    MinHash(MinHasher),
-}
-
-impl Sketcher for AnySketcher {
-    type Sketch = u64;
+impl<S: Sketcher + ?Sized> Sketcher for Box<S> {
+    type Sketch = S::Sketch;
 
     fn gather(&mut self, text: &str) -> usize {
-        match self {
-            AnySketcher::Simhash(s) => Sketcher::gather(s, text),
-            AnySketcher::MinHash(s) => Sketcher::gather(s, text),
-        }
+        (**self).gather(text)
     }
 
-    fn finish(&mut self) -> u64 {
-        match self {
-            AnySketcher::Simhash(s) => Sketcher::finish(s),
-            AnySketcher::MinHash(s) => Sketcher::finish(s),
-        }
+    fn finish(&mut self) -> S::Sketch {
+        (**self).finish()
     }
 
     fn values(&self) -> &[u32] {
-        match self {
-            AnySketcher::Simhash(_) => &[],
-            AnySketcher::MinHash(s) => s.values(),
-        }
+        (**self).values()
     }
 }

@@ -6,9 +6,7 @@
 //! | [`read`] | this worker's splits | sketched documents (and their [`keep`] keys), counted skips, split line counts |
 //! | [`rank`] | sketched documents | `(sketch key, rank)`; duplicate ids skipped; rank owners keep names |
 //! | [`collapse`] | `(sketch key, rank)` | groups of identical sketch keys at their owner; MinHash signatures with them |
-//! | [`plan_rounds`] | distinct count | table or band layout, parts per round (budget), or a refusal |
-//! | rounds ([`crate::exchange::rounds`]) | distinct sketch keys | candidate pairs of keys, each once per table or band |
-//! | [`bands`] | pairs of several bands | each pair once, `min_bands`, the estimated Jaccard |
+//! | rounds (the method's [`crate::method::Rounds`]) | distinct count, then distinct sketch keys | the method's plan (table or band layout, parts per round, or a refusal), then candidate pairs of keys, each once |
 //! | [`expand`] | sketch-key pairs, groups | document pairs (ranks) |
 //! | [`reread`] | locations | the records read again where they are (verify, names of the largest clusters) |
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
@@ -16,13 +14,11 @@
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
-pub mod bands;
 pub mod cluster;
 pub mod collapse;
 pub mod corpus;
 pub mod expand;
 pub mod keep;
-pub mod plan_rounds;
 pub mod rank;
 pub mod read;
 pub mod reread;

@@ -14,9 +14,10 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 use super::keep::{self, KeepKey};
-use crate::config::{ContentOptions, Inputs, KeepPolicy, SketchPlan};
+use crate::config::{ContentOptions, Inputs, KeepPolicy};
+use crate::method::Method;
 use crate::progress::{Progress, ReadTally};
-use crate::sketch::{AnySketcher, Sketcher};
+use crate::sketch::Sketcher;
 use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
@@ -217,7 +218,7 @@ impl From<Skipped> for SkipNote {
 
 /// What one worker keeps while reading: the documents so far and their accounting.
 struct Reader {
-    acceptor: Acceptor<AnySketcher>,
+    acceptor: Acceptor<Box<dyn Sketcher<Sketch = u64>>>,
     keep_urls: bool,
     /// The keep policy, when clusters are made.
     keep: Option<KeepPolicy>,
@@ -228,9 +229,9 @@ struct Reader {
 }
 
 impl Reader {
-    fn new(sketch: &SketchPlan, content: &ContentOptions, extras: Extras, inputs: &Inputs) -> Self {
+    fn new(method: &dyn Method, content: &ContentOptions, extras: Extras, inputs: &Inputs) -> Self {
         Reader {
-            acceptor: Acceptor::new(sketch.sketcher(), content.clone()),
+            acceptor: Acceptor::new(method.sketcher(), content.clone()),
             keep_urls: extras.urls,
             keep: extras.keep,
             out: Sketched::default(),
@@ -305,14 +306,14 @@ impl Reader {
 /// `counters` and every byte read in `on_bytes`; URLs and keep keys are kept as `extras` says.
 pub fn read(
     inputs: &Inputs,
-    sketch: &SketchPlan,
+    method: &dyn Method,
     content: &ContentOptions,
     splits: &[Split],
     extras: Extras,
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Sketched, SplitLines) {
-    let mut reader = Reader::new(sketch, content, extras, inputs);
+    let mut reader = Reader::new(method, content, extras, inputs);
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
     for split in splits {
@@ -358,7 +359,7 @@ pub fn read_worker(
     let mut tally = ReadTally::new(Arc::clone(progress));
     let (mut docs, mut lines) = read(
         inputs,
-        &plan.sketch,
+        plan.method.as_ref(),
         &plan.content,
         &mine_local,
         extras,
@@ -370,7 +371,7 @@ pub fn read_worker(
             worker,
             plan.exec.workers,
             inputs,
-            &plan.sketch,
+            plan.method.as_ref(),
             &plan.content,
             &mine_shared,
             extras,
@@ -410,7 +411,7 @@ pub fn read_shared(
     worker: &mut timely::worker::Worker,
     workers_per_process: usize,
     inputs: &Inputs,
-    sketch: &SketchPlan,
+    method: &dyn Method,
     content: &ContentOptions,
     splits: &[Split],
     extras: Extras,
@@ -418,7 +419,7 @@ pub fn read_shared(
     progress: Arc<Progress>,
 ) -> (Sketched, SplitLines) {
     let me = worker.index();
-    let reader = Rc::new(RefCell::new(Reader::new(sketch, content, extras, inputs)));
+    let reader = Rc::new(RefCell::new(Reader::new(method, content, extras, inputs)));
     reader.borrow_mut().counters.listing = counters.listing;
     reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
@@ -472,7 +473,7 @@ pub fn read_shared(
         .unwrap_or_else(|rc| {
             std::mem::replace(
                 &mut *rc.borrow_mut(),
-                Reader::new(sketch, content, extras, inputs),
+                Reader::new(method, content, extras, inputs),
             )
         });
     counters.merge(reader.counters);
@@ -599,14 +600,14 @@ impl Deal {
 /// [`read`] without progress: what one worker does before the exchange, for tests and fuzzers.
 pub fn read_documents(
     inputs: &Inputs,
-    sketch: &SketchPlan,
+    method: &dyn Method,
     content: &ContentOptions,
     splits: &[Split],
 ) -> (Sketched, Counters, SplitLines) {
     let mut counters = Counters::default();
     let (docs, lines) = read(
         inputs,
-        sketch,
+        method,
         content,
         splits,
         Extras {
@@ -626,7 +627,7 @@ mod tests {
     use crate::summary::LineTable;
 
     /// A sketcher that counts the sketches it finishes.
-    struct Counting(AnySketcher, usize);
+    struct Counting(Box<dyn Sketcher<Sketch = u64>>, usize);
 
     impl Sketcher for Counting {
         type Sketch = u64;
@@ -651,12 +652,9 @@ mod tests {
             location: Location::at(0, 0),
             attributes: Default::default(),
         };
-        let minhash = SketchPlan::MinHash {
-            hashes: 128,
-            shingle: 5,
-            scheme: crate::sketch::Scheme::OnePermutation,
-        };
-        for plan in [SketchPlan::default(), minhash] {
+        let minhash = crate::method::minhash::MinHash::with(128, 5);
+        let simhash = crate::method::simhash::Simhash::with(Default::default());
+        for plan in [&simhash as &dyn Method, &minhash] {
             let content = ContentOptions {
                 min_tokens: 10,
                 ..Default::default()
@@ -707,7 +705,7 @@ mod tests {
             let mut counters = Counters::new(true);
             let (docs, lines) = read(
                 &inputs,
-                &SketchPlan::default(),
+                &crate::method::simhash::Simhash::with(Default::default()),
                 &content,
                 &[Split::whole(0)],
                 Extras {

@@ -148,7 +148,7 @@ pub fn load_documents(
 ) {
     neardup::stages::read::read_documents(
         &source.inputs,
-        &source.features.into(),
+        &neardup::method::simhash::Simhash::with(source.features),
         &source.content,
         splits,
     )
@@ -166,6 +166,58 @@ pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
         .collect();
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// Runs `neardup ARGS` as a cluster of two processes (one worker each) on free localhost ports;
+/// true if both finished successfully within two minutes. Nothing may be written on stdout.
+pub fn run_cluster(args: &[String], dir: &Path) -> bool {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let hosts = hostfile(dir, 2);
+    let mut children: Vec<_> = (0..2)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args(args)
+                .args([
+                    "--processes",
+                    "2",
+                    "--process",
+                    &i.to_string(),
+                    "--hostfile",
+                ])
+                .arg(&hosts)
+                .args(["-w", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut ok = vec![None; 2];
+    while ok.iter().any(Option::is_none) && Instant::now() < deadline {
+        for (i, c) in children.iter_mut().enumerate() {
+            if ok[i].is_none() {
+                if let Some(status) = c.try_wait().unwrap() {
+                    ok[i] = Some(status.success());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    for c in &mut children {
+        let mut stdout = String::new();
+        std::io::Read::read_to_string(c.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+        assert_eq!(
+            stdout, "",
+            "nothing but data on stdout, and these commands write files"
+        );
+    }
+    ok == vec![Some(true), Some(true)]
 }
 
 /// Limits the address space of the process `cmd` starts to `bytes` (`RLIMIT_AS`, set between fork

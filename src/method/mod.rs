@@ -1,0 +1,235 @@
+//! Methods: how a document's text becomes a sketch, which sketches are compared, and how a pair
+//! is scored. A method owns its job-file section, its sketcher, its rounds of candidates (each
+//! candidate pair reported once) and its summary figures; the stages run any method the same way:
+//!
+//! ```text
+//! text --sketcher--> key (+ values) --collapse--> distinct keys --rounds--> pairs, each once
+//! ```
+//!
+//! Adding a method is one file here and one line in [`REGISTRY`]; `docs/METHODS.md` walks through
+//! it with [`exact`], the smallest.
+
+pub mod exact;
+pub mod minhash;
+pub mod simhash;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use timely::worker::Worker;
+
+use crate::candidates::{tables, Pair, Score};
+use crate::error::{Error, Result};
+use crate::sketch::Sketcher;
+use crate::summary::{BandsSummary, LayoutSummary};
+use crate::text::FeatureConfig;
+
+/// Default memory budget of a round: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET_MIB: u64 = 4096;
+/// Smallest memory budget accepted, in MiB.
+pub const MIN_MEMORY_BUDGET_MIB: u64 = 16;
+/// Largest memory budget accepted, in MiB (1 PiB).
+pub const MAX_MEMORY_BUDGET_MIB: u64 = 1 << 30;
+/// Default Jaccard threshold of verification and of the band planner: the truth's.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+
+/// A near-duplicate method, validated from its job-file section; the same on every worker.
+pub trait Method: Debug + Send + Sync {
+    /// The name job files give it (`method = "..."`).
+    fn name(&self) -> &'static str;
+
+    /// Every parameter a pair depends on, one `key = value` per line: the processes of a cluster
+    /// must agree on them (and a store will pin them).
+    fn describe(&self) -> Vec<String>;
+
+    /// A sketcher for one worker: a document's text to its 64-bit key and, for sketches larger
+    /// than a key, [`Method::values`] values.
+    fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>>;
+
+    /// Values each sketch has besides its key (a MinHash signature's); 0 when the key is all.
+    fn values(&self) -> usize {
+        0
+    }
+
+    /// True if the sketch is a 64-bit simhash: the `fingerprints` output writes it, and a
+    /// fingerprints file can be read instead of documents.
+    fn fingerprints(&self) -> bool {
+        false
+    }
+
+    /// True if the sketches estimate the Jaccard similarity (`[verify] mode = "estimate"`).
+    fn estimates(&self) -> bool {
+        false
+    }
+
+    /// The largest distance a pair can have, when pairs have one (simhash's k): the pairs output
+    /// then has a distance column.
+    fn distance(&self) -> Option<u32> {
+        None
+    }
+
+    /// The score of two documents with identical sketches (`estimating`: the run reports
+    /// estimated similarities).
+    fn identical(&self, estimating: bool) -> Score {
+        let _ = estimating;
+        Score::at_distance(0)
+    }
+
+    /// The section's `memory_budget_mib`, if set: what one round may take per process.
+    fn memory_budget_mib(&self) -> Option<u64> {
+        None
+    }
+
+    /// The rounds over `distinct` distinct sketch keys spread over `processes`, each round split
+    /// into parts that fit `budget` bytes per process. Every worker plans the same from the same
+    /// global count.
+    fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>>;
+}
+
+/// Planned rounds of candidates.
+pub trait Rounds {
+    /// The planner's reasoning, one line.
+    fn reasoning(&self) -> &str;
+
+    /// The summary's section of this method's rounds.
+    fn sections(&self) -> Sections;
+
+    /// Runs the rounds over this worker's distinct sketches (every worker calls it together):
+    /// `keys` ascending, `values` [`Method::values`] per key in the same order. Returns every
+    /// candidate pair of keys once, scored as `scoring` asks.
+    fn run(
+        &self,
+        worker: &mut Worker,
+        keys: &[u64],
+        values: &[u32],
+        scoring: Scoring,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Found;
+}
+
+/// How pairs are scored where the sketches can estimate a similarity.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scoring {
+    /// Estimate each pair's similarity from its sketches.
+    pub estimate: bool,
+    /// Drop pairs whose estimate is below this.
+    pub threshold: Option<f64>,
+}
+
+/// What rounds found on one worker.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Pairs of sketch keys, each once.
+    pub pairs: Vec<Pair>,
+    /// Comparisons inside groups.
+    pub comparisons: u64,
+    /// The largest group compared.
+    pub largest_group: u64,
+    /// MinHash: band collisions and candidates.
+    pub bands: Option<minhash::BandStats>,
+}
+
+/// The summary's sections of a method's rounds.
+#[derive(Debug, Default)]
+pub struct Sections {
+    /// Simhash tables.
+    pub tables: Option<LayoutSummary>,
+    /// MinHash bands.
+    pub bands: Option<BandsSummary>,
+}
+
+/// No rounds: the pairs are those of identical sketches (an exact-hash method).
+pub struct NoRounds;
+
+impl Rounds for NoRounds {
+    fn reasoning(&self) -> &str {
+        "no rounds: documents with equal keys are the pairs"
+    }
+
+    fn sections(&self) -> Sections {
+        Sections::default()
+    }
+
+    fn run(
+        &self,
+        _: &mut Worker,
+        _: &[u64],
+        _: &[u32],
+        _: Scoring,
+        _: &mut dyn FnMut(u64, u64),
+    ) -> Found {
+        Found::default()
+    }
+}
+
+/// How many parts a round of `records` records of `bytes` each is split into so that one part
+/// fits `budget` bytes per process, and the line that says so.
+pub fn parts(records: u64, bytes: u64, processes: usize, budget: u64) -> (u32, String) {
+    let parts = tables::parts_per_round(records, bytes, processes, budget);
+    let per_process = (records * bytes).div_ceil(processes.max(1) as u64);
+    let memory = format!(
+        "one round needs ~{} MiB per process; budget {} MiB: {parts} part(s) per round",
+        per_process >> 20,
+        budget >> 20
+    );
+    (parts, memory)
+}
+
+/// What a method's builder gets: its job-file section and the settings of others it may read.
+pub struct Section<'a> {
+    /// The method's name (the section's).
+    pub name: &'static str,
+    /// The section as written (an empty table when absent).
+    pub table: &'a toml::Value,
+    /// `[features]`, when the job sets it (only simhash reads it).
+    pub features: Option<FeatureConfig>,
+    /// `[verify] threshold`, when verification is on.
+    pub verify_threshold: Option<f64>,
+}
+
+impl Section<'_> {
+    /// The section parsed into its spec; an unknown key is an error naming the section.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T> {
+        T::deserialize(self.table.clone())
+            .map_err(|e| Error::Config(format!("[{}] {e}", self.name)))
+    }
+
+    /// An error unless `[features]` is left out: it configures the simhash method.
+    pub fn no_features(&self) -> Result<()> {
+        crate::ensure!(
+            self.features.is_none(),
+            Config,
+            "[features] configures the simhash method; with method = \"{}\" set [{}] instead",
+            self.name,
+            self.name
+        );
+        Ok(())
+    }
+}
+
+/// A method in the registry.
+pub struct Entry {
+    /// Its name in job files, and its section's.
+    pub name: &'static str,
+    /// One line for `--help` and the docs.
+    pub about: &'static str,
+    /// True if its candidates are verified exactly unless `[verify]` says otherwise.
+    pub verified_by_default: bool,
+    /// Validates its section into the method.
+    pub build: fn(&Section<'_>) -> Result<Arc<dyn Method>>,
+}
+
+/// Every method neardup has; the first is the default.
+pub const REGISTRY: &[Entry] = &[simhash::ENTRY, minhash::ENTRY, exact::ENTRY];
+
+/// The method named `name`, or an error listing the names.
+pub fn entry(name: &str) -> Result<&'static Entry> {
+    REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<String> = REGISTRY.iter().map(|e| format!("{:?}", e.name)).collect();
+        Error::Config(format!(
+            "method must be one of {}, got {name:?}",
+            names.join(", ")
+        ))
+    })
+}

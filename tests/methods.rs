@@ -1,0 +1,228 @@
+//! The method seam: every registered method builds from its section, and the exact-hash method
+//! (the smallest, `docs/METHODS.md`'s example) equals brute force at 1, 2 and 4 workers and on two
+//! processes.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{assert_sorted_unique, plan_of, run_cluster};
+use neardup::method::REGISTRY;
+use neardup::run::execute;
+
+/// A small xorshift generator, so the corpus is the same on every run of a seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// `n` documents: distinct texts, byte-for-byte copies of some, and copies that differ only in
+/// case, spacing and punctuation (equal once normalized), in random order.
+fn planted(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng(seed | 1);
+    let words = [
+        "alpha", "Beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "中", "文",
+    ];
+    let mut texts: Vec<String> = Vec::new();
+    while texts.len() < n {
+        let r = rng.below(10);
+        if r < 3 && !texts.is_empty() {
+            let i = rng.below(texts.len() as u64) as usize;
+            texts.push(texts[i].clone());
+        } else if r < 5 && !texts.is_empty() {
+            let i = rng.below(texts.len() as u64) as usize;
+            let t = texts[i].to_uppercase().replace(' ', "  ,");
+            texts.push(format!("{t}!"));
+        } else {
+            let len = 10 + rng.below(6);
+            let t: Vec<&str> = (0..len)
+                .map(|_| words[rng.below(words.len() as u64) as usize])
+                .collect();
+            texts.push(t.join(" "));
+        }
+    }
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (format!("d{:04}", rng.below(1 << 20) * 10_000 + i as u64), t))
+        .collect()
+}
+
+/// Brute force: every pair of ids whose texts are equal under `key`, sorted.
+fn brute_force(docs: &[(String, String)], key: impl Fn(&str) -> String) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (i, (a, ta)) in docs.iter().enumerate() {
+        for (b, tb) in &docs[i + 1..] {
+            if key(ta) == key(tb) {
+                out.push(if a < b {
+                    (a.clone(), b.clone())
+                } else {
+                    (b.clone(), a.clone())
+                });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn normalized(text: &str) -> String {
+    neardup::text::tokens(text).join(" ")
+}
+
+fn write_docs(path: &Path, docs: &[(String, String)]) {
+    let lines: String = docs
+        .iter()
+        .map(|(id, text)| format!("{}\n", serde_json::json!({ "id": id, "text": text })))
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// The pairs file: `(id_a, id_b)` of each row, after checking the similarity column says 1.
+fn read_pairs(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 3, "{l}");
+            assert_eq!(
+                f[2].parse::<f64>().ok(),
+                Some(1.0),
+                "an exact pair has similarity 1: {l}"
+            );
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect()
+}
+
+fn exact_job(input: &Path, out: &Path, on: &str) -> String {
+    format!(
+        "method = \"exact\"\n[exact]\non = {on:?}\n[input]\npaths = [{input:?}]\n\
+         [content]\nmin_tokens = 1\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+    )
+}
+
+#[test]
+fn exact_pairs_equal_brute_force_at_1_2_and_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = planted(7, 600);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    for (on, key) in [
+        ("raw", (|t: &str| t.to_string()) as fn(&str) -> String),
+        ("normalized", normalized),
+    ] {
+        let want = brute_force(&docs, key);
+        assert!(want.len() > 100, "{on}: planted copies present");
+        for workers in [1, 2, 4] {
+            let out = dir.path().join(format!("pairs-{on}-{workers}.tsv"));
+            let mut plan = plan_of(dir.path(), &exact_job(&input, &out, on), workers);
+            plan.inputs.split_bytes = 4 << 10;
+            let summary = execute(plan).unwrap().unwrap();
+            let got = read_pairs(&out);
+            assert_sorted_unique(&got);
+            assert_eq!(got, want, "on = {on}, {workers} worker(s)");
+            assert_eq!(summary.method, "exact");
+            assert_eq!(summary.pairs.unwrap().total, want.len() as u64);
+        }
+        let job = dir.path().join(format!("job-{on}.toml"));
+        let out = dir.path().join(format!("pairs-{on}-cluster.tsv"));
+        std::fs::write(&job, exact_job(&input, &out, on)).unwrap();
+        let args = vec!["run".to_string(), job.display().to_string()];
+        assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+        assert_eq!(read_pairs(&out), want, "on = {on}, two processes");
+    }
+    // Normalized copies are not raw copies: the two modes differ on this corpus.
+    assert_ne!(
+        brute_force(&docs, |t| t.to_string()),
+        brute_force(&docs, normalized)
+    );
+}
+
+#[test]
+fn every_registered_method_builds_from_an_empty_section_under_its_own_name() {
+    let mut names = BTreeMap::new();
+    for entry in REGISTRY {
+        assert!(
+            names.insert(entry.name, ()).is_none(),
+            "{} twice",
+            entry.name
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("d.jsonl");
+        write_docs(&input, &planted(3, 20));
+        let job = format!(
+            "method = {:?}\n[input]\npaths = [{input:?}]\n[output]\ndir = \"\"\npairs = \"p.tsv\"\n",
+            entry.name
+        );
+        let plan = plan_of(dir.path(), &job, 1);
+        assert_eq!(plan.method.name(), entry.name);
+        assert!(!entry.about.is_empty());
+        // What decides the answer is in the handshake.
+        let described = plan.describe();
+        assert!(
+            described.contains(&format!("method = {}", entry.name)),
+            "{described}"
+        );
+        for line in plan.method.describe() {
+            assert!(line.starts_with(&format!("{}.", entry.name)), "{line}");
+        }
+    }
+}
+
+/// The error `neardup run` gives for a job.
+fn job_error(toml: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("d.jsonl"),
+        "{\"id\":\"a\",\"text\":\"x y z\"}\n",
+    )
+    .unwrap();
+    let out = common::run_job(
+        dir.path(),
+        &format!("{toml}\n[input]\npaths = [\"d.jsonl\"]\n"),
+    );
+    assert!(!out.status.success(), "{toml} should be refused");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_method_section_is_checked_by_its_method_and_others_are_refused() {
+    let e = job_error("method = \"exact\"\n[exact]\non = \"bytes\"");
+    assert!(
+        e.contains("[exact] on must be \"raw\" or \"normalized\""),
+        "{e}"
+    );
+    let e = job_error("method = \"exact\"\n[exact]\nonn = \"raw\"");
+    assert!(e.contains("[exact]") && e.contains("onn"), "{e}");
+    let e = job_error("method = \"exact\"\n[minhash]\nhashes = 64");
+    assert!(
+        e.contains("[minhash] configures method = \"minhash\""),
+        "{e}"
+    );
+    let e = job_error("[exact]\non = \"raw\"");
+    assert!(e.contains("this job's method is \"simhash\""), "{e}");
+    let e = job_error("method = \"imatch\"");
+    assert!(e.contains("\"simhash\", \"minhash\", \"exact\""), "{e}");
+    let e = job_error("[simhsh]\nk = 3");
+    assert!(e.contains("unknown key `simhsh`"), "{e}");
+    let e = job_error("method = \"exact\"\n[features]\nshingle = 3");
+    assert!(
+        e.contains("[features] configures the simhash method"),
+        "{e}"
+    );
+    let e = job_error("method = \"exact\"\n[verify]\nmode = \"estimate\"");
+    assert!(e.contains("needs MinHash signatures"), "{e}");
+}
