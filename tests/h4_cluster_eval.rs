@@ -32,18 +32,6 @@ fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // Item 6: cluster processes
 
-/// `n` free localhost ports, one `host:port` per line.
-fn hostfile(dir: &Path, n: usize) -> PathBuf {
-    let listeners: Vec<_> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let text: String = listeners
-        .iter()
-        .map(|l| format!("127.0.0.1:{}\n", l.local_addr().unwrap().port()))
-        .collect();
-    write(dir, "hosts.txt", &text)
-}
-
 /// Starts process `p` of a cluster of `n` processes.
 fn process(p: usize, n: usize, hosts: &Path, args: &[&str], workers: usize) -> std::process::Child {
     neardup()

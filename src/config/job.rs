@@ -507,7 +507,7 @@ impl JobSpec {
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
         check_verification(verify.as_ref(), &format, &outputs)?;
-        let method = method_of(entry, &self.sections, &self.features, features, verify)?;
+        let method = method_of(entry, &self.sections, features, verify)?;
         check_method(method.as_ref(), verify.as_ref(), &format, &outputs)?;
         let pairs = match &outputs.pairs {
             None => None,
@@ -566,8 +566,8 @@ fn input_paths(
     Ok((paths, given_by))
 }
 
-/// `[features]`: the simhash method's features.
-fn features(f: &FeaturesSpec) -> Result<FeatureConfig> {
+/// `[features]`: the simhash method's features, validated; `None` when the job sets none.
+fn features(f: &FeaturesSpec) -> Result<Option<FeatureConfig>> {
     let features = FeatureConfig {
         shingle: f.shingle.unwrap_or(DEFAULT_SHINGLE),
         kind: match f.kind.as_deref() {
@@ -580,7 +580,7 @@ fn features(f: &FeaturesSpec) -> Result<FeatureConfig> {
         },
     };
     features.validate()?;
-    Ok(features)
+    Ok((f.shingle.is_some() || f.kind.is_some()).then_some(features))
 }
 
 /// `[content]`: what a document's text must be, and how HTML becomes text.
@@ -701,8 +701,7 @@ fn check_verification(v: Option<&Verification>, format: &Format, outputs: &Outpu
 fn method_of(
     entry: &method::Entry,
     sections: &BTreeMap<String, toml::Value>,
-    features_spec: &FeaturesSpec,
-    features: FeatureConfig,
+    features: Option<FeatureConfig>,
     verify: Option<Verification>,
 ) -> Result<Arc<dyn Method>> {
     for name in sections.keys() {
@@ -727,11 +726,10 @@ fn method_of(
         );
     }
     let empty = toml::Value::Table(Default::default());
-    let features_set = features_spec.shingle.is_some() || features_spec.kind.is_some();
     (entry.build)(&method::Section {
         name: entry.name,
         table: sections.get(entry.name).unwrap_or(&empty),
-        features: features_set.then_some(features),
+        features,
         verify_threshold: verify.map(|v| v.threshold),
     })
 }

@@ -19,7 +19,7 @@ use crate::bail;
 use crate::candidates::Score;
 use crate::error::Result;
 use crate::sketch::Sketcher;
-use crate::text::{for_each_token, Scratch};
+use crate::text::{for_each_token, for_each_token_hash, Scratch};
 
 /// The registry's line.
 pub const ENTRY: Entry = Entry {
@@ -114,22 +114,27 @@ impl Sketcher for Digester {
     type Sketch = u64;
 
     fn gather(&mut self, text: &str) -> usize {
-        let mut tokens = 0;
-        let normalized = &mut self.normalized;
-        normalized.clear();
-        for_each_token(text, &mut self.scratch, |t| {
-            if tokens > 0 {
-                normalized.push(' ');
+        match self.on {
+            // Only the token count (for min_tokens): the fast counting path, no string built.
+            On::Raw => {
+                self.digest = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+                for_each_token_hash(text, &mut self.scratch, |_| ())
             }
-            normalized.push_str(t);
-            tokens += 1;
-        });
-        let bytes = match self.on {
-            On::Raw => text.as_bytes(),
-            On::Normalized => normalized.as_bytes(),
-        };
-        self.digest = xxhash_rust::xxh3::xxh3_128(bytes);
-        tokens
+            On::Normalized => {
+                let mut tokens = 0;
+                let normalized = &mut self.normalized;
+                normalized.clear();
+                for_each_token(text, &mut self.scratch, |t| {
+                    if tokens > 0 {
+                        normalized.push(' ');
+                    }
+                    normalized.push_str(t);
+                    tokens += 1;
+                });
+                self.digest = xxhash_rust::xxh3::xxh3_128(normalized.as_bytes());
+                tokens
+            }
+        }
     }
 
     fn finish(&mut self) -> u64 {

@@ -77,6 +77,7 @@ pub struct MinHash {
     pub memory_budget_mib: Option<u64>,
 }
 
+#[cfg(test)]
 impl MinHash {
     /// `hashes` values over `shingle`-token shingles, bands planned for the default threshold.
     pub fn with(hashes: usize, shingle: usize) -> MinHash {

@@ -168,7 +168,6 @@ impl Method for Simhash {
         };
         Ok(Box::new(TableRounds {
             layout,
-            k: self.k,
             parts,
             reasoning,
         }))
@@ -178,7 +177,6 @@ impl Method for Simhash {
 /// One round per table.
 struct TableRounds {
     layout: TableLayout,
-    k: u32,
     parts: u32,
     reasoning: String,
 }
@@ -194,7 +192,7 @@ impl Rounds for TableRounds {
             tables: Some(LayoutSummary {
                 name: l.name(),
                 design: l.design.to_string(),
-                k: self.k,
+                k: l.k,
                 tables: l.tables.len(),
                 parts_per_table: self.parts,
                 p_min: l.min_p(),
