@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{load_documents, Source};
 use neardup::config::{ContentOptions, Inputs};
-use neardup::source::{discover, plan_splits, Fields, Format, InputFile};
+use neardup::source::{discover, plan_splits, Fields, InputFile};
 use neardup::text::FeatureConfig;
 use neardup::tools::gen::Rng;
 
@@ -130,7 +130,7 @@ fn mutate(rng: &mut Rng, bytes: &mut Vec<u8>) -> (usize, usize) {
 fn source(files: Vec<InputFile>) -> Source {
     Source {
         inputs: Inputs {
-            format: Format::Jsonl(Fields::default()),
+            source: (neardup::source::jsonl::ENTRY.build)(Fields::default()),
             files,
             max_record_bytes: 1 << 16,
             split_bytes: 1 << 20,
@@ -153,7 +153,7 @@ fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u
     )
     .unwrap();
     let src = source(files.clone());
-    let plan = plan_splits(&files, peers, split, src.inputs.format.split_mode());
+    let plan = plan_splits(&files, peers, split, src.inputs.source.entry().split);
     let (mut docs, mut read, mut processed, mut skipped) = (BTreeMap::new(), 0, 0, 0);
     for splits in &plan {
         let (d, c, _) = load_documents(&src, splits);

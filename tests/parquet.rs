@@ -295,3 +295,25 @@ fn a_file_that_is_not_parquet_is_refused_with_its_name() {
         "{err}"
     );
 }
+
+#[test]
+fn truth_reads_every_row_group_of_a_parquet_file_as_it_reads_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = documents();
+    let (parquet, jsonl) = write_both(dir.path(), &docs);
+    let truth = |input: &Path, format: &str| {
+        let out = dir.path().join(format!("truth-{format}.tsv"));
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["truth", "--format", format, "--input"])
+            .arg(input)
+            .arg("--out")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "truth --format {format}: {status}");
+        std::fs::read_to_string(out).unwrap()
+    };
+    let from_parquet = truth(&parquet, "parquet");
+    assert!(from_parquet.lines().count() > 10, "{from_parquet}");
+    assert_eq!(from_parquet, truth(&jsonl, "jsonl"));
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use common::{load_documents, Source};
 use neardup::config::{ContentOptions, Inputs};
 use neardup::source::html::Boilerplate;
-use neardup::source::{discover, Compression, Format, InputFile, SkipReason, Split};
+use neardup::source::{discover, Compression, InputFile, SkipReason, Split};
 use neardup::text::{FeatureConfig, FeatureKind};
 use neardup::tools::gen::Rng;
 
@@ -38,7 +38,7 @@ fn expected() -> serde_json::Value {
 fn warc_source(files: Vec<InputFile>, boilerplate: Boilerplate, kind: FeatureKind) -> Source {
     Source {
         inputs: Inputs {
-            format: Format::Warc,
+            source: (neardup::source::warc::ENTRY.build)(Default::default()),
             files,
             max_record_bytes: 1 << 20,
             split_bytes: 64 << 20,
@@ -313,7 +313,7 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
     for peers in [2, 3, 7] {
         // Small splits, so cuts land inside members, inside the junk and inside corrupt members.
         let plan =
-            neardup::source::plan_splits(&files, peers, 4096, source.inputs.format.split_mode());
+            neardup::source::plan_splits(&files, peers, 4096, source.inputs.source.entry().split);
         assert!(plan.iter().map(Vec::len).sum::<usize>() > peers);
         let mut all: Vec<(u64, String, Option<String>, neardup::source::Location)> = Vec::new();
         let mut counters = neardup::summary::Counters::default();

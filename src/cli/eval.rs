@@ -507,7 +507,7 @@ pub struct EvalArgs {
     #[arg(long, num_args = 1..)]
     docs: Vec<PathBuf>,
     /// Format of --docs.
-    #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+    #[arg(long, value_parser = super::text_formats(), default_value = "jsonl")]
     format: String,
     /// JSON Lines: field of --docs holding a whole HTML page.
     #[arg(long)]

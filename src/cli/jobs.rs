@@ -60,7 +60,7 @@ pub struct FingerprintArgs {
     #[arg(long)]
     out: PathBuf,
     /// Input format.
-    #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+    #[arg(long, value_parser = super::text_formats(), default_value = "jsonl")]
     format: String,
     #[command(flatten)]
     fields: FieldArgs,

@@ -141,6 +141,12 @@ impl FieldArgs {
     }
 }
 
+/// `--format` of the commands that read documents: every format whose records hold text.
+fn text_formats() -> clap::builder::PossibleValuesParser {
+    let names = neardup::source::REGISTRY.iter().filter(|e| e.text);
+    clap::builder::PossibleValuesParser::new(names.map(|e| e.name))
+}
+
 /// An output path given as a flag: relative to the working directory, `-` is standard output.
 pub fn flag_path(p: Option<PathBuf>) -> Option<String> {
     p.map(|p| p.to_string_lossy().into_owned())

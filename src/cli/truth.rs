@@ -16,7 +16,7 @@ use neardup::config::{JobSpec, Overrides};
 
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
-use neardup::source::{Item, SkipReason, Split};
+use neardup::source::{Item, SkipReason};
 use neardup::stages::read::document_text;
 use neardup::summary::Counters;
 
@@ -77,13 +77,10 @@ pub fn load_sets(
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (i, file) in inputs.files.iter().enumerate() {
-        let split = Split::whole(i);
         let path = file.path.display().to_string();
-        inputs.format.read_split(
-            file,
-            &split,
-            inputs.max_record_bytes,
-            &mut |item| match item {
+        inputs
+            .source
+            .read_split(&inputs.whole(i), &mut |item| match item {
                 Item::Blank => counters.blank_lines += 1,
                 Item::Skipped(s) => counters.tally(s.skip.reason),
                 Item::Document(doc) => {
@@ -102,8 +99,7 @@ pub fn load_sets(
                         out.push((id, set));
                     }
                 }
-            },
-        );
+            });
     }
     out
 }
@@ -114,8 +110,8 @@ pub struct TruthArgs {
     /// Input files, directories or glob patterns.
     #[arg(long, required = true, num_args = 1..)]
     input: Vec<PathBuf>,
-    /// Input format: JSON Lines (text or an --html-field), WARC or HTML files.
-    #[arg(long, value_parser = ["jsonl", "warc", "html"], default_value = "jsonl")]
+    /// Input format: JSON Lines (text or an --html-field), Parquet, WARC or HTML files.
+    #[arg(long, value_parser = super::text_formats(), default_value = "jsonl")]
     format: String,
     /// JSON Lines: field holding a whole HTML page.
     #[arg(long)]

@@ -21,7 +21,7 @@ use super::{
 use crate::error::{Error, IoContext, Result};
 use crate::method::{self, Method, DEFAULT_THRESHOLD};
 use crate::source::html::Boilerplate;
-use crate::source::{discover, Fields, Format, InputFile, SkipReason};
+use crate::source::{self, discover, Fields, InputFile, RecordFields, SkipReason, Source};
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
 
@@ -496,19 +496,19 @@ impl JobSpec {
         let (paths, given_by) = input_paths(&self.input, base, &o)?;
         let features = features(&self.features)?;
         let content = content(self.content)?;
-        let mut format = input_format(&self.input)?;
+        let (format, mut fields) = input_format(&self.input)?;
         let dir = o
             .out_dir
             .clone()
             .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
-        let clusters = cluster_plan(self.clusters, &outputs, &mut format)?;
+        let clusters = cluster_plan(self.clusters, &outputs, format, &mut fields)?;
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
-        check_verification(verify.as_ref(), &format, &outputs)?;
+        check_verification(verify.as_ref(), format, &outputs)?;
         let method = method_of(entry, &self.sections, features, verify)?;
-        check_method(method.as_ref(), verify.as_ref(), &format, &outputs)?;
+        check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match &outputs.pairs {
             None => None,
             Some(_) => Some(PairStage {
@@ -523,7 +523,8 @@ impl JobSpec {
         let exec = exec(&o, &self.run)?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
         protected.extend(exec.hostfile.iter().cloned());
-        let files = input_files(&paths, &format, given_by)?;
+        let source = (format.build)(fields);
+        let files = input_files(&paths, source.as_ref(), given_by)?;
         Ok(Plan {
             verbose: o.command != "fingerprint",
             command: if o.command.is_empty() {
@@ -532,7 +533,7 @@ impl JobSpec {
                 o.command
             },
             inputs: Inputs {
-                format,
+                source,
                 files,
                 max_record_bytes: self.input.max_record_bytes,
                 split_bytes: self.input.split_mib << 20,
@@ -600,7 +601,7 @@ fn content(c: ContentSpec) -> Result<ContentOptions> {
 }
 
 /// `[input]`: the format and its fields, and the record and split sizes.
-fn input_format(inp: &InputSpec) -> Result<Format> {
+fn input_format(inp: &InputSpec) -> Result<(&'static source::Entry, Fields)> {
     // JSON Lines fields and Parquet columns are named alike.
     let fields = Fields {
         id: inp.id_field.clone(),
@@ -610,17 +611,17 @@ fn input_format(inp: &InputSpec) -> Result<Format> {
         lang: inp.lang_field.clone(),
         timestamp: inp.timestamp_field.clone(),
     };
-    let format = match inp.format.as_str() {
-        "jsonl" => Format::Jsonl(fields),
-        "parquet" => Format::Parquet(fields),
-        "warc" => Format::Warc,
-        "html" => Format::Html,
-        "fingerprints" => Format::Fingerprints,
-        other => bail!(
-            Config,
-            "[input] format must be \"jsonl\", \"parquet\", \"warc\", \"html\" or \"fingerprints\", got {other:?}"
-        ),
-    };
+    let format = source::entry(&inp.format).ok_or_else(|| {
+        let names: Vec<String> = source::REGISTRY
+            .iter()
+            .map(|e| format!("{:?}", e.name))
+            .collect();
+        Error::Config(format!(
+            "[input] format must be one of {}, got {:?}",
+            names.join(", "),
+            inp.format
+        ))
+    })?;
     ensure!(
         inp.max_record_bytes > 0,
         Config,
@@ -631,7 +632,7 @@ fn input_format(inp: &InputSpec) -> Result<Format> {
         Config,
         "[input] split_mib must be between 1 and 1048576"
     );
-    Ok(format)
+    Ok((format, fields))
 }
 
 /// `[output]`: each output's path in `dir`, and the outputs' needs of each other.
@@ -680,10 +681,14 @@ fn check_outputs_written(outputs: &Outputs) -> Result<()> {
 }
 
 /// `[verify]` against the input and the outputs: it reads documents and verifies pairs.
-fn check_verification(v: Option<&Verification>, format: &Format, outputs: &Outputs) -> Result<()> {
+fn check_verification(
+    v: Option<&Verification>,
+    format: &source::Entry,
+    outputs: &Outputs,
+) -> Result<()> {
     let Some(v) = v else { return Ok(()) };
     ensure!(
-        *format != Format::Fingerprints || v.mode == VerifyMode::Estimate,
+        format.text || v.mode == VerifyMode::Estimate,
         Config,
         "[verify] reads the documents again: it needs documents, not a fingerprints file \
          (or set [verify] mode = \"none\")"
@@ -739,13 +744,13 @@ fn method_of(
 fn check_method(
     method: &dyn Method,
     verify: Option<&Verification>,
-    format: &Format,
+    format: &source::Entry,
     outputs: &Outputs,
 ) -> Result<()> {
     let name = method.name();
     if !method.fingerprints() {
         ensure!(
-            *format != Format::Fingerprints,
+            format.text,
             Config,
             "method = \"{name}\" sketches documents: a fingerprints file holds simhashes"
         );
@@ -785,38 +790,37 @@ fn exec(o: &Overrides, run: &RunSpec) -> Result<Exec> {
 /// the format, Parquet files' row groups and columns read. Outputs of earlier runs in an input
 /// directory are passed over; an output that is an input, or a corpus holding one, is refused
 /// when the outputs are prepared.
-fn input_files(paths: &[PathBuf], format: &Format, given_by: &str) -> Result<Vec<InputFile>> {
+fn input_files(paths: &[PathBuf], source: &dyn Source, given_by: &str) -> Result<Vec<InputFile>> {
     let mut passed_over = crate::output::owned::Recorded::default();
-    let mut files =
-        discover(paths, format.dir_extensions(), &mut passed_over).map_err(|e| match e {
-            Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),
-            e => e,
-        })?;
-    crate::source::files::check_content(&files, format.name())?;
-    if let Format::Parquet(fields) = format {
-        let mut notes = Vec::new();
-        for f in &mut files {
-            f.row_groups = crate::source::parquet::row_groups(&f.path)?;
-            notes.extend(crate::source::parquet::check_columns(&f.path, fields)?);
-        }
-        if let Some(first) = notes.first() {
-            let more = notes.len() - 1;
-            let others = if more > 0 {
-                format!(" (and {more} other file(s) alike)")
-            } else {
-                String::new()
-            };
-            eprintln!("neardup: note: {first}{others}");
-        }
+    let format = source.entry();
+    let mut files = discover(paths, format.extensions, &mut passed_over).map_err(|e| match e {
+        Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),
+        e => e,
+    })?;
+    crate::source::files::check_content(&files, format.name)?;
+    let notes = source.open(&mut files)?;
+    if let Some(first) = notes.first() {
+        let more = notes.len() - 1;
+        let others = if more > 0 {
+            format!(" (and {more} other file(s) alike)")
+        } else {
+            String::new()
+        };
+        eprintln!("neardup: note: {first}{others}");
     }
     Ok(files)
 }
 
 /// The field the keep policy reads, checked against the input format, and set as the JSON Lines
 /// or Parquet timestamp field to read.
-fn keep_field(spec: &ClustersSpec, keep: KeepPolicy, format: &mut Format) -> Result<()> {
-    match format {
-        Format::Jsonl(fields) | Format::Parquet(fields) => {
+fn keep_field(
+    spec: &ClustersSpec,
+    keep: KeepPolicy,
+    format: &source::Entry,
+    fields: &mut Fields,
+) -> Result<()> {
+    match format.fields {
+        RecordFields::Named => {
             if let (Some(a), Some(b)) = (&spec.field, &fields.timestamp) {
                 ensure!(
                     a == b,
@@ -844,7 +848,7 @@ fn keep_field(spec: &ClustersSpec, keep: KeepPolicy, format: &mut Format) -> Res
             }
             fields.timestamp = field;
         }
-        Format::Warc => {
+        RecordFields::Dated => {
             ensure!(
                 spec.field.is_none() && keep != KeepPolicy::Highest,
                 Config,
@@ -852,15 +856,15 @@ fn keep_field(spec: &ClustersSpec, keep: KeepPolicy, format: &mut Format) -> Res
                  WARC-Date; \"highest\" needs JSON Lines"
             );
         }
-        Format::Html | Format::Fingerprints => {
+        RecordFields::Nothing => {
             ensure!(
                 !keep.needs_field() && spec.field.is_none(),
                 Config,
                 "{} inputs have no date or fields: keep must be \"first\" or \"longest\"",
-                format.name()
+                format.name
             );
             ensure!(
-                keep != KeepPolicy::Longest || *format != Format::Fingerprints,
+                keep != KeepPolicy::Longest || format.text,
                 Config,
                 "a fingerprints file has no text: keep = \"longest\" needs documents"
             );
@@ -874,7 +878,8 @@ fn keep_field(spec: &ClustersSpec, keep: KeepPolicy, format: &mut Format) -> Res
 fn cluster_plan(
     spec: Option<ClustersSpec>,
     outputs: &Outputs,
-    format: &mut Format,
+    format: &source::Entry,
+    fields: &mut Fields,
 ) -> Result<Option<ClusterPlan>> {
     let wanted = outputs.clusters.is_some()
         || outputs.keep.is_some()
@@ -889,7 +894,7 @@ fn cluster_plan(
         "clusters are made from pairs: set [output] pairs"
     );
     ensure!(
-        outputs.corpus.is_none() || *format != Format::Fingerprints,
+        outputs.corpus.is_none() || format.text,
         Config,
         "[output] corpus copies the kept records: a fingerprints file has none"
     );
@@ -907,7 +912,7 @@ fn cluster_plan(
             ))
         })?,
     };
-    keep_field(&spec, keep, format)?;
+    keep_field(&spec, keep, format, fields)?;
     let split = match spec.split.as_deref() {
         None => Split::None,
         Some(x) => Split::parse(x).ok_or_else(|| {

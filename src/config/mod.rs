@@ -18,7 +18,7 @@ pub use verify::{Verification, VerifyMode};
 use crate::method::Method;
 pub use crate::method::{DEFAULT_MEMORY_BUDGET_MIB, MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB};
 use crate::source::html::Boilerplate;
-use crate::source::{Format, InputFile};
+use crate::source::{InputFile, Piece, Source};
 
 /// Default for [`ContentOptions::min_tokens`].
 pub const DEFAULT_MIN_TOKENS: usize = 10;
@@ -52,14 +52,30 @@ impl Default for ContentOptions {
 /// The inputs of a run.
 #[derive(Clone, Debug)]
 pub struct Inputs {
-    /// What the files hold.
-    pub format: Format,
+    /// What the files hold, and how they are read.
+    pub source: Arc<dyn Source>,
     /// Files, sorted, each once.
     pub files: Vec<InputFile>,
     /// Longest record accepted, in bytes; longer ones are skipped as `too_large`.
     pub max_record_bytes: usize,
     /// Largest byte range of a plain file one worker reads at a time.
     pub split_bytes: u64,
+}
+
+impl Inputs {
+    /// `split` of its file, to read.
+    pub fn piece(&self, split: &crate::source::Split) -> Piece<'_> {
+        Piece {
+            file: &self.files[split.file],
+            split: *split,
+            max_record_bytes: self.max_record_bytes,
+        }
+    }
+
+    /// The whole of file `file_index`, to read.
+    pub fn whole(&self, file_index: usize) -> Piece<'_> {
+        Piece::whole(&self.files[file_index], file_index, self.max_record_bytes)
+    }
 }
 
 /// The pair-finding stage (its method is the plan's).
@@ -158,14 +174,9 @@ impl Plan {
     /// the corpus copies. Paths of the outputs are left out (only process 0 writes them).
     pub fn describe(&self) -> String {
         let i = &self.inputs;
-        let mut lines = vec![
-            format!("command = {}", self.command),
-            format!("format = {}", i.format.name()),
-        ];
-        if let Format::Jsonl(fields) = &i.format {
-            lines.push(format!("fields = {fields:?}"));
-        }
-        if i.format != Format::Fingerprints {
+        let mut lines = vec![format!("command = {}", self.command)];
+        lines.extend(i.source.describe());
+        if i.source.entry().text {
             lines.push(format!("content = {:?}", self.content));
         }
         lines.push(format!("method = {}", self.method.name()));

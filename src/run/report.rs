@@ -8,7 +8,7 @@ use crate::config::{ClusterPlan, Inputs, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather};
 use crate::method::minhash::BandStats;
-use crate::source::{self, SkipReason};
+use crate::source::SkipReason;
 use crate::stages::verify;
 use crate::stages::{cluster, corpus};
 use crate::summary::{
@@ -107,8 +107,8 @@ fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
         .max_by_key(|(_, n)| **n)
         .map(|(r, n)| (*r, *n))
         .unwrap_or((SkipReason::ReadError, 0));
-    let hint = match (reason, &inputs.format) {
-        (SkipReason::MissingText, source::Format::Jsonl(fields)) => {
+    let hint = match (reason, inputs.source.fields()) {
+        (SkipReason::MissingText, Some(fields)) => {
             let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
             format!(
                 "no record has a string in the field {:?}{}{}; set [input] text_field \
@@ -165,11 +165,9 @@ fn keep_field_nowhere(plan: &Plan, counts: &KeepFieldCounts) -> Option<String> {
     if !policy.needs_field() || counts.usable + counts.unusable > 0 || counts.missing == 0 {
         return None;
     }
-    let field = match &plan.inputs.format {
-        source::Format::Jsonl(f) | source::Format::Parquet(f) => f.timestamp.clone(),
-        _ => None,
-    }
-    .unwrap_or_else(|| "WARC-Date".into());
+    let field = (plan.inputs.source.fields())
+        .and_then(|f| f.timestamp.clone())
+        .unwrap_or_else(|| "WARC-Date".into());
     Some(format!(
         "keep = {:?} reads the field {field:?}, but none of the {} document(s) read has it: \
          check [clusters] field (the name is case-sensitive), or use keep = \"first\" or \

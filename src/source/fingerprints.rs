@@ -1,11 +1,13 @@
 //! Fingerprints files, as `neardup fingerprint` writes them: `id<TAB>simhash` or JSON Lines.
 
 use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
 
 use super::document::{Attributes, Body, Document, Item, Skipped};
-use super::files::{InputFile, Split};
+use super::files::{SplitMode, FINGERPRINT_EXTENSIONS};
 use super::jsonl::{id_is_clean, parse_jsonl_doc, Fields};
-use super::{Location, Skip, SkipReason};
+use super::{Copied, Entry, LineRecords, Location, Piece, RecordFields, Skip, SkipReason, Source};
 
 /// A record of a fingerprints file.
 #[derive(Debug)]
@@ -67,15 +69,48 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
     })
 }
 
-/// Reads the lines of one split of a fingerprints file as documents whose body is their simhash;
-/// returns the lines that start in the split.
-pub fn read_split(
-    file: &InputFile,
-    split: &Split,
-    max_record_bytes: usize,
-    on: &mut dyn FnMut(Item<'_>),
-) -> u64 {
-    super::lines::read_records(file, split, max_record_bytes, on, record)
+/// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines): a simhash a line,
+/// no text.
+#[derive(Debug)]
+pub struct Fingerprints;
+
+/// Fingerprints files in the registry.
+pub static ENTRY: Entry = Entry {
+    name: "fingerprints",
+    extensions: FINGERPRINT_EXTENSIONS,
+    text: false,
+    split: SplitMode::Lines,
+    fields: RecordFields::Nothing,
+    build: |_| Arc::new(Fingerprints),
+};
+
+impl Source for Fingerprints {
+    fn entry(&self) -> &'static Entry {
+        &ENTRY
+    }
+
+    fn line_records(&self) -> Option<&dyn LineRecords> {
+        Some(self)
+    }
+
+    /// Documents whose body is their simhash.
+    fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
+        super::lines::read_split_records(piece, self, on)
+    }
+
+    /// Refused: a fingerprint is no document (the job is refused before it runs).
+    fn copy_kept(&self, piece: &Piece<'_>, _: &[u64], _: &Path) -> crate::error::Result<Copied> {
+        Err(crate::error::Error::Config(format!(
+            "{}: a fingerprints file has no records to copy into a corpus",
+            piece.file.path.display()
+        )))
+    }
+}
+
+impl LineRecords for Fingerprints {
+    fn record(&self, line: &[u8], at: Location, _: &mut u32, on: &mut dyn FnMut(Item<'_>)) {
+        record(line, at, on)
+    }
 }
 
 /// One line of a fingerprints file at `at`, as a document whose body is its simhash, or a skip.

@@ -27,12 +27,14 @@
 //!     contents, "see also" lists).
 
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use encoding_rs::Encoding;
 
 use super::document::{Attributes, Body, Document, Item, Skipped};
-use super::files::{InputFile, Split};
-use super::{Location, Skip, SkipReason};
+use super::files::{InputFile, Split, SplitMode, HTML_EXTENSIONS};
+use super::{Copied, Entry, Location, Piece, RecordFields, Skip, SkipReason, Source};
 use scraper::{node::Node, Html};
 
 /// What to do with page boilerplate (navigation, headers, footers, ads).
@@ -742,8 +744,67 @@ pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
     PageText { text, lang }
 }
 
+/// HTML files, one page each (id = path).
+#[derive(Debug)]
+pub struct HtmlFiles;
+
+/// HTML files in the registry.
+pub static ENTRY: Entry = Entry {
+    name: "html",
+    extensions: HTML_EXTENSIONS,
+    text: true,
+    split: SplitMode::Whole,
+    fields: RecordFields::Nothing,
+    build: |_| Arc::new(HtmlFiles),
+};
+
+impl Source for HtmlFiles {
+    fn entry(&self) -> &'static Entry {
+        &ENTRY
+    }
+
+    fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
+        read_page_file(piece.file, &piece.split, piece.max_record_bytes, on);
+        0
+    }
+
+    /// The page file copied whole if kept; an empty part if not.
+    fn copy_kept(
+        &self,
+        piece: &Piece<'_>,
+        kept: &[u64],
+        dest: &Path,
+    ) -> crate::error::Result<Copied> {
+        let file = piece.file;
+        super::copy::into_part(file, dest, |out| {
+            if kept.is_empty() {
+                return Ok(Copied::default());
+            }
+            std::io::copy(&mut std::fs::File::open(&file.path)?, out)?;
+            Ok(Copied {
+                records: 1,
+                extra: 0,
+            })
+        })
+    }
+
+    /// A dropped (or skipped) page leaves no file.
+    fn join(&self, parts: &[PathBuf], dest: &Path) -> crate::error::Result<bool> {
+        use crate::error::IoContext;
+        let empty = |p: &PathBuf| std::fs::metadata(p).is_ok_and(|m| m.len() == 0);
+        if parts.iter().all(empty) {
+            for p in parts {
+                std::fs::remove_file(p).io_context(|| format!("removing {}", p.display()))?;
+            }
+            return Ok(false);
+        }
+        super::copy::concatenate(parts, dest)?;
+        Ok(true)
+    }
+}
+
 /// Reads one HTML file as one page (id = its path).
-pub fn read_page_file(
+fn read_page_file(
     file: &InputFile,
     split: &Split,
     max_record_bytes: usize,

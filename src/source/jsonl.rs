@@ -3,12 +3,15 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::document::{Attributes, Body, Document, Item, Skipped};
-use super::files::{InputFile, Split};
-use super::{Location, Skip, SkipReason};
+use super::files::{SplitMode, DOCUMENT_EXTENSIONS};
+use super::{Copied, Entry, LineRecords, Location, Piece, RecordFields, Skip, SkipReason, Source};
+use crate::error::Result;
 
 mod fast;
 
@@ -340,19 +343,51 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     })
 }
 
-/// Reads the records of one split of a JSON Lines file; returns the lines that start in it. A record
-/// with an `html` field is an HTML page, other records are text.
-pub fn read_split(
-    file: &InputFile,
-    split: &Split,
-    fields: &Fields,
-    max_record_bytes: usize,
-    on: &mut dyn FnMut(Item<'_>),
-) -> u64 {
-    let mut noted = 0;
-    super::lines::read_records(file, split, max_record_bytes, on, |line, at, on| {
-        record(line, at, fields, &mut noted, on)
-    })
+/// JSON Lines: one JSON object a line, its text (or a whole HTML page) in a field.
+#[derive(Debug)]
+pub struct Jsonl {
+    fields: Fields,
+}
+
+/// JSON Lines in the registry.
+pub static ENTRY: Entry = Entry {
+    name: "jsonl",
+    extensions: DOCUMENT_EXTENSIONS,
+    text: true,
+    split: SplitMode::Lines,
+    fields: RecordFields::Named,
+    build: |fields| Arc::new(Jsonl { fields }),
+};
+
+impl Source for Jsonl {
+    fn entry(&self) -> &'static Entry {
+        &ENTRY
+    }
+
+    fn fields(&self) -> Option<&Fields> {
+        Some(&self.fields)
+    }
+
+    fn line_records(&self) -> Option<&dyn LineRecords> {
+        Some(self)
+    }
+
+    /// A record with an `html` field is an HTML page, other records are text.
+    fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
+        super::lines::read_split_records(piece, self, on)
+    }
+
+    fn copy_kept(&self, piece: &Piece<'_>, kept: &[u64], dest: &Path) -> Result<Copied> {
+        super::copy::into_part(piece.file, dest, |out| {
+            super::copy::lines_as_stored(piece, kept, out)
+        })
+    }
+}
+
+impl LineRecords for Jsonl {
+    fn record(&self, line: &[u8], at: Location, noted: &mut u32, on: &mut dyn FnMut(Item<'_>)) {
+        record(line, at, &self.fields, noted, on)
+    }
 }
 
 /// One record of a JSON Lines file (a non-blank line) at `at`, as a document or a skip. `noted`

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::document::{Item, Skipped};
 use super::files::{zstd_decoder, Compression, InputFile, Split};
-use super::{Location, Skip, SkipReason, SplitLine};
+use super::{LineRecords, Location, Piece, Skip, SkipReason, SplitLine};
 
 /// What reading a split produces. `line` is the line's number within its split, from 1.
 pub enum LineEvent<'a> {
@@ -150,6 +150,69 @@ fn open_input(path: &Path) -> io::Result<File> {
     #[cfg(test)]
     OPENS.with(|c| c.set(c.get() + 1));
     File::open(path)
+}
+
+/// Reads one split of a line-based format: each non-blank line is one record of `records`.
+pub fn read_split_records(
+    piece: &Piece<'_>,
+    records: &dyn LineRecords,
+    on: &mut dyn FnMut(Item<'_>),
+) -> u64 {
+    let mut noted = 0;
+    let (file, max) = (piece.file, piece.max_record_bytes);
+    read_records(file, &piece.split, max, on, |line, at, on| {
+        records.record(line, at, &mut noted, on)
+    })
+}
+
+/// Reads again the records of a line-based file (`piece`, a whole file) that start at `offsets`
+/// (sorted): a plain file in windows around the offsets, a compressed one read through; only the
+/// wanted lines are parsed.
+pub fn read_at(
+    piece: &Piece<'_>,
+    offsets: &[u64],
+    records: &dyn LineRecords,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let (file, max_record_bytes) = (piece.file, piece.max_record_bytes);
+    let wanted = |o: u64| offsets.binary_search(&o).is_ok();
+    let mut on = super::wanted(offsets, on);
+    let mut noted = 0;
+    let windows = if file.compression == Compression::None {
+        windows(offsets, piece.split.file)
+    } else {
+        vec![piece.split]
+    };
+    for split in windows {
+        read_records(file, &split, max_record_bytes, &mut on, |line, at, on| {
+            if wanted(at.offset) {
+                records.record(line, at, &mut noted, on);
+            }
+        });
+    }
+}
+
+/// The byte ranges of a plain line file that hold the records at `offsets` (sorted): offsets
+/// closer than a MiB share one window.
+fn windows(offsets: &[u64], file_index: usize) -> Vec<Split> {
+    /// Offsets closer than this are read in one window.
+    const WINDOW: u64 = 1 << 20;
+    let mut windows = Vec::new();
+    let mut i = 0;
+    while i < offsets.len() {
+        let mut j = i;
+        while j + 1 < offsets.len() && offsets[j + 1] - offsets[i] < WINDOW {
+            j += 1;
+        }
+        windows.push(Split {
+            id: 0,
+            file: file_index,
+            start: offsets[i],
+            end: offsets[j] + 1,
+        });
+        i = j + 1;
+    }
+    windows
 }
 
 /// Opens a whole file for reading, decompressing gzip or zstd.

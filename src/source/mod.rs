@@ -2,6 +2,7 @@
 //! counted skips. Every format (JSON Lines, WARC, HTML files, fingerprints files) yields the same
 //! [`Document`], so the run never knows which format it read.
 
+mod copy;
 pub mod document;
 pub mod files;
 pub mod fingerprints;
@@ -13,8 +14,12 @@ pub mod parquet;
 pub mod warc;
 
 use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
 
 pub use document::{Attributes, Body, Document};
 pub use document::{Item, RecordName, Skipped};
@@ -37,196 +42,161 @@ pub fn utf8_line(line: &[u8]) -> Result<&str, Skip> {
     })
 }
 
-/// What the input files hold, and how each is read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// JSON Lines documents (text, or HTML in the `html` field).
-    Jsonl(Fields),
-    /// WARC files (`.warc`, `.warc.gz`): `response` and `resource` records holding HTML or text.
-    Warc,
-    /// HTML files, one page each (id = path).
-    Html,
-    /// A fingerprints file written by `neardup fingerprint` (TSV or JSON Lines).
-    Fingerprints,
-    /// Parquet files: the text column and, when present, id, URL, HTML, language and timestamp
-    /// columns, named as for JSON Lines.
-    Parquet(Fields),
+/// One input format: how its files are found, cut into splits, read, read again at the offsets
+/// the run kept, and copied back byte for byte. Each format is one file of this folder
+/// (`jsonl`, `fingerprints`, `warc`, `html`, `parquet`) and one [`Entry`] of [`REGISTRY`]; the
+/// stages, the corpus writer, `truth` and `eval` call this trait and know no format.
+pub trait Source: fmt::Debug + Send + Sync {
+    /// Its registry entry: name, file endings, what its records hold.
+    fn entry(&self) -> &'static Entry;
+
+    /// What every process of a cluster must agree on to read alike, as `key = value` lines: the
+    /// format and its fields.
+    fn describe(&self) -> Vec<String> {
+        let mut lines = vec![format!("format = {}", self.entry().name)];
+        lines.extend(self.fields().map(|f| format!("fields = {f:?}")));
+        lines
+    }
+
+    /// The fields (JSON Lines) or columns (Parquet) its records are read by, if it has any.
+    fn fields(&self) -> Option<&Fields> {
+        None
+    }
+
+    /// Reads what it needs of its files before the run (Parquet: row groups, columns); returns
+    /// notes for the user.
+    fn open(&self, files: &mut [InputFile]) -> Result<Vec<String>> {
+        let _ = files;
+        Ok(Vec::new())
+    }
+
+    /// Its records one per line, if they are: then the workers of a process can share the lines
+    /// of one compressed file.
+    fn line_records(&self) -> Option<&dyn LineRecords> {
+        None
+    }
+
+    /// Reads one split, calling `on` with each document, skip or blank line; returns
+    /// the lines that start in the split (0 for formats that are not line-based).
+    fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64;
+
+    /// Reads again the records of `piece` (a whole file) that start at `offsets` (sorted,
+    /// distinct), calling `on` with each: documents, or skips if a record no
+    /// longer reads. By default a line format reads the lines around the offsets
+    /// ([`lines::read_at`]), another format reads the file through and hands on the wanted records.
+    fn read_at(&self, piece: &Piece<'_>, offsets: &[u64], on: &mut dyn FnMut(Item<'_>)) {
+        match self.line_records() {
+            Some(records) => lines::read_at(piece, offsets, records, on),
+            None => {
+                self.read_split(piece, &mut wanted(offsets, on));
+            }
+        }
+    }
+
+    /// Copies the records of `piece` that start at `kept` (sorted offsets) into the new file
+    /// `dest`, byte for byte (with what a reader of the format needs around them), and syncs it.
+    fn copy_kept(&self, piece: &Piece<'_>, kept: &[u64], dest: &Path) -> Result<Copied>;
+
+    /// Joins the copied `parts` of one input file, in split order, into `dest` and removes them;
+    /// false if the file has nothing to hold and `dest` was not made. By default the parts are
+    /// concatenated.
+    fn join(&self, parts: &[PathBuf], dest: &Path) -> Result<bool> {
+        copy::concatenate(parts, dest)?;
+        Ok(true)
+    }
 }
 
-impl Format {
-    /// The format's name in job files and flags.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Format::Jsonl(_) => "jsonl",
-            Format::Warc => "warc",
-            Format::Html => "html",
-            Format::Fingerprints => "fingerprints",
-            Format::Parquet(_) => "parquet",
-        }
-    }
+/// One split of one input file to read, and the longest record to read whole.
+#[derive(Clone, Copy, Debug)]
+pub struct Piece<'a> {
+    /// The file.
+    pub file: &'a InputFile,
+    /// The part of it.
+    pub split: Split,
+    /// Longer records are skipped as `too_large`.
+    pub max_record_bytes: usize,
+}
 
-    /// The file endings a directory walk picks up for this format.
-    pub fn dir_extensions(&self) -> &'static [&'static str] {
-        match self {
-            Format::Jsonl(_) => DOCUMENT_EXTENSIONS,
-            Format::Warc => WARC_EXTENSIONS,
-            Format::Html => HTML_EXTENSIONS,
-            Format::Fingerprints => FINGERPRINT_EXTENSIONS,
-            Format::Parquet(_) => PARQUET_EXTENSIONS,
-        }
-    }
-
-    /// How files of this format may be cut among workers.
-    pub fn split_mode(&self) -> SplitMode {
-        match self {
-            Format::Jsonl(_) | Format::Fingerprints => SplitMode::Lines,
-            Format::Warc => SplitMode::GzipMembers,
-            Format::Html => SplitMode::Whole,
-            Format::Parquet(_) => SplitMode::RowGroups,
-        }
-    }
-
-    /// True for formats of one record per line (JSON Lines, fingerprints).
-    pub fn is_line_based(&self) -> bool {
-        matches!(self, Format::Jsonl(_) | Format::Fingerprints)
-    }
-
-    /// One record of a line-based format (a non-blank line) at `at`; `noted` is the reader's
-    /// count of noted field lists (see [`jsonl::record`]).
-    pub fn read_record(
-        &self,
-        line: &[u8],
-        at: Location,
-        noted: &mut u32,
-        on: &mut dyn FnMut(Item<'_>),
-    ) {
-        match self {
-            Format::Jsonl(fields) => jsonl::record(line, at, fields, noted, on),
-            _ => fingerprints::record(line, at, on),
-        }
-    }
-
-    /// Reads again the records of `file` (index `file_index` in the run's list) that start at
-    /// `offsets` (sorted, distinct), calling `on` with each: documents, or skips if a record no
-    /// longer reads. Plain line files are read in windows around the offsets, `.warc.gz` files
-    /// member by member; compressed line files, plain WARC and HTML files are read through, and only
-    /// the wanted records are parsed.
-    pub fn read_at(
-        &self,
-        file: &InputFile,
-        file_index: usize,
-        offsets: &[u64],
-        max_record_bytes: usize,
-        on: &mut dyn FnMut(Item<'_>),
-    ) {
-        let wanted = |o: u64| offsets.binary_search(&o).is_ok();
-        let mut filtered = |item: Item<'_>| {
-            let at = match &item {
-                Item::Document(d) => d.location.offset,
-                Item::Skipped(s) => s.at.offset,
-                Item::Blank => return,
-            };
-            if wanted(at) {
-                on(item);
-            }
-        };
-        let whole = Split {
-            id: 0,
-            file: file_index,
-            start: 0,
-            end: u64::MAX,
-        };
-        match self {
-            Format::Jsonl(_) | Format::Fingerprints => {
-                let mut noted = 0;
-                let windows = if file.compression == Compression::None {
-                    windows(offsets, file_index)
-                } else {
-                    vec![whole]
-                };
-                for split in windows {
-                    lines::read_records(
-                        file,
-                        &split,
-                        max_record_bytes,
-                        &mut filtered,
-                        |line, at, on| {
-                            if wanted(at.offset) {
-                                self.read_record(line, at, &mut noted, on);
-                            }
-                        },
-                    );
-                }
-            }
-            Format::Parquet(fields) => {
-                parquet::read_rows(file, file_index, fields, offsets, max_record_bytes, on);
-            }
-            Format::Warc if file.compression == Compression::Gzip => {
-                for &o in offsets {
-                    let split = Split {
-                        id: 0,
-                        file: file_index,
-                        start: o,
-                        end: o + 1,
-                    };
-                    warc::read_pages(file, &split, max_record_bytes, &mut filtered);
-                }
-            }
-            _ => {
-                self.read_split(file, &whole, max_record_bytes, &mut filtered);
-            }
-        }
-    }
-
-    /// Reads one split of `file`, calling `on` with each document, skip or blank line; returns the
-    /// lines that start in the split (0 for formats that are not line-based).
-    pub fn read_split(
-        &self,
-        file: &InputFile,
-        split: &Split,
-        max_record_bytes: usize,
-        on: &mut dyn FnMut(Item<'_>),
-    ) -> u64 {
-        match self {
-            Format::Jsonl(fields) => jsonl::read_split(file, split, fields, max_record_bytes, on),
-            Format::Fingerprints => fingerprints::read_split(file, split, max_record_bytes, on),
-            Format::Warc => {
-                warc::read_pages(file, split, max_record_bytes, on);
-                0
-            }
-            Format::Html => {
-                html::read_page_file(file, split, max_record_bytes, on);
-                0
-            }
-            Format::Parquet(fields) => {
-                parquet::read_split(file, split, fields, max_record_bytes, on);
-                0
-            }
+impl<'a> Piece<'a> {
+    /// The whole of `file`, index `file_index` in the run's list.
+    pub fn whole(file: &'a InputFile, file_index: usize, max_record_bytes: usize) -> Self {
+        Piece {
+            file,
+            split: Split::whole(file_index),
+            max_record_bytes,
         }
     }
 }
 
-/// The byte ranges of a plain line file that hold the records at `offsets` (sorted): offsets
-/// closer than a MiB share one window.
-fn windows(offsets: &[u64], file_index: usize) -> Vec<Split> {
-    /// Offsets closer than this are read in one window.
-    const WINDOW: u64 = 1 << 20;
-    let mut windows = Vec::new();
-    let mut i = 0;
-    while i < offsets.len() {
-        let mut j = i;
-        while j + 1 < offsets.len() && offsets[j + 1] - offsets[i] < WINDOW {
-            j += 1;
+/// A format of one record per line.
+pub trait LineRecords {
+    /// One record (a non-blank line, without its end) at `at`; `noted` is the reader's count of
+    /// noted field lists (see [`jsonl::record`]).
+    fn record(&self, line: &[u8], at: Location, noted: &mut u32, on: &mut dyn FnMut(Item<'_>));
+}
+
+/// What a format's records offer a keep policy that chooses by a date or a score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordFields {
+    /// Named fields or columns ([`Fields::timestamp`]).
+    Named,
+    /// Each record's own date (`WARC-Date`), no other field.
+    Dated,
+    /// Nothing to choose by.
+    Nothing,
+}
+
+/// A format in the registry.
+pub struct Entry {
+    /// Its name in job files and flags (`[input] format`, `--format`).
+    pub name: &'static str,
+    /// The file endings a directory walk picks up.
+    pub extensions: &'static [&'static str],
+    /// Whether its records hold documents' text (false: only fingerprints).
+    pub text: bool,
+    /// How its files may be cut among workers.
+    pub split: SplitMode,
+    /// What a keep policy may read of its records.
+    pub fields: RecordFields,
+    /// The source, reading records by `fields` where it has any.
+    pub build: fn(Fields) -> Arc<dyn Source>,
+}
+
+/// Every input format, in the order the help lists them.
+pub const REGISTRY: [&Entry; 5] = [
+    &jsonl::ENTRY,
+    &parquet::ENTRY,
+    &warc::ENTRY,
+    &html::ENTRY,
+    &fingerprints::ENTRY,
+];
+
+/// The format named `name`.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    REGISTRY.into_iter().find(|e| e.name == name)
+}
+
+/// What a copied part holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Copied {
+    /// Kept records copied.
+    pub records: u64,
+    /// Other records copied with them (`warcinfo`).
+    pub extra: u64,
+}
+
+/// `on`, called only with the items that start at `offsets` (sorted).
+fn wanted<'o>(offsets: &'o [u64], on: &'o mut dyn FnMut(Item<'_>)) -> impl FnMut(Item<'_>) + 'o {
+    move |item: Item<'_>| {
+        let at = match &item {
+            Item::Document(d) => d.location.offset,
+            Item::Skipped(s) => s.at.offset,
+            Item::Blank => return,
+        };
+        if offsets.binary_search(&at).is_ok() {
+            on(item);
         }
-        windows.push(Split {
-            id: 0,
-            file: file_index,
-            start: offsets[i],
-            end: offsets[j] + 1,
-        });
-        i = j + 1;
     }
-    windows
 }
 
 /// Why a record was not processed. The names are stable: they appear in `summary.json`.

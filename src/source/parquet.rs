@@ -33,14 +33,15 @@ use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::properties::WriterProperties;
 
 use super::{Attributes, Body, Document, Fields, InputFile, Item, Location, Skip, SkipReason};
-use super::{RecordName, Skipped, Split};
-use crate::error::Error;
+use super::{Copied, Entry, Piece, RecordFields, RecordName, Skipped, Source, Split};
+use super::{SplitMode, PARQUET_EXTENSIONS};
+use crate::error::{Error, IoContext};
 
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 4096;
 
 /// The number of rows of each row group of a Parquet file, or why it is not one.
-pub fn row_groups(path: &Path) -> crate::error::Result<Vec<u64>> {
+fn row_groups(path: &Path) -> crate::error::Result<Vec<u64>> {
     read_row_groups(path).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
 }
 
@@ -60,7 +61,7 @@ fn read_row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
 /// names (`id_field` other than the default `id`) must be there (an error). Without the default
 /// `id` column the rows are named `PATH@ROW`, and the note saying so is returned: many published
 /// datasets have no id column, and the generated ids are counted in the summary.
-pub fn check_columns(path: &Path, fields: &Fields) -> crate::error::Result<Option<String>> {
+fn check_columns(path: &Path, fields: &Fields) -> crate::error::Result<Option<String>> {
     read_columns(path, fields).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
 }
 
@@ -481,21 +482,103 @@ fn group_reader(
         .map_err(|e| format!("reading row group {g}: {e}"))
 }
 
-/// Reads one split (one row group) of `file`.
-pub fn read_split(
+/// Parquet files: the text column and, when present, id, URL, HTML, language and timestamp
+/// columns, named as for JSON Lines.
+#[derive(Debug)]
+pub struct Parquet {
+    fields: Fields,
+}
+
+/// Parquet files in the registry.
+pub static ENTRY: Entry = Entry {
+    name: "parquet",
+    extensions: PARQUET_EXTENSIONS,
+    text: true,
+    split: SplitMode::RowGroups,
+    fields: RecordFields::Named,
+    build: |fields| Arc::new(Parquet { fields }),
+};
+
+impl Source for Parquet {
+    fn entry(&self) -> &'static Entry {
+        &ENTRY
+    }
+
+    fn fields(&self) -> Option<&Fields> {
+        Some(&self.fields)
+    }
+
+    /// Each file's row groups; a note for files without the `id` column.
+    fn open(&self, files: &mut [InputFile]) -> crate::error::Result<Vec<String>> {
+        let mut notes = Vec::new();
+        for f in files {
+            f.row_groups = row_groups(&f.path)?;
+            notes.extend(check_columns(&f.path, &self.fields)?);
+        }
+        Ok(notes)
+    }
+
+    fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
+        let (file, max) = (piece.file, piece.max_record_bytes);
+        read_split(file, &piece.split, &self.fields, max, on);
+        0
+    }
+
+    /// Only the row groups of `offsets` (row numbers) are decoded.
+    fn read_at(&self, piece: &Piece<'_>, offsets: &[u64], on: &mut dyn FnMut(Item<'_>)) {
+        let (file, max) = (piece.file, piece.max_record_bytes);
+        read_rows(file, piece.split.file, &self.fields, offsets, max, on)
+    }
+
+    /// A part is a Parquet file of its own.
+    fn copy_kept(
+        &self,
+        piece: &Piece<'_>,
+        kept: &[u64],
+        dest: &Path,
+    ) -> crate::error::Result<Copied> {
+        let file = piece.file;
+        let records = copy_rows(file, &piece.split, kept, dest).map_err(|m| {
+            Error::Output(format!(
+                "copying the kept rows of {} into the corpus: {m}",
+                file.path.display()
+            ))
+        })?;
+        Ok(Copied { records, extra: 0 })
+    }
+
+    fn join(&self, parts: &[std::path::PathBuf], dest: &Path) -> crate::error::Result<bool> {
+        join_parts(parts, dest)?;
+        for p in parts {
+            std::fs::remove_file(p).io_context(|| format!("removing {}", p.display()))?;
+        }
+        Ok(true)
+    }
+}
+
+/// Reads the row groups of `file` whose first row lies in `split` (a run's split is one row
+/// group; a whole-file split, as `truth` reads, is all of them).
+fn read_split(
     file: &InputFile,
     split: &Split,
     fields: &Fields,
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) {
-    let (g, first) = group_of(&file.row_groups, split.start);
-    if g < file.row_groups.len() {
+    let mut groups = Vec::new();
+    let mut first = 0;
+    for (g, &n) in file.row_groups.iter().enumerate() {
+        if (split.start..split.end).contains(&first) {
+            groups.push((g, first));
+        }
+        first += n;
+    }
+    if !groups.is_empty() {
         read_groups(
             file,
             split.file,
             fields,
-            &[(g, first)],
+            &groups,
             max_record_bytes,
             &|_| true,
             on,
@@ -504,7 +587,7 @@ pub fn read_split(
 }
 
 /// Reads again the rows of `file` at `rows` (sorted): only their row groups are decoded.
-pub fn read_rows(
+fn read_rows(
     file: &InputFile,
     file_index: usize,
     fields: &Fields,
@@ -531,7 +614,7 @@ pub fn read_rows(
 /// Writes the rows `kept` (sorted row numbers) of the row group of `split` to `dest`, a Parquet
 /// file of one row group with the input's Arrow schema, compression and key-value metadata.
 /// Returns the rows written.
-pub fn copy_rows(
+fn copy_rows(
     file: &InputFile,
     split: &Split,
     kept: &[u64],
@@ -598,7 +681,7 @@ pub fn copy_rows(
 
 /// Joins Parquet `parts` (same schema) into `dest`, row group after row group, by copying their
 /// encoded column chunks.
-pub fn join_parts(parts: &[std::path::PathBuf], dest: &Path) -> crate::error::Result<()> {
+fn join_parts(parts: &[std::path::PathBuf], dest: &Path) -> crate::error::Result<()> {
     join(parts, dest).map_err(|m| Error::Output(format!("writing {}: {m}", dest.display())))
 }
 

@@ -19,9 +19,10 @@ use crate::config::Inputs;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
-use crate::output::corpus::{self, PartStats};
+use crate::output::corpus;
 use crate::output::Member;
 use crate::output::OutputSet;
+use crate::source::Copied;
 use crate::source::{plan_splits, Location, Split};
 use crate::summary::FileCounts;
 
@@ -90,7 +91,7 @@ pub fn write(
         &inputs.files,
         worker.peers(),
         inputs.split_bytes,
-        inputs.format.split_mode(),
+        inputs.source.entry().split,
     );
     let kept = kept_locations(&splits, ranked, members, skipped);
     let mut mine = shuffle(worker, kept, |(w, ..)| *w);
@@ -119,7 +120,7 @@ pub fn write(
         let written = corpus::assemble(
             &staged,
             &corpus_path.display().to_string(),
-            &inputs.format,
+            inputs.source.as_ref(),
             &inputs.files,
             &all,
         )?;
@@ -168,20 +169,17 @@ fn write_parts(
     splits: &[Split],
     mine: &[(u64, u32, u64)],
     staged: &Path,
-) -> (PartStats, Option<String>) {
-    let mut stats = PartStats::default();
+) -> (Copied, Option<String>) {
+    let mut stats = Copied::default();
     let mut error: Option<String> = None;
     for split in splits {
         let lo = mine.partition_point(|k| k.1 < split.id);
         let hi = mine.partition_point(|k| k.1 <= split.id);
         let offsets: Vec<u64> = mine[lo..hi].iter().map(|k| k.2).collect();
-        let file = &inputs.files[split.file];
         match corpus::write_part(
-            &inputs.format,
-            file,
-            split,
+            inputs.source.as_ref(),
+            &inputs.piece(split),
             &offsets,
-            inputs.max_record_bytes,
             &corpus::part_path(staged, split.id),
         ) {
             Ok(s) => {

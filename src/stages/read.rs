@@ -317,12 +317,9 @@ pub fn read(
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
     for split in splits {
-        let file = &inputs.files[split.file];
-        let n = inputs
-            .format
-            .read_split(file, split, inputs.max_record_bytes, &mut |item| {
-                on_bytes(reader.item(item))
-            });
+        let n = inputs.source.read_split(&inputs.piece(split), &mut |item| {
+            on_bytes(reader.item(item))
+        });
         lines.push((split.id, split.file, split.start, n));
     }
     *counters = reader.counters;
@@ -343,11 +340,11 @@ pub fn read_worker(
         &inputs.files,
         worker.peers(),
         inputs.split_bytes,
-        inputs.format.split_mode(),
+        inputs.source.entry().split,
     );
     let shared = |s: &&Split| {
         plan.exec.workers > 1
-            && inputs.format.is_line_based()
+            && inputs.source.line_records().is_some()
             && inputs.files[s.file].compression != crate::source::Compression::None
     };
     let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
@@ -423,7 +420,7 @@ pub fn read_shared(
     reader.borrow_mut().counters.listing = counters.listing;
     reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
-    let (input, probe) = sketch_lines(worker, sink, inputs.format.clone(), progress);
+    let (input, probe) = sketch_lines(worker, sink, Arc::clone(&inputs.source), progress);
     let mut dealer = Dealer {
         input,
         probe,
@@ -521,7 +518,7 @@ type ChunkInput = InputHandle<u64, CapacityContainerBuilder<Vec<LineChunk>>>;
 fn sketch_lines(
     worker: &mut timely::worker::Worker,
     sink: Rc<RefCell<Reader>>,
-    format: crate::source::Format,
+    source: Arc<dyn crate::source::Source>,
     progress: Arc<Progress>,
 ) -> (ChunkInput, ProbeHandle<u64>) {
     let mut input: ChunkInput = InputHandle::new();
@@ -551,7 +548,10 @@ fn sketch_lines(
                                             line,
                                         },
                                     );
-                                    format.read_record(bytes, at, &mut noted, &mut |item| {
+                                    let Some(records) = source.line_records() else {
+                                        continue;
+                                    };
+                                    records.record(bytes, at, &mut noted, &mut |item| {
                                         tally.add(reader.item(item));
                                     });
                                 }
@@ -623,7 +623,7 @@ pub fn read_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{discover, Fields, Format};
+    use crate::source::{discover, Fields};
     use crate::summary::LineTable;
 
     /// A sketcher that counts the sketches it finishes.
@@ -692,7 +692,7 @@ mod tests {
             let path = dir.path().join(name);
             std::fs::write(&path, bytes).unwrap();
             let inputs = Inputs {
-                format: Format::Jsonl(Fields::default()),
+                source: (crate::source::jsonl::ENTRY.build)(Fields::default()),
                 files: discover(&[path], &[], &mut crate::source::files::PassOverNothing).unwrap(),
                 max_record_bytes: 1 << 20,
                 split_bytes: 1 << 20,

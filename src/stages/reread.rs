@@ -56,12 +56,9 @@ pub fn read_again(
         let group = &requests[start..end];
         let offsets: Vec<u64> = group.iter().map(|(_, at)| at.offset).collect();
         let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
-        inputs.format.read_at(
-            &inputs.files[file],
-            file,
-            &offsets,
-            inputs.max_record_bytes,
-            &mut |item| match item {
+        inputs
+            .source
+            .read_at(&inputs.whole(file), &offsets, &mut |item| match item {
                 Item::Document(doc) => {
                     found += 1;
                     if let Err(e) = on(rank_at(doc.location.offset), &doc) {
@@ -78,8 +75,7 @@ pub fn read_again(
                     )));
                 }
                 Item::Blank => {}
-            },
-        );
+            });
         start = end;
     }
     if found != requests.len() && failure.is_none() {

@@ -25,6 +25,10 @@ use super::document::{Attributes, Body, Document, Item, Skipped};
 use super::files::{Compression, InputFile, Split};
 use super::{Location, Skip, SkipReason};
 
+mod source;
+
+pub use source::{Warc, ENTRY};
+
 /// Longest accepted WARC header section (version line, fields and blank line), in bytes.
 const MAX_HEADER_BYTES: usize = 64 * 1024;
 const CHUNK: usize = 64 * 1024;
@@ -1147,7 +1151,7 @@ fn open_split(
 /// `resource` records become documents (id `WARC-Record-ID`, url `WARC-Target-URI`, timestamp
 /// `WARC-Date`); everything else is a counted skip. Reading resumes after damage at the next good
 /// record.
-pub fn read_pages(
+fn read_pages(
     file: &InputFile,
     split: &Split,
     max_record_bytes: usize,

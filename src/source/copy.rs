@@ -1,0 +1,138 @@
+//! Copying kept records back byte for byte: the part file every format writes into, the lines of
+//! a line file (recompressed as the input was), and the parts joined by concatenation.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+
+use super::files::{Compression, InputFile, Split};
+use super::{lines, Copied, Piece};
+
+/// Creates `dest`, lets `write` copy into it (buffered), and syncs it; errors name `file`.
+pub(super) fn into_part(
+    file: &InputFile,
+    dest: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<Copied>,
+) -> Result<Copied> {
+    let out = File::create(dest).io_context(|| format!("writing {}", dest.display()))?;
+    let mut out = io::BufWriter::with_capacity(1 << 20, out);
+    (|| -> io::Result<Copied> {
+        let copied = write(&mut out)?;
+        let f = out.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        Ok(copied)
+    })()
+    .io_context(|| {
+        format!(
+            "copying the kept records of {} into the corpus",
+            file.path.display()
+        )
+    })
+}
+
+/// Copies the kept lines of `split` into `out`, compressed as `file` is (a compressed file is one
+/// split, so its part is recompressed whole: gzip level 6, zstd level 3).
+pub(super) fn lines_as_stored(
+    piece: &Piece<'_>,
+    kept: &[u64],
+    out: &mut dyn Write,
+) -> io::Result<Copied> {
+    let (file, split) = (piece.file, &piece.split);
+    let records = match file.compression {
+        Compression::None => copy_lines(file, split, kept, out)?,
+        Compression::Gzip => {
+            let mut z = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+            let records = copy_lines(file, split, kept, &mut z)?;
+            z.finish()?;
+            records
+        }
+        Compression::Zstd => {
+            let mut z = zstd::Encoder::new(out, 3)?;
+            let records = copy_lines(file, split, kept, &mut z)?;
+            z.finish()?;
+            records
+        }
+    };
+    Ok(Copied { records, extra: 0 })
+}
+
+/// Copies the lines of `split` (those that start in it, as the reader splits them) that start at
+/// `kept` offsets, with their line ends; returns how many. Streams: no line is held whole.
+fn copy_lines(
+    file: &InputFile,
+    split: &Split,
+    kept: &[u64],
+    out: &mut dyn Write,
+) -> io::Result<u64> {
+    let mut reader: Box<dyn BufRead> = if split.start > 0 {
+        let mut f = File::open(&file.path)?;
+        f.seek(SeekFrom::Start(split.start - 1))?;
+        Box::new(BufReader::with_capacity(1 << 20, f))
+    } else {
+        lines::open_stream(file)?
+    };
+    let mut pos = split.start;
+    if split.start > 0 {
+        // The tail of the line that started in the previous split (or just its '\n').
+        pos -= 1;
+        pos += stream_line(&mut reader, None)?;
+    }
+    let (mut k, mut copied) = (0, 0);
+    while pos < split.end {
+        while k < kept.len() && kept[k] < pos {
+            k += 1;
+        }
+        let keep = k < kept.len() && kept[k] == pos;
+        let n = stream_line(&mut reader, keep.then_some(&mut *out))?;
+        if n == 0 {
+            break;
+        }
+        if keep {
+            copied += 1;
+            k += 1;
+        }
+        pos += n;
+    }
+    Ok(copied)
+}
+
+/// Reads one line (through its '\n', or to the end of the input), writing it to `out` if given;
+/// returns its length.
+fn stream_line(reader: &mut dyn BufRead, mut out: Option<&mut dyn Write>) -> io::Result<u64> {
+    let mut n = 0u64;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(n);
+        }
+        let (take, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if let Some(o) = out.as_mut() {
+            o.write_all(&buf[..take])?;
+        }
+        reader.consume(take);
+        n += take as u64;
+        if done {
+            return Ok(n);
+        }
+    }
+}
+
+/// Joins `parts` into `dest` by concatenation (one part is renamed) and removes them.
+pub(super) fn concatenate(parts: &[PathBuf], dest: &Path) -> Result<()> {
+    if let [only] = parts {
+        return std::fs::rename(only, dest).io_context(|| format!("writing {}", dest.display()));
+    }
+    let mut out = File::create(dest).io_context(|| format!("writing {}", dest.display()))?;
+    for part in parts {
+        let mut p = File::open(part).io_context(|| format!("reading {}", part.display()))?;
+        io::copy(&mut p, &mut out).io_context(|| format!("writing {}", dest.display()))?;
+        std::fs::remove_file(part).io_context(|| format!("removing {}", part.display()))?;
+    }
+    out.sync_all()
+        .io_context(|| format!("writing {}", dest.display()))
+}
