@@ -168,6 +168,9 @@ pub struct OutputSpec {
     pub pairs: String,
     /// Fingerprints file, if wanted.
     pub fingerprints: Option<String>,
+    /// Documents file: each document's durable key (id, source file, locator, URL, content
+    /// hash), if wanted.
+    pub documents: Option<String>,
     /// Exact-duplicate groups file; when set, pairs join group representatives only.
     pub exact_groups: Option<String>,
     /// Skipped-records file (file, offset, reason, id, message), if wanted.
@@ -239,6 +242,7 @@ impl Default for OutputSpec {
             dir: default_out_dir(),
             pairs: default_pairs(),
             fingerprints: None,
+            documents: None,
             exact_groups: None,
             skipped: None,
             clusters: None,
@@ -321,6 +325,7 @@ fn output_path(dir: &Path, name: &str) -> Option<PathBuf> {
 fn check_row_formats(outputs: &Outputs) -> Result<()> {
     let rows = [
         ("fingerprints", &outputs.fingerprints),
+        ("documents", &outputs.documents),
         ("skipped", &outputs.skipped),
         ("pairs", &outputs.pairs),
         ("exact_groups", &outputs.exact_groups),
@@ -457,6 +462,7 @@ impl JobSpec {
                 dir: PathBuf::new(),
                 pairs: String::new(),
                 fingerprints: None,
+                documents: None,
                 exact_groups: None,
                 skipped: None,
                 clusters: None,
@@ -507,6 +513,11 @@ impl JobSpec {
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
         check_verification(verify.as_ref(), format, &outputs)?;
+        ensure!(
+            outputs.documents.is_none() || format.text,
+            Config,
+            "[output] documents hashes each document's text: a fingerprints file has none"
+        );
         let method = method_of(entry, &self.sections, features, verify)?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match &outputs.pairs {
@@ -639,6 +650,7 @@ fn input_format(inp: &InputSpec) -> Result<(&'static source::Entry, Fields)> {
 fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
     let outputs = Outputs {
         fingerprints: out.fingerprints.and_then(|f| output_path(dir, &f)),
+        documents: out.documents.and_then(|f| output_path(dir, &f)),
         skipped: out.skipped.and_then(|f| output_path(dir, &f)),
         pairs: output_path(dir, &out.pairs),
         exact_groups: out.exact_groups.and_then(|g| output_path(dir, &g)),
@@ -673,9 +685,9 @@ fn check_outputs_written(outputs: &Outputs) -> Result<()> {
         "[output] exact_groups needs pairs"
     );
     ensure!(
-        outputs.pairs.is_some() || outputs.fingerprints.is_some(),
+        outputs.pairs.is_some() || outputs.fingerprints.is_some() || outputs.documents.is_some(),
         Config,
-        "the job writes nothing: set [output] pairs or fingerprints"
+        "the job writes nothing: set [output] pairs, fingerprints or documents"
     );
     Ok(())
 }

@@ -72,6 +72,13 @@ impl Inputs {
         }
     }
 
+    /// The canonical path of each file, as a document's key names its source.
+    pub fn canonical_paths(&self) -> Vec<String> {
+        let canonical = |f: &InputFile| f.path.canonicalize().unwrap_or_else(|_| f.path.clone());
+        let paths = self.files.iter().map(canonical);
+        paths.map(|p| p.to_string_lossy().into_owned()).collect()
+    }
+
     /// The whole of file `file_index`, to read.
     pub fn whole(&self, file_index: usize) -> Piece<'_> {
         Piece::whole(&self.files[file_index], file_index, self.max_record_bytes)
@@ -90,6 +97,8 @@ pub struct PairStage {
 pub struct Outputs {
     /// `id<TAB>simhash` rows.
     pub fingerprints: Option<PathBuf>,
+    /// Each document's durable key ([`crate::source::DocKey`]).
+    pub documents: Option<PathBuf>,
     /// Every skipped record.
     pub skipped: Option<PathBuf>,
     /// Pairs (with pair finding).
@@ -113,11 +122,12 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The outputs by name: `fingerprints`, `skipped`, `pairs`, `exact_groups`, `clusters`,
+    /// The outputs by name: `fingerprints`, `documents`, `skipped`, `pairs`, `exact_groups`, `clusters`,
     /// `keep`, `drop`, `corpus` (a directory), `summary`.
     pub fn requests(&self) -> Vec<(String, PathBuf)> {
         [
             ("fingerprints", &self.fingerprints),
+            ("documents", &self.documents),
             ("skipped", &self.skipped),
             ("pairs", &self.pairs),
             ("exact_groups", &self.exact_groups),

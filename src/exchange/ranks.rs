@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use super::{all_gather, shuffle};
-use crate::source::{Location, Names};
+use crate::source::{ContentHash, Location, Names};
 
 /// Ids sampled per worker for the splitters.
 const SAMPLES: usize = 64;
@@ -32,7 +32,7 @@ struct IdBatch {
     /// Where each starts: decides which of several records with one id keeps it.
     at: Vec<Location>,
     /// URL and fingerprint of each, only when the fingerprints output is written.
-    rows: Vec<(Option<String>, u64)>,
+    rows: Vec<DocRow>,
     /// Keep key of each, only when clusters are made.
     keys: Vec<u64>,
 }
@@ -65,7 +65,7 @@ pub struct Ranked {
     /// Ids of the ranks `first..first + names.len()`, in rank order.
     pub names: Names,
     /// URL and fingerprint of the same ranks (empty unless asked for).
-    pub rows: Vec<(Option<String>, u64)>,
+    pub rows: Vec<DocRow>,
     /// The worker that read each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs.
     pub origins: Vec<(u32, Location)>,
@@ -162,13 +162,24 @@ fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u3
     keys.into_iter().map(|(_, b, j)| (b, j)).collect()
 }
 
+/// What the rank owners keep of each document for the outputs that list documents.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocRow {
+    /// Its URL, if kept.
+    pub url: Option<String>,
+    /// Its sketch key (the simhash).
+    pub sketch: u64,
+    /// Its content hash, when the documents output is written.
+    pub content: Option<ContentHash>,
+}
+
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, URL and fingerprint of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.
 pub fn assign(
     worker: &mut Worker,
     ids: &Names,
     at: &[Location],
-    rows: Option<Vec<(Option<String>, u64)>>,
+    rows: Option<Vec<DocRow>>,
     keep_origins: bool,
     keys: &[u64],
     policy: &impl DuplicateIdPolicy,
@@ -216,7 +227,7 @@ fn to_owners(
     worker: &mut Worker,
     ids: &Names,
     at: &[Location],
-    rows: Option<Vec<(Option<String>, u64)>>,
+    rows: Option<Vec<DocRow>>,
     keys: &[u64],
 ) -> Vec<IdBatch> {
     let (me, peers) = (worker.index(), worker.peers());
@@ -269,7 +280,7 @@ fn to_owners(
 /// What an owner keeps of the records it ranks, in rank order, and what it tells their readers.
 struct Owned {
     names: Names,
-    rows: Vec<(Option<String>, u64)>,
+    rows: Vec<DocRow>,
     origins: Vec<(u32, Location)>,
     keys: Vec<u64>,
     /// Per reader: the rank of each of its records, or [`DUPLICATE`].

@@ -25,6 +25,7 @@ pub use table::{encode, Column, Table};
 use crate::candidates::Pair;
 use crate::error::{Error, Result};
 use crate::sketch::{to_hex, Hex};
+use crate::source::DocKey;
 
 /// Output format, chosen by the path's extension (see [`RowFormat::for_output`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +165,14 @@ pub mod tables {
         ("url", Text, true),
         ("simhash", Text, false),
     ];
+    /// Document keys.
+    pub const DOCUMENTS: Table = &[
+        ("id", Text, false),
+        ("source", Text, false),
+        ("locator", Int, false),
+        ("url", Text, true),
+        ("content", Text, false),
+    ];
     /// Exact-duplicate groups.
     pub const GROUPS: Table = &[("simhash", Text, false), ("ids", TextList, false)];
     /// Cluster members.
@@ -279,6 +288,28 @@ struct FingerprintLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<&'a str>,
     simhash: String,
+}
+
+/// Writes document keys sorted by id: `id<TAB>source<TAB>locator<TAB>url<TAB>content` (an empty
+/// field for no URL) or one [`DocKey`] as JSON a line.
+pub fn write_documents(out: &mut dyn Write, format: RowFormat, keys: &[DocKey]) -> io::Result<()> {
+    write_rows(
+        out,
+        format,
+        keys,
+        |out, k| {
+            let url = k.url.as_deref().unwrap_or_default();
+            let (id, source) = (tsv_field(&k.id), tsv_field(&k.source));
+            writeln!(
+                out,
+                "{id}\t{source}\t{}\t{}\t{}",
+                k.locator,
+                tsv_field(url),
+                k.content
+            )
+        },
+        |out, k| json_line(out, k),
+    )
 }
 
 /// Writes fingerprint rows `(id, url, simhash)` sorted by id: `id<TAB>simhash` or

@@ -79,9 +79,11 @@ impl<'a> Pass<'a> {
         self.clock.stage("read_fingerprint");
 
         let before = counters.notes.len();
-        let keep_rows = plan.outputs.fingerprints.is_some();
-        let reread =
-            plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact) || plan.clusters.is_some();
+        let documents = plan.outputs.documents.is_some();
+        let keep_rows = plan.outputs.fingerprints.is_some() || documents;
+        let reread = plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
+            || plan.clusters.is_some()
+            || documents;
         let ranked = rank::rank(worker, docs, keep_rows, reread, &mut counters);
         show_notes(worker, &counters.notes[before..], &places, &mut shown);
         let books = Books {
@@ -94,10 +96,17 @@ impl<'a> Pass<'a> {
         Ok((books, ranked))
     }
 
-    /// The fingerprints output, when asked for.
+    /// The fingerprints and documents outputs, when asked for.
     pub fn write_fingerprints(&mut self, worker: &mut Worker, ranked: &Ranked) {
-        if let Some(path) = &self.plan.outputs.fingerprints {
+        let outputs = &self.plan.outputs;
+        if let Some(path) = &outputs.fingerprints {
             let written = write::fingerprints(worker, ranked, RowFormat::of(path), self.writer);
+            self.clock.keep(written);
+        }
+        if let Some(path) = &outputs.documents {
+            let sources = self.plan.inputs.canonical_paths();
+            let format = RowFormat::of(path);
+            let written = write::documents(worker, ranked, &sources, format, self.writer);
             self.clock.keep(written);
         }
         self.clock.stage("write_fingerprints");

@@ -8,6 +8,7 @@ pub mod files;
 pub mod fingerprints;
 pub mod html;
 pub mod jsonl;
+pub mod key;
 pub mod lines;
 pub mod names;
 pub mod parquet;
@@ -28,6 +29,7 @@ pub use files::{
     FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS, WARC_EXTENSIONS,
 };
 pub use jsonl::Fields;
+pub use key::{ContentHash, DocKey};
 pub use names::Names;
 
 /// `line` as text, or an `invalid_utf8` skip naming the first bad byte. Validated with SIMD

@@ -4,7 +4,7 @@
 use timely::worker::Worker;
 
 use super::read::Sketched;
-use crate::exchange::ranks::{self, DuplicateIdPolicy, Ranked};
+use crate::exchange::ranks::{self, DocRow, DuplicateIdPolicy, Ranked};
 use crate::source::{Location, SkipReason};
 use crate::summary::{Counters, SkipNote};
 
@@ -29,7 +29,7 @@ pub struct RankOutput {
 }
 
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
-/// `counters`. With `keep_rows` the owners keep each document's URL and simhash, with
+/// `counters`. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
 /// `keep_origins` where it was read (for a stage that reads it again).
 pub fn rank(
     worker: &mut Worker,
@@ -43,6 +43,7 @@ pub fn rank(
         values,
         ids,
         urls,
+        content,
         at,
         keep,
     } = docs;
@@ -63,10 +64,14 @@ pub fn rank(
         signatures
     };
     let rows = keep_rows.then(|| {
-        let mut urls = urls.into_iter();
+        let (mut urls, mut content) = (urls.into_iter(), content.into_iter());
         simhash
             .iter()
-            .map(|&fp| (urls.next().flatten(), fp))
+            .map(|&sketch| DocRow {
+                url: urls.next().flatten(),
+                sketch,
+                content: content.next(),
+            })
             .collect()
     });
     let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins, &keep, &FirstInInput);

@@ -20,7 +20,8 @@ use crate::progress::{Progress, ReadTally};
 use crate::sketch::Sketcher;
 use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
-use crate::source::{Body, Document, Item, Location, Names, Skip, SkipReason, Skipped, Split};
+use crate::source::{Body, ContentHash, Document, Item, Location, Names, Skip, SkipReason};
+use crate::source::{Skipped, Split};
 use crate::summary::{Counters, SkipNote};
 
 /// The documents a worker read, column by column: their sketches and what later stages of this run
@@ -37,6 +38,8 @@ pub struct Sketched {
     pub ids: Names,
     /// URL of each, when the run writes URLs (else empty).
     pub urls: Vec<Option<String>>,
+    /// The content hash of each, when the run writes document keys (else empty).
+    pub content: Vec<ContentHash>,
     /// Where each record starts.
     pub at: Vec<Location>,
     /// The keep key of each, when clusters are made (else empty; see [`super::keep`]).
@@ -88,6 +91,7 @@ impl Sketched {
         self.values.extend(other.values);
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
+        self.content.extend(other.content);
         self.at.extend(other.at);
         self.keep.extend(other.keep);
     }
@@ -96,8 +100,10 @@ impl Sketched {
 /// What the read stage keeps of each document besides its sketch, id and location.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Extras {
-    /// Its URL (for the fingerprints output).
+    /// Its URL (for the fingerprints and documents outputs).
     pub urls: bool,
+    /// Its content hash (for the documents output).
+    pub content: bool,
     /// Its keep key under this policy (when clusters are made).
     pub keep: Option<KeepPolicy>,
 }
@@ -110,12 +116,29 @@ pub type SplitLines = Vec<(u32, usize, u64, u64)>;
 pub struct Acceptor<S> {
     sketcher: S,
     content: ContentOptions,
+    /// The hash of the last text accepted, when asked for.
+    hash: Option<ContentHash>,
 }
 
 impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
     /// An acceptor sketching with `sketcher` under `content`'s filters.
     pub fn new(sketcher: S, content: ContentOptions) -> Self {
-        Acceptor { sketcher, content }
+        Acceptor {
+            sketcher,
+            content,
+            hash: None,
+        }
+    }
+
+    /// Keeps the [`ContentHash`] of every text accepted from now on.
+    pub fn hashing(mut self) -> Self {
+        self.hash = Some(ContentHash::default());
+        self
+    }
+
+    /// The content hash of the last text accepted (when hashing).
+    pub fn content_hash(&self) -> Option<ContentHash> {
+        self.hash
     }
 
     /// The values of the last sketch beyond its key (a MinHash signature).
@@ -152,7 +175,12 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
                     self.content.min_tokens
                 ),
             )),
-            tokens => Ok((self.sketcher.finish(), tokens)),
+            tokens => {
+                if let Some(hash) = self.hash.as_mut() {
+                    *hash = ContentHash::of(text);
+                }
+                Ok((self.sketcher.finish(), tokens))
+            }
         }
     }
 
@@ -230,8 +258,13 @@ struct Reader {
 
 impl Reader {
     fn new(method: &dyn Method, content: &ContentOptions, extras: Extras, inputs: &Inputs) -> Self {
+        let acceptor = Acceptor::new(method.sketcher(), content.clone());
         Reader {
-            acceptor: Acceptor::new(method.sketcher(), content.clone()),
+            acceptor: if extras.content {
+                acceptor.hashing()
+            } else {
+                acceptor
+            },
             keep_urls: extras.urls,
             keep: extras.keep,
             out: Sketched::default(),
@@ -294,6 +327,7 @@ impl Reader {
                         if self.keep_urls {
                             out.urls.push(doc.url.map(Cow::into_owned));
                         }
+                        out.content.extend(self.acceptor.content_hash());
                     }
                 }
                 bytes
@@ -350,7 +384,8 @@ pub fn read_worker(
     let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
         splits[worker.index()].iter().partition(|s| shared(s));
     let extras = Extras {
-        urls: plan.outputs.fingerprints.is_some(),
+        urls: plan.outputs.fingerprints.is_some() || plan.outputs.documents.is_some(),
+        content: plan.outputs.documents.is_some(),
         keep: plan.clusters.map(|c| c.keep),
     };
     let mut tally = ReadTally::new(Arc::clone(progress));
@@ -612,6 +647,7 @@ pub fn read_documents(
         splits,
         Extras {
             urls: true,
+            content: false,
             keep: None,
         },
         &mut counters,
@@ -710,6 +746,7 @@ mod tests {
                 &[Split::whole(0)],
                 Extras {
                     urls: true,
+                    content: false,
                     keep: None,
                 },
                 &mut counters,

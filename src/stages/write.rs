@@ -16,6 +16,7 @@ use crate::exchange::ranks::{self, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
 use crate::output::Member;
 use crate::output::{self, tables, OutputSet, RowFormat, Table};
+use crate::source::DocKey;
 use crate::summary::SkippedRow;
 
 /// Rows formatted per chunk: a few MiB of text.
@@ -104,6 +105,24 @@ impl NameBook {
     }
 }
 
+/// Streams a row per document the rank owners hold, in rank order, made by `row(j)` from the
+/// `j`-th document a worker owns and written by `write` (every worker calls it together).
+fn document_rows<T>(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    output: (&str, Table),
+    row: impl Fn(usize) -> T,
+    write: impl Fn(&mut Vec<u8>, &[T]) -> std::io::Result<()>,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let n = ranked.names.len();
+    let format = |range: std::ops::Range<usize>, buf: &mut Vec<u8>| {
+        let rows: Vec<T> = range.map(&row).collect();
+        write(buf, &rows)
+    };
+    stream_rows(worker, output, n, format, out)
+}
+
 /// Writes the fingerprints output from the rank owners' rows (every worker calls it together).
 pub fn fingerprints(
     worker: &mut Worker,
@@ -111,22 +130,38 @@ pub fn fingerprints(
     format: RowFormat,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let n = ranked.names.len();
-    stream_rows(
-        worker,
-        ("fingerprints", tables::FINGERPRINTS),
-        n,
-        |range, buf| {
-            let rows: Vec<(&str, Option<&str>, u64)> = range
-                .map(|j| {
-                    let (url, fp) = &ranked.rows[j];
-                    (ranked.names.get(j), url.as_deref(), *fp)
-                })
-                .collect();
-            output::write_fingerprints(buf, format, &rows)
-        },
-        out,
-    )
+    let row = |j: usize| {
+        let row = &ranked.rows[j];
+        (ranked.names.get(j), row.url.as_deref(), row.sketch)
+    };
+    let write = |buf: &mut Vec<u8>, rows: &[_]| output::write_fingerprints(buf, format, rows);
+    let output = ("fingerprints", tables::FINGERPRINTS);
+    document_rows(worker, ranked, output, row, write, out)
+}
+
+/// Writes the documents output from the rank owners' rows and origins (every worker calls it
+/// together): each document's durable key, its source file named by `sources` (the canonical
+/// path of each input file).
+pub fn documents(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    sources: &[String],
+    format: RowFormat,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let key = |j: usize| {
+        let (row, at) = (&ranked.rows[j], ranked.origins[j].1);
+        DocKey {
+            id: ranked.names.get(j).to_owned(),
+            source: sources[at.file as usize].clone(),
+            locator: at.offset,
+            url: row.url.clone(),
+            content: row.content.unwrap_or_default(),
+        }
+    };
+    let write = |buf: &mut Vec<u8>, keys: &[DocKey]| output::write_documents(buf, format, keys);
+    let output = ("documents", tables::DOCUMENTS);
+    document_rows(worker, ranked, output, key, write, out)
 }
 
 /// Writes the pairs and, in collapse mode, the exact-duplicate groups, with their ids; returns the
