@@ -162,16 +162,20 @@ fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u3
     keys.into_iter().map(|(_, b, j)| (b, j)).collect()
 }
 
-/// What the rank owners keep of each document for the outputs that list documents.
+/// What the rank owners keep of each document for the outputs that list documents. 32 bytes:
+/// a run that writes fingerprints holds one per document, three times over while ranking, so the
+/// URL and the content hash (only the documents output asks for it) are boxed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DocRow {
     /// Its URL, if kept.
-    pub url: Option<String>,
+    pub url: Option<Box<str>>,
     /// Its sketch key (the simhash).
     pub sketch: u64,
     /// Its content hash, when the documents output is written.
-    pub content: Option<ContentHash>,
+    pub content: Option<Box<ContentHash>>,
 }
+
+const _: () = assert!(std::mem::size_of::<DocRow>() == 32);
 
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, URL and fingerprint of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.

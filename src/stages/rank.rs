@@ -68,9 +68,9 @@ pub fn rank(
         simhash
             .iter()
             .map(|&sketch| DocRow {
-                url: urls.next().flatten(),
+                url: urls.next().flatten().map(String::into_boxed_str),
                 sketch,
-                content: content.next(),
+                content: content.next().map(Box::new),
             })
             .collect()
     });

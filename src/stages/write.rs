@@ -155,8 +155,8 @@ pub fn documents(
             id: ranked.names.get(j).to_owned(),
             source: sources[at.file as usize].clone(),
             locator: at.offset,
-            url: row.url.clone(),
-            content: row.content.unwrap_or_default(),
+            url: row.url.as_deref().map(str::to_owned),
+            content: row.content.as_deref().copied().unwrap_or_default(),
         }
     };
     let write = |buf: &mut Vec<u8>, keys: &[DocKey]| output::write_documents(buf, format, keys);
