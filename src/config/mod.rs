@@ -74,8 +74,7 @@ impl Inputs {
 
     /// The canonical path of each file, as a document's key names its source.
     pub fn canonical_paths(&self) -> Vec<String> {
-        let canonical = |f: &InputFile| f.path.canonicalize().unwrap_or_else(|_| f.path.clone());
-        let paths = self.files.iter().map(canonical);
+        let paths = self.files.iter().map(InputFile::canonical_path);
         paths.map(|p| p.to_string_lossy().into_owned()).collect()
     }
 

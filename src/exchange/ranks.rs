@@ -8,8 +8,8 @@
 //! first keeps the id and gets the next rank; every other one is a duplicate and is reported back
 //! to its reader, which skips it. Rank order is id order, so sorting
 //! pairs of ranks sorts them by id, whatever the number of workers. The owners keep the names in one
-//! arena (and, when the fingerprints output wants them, urls and fingerprints), and [`fetch`] brings
-//! a worker the names its rows need.
+//! arena (and, when the fingerprints or documents output wants them, each document's [`DocRow`]),
+//! and [`fetch`] brings a worker the names its rows need.
 
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
@@ -31,7 +31,7 @@ struct IdBatch {
     ids: Names,
     /// Where each starts: decides which of several records with one id keeps it.
     at: Vec<Location>,
-    /// URL and fingerprint of each, only when the fingerprints output is written.
+    /// The [`DocRow`] of each, only when the fingerprints or documents output is written.
     rows: Vec<DocRow>,
     /// Keep key of each, only when clusters are made.
     keys: Vec<u64>,
@@ -64,7 +64,7 @@ pub struct Ranked {
     pub duplicates: Vec<Duplicate>,
     /// Ids of the ranks `first..first + names.len()`, in rank order.
     pub names: Names,
-    /// URL and fingerprint of the same ranks (empty unless asked for).
+    /// The [`DocRow`] of the same ranks (empty unless asked for).
     pub rows: Vec<DocRow>,
     /// The worker that read each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs.
@@ -177,7 +177,7 @@ pub struct DocRow {
 
 const _: () = assert!(std::mem::size_of::<DocRow>() == 32);
 
-/// Ranks every worker's documents (`ids`, `at` and, with `rows`, URL and fingerprint of each, in
+/// Ranks every worker's documents (`ids`, `at` and, with `rows`, the [`DocRow`] of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.
 pub fn assign(
     worker: &mut Worker,

@@ -29,10 +29,7 @@ pub fn part_path(staged: &Path, split: u32) -> PathBuf {
 /// The name of each input file inside the corpus: its path relative to the deepest directory
 /// that holds every input (the file name alone for inputs in one directory).
 pub fn relative_names(files: &[InputFile]) -> Vec<PathBuf> {
-    let full: Vec<PathBuf> = files
-        .iter()
-        .map(|f| f.path.canonicalize().unwrap_or_else(|_| f.path.clone()))
-        .collect();
+    let full: Vec<PathBuf> = files.iter().map(InputFile::canonical_path).collect();
     let mut base: Option<PathBuf> = None;
     for p in &full {
         let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -37,6 +37,15 @@ pub struct InputFile {
     pub row_groups: Vec<u64>,
 }
 
+impl InputFile {
+    /// Its canonical path (the path as found if it cannot be resolved).
+    pub fn canonical_path(&self) -> PathBuf {
+        self.path
+            .canonicalize()
+            .unwrap_or_else(|_| self.path.clone())
+    }
+}
+
 /// A piece of one file: the lines that start at byte offsets in `start..end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Split {

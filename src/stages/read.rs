@@ -570,6 +570,9 @@ fn sketch_lines(
                     move |(input, _frontier), _output| {
                         input.for_each(|_, data| {
                             let mut reader = sink.borrow_mut();
+                            // read_worker shares the lines of line formats only.
+                            let records = (source.line_records())
+                                .expect("only a line format's lines are shared");
                             for chunk in data.drain(..) {
                                 let mut start = 0;
                                 for &(offset, line, end) in &chunk.lines {
@@ -583,9 +586,6 @@ fn sketch_lines(
                                             line,
                                         },
                                     );
-                                    let Some(records) = source.line_records() else {
-                                        continue;
-                                    };
                                     records.record(bytes, at, &mut noted, &mut |item| {
                                         tally.add(reader.item(item));
                                     });
