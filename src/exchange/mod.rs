@@ -25,6 +25,14 @@ use crate::hashing::mix64;
 /// Records sent per batch before the worker steps, bounding what sits in channel buffers.
 pub(crate) const BATCH: usize = 8192;
 
+/// Steps `worker` until its dataflow `index` has finished; other dataflows (a live cluster graph,
+/// say) may stay installed.
+pub fn finish(worker: &mut Worker, index: usize) {
+    while worker.installed_dataflows().contains(&index) {
+        worker.step_or_park(None);
+    }
+}
+
 /// The worker that owns everything keyed by `key` (a fingerprint's group of documents, say).
 #[inline]
 pub fn owner(key: u64, peers: usize) -> u64 {
@@ -42,6 +50,7 @@ where
     let received: Rc<RefCell<Vec<T>>> = Rc::new(RefCell::new(Vec::new()));
     let sink = Rc::clone(&received);
     let mut input: InputHandle<u64, CapacityContainerBuilder<Vec<T>>> = InputHandle::new();
+    let index = worker.next_dataflow_index();
     worker.dataflow::<u64, _, _>(|scope| {
         input.to_stream(scope).sink(
             Exchange::new(move |x: &T| target(x)),
@@ -62,9 +71,7 @@ where
     }
     input.send_batch(&mut batch);
     drop(input);
-    while worker.has_dataflows() {
-        worker.step_or_park(None);
-    }
+    finish(worker, index);
     Rc::try_unwrap(received)
         .map(RefCell::into_inner)
         .unwrap_or_else(|rc| std::mem::take(&mut *rc.borrow_mut()))
@@ -97,6 +104,9 @@ type Chunks = Vec<(u64, Vec<u8>)>;
 /// is not sent before worker 0 has taken the one before, so worker 0 holds one or two chunks at a
 /// time however large the whole is. `sink` (worker 0's, `None` elsewhere) gets the chunks in order.
 /// Every worker must call it, in the same order as its other exchanges.
+///
+/// One dataflow, no count exchanged first: worker `w`'s chunk `i` is sent at time `w << 32 | i`,
+/// so times order the chunks, and a worker's turn comes when the frontier reaches its first time.
 pub fn stream_to_leader(
     worker: &mut Worker,
     chunks: usize,
@@ -106,16 +116,14 @@ pub fn stream_to_leader(
     use timely::dataflow::operators::{Capability, Probe};
     use timely::dataflow::ProbeHandle;
 
-    let counts = all_gather(worker, chunks as u64);
-    let me = worker.index();
-    let first: u64 = counts[..me].iter().sum();
-    let total: u64 = counts.iter().sum();
+    let first = (worker.index() as u64) << 32;
     // The sink runs inside the dataflow, which wants 'static: chunks are handed over through a
     // shared queue and written here, between steps.
     let arrived: Rc<RefCell<Chunks>> = Rc::new(RefCell::new(Vec::new()));
     let queue = Rc::clone(&arrived);
     let mut input: InputHandle<u64, CapacityContainerBuilder<Chunks>> = InputHandle::new();
     let probe = ProbeHandle::new();
+    let index = worker.next_dataflow_index();
     worker.dataflow::<u64, _, _>(|scope| {
         input
             .to_stream(scope)
@@ -149,25 +157,30 @@ pub fn stream_to_leader(
     let mut sink = sink;
     let drain = |sink: &mut Option<ChunkSink<'_>>| {
         let mut got = std::mem::take(&mut *arrived.borrow_mut());
-        got.sort_unstable_by_key(|(seq, _)| *seq);
+        got.sort_unstable_by_key(|(time, _)| *time);
         if let Some(sink) = sink.as_mut() {
             for (_, chunk) in &got {
                 sink(chunk);
             }
         }
     };
-    for seq in 0..total {
-        if (first..first + chunks as u64).contains(&seq) {
-            input.send((seq, make((seq - first) as usize)));
-        }
-        input.advance_to(seq + 1);
-        // One chunk in flight: wait until worker 0 has taken the one before this one.
-        worker.step_or_park_while(None, || probe.less_than(&seq));
-        drain(&mut sink);
+    input.advance_to(first);
+    for i in 0..chunks as u64 {
+        let chunk = make(i as usize);
+        // Worker 0 has taken every chunk of the workers before this one, and this worker's but
+        // the last: one chunk in flight while the next is made.
+        let taken = first + i.saturating_sub(1);
+        worker.step_or_park_while(None, || {
+            drain(&mut sink);
+            probe.less_than(&taken)
+        });
+        input.send((first + i, chunk));
+        input.advance_to(first + i + 1);
     }
     drop(input);
-    while worker.has_dataflows() {
+    while worker.installed_dataflows().contains(&index) {
         worker.step_or_park(None);
+        drain(&mut sink);
     }
     drain(&mut sink);
 }

@@ -117,6 +117,7 @@ where
     let parts = parts.max(1);
     let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
     let sink = Rc::clone(&found);
+    let dataflow = worker.next_dataflow_index();
     let (mut input, probe) = compare_groups(worker, candidates, parts, sink);
     let mut batch = Vec::with_capacity(BATCH);
     let total = candidates.rounds() as u64 * parts as u64;
@@ -141,9 +142,7 @@ where
         on_round(r + 1, total);
     }
     drop(input);
-    while worker.has_dataflows() {
-        worker.step_or_park(None);
-    }
+    super::finish(worker, dataflow);
     let out = std::mem::take(&mut *found.borrow_mut());
     out
 }

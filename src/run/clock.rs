@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use timely::worker::Worker;
+
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::summary::{StageMemory, StageTimes};
@@ -48,6 +50,8 @@ pub struct Clock {
     memory: Option<Arc<StageMemory>>,
     /// Each stage's time.
     pub times: StageTimes,
+    /// Dataflows each stage built (each ends at a barrier), and the count when the stage began.
+    dataflows: (std::collections::BTreeMap<String, u64>, usize),
     first_error: Option<Error>,
 }
 
@@ -62,6 +66,7 @@ impl Clock {
             progress,
             memory: local_lead.then(|| StageMemory::start(STAGE_NAMES.len() + 1)),
             times: StageTimes::default(),
+            dataflows: Default::default(),
             first_error: None,
         }
     }
@@ -73,9 +78,13 @@ impl Clock {
         }
     }
 
-    /// Ends stage `name`: its time, and the memory sampler moves on to the next.
-    pub fn stage(&mut self, name: &str) {
+    /// Ends stage `name` of `worker`: its time and dataflows, and the memory sampler moves on.
+    pub fn stage(&mut self, name: &str, worker: &Worker) {
         *slot(&mut self.times, name) = self.lap.elapsed().as_secs_f64();
+        let (built, before) = &mut self.dataflows;
+        let now = worker.next_dataflow_index();
+        built.insert(name.to_string(), (now - *before) as u64);
+        *before = now;
         self.lap = Instant::now();
         let i = STAGE_NAMES
             .iter()
@@ -126,6 +135,11 @@ impl Clock {
                 .filter(|(_, bytes)| *bytes > 0)
                 .collect()
         })
+    }
+
+    /// The dataflows each stage built, by stage: every worker builds the same.
+    pub fn dataflows(&mut self) -> std::collections::BTreeMap<String, u64> {
+        std::mem::take(&mut self.dataflows.0)
     }
 
     /// Stops the clock: the times, with the whole run's.

@@ -76,7 +76,7 @@ impl<'a> Pass<'a> {
         };
         let mut shown = Vec::new();
         show_notes(worker, &counters.notes, &places, &mut shown);
-        self.clock.stage("read_fingerprint");
+        self.clock.stage("read_fingerprint", worker);
 
         let before = counters.notes.len();
         let documents = plan.outputs.documents.is_some();
@@ -92,7 +92,7 @@ impl<'a> Pass<'a> {
             shown,
         };
         books.check_usable(worker, plan)?;
-        self.clock.stage("rank");
+        self.clock.stage("rank", worker);
         Ok((books, ranked))
     }
 
@@ -109,7 +109,7 @@ impl<'a> Pass<'a> {
             let written = write::documents(worker, ranked, &sources, format, self.writer);
             self.clock.keep(written);
         }
-        self.clock.stage("write_fingerprints");
+        self.clock.stage("write_fingerprints", worker);
     }
 
     /// Candidate document pairs: identical sketches collapsed into groups, the method's rounds
@@ -137,7 +137,7 @@ impl<'a> Pass<'a> {
             documents_in_exact_groups: total.docs_in_groups,
             largest_exact_group: total.largest,
         });
-        self.clock.stage("collapse");
+        self.clock.stage("collapse", worker);
 
         // Every worker computes the same plan from the same global count.
         let rounds = method.rounds(total.distinct, plan.exec.processes, stage.memory_budget)?;
@@ -160,7 +160,7 @@ impl<'a> Pass<'a> {
         self.figures.comparisons = found.comparisons;
         self.figures.largest_group = found.largest_group;
         self.figures.band_stats = found.bands;
-        self.clock.stage("tables");
+        self.clock.stage("tables", worker);
 
         self.clock.enter(Phase::Pairs);
         let collapse = plan.outputs.exact_groups.is_some();
@@ -168,7 +168,7 @@ impl<'a> Pass<'a> {
         let pairs = expand::expand(worker, &groups, found.pairs, collapse, identical);
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
-        self.clock.stage("expand");
+        self.clock.stage("expand", worker);
         Ok(Candidates { pairs, exact })
     }
 
@@ -222,7 +222,7 @@ impl<'a> Pass<'a> {
                     })
             }
         };
-        self.clock.stage("verify");
+        self.clock.stage("verify", worker);
         self.figures.by_similarity = similarity_histogram(worker, &pairs);
         pairs
     }
@@ -241,7 +241,7 @@ impl<'a> Pass<'a> {
             Some(c) => {
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
-                let (members, stats) = cluster::clusters(worker, ranked, edges, c.split);
+                let (members, stats) = cluster::clusters(worker, ranked, edges, c);
                 let f = &mut self.figures;
                 f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
                 f.clusters = Some(stats);
@@ -249,7 +249,7 @@ impl<'a> Pass<'a> {
                 members
             }
         };
-        self.clock.stage("clusters");
+        self.clock.stage("clusters", worker);
         members
     }
 
@@ -267,7 +267,7 @@ impl<'a> Pass<'a> {
                 corpus::write(worker, inputs, path, ranked, members, copy_at, self.writer);
             self.figures.corpus = self.clock.keep_value(written);
         }
-        self.clock.stage("corpus");
+        self.clock.stage("corpus", worker);
     }
 
     /// The pairs and exact groups outputs, and the cluster outputs when there are clusters.
@@ -296,7 +296,7 @@ impl<'a> Pass<'a> {
             let written = write::clusters(worker, ranked, members, formats, self.writer);
             self.clock.keep(written);
         }
-        self.clock.stage("write_pairs");
+        self.clock.stage("write_pairs", worker);
     }
 
     /// The skipped-records output, in input order, when asked for; the notes are dropped.

@@ -326,6 +326,7 @@ fn summarize(
         seconds: clock.stop(),
         peak_memory_bytes_by_process: t.peak,
         peak_memory_bytes_by_stage: t.by_stage,
+        dataflows_by_stage: clock.dataflows(),
         outputs: Default::default(),
     }
 }

@@ -455,6 +455,7 @@ pub fn read_shared(
     reader.borrow_mut().counters.listing = counters.listing;
     reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
+    let dataflow = worker.next_dataflow_index();
     let (input, probe) = sketch_lines(worker, sink, Arc::clone(&inputs.source), progress);
     let mut dealer = Dealer {
         input,
@@ -497,9 +498,7 @@ pub fn read_shared(
         lines.push((split.id, split.file, split.start, n));
     }
     drop(dealer);
-    while worker.has_dataflows() {
-        worker.step_or_park(None);
-    }
+    crate::exchange::finish(worker, dataflow);
     let reader = Rc::try_unwrap(reader)
         .map(RefCell::into_inner)
         .unwrap_or_else(|rc| {

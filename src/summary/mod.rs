@@ -278,6 +278,10 @@ pub struct Summary {
     pub peak_memory_bytes_by_process: Vec<u64>,
     /// Peak resident memory during each stage, in bytes: the largest over the processes.
     pub peak_memory_bytes_by_stage: BTreeMap<String, u64>,
+    /// Dataflows each stage built on every worker: each ends at a barrier that every worker
+    /// reaches before the next begins (docs/DESIGN.md, "Barriers").
+    #[serde(default)]
+    pub dataflows_by_stage: BTreeMap<String, u64>,
     /// The other files of this run's output set, each with its size and xxh3-64 checksum: the
     /// summary is written last, as the record that the set is complete.
     pub outputs: BTreeMap<String, Written>,

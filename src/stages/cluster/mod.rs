@@ -1,31 +1,29 @@
 //! Stage *cluster*: connected components over the pairs (and exact-duplicate groups), a
 //! representative per component by the keep policy, and each document's place at its rank owner.
 //!
-//! 1. **Components** with differential-dataflow: label propagation over the undirected edges
-//!    (`algorithms::graphs::propagate`), each node ending with the smallest rank it reaches. Ranks
-//!    follow ids, so a cluster's id is its smallest document id, whatever the workers and
-//!    processes. The edges stay where the pair stage left them; differential-dataflow exchanges
-//!    them by node, so no worker collects the pairs.
-//! 2. **Keep keys**: each `(node, label)` goes to the node's rank owner, which holds the node's keep
-//!    key (from the read stage, through `rank`).
-//! 3. **Representatives**: `(label, node, key)` goes to the label's owner, which sorts each
-//!    cluster by `(key, rank)`: the first member is kept, the others are dropped in its favour.
-//! 4. Each member's row goes back to its rank owner, which writes it (ids in rank order).
+//! 1. **The graph** ([`graph`]), one differential-dataflow dataflow: label propagation over the
+//!    undirected edges gives each node the smallest rank it reaches (ranks follow ids, so a
+//!    cluster's id is its smallest document id, whatever the workers and processes); the labels
+//!    are joined with the rank owners' keep keys and with the pairs, and arranged by label, so
+//!    each cluster's members and pairs meet on one worker. No worker collects the pairs, and the
+//!    arrangement can take a later change.
+//! 2. **Representatives**: each cluster, sorted by `(key, rank)`, keeps its first member; the
+//!    others are dropped in its favour (or the star split cuts it).
+//! 3. Each member's row goes to its rank owner, which writes it (ids in rank order).
 //!
 //! Morally: `union_find(pairs).groups().map(|g| (g.min(), g.min_by_key(|d| (key(d), d))))`.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-use std::rc::Rc;
+mod graph;
 
-use differential_dataflow::algorithms::graphs::propagate::propagate;
-use differential_dataflow::input::Input;
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
-use timely::dataflow::operators::probe::Handle;
 use timely::worker::Worker;
 
+pub use graph::{ClusterGraph, Part};
+
 use super::reread;
-use crate::config::{Inputs, Split};
+use crate::config::{ClusterPlan, Inputs, KeepPolicy, Split};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 use crate::output::Member;
@@ -119,125 +117,49 @@ pub fn name_largest(
         .collect()
 }
 
-/// `((node, label), difference)` updates as differential-dataflow hands them out.
-type Updates = Vec<((u64, u64), isize)>;
-
-/// `(node, label)` of every node of `edges` (every worker calls it with its own edges): the label
-/// is the smallest node of the node's connected component. Each node comes out once, on one
-/// worker (the one differential-dataflow exchanged it to).
-pub fn components(worker: &mut Worker, edges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let found: Rc<RefCell<Updates>> = Rc::new(RefCell::new(Vec::new()));
-    let sink = Rc::clone(&found);
-    let probe = Handle::new();
-    let mut input = worker.dataflow::<u32, _, _>(|scope| {
-        let (input, edges) = scope.new_collection::<(u64, u64), isize>();
-        let both = edges.clone().concat(edges.map(|(a, b)| (b, a)));
-        let nodes = both.clone().map(|(a, _)| (a, a)).distinct();
-        propagate(both, nodes)
-            .consolidate()
-            .inspect(move |(label, _time, diff)| sink.borrow_mut().push((*label, *diff)))
-            .probe_with(&probe);
-        input
-    });
-    for (i, e) in edges.into_iter().enumerate() {
-        input.insert(e);
-        if i % crate::exchange::BATCH == crate::exchange::BATCH - 1 {
-            worker.step();
-        }
-    }
-    input.close();
-    worker.step_while(|| !probe.done());
-    // The output is consolidated per time; sum the differences anyway, so a label retracted in
-    // one batch and asserted in another cannot come out twice.
-    let mut updates = found.take();
-    updates.sort_unstable();
-    let mut labels: Vec<(u64, u64)> = Vec::with_capacity(updates.len());
-    let mut i = 0;
-    while i < updates.len() {
-        let mut j = i;
-        let mut sum = 0;
-        while j < updates.len() && updates[j].0 == updates[i].0 {
-            sum += updates[j].1;
-            j += 1;
-        }
-        if sum > 0 {
-            labels.push(updates[i].0);
-        }
-        i = j;
-    }
-    labels
-}
-
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
 /// stars), with each cluster's representative the member of smallest `(keep key, rank)`, cut by
-/// `split`: the members of the ranks this worker owns, sorted by rank, and the counts over all
-/// workers.
+/// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over all
+/// workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
+/// dataflow; one exchange then takes each member to its rank owner.
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
     edges: Vec<(u64, u64)>,
-    split: Split,
+    settings: ClusterPlan,
 ) -> (Vec<Member>, ClusterStats) {
-    let labels = components(worker, edges.clone());
-    let owner_of = ranked.owners();
-    // The node's keep key, at its owner.
-    let mut at_node = shuffle(worker, labels, {
-        let owner_of = owner_of.clone();
-        move |(node, _)| owner_of(*node)
-    });
-    at_node.sort_unstable();
-    let keyed: Vec<(u64, u64, u64)> = at_node
-        .iter()
-        .map(|&(node, label)| (label, ranked.keep_key(node), node))
-        .collect();
-    // Each edge to its cluster's owner, by way of the owner of its first end (which knows the
-    // label).
-    let by_a = shuffle(worker, edges, {
-        let owner_of = owner_of.clone();
-        move |(a, _)| owner_of(*a)
-    });
-    let labelled: Vec<(u64, u64, u64)> = by_a
-        .into_iter()
-        .map(|(a, b)| {
-            let i = at_node
-                .binary_search_by_key(&a, |x| x.0)
-                .expect("every end of an edge has a label");
-            (at_node[i].1, a.min(b), a.max(b))
-        })
-        .collect();
-    drop(at_node);
-    let mut cluster_edges = shuffle(worker, labelled, {
-        let owner_of = owner_of.clone();
-        move |(label, ..)| owner_of(*label)
-    });
-    cluster_edges.sort_unstable();
-    cluster_edges.dedup();
-    // Each cluster at its label's owner, sorted by (label, key, rank): keep-policy order.
-    let mut at_label = shuffle(worker, keyed, {
-        let owner_of = owner_of.clone();
-        move |(label, ..)| owner_of(*label)
-    });
-    at_label.sort_unstable();
-    let mut members = Vec::with_capacity(at_label.len());
+    // The first policy's keys are all 0: the members need no join with them.
+    let keyed = settings.keep != KeepPolicy::First;
+    let mut graph = ClusterGraph::new(worker, keyed);
+    let owned = ranked.first..ranked.first + ranked.names.len() as u64;
+    let keys = owned
+        .filter(|_| keyed)
+        .map(|r| ((r, ranked.keep_key(r)), 1));
+    graph.update(worker, edges.into_iter().map(|e| (e, 1)), keys);
+    graph.settle(worker);
+    let parts = graph.read();
+    graph.close(worker);
+    let mut members = Vec::new();
     let mut local = Local::default();
-    let mut e = 0;
-    for cluster in at_label.chunk_by(|x, y| x.0 == y.0) {
-        let label = cluster[0].0;
-        while e < cluster_edges.len() && cluster_edges[e].0 < label {
-            e += 1;
-        }
-        let lo = e;
-        while e < cluster_edges.len() && cluster_edges[e].0 == label {
-            e += 1;
-        }
+    for cluster in parts.chunk_by(|x, y| x.0 == y.0) {
+        let split_at = cluster.partition_point(|(_, p)| matches!(p, Part::Member { .. }));
+        let (ranks, pairs) = cluster.split_at(split_at);
+        let order: Vec<u64> = ranks
+            .iter()
+            .map(|(_, p)| match p {
+                Part::Member { rank, .. } => *rank,
+                Part::Edge(..) => unreachable!("members sort first"),
+            })
+            .collect();
         let adjacent = |x: u64, y: u64| {
-            cluster_edges[lo..e]
-                .binary_search(&(label, x.min(y), x.max(y)))
+            pairs
+                .binary_search(&(cluster[0].0, Part::Edge(x.min(y), x.max(y))))
                 .is_ok()
         };
-        let order: Vec<u64> = cluster.iter().map(|&(_, _, rank)| rank).collect();
-        local.cut(&order, split, &adjacent, &mut members);
+        local.cut(&order, settings.split, &adjacent, &mut members);
     }
+    drop(parts);
+    let owner_of = ranked.owners();
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
     let stats = totals(worker, local);
