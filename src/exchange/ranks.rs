@@ -336,26 +336,29 @@ impl Owned {
         self.names.push(id);
     }
 
-    /// Sends each reader the ranks and duplicates of its records; returns this worker's: the
-    /// rank of each of its `n` records in input order, and its duplicates in input order.
+    /// Sends each reader the ranks and duplicates of its records (one exchange); returns this
+    /// worker's: the rank of each of its `n` records in input order, and its duplicates in input
+    /// order.
     fn reply(&mut self, worker: &mut Worker, n: usize) -> (Vec<Option<u64>>, Vec<Duplicate>) {
-        let mut ranks = vec![None; n];
-        let replies: Vec<RankReply> = std::mem::take(&mut self.replies)
+        let mut dups: Vec<Vec<Duplicate>> = vec![Vec::new(); self.replies.len()];
+        for (origin, id, at, keeper) in std::mem::take(&mut self.dups) {
+            dups[origin as usize].push((id, at, keeper));
+        }
+        let replies: Vec<(RankReply, Vec<Duplicate>)> = std::mem::take(&mut self.replies)
             .into_iter()
-            .filter(|r| !r.1.is_empty())
+            .zip(dups)
+            .filter(|(r, d)| !r.1.is_empty() || !d.is_empty())
             .collect();
-        for (_, pairs) in shuffle(worker, replies, |(origin, _)| *origin as u64) {
+        let mut ranks = vec![None; n];
+        let mut duplicates = Vec::new();
+        for ((_, pairs), dups) in shuffle(worker, replies, |((origin, _), _)| *origin as u64) {
             for (idx, rank) in pairs {
                 if rank != DUPLICATE {
                     ranks[idx as usize] = Some(rank);
                 }
             }
+            duplicates.extend(dups);
         }
-        let dups = std::mem::take(&mut self.dups);
-        let mut duplicates: Vec<Duplicate> = shuffle(worker, dups, |(origin, ..)| *origin as u64)
-            .into_iter()
-            .map(|(_, id, at, keeper)| (id, at, keeper))
-            .collect();
         duplicates.sort_unstable_by_key(|d| d.1);
         (ranks, duplicates)
     }

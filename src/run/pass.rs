@@ -7,18 +7,17 @@ use std::sync::Arc;
 use timely::worker::Worker;
 
 use super::clock::{Clock, Phase};
-use super::report::{show_notes, similarity_histogram, Books, Figures, Places};
+use super::report::{places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
-use crate::exchange::all_gather;
 use crate::exchange::ranks::Ranked;
 use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::rank::{self, RankOutput};
 use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
-use crate::summary::{Counters, FingerprintSummary, LineTable};
+use crate::summary::{Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
 pub struct Candidates {
@@ -65,17 +64,10 @@ impl<'a> Pass<'a> {
         counters.copy_reasons = plan.outputs.corpus_skipped.clone();
         let progress = &self.clock.progress;
         let (docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
-        let places = Places {
-            files: plan
-                .inputs
-                .files
-                .iter()
-                .map(|f| f.path.display().to_string())
-                .collect(),
-            lines: LineTable::new(all_gather(worker, split_lines).concat()),
-        };
+        let files = plan.inputs.files.iter();
+        let files = files.map(|f| f.path.display().to_string()).collect();
         let mut shown = Vec::new();
-        show_notes(worker, &counters.notes, &places, &mut shown);
+        let places = places_and_notes(worker, files, split_lines, &counters.notes, &mut shown);
         self.clock.stage("read_fingerprint", worker);
 
         let before = counters.notes.len();
@@ -85,13 +77,14 @@ impl<'a> Pass<'a> {
             || plan.clusters.is_some()
             || documents;
         let ranked = rank::rank(worker, docs, keep_rows, reread, &mut counters);
-        show_notes(worker, &counters.notes[before..], &places, &mut shown);
-        let books = Books {
+        let notes = counters.notes.split_off(before);
+        let mut books = Books {
             counters,
             places,
             shown,
         };
-        books.check_usable(worker, plan)?;
+        books.check_usable(worker, plan, &notes)?;
+        books.counters.notes.extend(notes);
         self.clock.stage("rank", worker);
         Ok((books, ranked))
     }

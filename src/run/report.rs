@@ -52,18 +52,28 @@ pub struct Books {
 }
 
 impl Books {
-    /// Stops a run in which no record could be used, or whose keep policy reads a field that no
-    /// document has: on every worker alike (the counts are gathered by all).
-    pub fn check_usable(&self, worker: &mut Worker, plan: &Plan) -> Result<()> {
+    /// Shows the first skip notes among `notes` (the rank stage's) and stops a run in which no
+    /// record could be used, or whose keep policy reads a field that no document has: on every
+    /// worker alike (the counts and the notes are gathered by all, in one exchange).
+    pub fn check_usable(
+        &mut self,
+        worker: &mut Worker,
+        plan: &Plan,
+        notes: &[SkipNote],
+    ) -> Result<()> {
         let light = Counters {
             notes: Vec::new(),
             copy_at: Vec::new(),
             ..self.counters.clone()
         };
+        let mine = first_notes(notes).into_iter().cloned().collect::<Vec<_>>();
         let mut totals = Counters::default();
-        for c in all_gather(worker, light) {
+        let mut sent = Vec::new();
+        for (c, notes) in all_gather(worker, (light, mine)) {
             totals.merge(c);
+            sent.push(notes);
         }
+        show_notes(worker.index(), sent, &self.places, &mut self.shown);
         if totals.processed == 0 {
             return Err(Error::Input(nothing_usable(&totals, &plan.inputs)));
         }
@@ -74,17 +84,35 @@ impl Books {
     }
 }
 
-/// Prints the first skip messages per reason among `notes` of all workers, in input order, so the
-/// messages are the same whatever the number of workers; worker 0 prints them and keeps them for
-/// the summary in `shown`.
-pub fn show_notes(
+/// The places of the records read (`split_lines`: this worker's splits' line counts) and the
+/// first skip notes per reason among `notes` of all workers, shown by worker 0 into `shown`: one
+/// exchange.
+pub fn places_and_notes(
     worker: &mut Worker,
+    files: Vec<String>,
+    split_lines: Vec<(u32, usize, u64, u64)>,
     notes: &[SkipNote],
-    places: &Places,
     shown: &mut Vec<String>,
-) {
-    let mine: Vec<SkipNote> = first_notes(notes).into_iter().cloned().collect();
-    let all = gather(worker, mine);
+) -> Places {
+    let mine = first_notes(notes).into_iter().cloned().collect::<Vec<_>>();
+    let (lines, sent): (Vec<_>, Vec<_>) =
+        all_gather(worker, (split_lines, mine)).into_iter().unzip();
+    let places = Places {
+        files,
+        lines: LineTable::new(lines.concat()),
+    };
+    show_notes(worker.index(), sent, &places, shown);
+    places
+}
+
+/// Prints, on worker `me` 0, the first skip messages per reason among every worker's `sent`
+/// notes, in input order, so the messages are the same whatever the number of workers; keeps
+/// them for the summary in `shown`.
+fn show_notes(me: usize, sent: Vec<Vec<SkipNote>>, places: &Places, shown: &mut Vec<String>) {
+    if me != 0 {
+        return;
+    }
+    let all = sent.concat();
     for note in first_notes(&all) {
         let text = note.render(&places.files, &places.lines);
         eprintln!("warning: {text}");

@@ -98,11 +98,13 @@ pub fn name_largest(
         }
         Ok(())
     });
-    let names = crate::exchange::gather(worker, names);
-    let urls = crate::exchange::gather(worker, urls);
+    let (names, urls): (Vec<_>, Vec<_>) = crate::exchange::gather(worker, [(names, urls)])
+        .into_iter()
+        .unzip();
     if worker.index() != 0 {
         return Vec::new();
     }
+    let (names, urls) = (names.concat(), urls.concat());
     let urls: BTreeMap<u64, String> = urls.into_iter().collect();
     let found: BTreeMap<u64, (String, Option<String>)> = names
         .into_iter()
