@@ -226,3 +226,81 @@ fn a_method_section_is_checked_by_its_method_and_others_are_refused() {
     let e = job_error("method = \"exact\"\n[verify]\nmode = \"estimate\"");
     assert!(e.contains("needs MinHash signatures"), "{e}");
 }
+
+/// The pairs of `docs` whose sketches `method` compares as a pair, by brute force over every two
+/// documents (those without a token are left out, as the run leaves them).
+fn compared_pairs(
+    method: &dyn neardup::method::Method,
+    docs: &[(String, String)],
+) -> Vec<(String, String)> {
+    use neardup::method::Sketch;
+    let mut sketcher = method.sketcher();
+    let sketches: Vec<(String, Sketch)> = docs
+        .iter()
+        .filter_map(|(id, text)| Sketch::of(&mut *sketcher, text).map(|(s, _)| (id.clone(), s)))
+        .collect();
+    let mut out = Vec::new();
+    for (i, (a, sa)) in sketches.iter().enumerate() {
+        method.check(sa).unwrap();
+        // Kept and read back, a sketch is the same (JSON and bincode).
+        let json: Sketch = serde_json::from_str(&serde_json::to_string(sa).unwrap()).unwrap();
+        let bin: Sketch = bincode::deserialize(&bincode::serialize(sa).unwrap()).unwrap();
+        assert_eq!((&json, &bin), (sa, sa));
+        for (b, sb) in &sketches[i + 1..] {
+            if method.compare(sa, sb).is_some() {
+                out.push((a.clone().min(b.clone()), a.clone().max(b.clone())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_method_reports_exactly_the_pairs_its_compare_accepts_at_1_2_and_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    // Planted copies, and near-copies: a word changed in the copies of every third document.
+    let mut docs = planted(11, 300);
+    for (i, (_, text)) in docs.iter_mut().enumerate() {
+        if i % 3 == 0 {
+            *text = text.replacen(' ', " and ", 1);
+        }
+    }
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    for entry in REGISTRY {
+        let out = dir.path().join(format!("pairs-{}.tsv", entry.name));
+        let job = format!(
+            "method = {:?}\n[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
+             [verify]\nmode = \"none\"\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n",
+            entry.name
+        );
+        let want = compared_pairs(plan_of(dir.path(), &job, 1).method.as_ref(), &docs);
+        assert!(
+            want.len() > 20,
+            "{}: pairs planted ({})",
+            entry.name,
+            want.len()
+        );
+        for workers in [1, 2, 4] {
+            execute(plan_of(dir.path(), &job, workers)).unwrap();
+            let got: Vec<(String, String)> = std::fs::read_to_string(&out)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let mut f = l.split('\t');
+                    (f.next().unwrap().into(), f.next().unwrap().into())
+                })
+                .collect();
+            assert_eq!(got, want, "{}, {workers} worker(s)", entry.name);
+        }
+    }
+    // A sketch of another shape is refused by name.
+    let job = |m: &str| format!("method = {m:?}\n[input]\npaths = [{input:?}]\n");
+    let minhash = plan_of(dir.path(), &job("minhash"), 1).method;
+    let simhash = plan_of(dir.path(), &job("simhash"), 1).method;
+    let mut sketcher = simhash.sketcher();
+    let (fingerprint, _) = neardup::method::Sketch::of(&mut *sketcher, "a few words").unwrap();
+    let e = minhash.check(&fingerprint).unwrap_err().to_string();
+    assert!(e.contains("minhash sketch has 128 values"), "{e}");
+}

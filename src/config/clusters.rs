@@ -1,5 +1,5 @@
 //! The settings of the cluster stage: how a cluster's representative is chosen and how
-//! components are cut. The stage itself is `stages/cluster.rs`; the keep key of a document,
+//! components are cut. The stage itself is `stages/cluster/`; the keep key of a document,
 //! `stages/keep.rs`.
 
 /// Clusters: connected components over the pairs, a representative per cluster.

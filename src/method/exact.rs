@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Entry, Method, NoRounds, Rounds, Section};
+use super::{Entry, Method, NoRounds, Rounds, Section, Sketch};
 use crate::bail;
 use crate::candidates::Score;
 use crate::error::Result;
@@ -83,6 +83,11 @@ impl Method for Exact {
             normalized: String::new(),
             digest: 0,
         })
+    }
+
+    /// Equal keys: a pair.
+    fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
+        (a.key == b.key).then(|| self.identical(false))
     }
 
     /// Equal hashes: the same text, similarity 1.

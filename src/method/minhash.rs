@@ -12,12 +12,12 @@ use std::sync::Arc;
 use serde::Deserialize;
 use timely::worker::Worker;
 
-use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections, DEFAULT_THRESHOLD};
+use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections, Sketch, DEFAULT_THRESHOLD};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::{Pair, Score};
 use crate::error::{Error, Result};
 use crate::exchange::{owner, rounds, shuffle};
-use crate::sketch::minhash::{estimate, Scheme, DEFAULT_HASHES, MAX_HASHES};
+use crate::sketch::minhash::{band_key, estimate, Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::sketch::{MinHasher, Sketcher};
 use crate::summary::BandsSummary;
 use crate::text::FeatureConfig;
@@ -211,6 +211,19 @@ impl Method for MinHash {
 
     fn values(&self) -> usize {
         self.hashes
+    }
+
+    /// Equal keys (equal signatures, collapsed by the run), or at least `min_bands` equal band
+    /// keys: a candidate, with its estimate.
+    fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
+        if a.key == b.key {
+            return Some(self.identical(true));
+        }
+        let l = &self.layout;
+        let band = |s: &Sketch, i| band_key(&s.values, i, l.rows);
+        let shared = (0..l.bands).filter(|&i| band(a, i) == band(b, i)).count();
+        (shared >= l.min_bands)
+            .then(|| Score::at_distance(0).estimated(estimate(&a.values, &b.values)))
     }
 
     fn estimates(&self) -> bool {

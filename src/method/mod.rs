@@ -17,6 +17,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::candidates::{tables, Pair, Score};
@@ -46,6 +47,26 @@ pub trait Method: Debug + Send + Sync {
     /// A sketcher for one worker: a document's text to its 64-bit key and, for sketches larger
     /// than a key, [`Method::values`] values.
     fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>>;
+
+    /// An error unless `sketch` has this method's shape (as many values as [`Method::values`]): a
+    /// sketch kept by another method, or with other parameters, is refused with the reason.
+    fn check(&self, sketch: &Sketch) -> Result<()> {
+        crate::ensure!(
+            sketch.values.len() == self.values(),
+            Input,
+            "a {} sketch has {} values beside its key; this one has {}",
+            self.name(),
+            self.values(),
+            sketch.values.len()
+        );
+        Ok(())
+    }
+
+    /// The score of two documents' sketches if this method's rounds report them as a candidate
+    /// pair (equal keys included), else `None`: the rounds find, among many sketches, exactly the
+    /// pairs this accepts of each two. An estimate, where the method has one, is included. Both
+    /// sketches must pass [`Method::check`].
+    fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score>;
 
     /// Values each sketch has besides its key (a MinHash signature's); 0 when the key is all.
     fn values(&self) -> usize {
@@ -85,6 +106,27 @@ pub trait Method: Debug + Send + Sync {
     /// into parts that fit `budget` bytes per process. Every worker plans the same from the same
     /// global count.
     fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>>;
+}
+
+/// A document's sketch as its method made it, typed so that it can be kept between runs (serde:
+/// JSON, bincode): the 64-bit key that candidates are found by, and the values beside it.
+/// [`Method::check`] tells whether a kept sketch fits a method; [`Method::compare`] scores two.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sketch {
+    /// The key: a simhash fingerprint, the hash of a MinHash signature, or the low half of an
+    /// exact digest.
+    pub key: u64,
+    /// The values beside the key ([`Method::values`] of them: a MinHash signature).
+    pub values: Vec<u32>,
+}
+
+impl Sketch {
+    /// The sketch `sketcher` makes of `text`, with the text's tokens; `None` if it has none.
+    pub fn of(sketcher: &mut dyn Sketcher<Sketch = u64>, text: &str) -> Option<(Sketch, usize)> {
+        let (key, tokens) = sketcher.sketch(text)?;
+        let values = sketcher.values().to_vec();
+        Some((Sketch { key, values }, tokens))
+    }
 }
 
 /// Planned rounds of candidates.

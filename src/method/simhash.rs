@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use timely::worker::Worker;
 
-use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections};
+use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections, Sketch};
 use crate::candidates::tables::{self, TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
+use crate::candidates::Score;
 use crate::ensure;
 use crate::error::Result;
 use crate::exchange::rounds;
@@ -137,6 +138,11 @@ impl Method for Simhash {
 
     fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>> {
         Box::new(Fingerprinter::new(self.features))
+    }
+
+    fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
+        let d = crate::sketch::hamming(a.key, b.key);
+        (d <= self.k).then(|| Score::at_distance(d as u8))
     }
 
     fn fingerprints(&self) -> bool {

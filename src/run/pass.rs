@@ -215,8 +215,8 @@ impl<'a> Pass<'a> {
                     })
             }
         };
-        self.clock.stage("verify", worker);
         self.figures.by_similarity = similarity_histogram(worker, &pairs);
+        self.clock.stage("verify", worker);
         pairs
     }
 
