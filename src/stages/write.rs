@@ -156,7 +156,10 @@ pub fn documents(
             source: sources[at.file as usize].clone(),
             locator: at.offset,
             url: row.url.as_deref().map(str::to_owned),
-            content: row.content.as_deref().copied().unwrap_or_default(),
+            content: *row
+                .content
+                .as_deref()
+                .expect("the read stage hashes every text when the documents output is asked for"),
         }
     };
     let write = |buf: &mut Vec<u8>, keys: &[DocKey]| output::write_documents(buf, format, keys);

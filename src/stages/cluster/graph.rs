@@ -209,6 +209,9 @@ mod tests {
         out
     }
 
+    /// What the workers read at one time, merged.
+    type Read = Vec<(u64, Part)>;
+
     /// Random pairs over `nodes` ranks (seeded), both orientations and repeats included.
     fn random_pairs(seed: u64, nodes: u64, count: u64) -> Vec<(u64, u64)> {
         (0..count)
@@ -231,7 +234,7 @@ mod tests {
         added: Vec<(u64, u64)>,
         removed: Vec<(u64, u64)>,
         nodes: u64,
-    ) -> (Vec<(u64, Part)>, Vec<(u64, Part)>) {
+    ) -> (Read, Read) {
         let guards = timely::execute(timely::Config::process(workers), move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let share = |v: &[(u64, u64)]| -> Vec<((u64, u64), isize)> {
