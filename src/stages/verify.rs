@@ -71,6 +71,26 @@ fn read_sets(
     Ok(sets)
 }
 
+/// What goes to a rank's owner in the verify stage: the shingle set of a rank it owns, or a pair
+/// whose first rank it owns.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+enum AtOwner {
+    Set(u64, Vec<u64>),
+    Pair(Pair),
+}
+
+/// The sets and the pairs among `records`.
+fn split(records: Vec<AtOwner>) -> (Vec<(u64, Vec<u64>)>, Vec<Pair>) {
+    let (mut sets, mut pairs) = (Vec::new(), Vec::new());
+    for r in records {
+        match r {
+            AtOwner::Set(rank, set) => sets.push((rank, set)),
+            AtOwner::Pair(p) => pairs.push(p),
+        }
+    }
+    (sets, pairs)
+}
+
 /// Verifies this worker's share of the candidate `pairs` (every worker calls it together): returns
 /// the kept pairs, each with its Jaccard similarity, on the worker that scored it.
 pub fn verify(
@@ -94,15 +114,23 @@ pub fn verify(
         Ok(sets) => (sets, None),
         Err(e) => (Vec::new(), Some(e)),
     };
+    // 3. The sets and the pairs go to their owners in one exchange: each set to its rank's, each
+    //    pair to its `a`'s.
     let owner_of = owner.clone();
-    let mut sets = shuffle(worker, sets, move |(r, _)| owner_of(*r));
+    let records = sets
+        .into_iter()
+        .map(|(r, set)| AtOwner::Set(r, set))
+        .chain(pairs.into_iter().map(AtOwner::Pair));
+    let (mut sets, pairs) = split(shuffle(worker, records, move |x| match x {
+        AtOwner::Set(r, _) => owner_of(*r),
+        AtOwner::Pair(p) => owner_of(p.a),
+    }));
     sets.sort_unstable_by_key(|(r, _)| *r);
     let set_of = |sets: &[(u64, Vec<u64>)], r: u64| -> Option<usize> {
         sets.binary_search_by_key(&r, |(x, _)| *x).ok()
     };
-    // 3. Pairs meet `a`'s set at its owner, then `b`'s at its owner. Each pair carries a copy of
-    //    `a`'s set on its way, so the pairs go in rounds whose copies fit the budget: a cluster of
-    //    a thousand near-copies is half a million pairs, each with its copy.
+    // 4. Each pair takes a copy of `a`'s set to `b`'s owner, in rounds whose copies fit the
+    //    budget: a cluster of a thousand near-copies is half a million pairs, each with its copy.
     let total_bytes: u64 = sets.iter().map(|(_, s)| 8 * s.len() as u64 + 32).sum();
     let (bytes, count, most_pairs) =
         all_gather(worker, (total_bytes, sets.len() as u64, pairs.len() as u64))
@@ -117,11 +145,9 @@ pub fn verify(
     let mut kept = Vec::new();
     let mut pairs = pairs.into_iter();
     for _ in 0..rounds {
-        let round: Vec<Pair> = pairs.by_ref().take(per_round as usize).collect();
-        let owner_of = owner.clone();
-        let at_a = shuffle(worker, round, move |p| owner_of(p.a));
-        let with_a: Vec<(Pair, Vec<u64>)> = at_a
-            .into_iter()
+        let with_a: Vec<(Pair, Vec<u64>)> = pairs
+            .by_ref()
+            .take(per_round as usize)
             .filter_map(|p| set_of(&sets, p.a).map(|i| (p, sets[i].1.clone())))
             .collect();
         let owner_of = owner.clone();
