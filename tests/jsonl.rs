@@ -167,7 +167,7 @@ fn read_file(path: &Path, peers: usize, split: u64) -> (BTreeMap<String, u64>, u
         processed += c.processed;
         skipped += c.skipped_total();
         for doc in d.iter() {
-            docs.insert(doc.id.to_string(), doc.simhash);
+            docs.insert(doc.id.to_string(), doc.key);
         }
     }
     (docs, read, processed, skipped)

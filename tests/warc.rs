@@ -65,7 +65,7 @@ fn fingerprints_by_url(boilerplate: Boilerplate, kind: FeatureKind) -> BTreeMap<
     .unwrap();
     let (docs, _, _) = load_documents(&warc_source(files, boilerplate, kind), &[whole(0)]);
     docs.iter()
-        .map(|d| (d.url.expect("WARC pages have a URL").to_string(), d.simhash))
+        .map(|d| (d.url.expect("WARC pages have a URL").to_string(), d.key))
         .collect()
 }
 
@@ -318,7 +318,7 @@ fn split_warc_gz_reads_every_record_once_for_any_worker_count() {
         let mut all: Vec<(u64, String, Option<String>, neardup::source::Location)> = Vec::new();
         let mut counters = neardup::summary::Counters::default();
         let owned = |d: neardup::stages::read::Doc<'_>| {
-            (d.simhash, d.id.to_string(), d.url.map(str::to_string), d.at)
+            (d.key, d.id.to_string(), d.url.map(str::to_string), d.at)
         };
         for splits in &plan {
             let (docs, c, _) = load_documents(&source, splits);
@@ -419,7 +419,7 @@ fn fuzz(seconds: f64, seed: u64) -> usize {
     };
     let by_url = |docs: &neardup::stages::read::Sketched| -> BTreeMap<String, u64> {
         docs.iter()
-            .map(|d| (d.url.unwrap_or_default().to_string(), d.simhash))
+            .map(|d| (d.url.unwrap_or_default().to_string(), d.key))
             .collect()
     };
     let gz_path = dir.path().join("m.warc.gz");
@@ -606,7 +606,7 @@ fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
     let (docs, counters, _) = load_documents(&source, &[whole(0)]);
     let urls: BTreeMap<String, (u64, String)> = docs
         .iter()
-        .map(|d| (d.url.unwrap().to_string(), (d.simhash, d.id.to_string())))
+        .map(|d| (d.url.unwrap().to_string(), (d.key, d.id.to_string())))
         .collect();
     let base = "http://127.0.0.1:8731/";
     let want: BTreeSet<String> = [

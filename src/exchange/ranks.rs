@@ -169,7 +169,7 @@ fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u3
 pub struct DocRow {
     /// Its URL, if kept.
     pub url: Option<Box<str>>,
-    /// Its sketch key (the simhash).
+    /// Its sketch key.
     pub sketch: u64,
     /// Its content hash, when the documents output is written.
     pub content: Option<Box<ContentHash>>,

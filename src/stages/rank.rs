@@ -20,7 +20,7 @@ impl DuplicateIdPolicy for FirstInInput {
 
 /// The ranked documents of this worker.
 pub struct RankOutput {
-    /// `(simhash, rank)` of every local document that kept its id.
+    /// `(sketch key, rank)` of every local document that kept its id.
     pub keyed: Vec<(u64, u64)>,
     /// MinHash: `(key, signature)` of each distinct key among them (else empty).
     pub signatures: Vec<(u64, Vec<u32>)>,
@@ -39,7 +39,7 @@ pub fn rank(
     counters: &mut Counters,
 ) -> RankOutput {
     let Sketched {
-        simhash,
+        keys,
         values,
         ids,
         urls,
@@ -52,8 +52,8 @@ pub fn rank(
     let signatures = if values.is_empty() {
         Vec::new()
     } else {
-        let m = values.len() / simhash.len();
-        let mut firsts: Vec<(u64, usize)> = simhash.iter().copied().zip(0..).collect();
+        let m = values.len() / keys.len();
+        let mut firsts: Vec<(u64, usize)> = keys.iter().copied().zip(0..).collect();
         firsts.sort_unstable();
         firsts.dedup_by_key(|(key, _)| *key);
         let signatures = firsts
@@ -65,8 +65,7 @@ pub fn rank(
     };
     let rows = keep_rows.then(|| {
         let (mut urls, mut content) = (urls.into_iter(), content.into_iter());
-        simhash
-            .iter()
+        keys.iter()
             .map(|&sketch| DocRow {
                 url: urls.next().flatten().map(String::into_boxed_str),
                 sketch,
@@ -86,10 +85,10 @@ pub fn rank(
             first: Some(*keeper),
         });
     }
-    let keyed: Vec<(u64, u64)> = simhash
+    let keyed: Vec<(u64, u64)> = keys
         .iter()
         .zip(&ranked.ranks)
-        .filter_map(|(fp, r)| r.map(|r| (*fp, r)))
+        .filter_map(|(key, r)| r.map(|r| (*key, r)))
         .collect();
     RankOutput {
         keyed,

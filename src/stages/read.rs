@@ -30,8 +30,9 @@ use crate::summary::{Counters, SkipNote};
 /// here when a stage needs them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sketched {
-    /// The sketch key of each document: its simhash, or the hash of its MinHash signature.
-    pub simhash: Vec<u64>,
+    /// The sketch key of each document: its simhash, the hash of its MinHash signature, or the
+    /// low half of its exact digest.
+    pub keys: Vec<u64>,
     /// MinHash: the signatures, `m` values per document in order (else empty).
     pub values: Vec<u32>,
     /// Id of each (given, or `PATH@OFFSET`).
@@ -49,8 +50,8 @@ pub struct Sketched {
 /// One document of [`Sketched`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Doc<'a> {
-    /// Its simhash.
-    pub simhash: u64,
+    /// Its sketch key.
+    pub key: u64,
     /// Its id.
     pub id: &'a str,
     /// Its URL, if kept.
@@ -62,18 +63,18 @@ pub struct Doc<'a> {
 impl Sketched {
     /// Number of documents.
     pub fn len(&self) -> usize {
-        self.simhash.len()
+        self.keys.len()
     }
 
     /// True if there is none.
     pub fn is_empty(&self) -> bool {
-        self.simhash.is_empty()
+        self.keys.is_empty()
     }
 
     /// The `i`-th document.
     pub fn get(&self, i: usize) -> Doc<'_> {
         Doc {
-            simhash: self.simhash[i],
+            key: self.keys[i],
             id: self.ids.get(i),
             url: self.urls.get(i).and_then(|u| u.as_deref()),
             at: self.at[i],
@@ -87,7 +88,7 @@ impl Sketched {
 
     /// Appends every document of `other` (both keep URLs, or neither).
     pub fn append(&mut self, other: Sketched) {
-        self.simhash.extend(other.simhash);
+        self.keys.extend(other.keys);
         self.values.extend(other.values);
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
@@ -304,11 +305,11 @@ impl Reader {
                         message: skip.message,
                         first: None,
                     }),
-                    Ok((simhash, tokens)) => {
+                    Ok((key, tokens)) => {
                         if let Some(policy) = self.keep {
-                            let key = policy.key(tokens, &doc.attributes);
-                            keep::count(&mut counters.keep_field, &key);
-                            self.out.keep.push(key.unwrap_or(keep::MISSING));
+                            let keep_key = policy.key(tokens, &doc.attributes);
+                            keep::count(&mut counters.keep_field, &keep_key);
+                            self.out.keep.push(keep_key.unwrap_or(keep::MISSING));
                         }
                         let out = &mut self.out;
                         match &doc.id {
@@ -321,7 +322,7 @@ impl Reader {
                         }
                         counters.read += 1;
                         counters.processed += 1;
-                        out.simhash.push(simhash);
+                        out.keys.push(key);
                         out.values.extend_from_slice(self.acceptor.values());
                         out.at.push(doc.location);
                         if self.keep_urls {
