@@ -45,6 +45,7 @@ pub mod run;
 pub mod sketch;
 pub mod source;
 pub mod stages;
+pub mod store;
 pub mod summary;
 pub mod text;
 pub mod tools;

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["sketch"],
     &["source", "candidates"],
     &["exchange", "summary"],
-    &["output", "method"],
+    &["output", "method", "store"],
     &["config"],
     &["stages"],
     &["run"],

@@ -1,0 +1,359 @@
+//! The sketch store of recrawl audits (issue 18): a directory of immutable segments and a
+//! manifest that names them and pins every parameter a match depends on. This first part is the
+//! container: segments are opaque bytes here, each with its size and checksum in the manifest; the
+//! per-document format (keys, sketches, bucket keys) comes with the audit.
+//!
+//! ```text
+//! DIR/MANIFEST.json          format version, parameters, segments (name, documents, bytes, xxh3-64)
+//! DIR/segments/000001.seg    immutable once written
+//! ```
+//!
+//! Appending writes the new segment (synced, renamed into place), then replaces the manifest
+//! atomically (written beside, synced, renamed): a process killed at any instant leaves the old
+//! manifest or the new one, and the segments the old one names untouched. A segment file that no
+//! manifest names is a leftover of such a kill; the next append removes it.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+use crate::output::fault;
+use crate::output::owned::sync_dir;
+use crate::{bail, ensure};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "MANIFEST.json";
+/// The segments' folder.
+pub const SEGMENTS: &str = "segments";
+/// The store format this version writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A store's manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The store format.
+    pub format_version: u32,
+    /// Every parameter a match depends on, one `key = value` per line (a run's `describe`).
+    pub parameters: Vec<String>,
+    /// The segments, oldest first.
+    pub segments: Vec<Segment>,
+}
+
+/// A segment, as the manifest names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    /// Its file name in `segments/`.
+    pub name: String,
+    /// Documents in it.
+    pub documents: u64,
+    /// Its size.
+    pub bytes: u64,
+    /// xxh3-64 of its bytes, 16 hex digits.
+    pub checksum: String,
+}
+
+/// An open store.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl Store {
+    /// Opens the store in `dir` made with `parameters`, or makes an empty one there if `dir` does
+    /// not exist or is an empty directory. Anything else in `dir` that is not a store, a store of
+    /// a newer format, or one made with other parameters is an error that says which.
+    pub fn open_or_create(dir: &Path, parameters: &[String]) -> Result<Store> {
+        if !dir.join(MANIFEST).exists() {
+            return Store::create(dir, parameters);
+        }
+        let store = Store::open(dir)?;
+        store.check_parameters(parameters)?;
+        Ok(store)
+    }
+
+    /// Opens the store in `dir`, whatever its parameters.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let path = dir.join(MANIFEST);
+        let text = fs::read(&path).io_context(|| format!("reading {}", path.display()))?;
+        let version = serde_json::from_slice::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("format_version").and_then(|n| n.as_u64()));
+        if let Some(v) = version.filter(|&v| v > FORMAT_VERSION as u64) {
+            bail!(
+                Input,
+                "{} is a store of format {v}; this neardup reads format {FORMAT_VERSION}: use a \
+                 newer neardup",
+                dir.display()
+            );
+        }
+        let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
+            Error::Input(format!("{} is not a store manifest: {e}", path.display()))
+        })?;
+        Ok(Store {
+            dir: dir.to_path_buf(),
+            manifest,
+        })
+    }
+
+    fn create(dir: &Path, parameters: &[String]) -> Result<Store> {
+        if dir.exists() {
+            let mut entries =
+                fs::read_dir(dir).io_context(|| format!("listing {}", dir.display()))?;
+            ensure!(
+                entries.next().is_none(),
+                Output,
+                "{} holds files but no store ({MANIFEST} is missing): give an empty or new \
+                 directory for a store",
+                dir.display()
+            );
+        }
+        fs::create_dir_all(dir.join(SEGMENTS))
+            .io_context(|| format!("creating the store {}", dir.display()))?;
+        let store = Store {
+            dir: dir.to_path_buf(),
+            manifest: Manifest {
+                format_version: FORMAT_VERSION,
+                parameters: parameters.to_vec(),
+                segments: Vec::new(),
+            },
+        };
+        store.write_manifest(&store.manifest)?;
+        Ok(store)
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// An error naming the first parameter in which `parameters` differ from the store's.
+    pub fn check_parameters(&self, parameters: &[String]) -> Result<()> {
+        let stored = &self.manifest.parameters;
+        let first =
+            (0..stored.len().max(parameters.len())).find(|&i| stored.get(i) != parameters.get(i));
+        let Some(i) = first else { return Ok(()) };
+        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+        bail!(
+            Config,
+            "the store {} was made with other settings: it has {}, this run {}",
+            self.dir.display(),
+            show(stored.get(i)),
+            show(parameters.get(i))
+        )
+    }
+
+    /// Appends a segment of `documents` documents: written and synced, then named by a new
+    /// manifest that replaces the old one atomically.
+    pub fn append(&mut self, bytes: &[u8], documents: u64) -> Result<()> {
+        self.remove_leftovers()?;
+        let number = self.manifest.segments.len() + 1;
+        let name = format!("{number:06}.seg");
+        let path = self.dir.join(SEGMENTS).join(&name);
+        let staged = path.with_extension("seg.staged");
+        let write = || -> std::io::Result<()> {
+            let mut f = File::create(&staged)?;
+            f.write_all(bytes)?;
+            f.sync_all()?;
+            fault::point("store: segment written and synced");
+            fs::rename(&staged, &path)?;
+            sync_dir(&self.dir.join(SEGMENTS));
+            fault::point("store: segment renamed into place");
+            Ok(())
+        };
+        write().io_context(|| format!("writing {}", path.display()))?;
+        let mut next = self.manifest.clone();
+        next.segments.push(Segment {
+            name,
+            documents,
+            bytes: bytes.len() as u64,
+            checksum: checksum(bytes),
+        });
+        self.write_manifest(&next)?;
+        self.manifest = next;
+        Ok(())
+    }
+
+    /// The bytes of segment `i`, checked against the manifest's size and checksum.
+    pub fn read_segment(&self, i: usize) -> Result<Vec<u8>> {
+        let s = &self.manifest.segments[i];
+        let path = self.dir.join(SEGMENTS).join(&s.name);
+        let bytes = fs::read(&path).io_context(|| format!("reading {}", path.display()))?;
+        ensure!(
+            bytes.len() as u64 == s.bytes && checksum(&bytes) == s.checksum,
+            Input,
+            "segment {} of the store {} is damaged: {} bytes with checksum {}, the manifest \
+             says {} bytes with checksum {}",
+            s.name,
+            self.dir.display(),
+            bytes.len(),
+            checksum(&bytes),
+            s.bytes,
+            s.checksum
+        );
+        Ok(bytes)
+    }
+
+    /// Checks every segment against the manifest; the first damaged one is the error.
+    pub fn verify(&self) -> Result<()> {
+        for i in 0..self.manifest.segments.len() {
+            self.read_segment(i)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the segment files no manifest names: what a killed append left.
+    fn remove_leftovers(&self) -> Result<()> {
+        let folder = self.dir.join(SEGMENTS);
+        let entries =
+            fs::read_dir(&folder).io_context(|| format!("listing {}", folder.display()))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name.ends_with(".seg") || name.ends_with(".seg.staged");
+            let named = self.manifest.segments.iter().any(|s| s.name == name);
+            if ours && !named {
+                fs::remove_file(entry.path())
+                    .io_context(|| format!("removing the leftover {}", entry.path().display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the manifest with `m` atomically.
+    fn write_manifest(&self, m: &Manifest) -> Result<()> {
+        let path = self.dir.join(MANIFEST);
+        let staged = self.dir.join(format!("{MANIFEST}.staged"));
+        let write = || -> std::io::Result<()> {
+            let mut text = serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?;
+            text.push(b'\n');
+            let mut f = File::create(&staged)?;
+            f.write_all(&text)?;
+            f.sync_all()?;
+            fault::point("store: manifest written and synced");
+            fs::rename(&staged, &path)?;
+            sync_dir(&self.dir);
+            fault::point("store: manifest renamed into place");
+            Ok(())
+        };
+        write().io_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// xxh3-64 of `bytes`, 16 hex digits.
+fn checksum(bytes: &[u8]) -> String {
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(k: u32) -> Vec<String> {
+        vec!["method = simhash".into(), format!("simhash.k = {k}")]
+    }
+
+    #[test]
+    fn appended_segments_read_back_and_verify_after_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(b"first segment", 2).unwrap();
+        store.append(b"second", 1).unwrap();
+        let store = Store::open_or_create(&at, &params(3)).unwrap();
+        let m = store.manifest();
+        assert_eq!(m.format_version, FORMAT_VERSION);
+        assert_eq!(m.segments.len(), 2);
+        assert_eq!((m.segments[0].documents, m.segments[1].bytes), (2, 6));
+        assert_eq!(store.read_segment(0).unwrap(), b"first segment");
+        assert_eq!(store.read_segment(1).unwrap(), b"second");
+        store.verify().unwrap();
+    }
+
+    #[test]
+    fn other_settings_a_newer_format_and_a_foreign_directory_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        Store::open_or_create(&at, &params(3)).unwrap();
+        let e = Store::open_or_create(&at, &params(4))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"simhash.k = 3\"") && e.contains("\"simhash.k = 4\""),
+            "{e}"
+        );
+        let newer = fs::read_to_string(at.join(MANIFEST))
+            .unwrap()
+            .replace("\"format_version\": 1", "\"format_version\": 2");
+        fs::write(at.join(MANIFEST), newer).unwrap();
+        let e = Store::open(&at).unwrap_err().to_string();
+        assert!(e.contains("format 2") && e.contains("newer neardup"), "{e}");
+        // A directory of someone else's files is not made a store, and keeps its files.
+        let theirs = dir.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        fs::write(theirs.join("notes.txt"), "mine").unwrap();
+        let e = Store::open_or_create(&theirs, &params(3))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds files but no store"), "{e}");
+        let left: Vec<_> = fs::read_dir(&theirs).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1);
+    }
+
+    #[test]
+    fn a_flipped_byte_is_found_by_the_checksum_naming_the_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(b"0123456789", 5).unwrap();
+        let path = at.join(SEGMENTS).join("000001.seg");
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[4] ^= 1;
+        fs::write(&path, bytes).unwrap();
+        let e = store.verify().unwrap_err().to_string();
+        assert!(
+            e.contains("segment 000001.seg") && e.contains("damaged"),
+            "{e}"
+        );
+    }
+
+    /// Each state a kill during an append can leave: the store opens as before it, and the next
+    /// append removes what the killed one left and succeeds.
+    #[test]
+    fn what_a_killed_append_leaves_reads_as_before_and_the_next_append_clears_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(b"kept", 1).unwrap();
+        let before = store.manifest().clone();
+        let segments = at.join(SEGMENTS);
+        let leftovers: [(&str, &[u8]); 3] = [
+            ("000002.seg.staged", b"half"),
+            ("000002.seg", b"whole, unnamed"),
+            (
+                "../MANIFEST.json.staged",
+                b"{\"format_version\": 1, \"parame",
+            ),
+        ];
+        for (name, bytes) in leftovers {
+            fs::write(segments.join(name), bytes).unwrap();
+            let store = Store::open_or_create(&at, &params(3)).unwrap();
+            assert_eq!(store.manifest(), &before, "after a kill leaving {name}");
+            store.verify().unwrap();
+        }
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(b"next", 1).unwrap();
+        let mut names: Vec<String> = fs::read_dir(&segments)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["000001.seg", "000002.seg"]);
+        assert_eq!(store.read_segment(1).unwrap(), b"next");
+    }
+}
