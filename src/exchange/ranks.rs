@@ -104,9 +104,14 @@ impl Ranked {
             .unwrap_or(0)
     }
 
+    /// The ranks this worker owns, in order.
+    pub fn owned(&self) -> std::ops::Range<u64> {
+        self.first..self.first + self.names.len() as u64
+    }
+
     /// True if this worker owns rank `r`.
     pub fn owns(&self, r: u64) -> bool {
-        r >= self.first && r < self.first + self.names.len() as u64
+        self.owned().contains(&r)
     }
 
     /// The name of a rank this worker owns.

@@ -18,14 +18,13 @@
 //! process at each.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::fault;
-use super::owned::{sync_dir, Record};
+use super::owned::{replace_file, sync_dir, Record};
 use crate::error::{Error, IoContext, Result};
 
 /// Name of the journal in every directory of a set being committed.
@@ -84,13 +83,8 @@ impl Journal {
                 super::owned::STAGED_MARK,
                 std::process::id()
             ));
-            let mut f = File::create(&staged)?;
-            f.write_all(&text)?;
-            f.sync_all()?;
-            fault::point("journal staged");
-            std::fs::rename(&staged, dir.join(JOURNAL_FILE))?;
-            sync_dir(dir);
-            fault::point("journal in place");
+            let points = Some(["journal staged", "journal in place"]);
+            replace_file(&staged, &dir.join(JOURNAL_FILE), &text, points)?;
         }
         Ok(())
     }

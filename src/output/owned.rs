@@ -138,15 +138,33 @@ impl Record {
             STAGED_MARK,
             std::process::id()
         ));
-        let text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
-        let mut f = File::create(&staged)?;
-        f.write_all(&text)?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        std::fs::rename(&staged, &path)?;
-        sync_dir(dir);
-        Ok(())
+        let mut text = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        text.push(b'\n');
+        replace_file(&staged, &path, &text, None)
     }
+}
+
+/// Puts `bytes` at `path` atomically: written to `staged`, synced, renamed over `path`, and the
+/// rename made durable; `points` labels the fault points passed once the staged file is synced and
+/// once it is in place (`None`: none).
+pub fn replace_file(
+    staged: &Path,
+    path: &Path,
+    bytes: &[u8],
+    points: Option<[&str; 2]>,
+) -> io::Result<()> {
+    let mut f = File::create(staged)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    if let Some([synced, _]) = points {
+        super::fault::point(synced);
+    }
+    std::fs::rename(staged, path)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    if let Some([_, in_place]) = points {
+        super::fault::point(in_place);
+    }
+    Ok(())
 }
 
 /// Makes the renames and removals in `dir` durable.

@@ -77,14 +77,12 @@ impl<'a> Pass<'a> {
             || plan.clusters.is_some()
             || documents;
         let ranked = rank::rank(worker, docs, keep_rows, reread, &mut counters);
-        let notes = counters.notes.split_off(before);
         let mut books = Books {
             counters,
             places,
             shown,
         };
-        books.check_usable(worker, plan, &notes)?;
-        books.counters.notes.extend(notes);
+        books.check_usable(worker, plan, before)?;
         self.clock.stage("rank", worker);
         Ok((books, ranked))
     }

@@ -52,20 +52,17 @@ pub struct Books {
 }
 
 impl Books {
-    /// Shows the first skip notes among `notes` (the rank stage's) and stops a run in which no
-    /// record could be used, or whose keep policy reads a field that no document has: on every
-    /// worker alike (the counts and the notes are gathered by all, in one exchange).
-    pub fn check_usable(
-        &mut self,
-        worker: &mut Worker,
-        plan: &Plan,
-        notes: &[SkipNote],
-    ) -> Result<()> {
+    /// Shows the first skip notes among the counters' notes from index `since` on (the rank
+    /// stage's) and stops a run in which no record could be used, or whose keep policy reads a
+    /// field that no document has: on every worker alike (the counts and the notes are gathered by
+    /// all, in one exchange).
+    pub fn check_usable(&mut self, worker: &mut Worker, plan: &Plan, since: usize) -> Result<()> {
         let light = Counters {
             notes: Vec::new(),
             copy_at: Vec::new(),
             ..self.counters.clone()
         };
+        let notes = &self.counters.notes[since..];
         let mine = first_notes(notes).into_iter().cloned().collect::<Vec<_>>();
         let mut totals = Counters::default();
         let mut sent = Vec::new();

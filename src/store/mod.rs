@@ -13,15 +13,13 @@
 //! manifest or the new one, and the segments the old one names untouched. A segment file that no
 //! manifest names is a leftover of such a kill; the next append removes it.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
-use crate::output::fault;
-use crate::output::owned::sync_dir;
+use crate::output::owned::replace_file;
 use crate::{bail, ensure};
 
 /// The manifest's file name.
@@ -156,17 +154,12 @@ impl Store {
         let name = format!("{number:06}.seg");
         let path = self.dir.join(SEGMENTS).join(&name);
         let staged = path.with_extension("seg.staged");
-        let write = || -> std::io::Result<()> {
-            let mut f = File::create(&staged)?;
-            f.write_all(bytes)?;
-            f.sync_all()?;
-            fault::point("store: segment written and synced");
-            fs::rename(&staged, &path)?;
-            sync_dir(&self.dir.join(SEGMENTS));
-            fault::point("store: segment renamed into place");
-            Ok(())
-        };
-        write().io_context(|| format!("writing {}", path.display()))?;
+        let points = [
+            "store: segment written and synced",
+            "store: segment renamed into place",
+        ];
+        replace_file(&staged, &path, bytes, Some(points))
+            .io_context(|| format!("writing {}", path.display()))?;
         let mut next = self.manifest.clone();
         next.segments.push(Segment {
             name,
@@ -228,19 +221,14 @@ impl Store {
     fn write_manifest(&self, m: &Manifest) -> Result<()> {
         let path = self.dir.join(MANIFEST);
         let staged = self.dir.join(format!("{MANIFEST}.staged"));
-        let write = || -> std::io::Result<()> {
-            let mut text = serde_json::to_vec_pretty(m).map_err(std::io::Error::other)?;
-            text.push(b'\n');
-            let mut f = File::create(&staged)?;
-            f.write_all(&text)?;
-            f.sync_all()?;
-            fault::point("store: manifest written and synced");
-            fs::rename(&staged, &path)?;
-            sync_dir(&self.dir);
-            fault::point("store: manifest renamed into place");
-            Ok(())
-        };
-        write().io_context(|| format!("writing {}", path.display()))
+        let mut text = serde_json::to_vec_pretty(m).map_err(|e| Error::Internal(e.to_string()))?;
+        text.push(b'\n');
+        let points = [
+            "store: manifest written and synced",
+            "store: manifest renamed into place",
+        ];
+        replace_file(&staged, &path, &text, Some(points))
+            .io_context(|| format!("writing {}", path.display()))
     }
 }
 

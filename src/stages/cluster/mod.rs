@@ -40,7 +40,7 @@ pub fn owned_ranks<'a>(
         .filter(|m| !m.is_representative())
         .map(|m| m.rank)
         .peekable();
-    (ranked.first..ranked.first + ranked.names.len() as u64).map(move |r| {
+    ranked.owned().map(move |r| {
         let is_dropped = dropped.next_if_eq(&r).is_some();
         (r, is_dropped)
     })
@@ -121,8 +121,8 @@ pub fn name_largest(
 
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
 /// stars), with each cluster's representative the member of smallest `(keep key, rank)`, cut by
-/// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over all
-/// workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
+/// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over
+/// all workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
 /// dataflow; one exchange then takes each member to its rank owner.
 pub fn clusters(
     worker: &mut Worker,
@@ -133,8 +133,8 @@ pub fn clusters(
     // The first policy's keys are all 0: the members need no join with them.
     let keyed = settings.keep != KeepPolicy::First;
     let mut graph = ClusterGraph::new(worker, keyed);
-    let owned = ranked.first..ranked.first + ranked.names.len() as u64;
-    let keys = owned
+    let keys = ranked
+        .owned()
         .filter(|_| keyed)
         .map(|r| ((r, ranked.keep_key(r)), 1));
     graph.update(worker, edges.into_iter().map(|e| (e, 1)), keys);
