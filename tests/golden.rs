@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::root;
 
@@ -19,16 +18,7 @@ fn bless() -> bool {
 }
 
 fn run(args: &[&str], dir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 3)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::neardup_ok(dir, args);
 }
 
 /// Runs a sample job at 1, 2 and 4 workers; each of `files` must equal its golden copy.

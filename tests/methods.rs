@@ -91,20 +91,12 @@ fn write_docs(path: &Path, docs: &[(String, String)]) {
 
 /// The pairs file: `(id_a, id_b)` of each row, after checking the similarity column says 1.
 fn read_pairs(path: &Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 3, "{l}");
-            assert_eq!(
-                f[2].parse::<f64>().ok(),
-                Some(1.0),
-                "an exact pair has similarity 1: {l}"
-            );
-            (f[0].to_string(), f[1].to_string())
-        })
-        .collect()
+    let row = |(a, b, score): (String, String, String)| {
+        let one = score.parse::<f64>().ok() == Some(1.0);
+        assert!(one, "an exact pair has similarity 1: {a} {b} {score}");
+        (a, b)
+    };
+    common::pair_rows(path).into_iter().map(row).collect()
 }
 
 fn exact_job(input: &Path, out: &Path, on: &str) -> String {

@@ -25,6 +25,9 @@ pub struct RunArgs {
     /// Read these inputs instead of the job's [input] paths (files, directories, globs).
     #[arg(long, num_args = 1..)]
     input: Vec<PathBuf>,
+    /// Also add the documents to this sketch store (made if missing), for later audits.
+    #[arg(long)]
+    store: Option<PathBuf>,
     #[command(flatten)]
     cluster: ClusterArgs,
 }
@@ -38,6 +41,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         out_dir: a.out_dir,
         inputs: a.input,
         job_file: Some(job.to_path_buf()),
+        store: a.store,
         ..a.cluster.overrides("run")
     };
     let plan = spec.validate(base, overrides).map_err(|e| match e {

@@ -4,6 +4,7 @@
 //!
 //! - `jobs`: `run`, `fingerprint` and `pairs`, which execute a plan of the library;
 //! - `truth`, `eval`, `report`: the exact ground truth, scoring against it, a run's HTML page;
+//! - `store`: `audit` and `store info|verify`, on a sketch store;
 //! - `bench`, `gen`: benchmarks and the generated corpora they run on.
 
 mod bench;
@@ -11,6 +12,7 @@ mod eval;
 mod gen;
 mod jobs;
 mod report;
+mod store;
 mod truth;
 
 use std::path::PathBuf;
@@ -61,6 +63,12 @@ enum Command {
     Gen(gen::GenCommand),
     /// Find every pair of fingerprints within Hamming distance k.
     Pairs(jobs::PairsArgs),
+    /// Audit new documents against a sketch store (written by `run --store`): which match a
+    /// stored document, which are near-duplicates of each other.
+    Audit(store::AuditArgs),
+    /// Look into a sketch store: `info` (documents, segments, parameters), `verify` (checksums).
+    #[command(subcommand)]
+    Store(store::StoreCommand),
 }
 
 /// Runs the sub-command the command line names.
@@ -74,6 +82,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::command(a),
         Command::Bench(a) => bench::command(a),
         Command::Gen(g) => gen::command(g),
+        Command::Audit(a) => store::audit(a),
+        Command::Store(c) => store::command(c),
     }
 }
 

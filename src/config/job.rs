@@ -146,6 +146,14 @@ pub struct ClustersSpec {
     pub split: Option<String>,
 }
 
+/// `[store]`: the sketch store a run appends its documents to (`neardup run --store` overrides).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSpec {
+    /// The store's directory, relative to the job file's.
+    pub dir: Option<PathBuf>,
+}
+
 /// `[run]`
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,6 +199,10 @@ pub struct OutputSpec {
     pub corpus_skipped: Vec<String>,
     /// A self-contained HTML page on the run (needs the summary).
     pub report: Option<String>,
+    /// `neardup audit`: pairs of a new and a stored document.
+    pub matches: Option<String>,
+    /// `neardup audit`: pairs of two new documents.
+    pub batch_pairs: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -251,6 +263,8 @@ impl Default for OutputSpec {
             corpus: None,
             corpus_skipped: Vec::new(),
             report: None,
+            matches: None,
+            batch_pairs: None,
             summary: default_summary(),
         }
     }
@@ -282,6 +296,9 @@ pub struct JobSpec {
     /// Outputs.
     #[serde(default)]
     pub output: OutputSpec,
+    /// The sketch store.
+    #[serde(default)]
+    pub store: StoreSpec,
     /// The methods' sections, by name, as written.
     #[serde(flatten)]
     pub sections: BTreeMap<String, toml::Value>,
@@ -309,6 +326,8 @@ pub struct Overrides {
     pub inputs: Vec<PathBuf>,
     /// The job file.
     pub job_file: Option<PathBuf>,
+    /// The sketch store (relative to the working directory), over `[store] dir`.
+    pub store: Option<PathBuf>,
 }
 
 /// An output path of a job: `-` is standard output, anything else is relative to the output
@@ -328,6 +347,8 @@ fn check_row_formats(outputs: &Outputs) -> Result<()> {
         ("documents", &outputs.documents),
         ("skipped", &outputs.skipped),
         ("pairs", &outputs.pairs),
+        ("matches", &outputs.matches),
+        ("batch_pairs", &outputs.batch_pairs),
         ("exact_groups", &outputs.exact_groups),
         ("clusters", &outputs.clusters),
         ("keep", &outputs.keep),
@@ -471,8 +492,11 @@ impl JobSpec {
                 corpus: None,
                 corpus_skipped: Vec::new(),
                 report: None,
+                matches: None,
+                batch_pairs: None,
                 summary: String::new(),
             },
+            store: StoreSpec::default(),
         }
     }
 
@@ -520,9 +544,9 @@ impl JobSpec {
         );
         let method = method_of(entry, &self.sections, features, verify)?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
-        let pairs = match &outputs.pairs {
-            None => None,
-            Some(_) => Some(PairStage {
+        let pairs = match outputs.finds_pairs() {
+            false => None,
+            true => Some(PairStage {
                 memory_budget: memory_budget(
                     method
                         .memory_budget_mib()
@@ -557,6 +581,10 @@ impl JobSpec {
             outputs,
             protected,
             exec,
+            store: o
+                .store
+                .or_else(|| self.store.dir.map(|d| resolve(base, &d))),
+            audit: None,
         })
     }
 }
@@ -660,6 +688,8 @@ fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
         corpus: out.corpus.and_then(|f| output_path(dir, &f)),
         corpus_skipped: corpus_skipped(&out.corpus_skipped)?,
         report: out.report.and_then(|f| output_path(dir, &f)),
+        matches: out.matches.and_then(|f| output_path(dir, &f)),
+        batch_pairs: out.batch_pairs.and_then(|f| output_path(dir, &f)),
         summary: output_path(dir, &out.summary),
     };
     check_row_formats(&outputs)?;
@@ -685,7 +715,7 @@ fn check_outputs_written(outputs: &Outputs) -> Result<()> {
         "[output] exact_groups needs pairs"
     );
     ensure!(
-        outputs.pairs.is_some() || outputs.fingerprints.is_some() || outputs.documents.is_some(),
+        outputs.finds_pairs() || outputs.fingerprints.is_some() || outputs.documents.is_some(),
         Config,
         "the job writes nothing: set [output] pairs, fingerprints or documents"
     );
@@ -706,7 +736,7 @@ fn check_verification(
          (or set [verify] mode = \"none\")"
     );
     ensure!(
-        outputs.pairs.is_some(),
+        outputs.finds_pairs(),
         Config,
         "[verify] verifies pairs: set [output] pairs"
     );
@@ -727,7 +757,7 @@ fn method_of(
             known,
             Config,
             "unknown key `{name}` in the job: expected method, input, features, content, \
-             verify, clusters, run, output, or a method's section ({})",
+             verify, clusters, run, output, store, or a method's section ({})",
             method::REGISTRY
                 .iter()
                 .map(|e| e.name)
@@ -767,7 +797,7 @@ fn check_method(
             "method = \"{name}\" sketches documents: a fingerprints file holds simhashes"
         );
         ensure!(
-            outputs.pairs.is_some() && outputs.fingerprints.is_none(),
+            outputs.finds_pairs() && outputs.fingerprints.is_none(),
             Config,
             "method = \"{name}\" writes pairs, not fingerprints (those are simhashes): set \
              [output] pairs and leave out fingerprints"

@@ -2,6 +2,7 @@
 //! become the same [`JobSpec`]) to the validated [`Plan`] every worker runs. Benchmarks and tests
 //! build their plans the same way.
 
+mod audit;
 pub mod clusters;
 pub mod exec;
 pub mod job;
@@ -116,11 +117,20 @@ pub struct Outputs {
     pub corpus_skipped: Vec<crate::source::SkipReason>,
     /// The HTML report.
     pub report: Option<PathBuf>,
+    /// An audit's pairs of a new document and a stored one (new id, stored id, score).
+    pub matches: Option<PathBuf>,
+    /// An audit's pairs of two new documents.
+    pub batch_pairs: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.
     pub summary: Option<PathBuf>,
 }
 
 impl Outputs {
+    /// True if the run finds pairs: it writes them, or an audit's matches or batch pairs.
+    pub fn finds_pairs(&self) -> bool {
+        self.pairs.is_some() || self.matches.is_some() || self.batch_pairs.is_some()
+    }
+
     /// The outputs by name: `fingerprints`, `documents`, `skipped`, `pairs`, `exact_groups`, `clusters`,
     /// `keep`, `drop`, `corpus` (a directory), `summary`.
     pub fn requests(&self) -> Vec<(String, PathBuf)> {
@@ -135,6 +145,8 @@ impl Outputs {
             ("drop", &self.drop),
             ("corpus", &self.corpus),
             ("report", &self.report),
+            ("matches", &self.matches),
+            ("batch_pairs", &self.batch_pairs),
             ("summary", &self.summary),
         ]
         .into_iter()
@@ -168,6 +180,20 @@ pub struct Plan {
     pub exec: Exec,
     /// Print the planner's reasoning on stderr.
     pub verbose: bool,
+    /// The sketch store a run appends its documents to, or an audit reads.
+    pub store: Option<PathBuf>,
+    /// An audit: the stored documents' files, which lead the input files and are read again
+    /// only (see [`Plan::audit_against`]).
+    pub audit: Option<AuditPlan>,
+}
+
+/// What an audit reads of its store besides the new documents.
+#[derive(Clone, Debug)]
+pub struct AuditPlan {
+    /// The first this many input files are the stored documents' sources: never read whole.
+    pub stored_files: usize,
+    /// For each segment of the store, the input file index of each of its sources.
+    pub segment_files: Vec<Vec<u32>>,
 }
 
 impl Plan {

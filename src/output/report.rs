@@ -276,6 +276,7 @@ fn stage_times(t: &StageTimes, body: &mut String) {
         ("read and sketch", t.read_fingerprint),
         ("rank ids", t.rank),
         ("write fingerprints", t.write_fingerprints),
+        ("store", t.store),
         ("collapse copies", t.collapse),
         ("tables or bands", t.tables),
         ("expand", t.expand),

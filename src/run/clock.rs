@@ -11,10 +11,11 @@ use crate::progress::Progress;
 use crate::summary::{StageMemory, StageTimes};
 
 /// The stages whose time and memory the summary reports, in order.
-pub const STAGE_NAMES: [&str; 10] = [
+pub const STAGE_NAMES: [&str; 11] = [
     "read_fingerprint",
     "rank",
     "write_fingerprints",
+    "store",
     "collapse",
     "tables",
     "expand",
@@ -155,6 +156,7 @@ fn slot<'a>(times: &'a mut StageTimes, name: &str) -> &'a mut f64 {
         "read_fingerprint" => &mut times.read_fingerprint,
         "rank" => &mut times.rank,
         "write_fingerprints" => &mut times.write_fingerprints,
+        "store" => &mut times.store,
         "collapse" => &mut times.collapse,
         "tables" => &mut times.tables,
         "expand" => &mut times.expand,

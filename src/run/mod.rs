@@ -2,15 +2,17 @@
 //! [`crate::stages`] with the same plan; [`execute`] forms the cluster, prepares the outputs before
 //! anything is read, runs the workers and commits the output set with the summary last.
 //!
+//! - `audit`: an audit's matches and batch pairs, and its figures;
 //! - `clock`: each stage's time and memory, the progress bar, the first error of an output;
 //! - `pass`: the steps of the dataflow, each calling one stage with its settings;
 //! - `report`: skip notes, the "nothing usable" checks, the summary folded from every worker.
 
+mod audit;
 mod clock;
 mod pass;
 mod report;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use timely::worker::Worker;
 
@@ -19,9 +21,11 @@ use crate::error::{Error, Result};
 use crate::output::OutputSet;
 use crate::progress::{Progress, Reporter};
 use crate::stages::rank::RankOutput;
-use crate::summary::Summary;
+use crate::store::Store;
+use crate::summary::{StoreSummary, Summary};
 use pass::Pass;
 pub use report::WorkerResult;
+use std::path::Path;
 
 /// The whole run, as executed by one worker: the dataflow, step by step. `outputs` is the output
 /// set, on worker 0 of process 0; `progress` what this process shows of the run.
@@ -30,10 +34,15 @@ pub fn run_worker(
     plan: &Plan,
     outputs: Option<&OutputSet>,
     progress: &Arc<Progress>,
+    segment: &NewSegment,
 ) -> WorkerResult {
     let mut pass = Pass::new(worker.index(), plan, outputs, progress);
     let (mut books, ranked) = pass.read_and_rank(worker)?;
     pass.write_fingerprints(worker, &ranked.ranked);
+    pass.store(worker, &ranked);
+    if let Some(made) = pass.segment.take() {
+        *segment.lock().expect("the segment slot") = Some(made); // worker 0's alone
+    }
     match &plan.pairs {
         Some(stage) => {
             let RankOutput {
@@ -42,6 +51,7 @@ pub fn run_worker(
                 ranked,
             } = ranked;
             let candidates = pass.candidates(worker, stage, keyed, signatures)?;
+            let candidates = pass.audited(candidates);
             let pairs = pass.verify(worker, &ranked, candidates.pairs);
             let exact = candidates.exact;
             let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
@@ -57,6 +67,10 @@ pub fn run_worker(
     report::finish(worker, plan, pass.clock, pass.figures, books)
 }
 
+/// The store segment worker 0 made, handed to [`execute`], which appends it once the outputs
+/// are committed.
+pub type NewSegment = Mutex<Option<(Vec<u8>, u64)>>;
+
 /// Runs `plan` on the threads and processes it names: forms the cluster, prepares the outputs
 /// (process 0) before anything is read, runs every worker, and commits the output set with the
 /// summary last. Returns the summary in process 0, `None` in the others. On any error nothing is
@@ -70,26 +84,31 @@ pub fn execute(plan: Plan) -> Result<Option<Summary>> {
 /// choice: a library draws nothing uninvited).
 pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let mut outputs = None;
+    let mut store = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {
         if plan.exec.process == 0 {
             outputs = Some(OutputSet::prepare(
                 &plan.outputs.requests(),
                 &plan.protected_paths(),
             )?);
+            if let Some(dir) = plan.store.as_deref().filter(|_| plan.writes_store()) {
+                store = Some(Store::open_or_create(dir, &plan.store_parameters())?);
+            }
         }
         Ok(())
     })?;
+    let segment: Arc<NewSegment> = Arc::default();
     let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
     let plan = Arc::new(plan);
     let progress = Arc::new(Progress::default());
     let total_bytes = plan.inputs.files.iter().map(|f| f.size).sum();
     let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
-    let (p, o) = (Arc::clone(&plan), outputs.clone());
+    let (p, o, s) = (Arc::clone(&plan), outputs.clone(), Arc::clone(&segment));
     let guards = timely::execute::execute_from(
         builders,
         others,
         timely::WorkerConfig::default(),
-        move |worker| run_worker(worker, &p, o.as_deref(), &progress),
+        move |worker| run_worker(worker, &p, o.as_deref(), &progress, &s),
     )
     .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
     let mut summary = None;
@@ -109,19 +128,60 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     if let Some(e) = error {
         return Err(e);
     }
-    let (Some(mut summary), Some(set)) = (summary, outputs) else {
+    let (Some(summary), Some(set)) = (summary, outputs) else {
         return Ok(None);
     };
     let set = Arc::try_unwrap(set)
         .map_err(|_| Error::Internal("the output set is still in use".into()))?;
+    let new_segment = segment.lock().expect("the segment slot").take();
+    commit(&plan, set, summary, store.zip(new_segment)).map(Some)
+}
+
+/// Commits the output set with the summary last, then appends the new segment to the store (so
+/// that a kill between the two leaves the store as it was, and the run made again adds it once).
+fn commit(
+    plan: &Plan,
+    set: OutputSet,
+    mut summary: Summary,
+    store: Option<(Store, (Vec<u8>, u64))>,
+) -> Result<Summary> {
     if set.has("report") {
         let page = crate::output::report::html(&summary);
         set.write("report", |w, _| w.write_all(page.as_bytes()))?;
     }
     summary.outputs = set.written();
+    summary.store = store
+        .as_ref()
+        .filter(|(store, (bytes, _))| !store.holds(bytes))
+        .map(|(store, (bytes, documents))| StoreSummary {
+            dir: plan
+                .store
+                .as_deref()
+                .unwrap_or(Path::new(""))
+                .display()
+                .to_string(),
+            segment: store.next_segment_name(),
+            documents: *documents,
+            bytes: bytes.len() as u64,
+        });
     let mut json = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::Internal(format!("summary: {e}")))?;
     json.push(b'\n');
     set.commit(Some(&json))?;
-    Ok(Some(summary))
+    if let Some((mut store, (bytes, documents))) = store {
+        let sources = plan.inputs.canonical_paths();
+        let added = store.append(&bytes, documents, &sources).map_err(|e| {
+            Error::Output(format!(
+                "the outputs are committed, but the documents were not added to the store \
+                 (it is as it was; run again to add them): {e}"
+            ))
+        })?;
+        if !added {
+            eprintln!(
+                "neardup: note: the store already holds these documents (a segment with the \
+                 same bytes); it is unchanged"
+            );
+        }
+    }
+    Ok(summary)
 }

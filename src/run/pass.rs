@@ -6,17 +6,23 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
+use super::audit;
 use super::clock::{Clock, Phase};
 use super::report::{places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
+use crate::config::AuditPlan;
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
+use crate::exchange::all_gather;
 use crate::exchange::ranks::Ranked;
 use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::rank::{self, RankOutput};
+use crate::stages::read::Sketched;
+use crate::stages::store::{self, StoredShare};
 use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
+use crate::store::Store;
 use crate::summary::{Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
@@ -37,6 +43,10 @@ pub struct Pass<'a> {
     pub clock: Clock,
     /// What the stages found.
     pub figures: Figures,
+    /// An audit: the ranks of the stored documents, sorted.
+    pub stored: Option<Vec<u64>>,
+    /// The new store segment and its documents, on worker 0 of a run that writes a store.
+    pub segment: Option<(Vec<u8>, u64)>,
 }
 
 impl<'a> Pass<'a> {
@@ -52,6 +62,8 @@ impl<'a> Pass<'a> {
             writer: outputs.filter(|_| me == 0),
             clock: Clock::start(me, plan.exec.workers, Arc::clone(progress)),
             figures: Figures::default(),
+            stored: None,
+            segment: None,
         }
     }
 
@@ -63,7 +75,11 @@ impl<'a> Pass<'a> {
         let mut counters = Counters::new(plan.outputs.skipped.is_some());
         counters.copy_reasons = plan.outputs.corpus_skipped.clone();
         let progress = &self.clock.progress;
-        let (docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
+        let (mut docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
+        let new = docs.len();
+        if let Some(audit) = &plan.audit {
+            docs.append(self.read_stored(worker, audit));
+        }
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
         let mut shown = Vec::new();
@@ -71,7 +87,7 @@ impl<'a> Pass<'a> {
         self.clock.stage("read_fingerprint", worker);
 
         let before = counters.notes.len();
-        let documents = plan.outputs.documents.is_some();
+        let documents = plan.outputs.documents.is_some() || plan.writes_store();
         let keep_rows = plan.outputs.fingerprints.is_some() || documents;
         let reread = plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
             || plan.clusters.is_some()
@@ -83,8 +99,54 @@ impl<'a> Pass<'a> {
             shown,
         };
         books.check_usable(worker, plan, before)?;
+        if plan.audit.is_some() {
+            let stored = ranked.ranked.ranks[new..].iter().flatten().copied();
+            let mut all: Vec<u64> = all_gather(worker, stored.collect::<Vec<u64>>())
+                .into_iter()
+                .flatten()
+                .collect();
+            all.sort_unstable();
+            self.stored = Some(all);
+        }
         self.clock.stage("rank", worker);
         Ok((books, ranked))
+    }
+
+    /// An audit's stored documents that this worker reads (an unreadable segment is the run's
+    /// error, kept until the end so that every worker takes part in every exchange).
+    fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> Sketched {
+        let dir = self.plan.store.as_deref().expect("an audit has a store");
+        let read = Store::open(dir).and_then(|store| {
+            let share = StoredShare {
+                store: &store,
+                files: audit.segment_files.clone(),
+                urls: self.plan.outputs.fingerprints.is_some()
+                    || self.plan.outputs.documents.is_some(),
+                content: self.plan.outputs.documents.is_some(),
+            };
+            store::read_stored(&share, worker.index(), worker.peers())
+        });
+        self.clock.keep_value(read).unwrap_or_default()
+    }
+
+    /// The run's documents as a new store segment, when the run writes a store.
+    pub fn store(&mut self, worker: &mut Worker, ranked: &RankOutput) {
+        if self.plan.writes_store() {
+            self.segment = store::segment(worker, &ranked.ranked, &ranked.signatures);
+        }
+        self.clock.stage("store", worker);
+    }
+
+    /// An audit's candidates: the pairs of two stored documents dropped (their audit was the
+    /// run that stored them).
+    pub fn audited(&self, mut candidates: Candidates) -> Candidates {
+        if let Some(stored) = &self.stored {
+            let is_stored = |r: u64| stored.binary_search(&r).is_ok();
+            candidates
+                .pairs
+                .retain(|p| !(is_stored(p.a) && is_stored(p.b)));
+        }
+        candidates
     }
 
     /// The fingerprints and documents outputs, when asked for.
@@ -276,7 +338,30 @@ impl<'a> Pass<'a> {
             |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
         let formats = (format(&o.pairs), format(&o.exact_groups));
         let k = self.plan.method.distance();
-        let counts = write::pairs(worker, ranked, pairs, exact, k, formats, self.writer);
+        let counts = match &self.stored {
+            None => write::pairs(
+                worker,
+                ranked,
+                "pairs",
+                pairs,
+                exact,
+                k,
+                formats,
+                self.writer,
+            ),
+            Some(stored) => {
+                let (matches, batch) = audit::split(stored, pairs);
+                self.figures.audit = Some(audit::summary(worker, self.plan, stored, &matches));
+                let a = self.figures.audit.as_mut().expect("just set");
+                a.batch_pairs = all_gather(worker, batch.len() as u64).iter().sum();
+                let formats = (format(&o.matches), format(&o.batch_pairs));
+                let w = self.writer;
+                let found = write::pairs(worker, ranked, "matches", matches, None, k, formats, w);
+                let formats = (formats.1, formats.1);
+                let batch = write::pairs(worker, ranked, "batch_pairs", batch, None, k, formats, w);
+                found.and_then(|m| batch.map(|b| m.iter().zip(b).map(|(x, y)| x + y).collect()))
+            }
+        };
         self.figures.by_distance = self.clock.keep_value(counts);
         if self.plan.clusters.is_some() {
             let formats = write::ClusterOutputs {

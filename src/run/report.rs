@@ -255,6 +255,8 @@ pub struct Figures {
     pub corpus: Option<corpus::CorpusStats>,
     /// Pairs by Hamming distance (or all at 0 for MinHash).
     pub by_distance: Option<Vec<u64>>,
+    /// An audit's findings, over all workers.
+    pub audit: Option<crate::summary::AuditSummary>,
 }
 
 /// Gathers every worker's report (also the final barrier: no worker leaves early); worker 0
@@ -314,6 +316,7 @@ fn summarize(
         largest,
         corpus: corpus_stats,
         by_distance,
+        audit: figures_audit,
         ..
     } = figures;
     let t = Totals::fold(plan, reports, bands_summary.as_mut());
@@ -334,13 +337,18 @@ fn summarize(
         .clusters
         .zip(cluster_stats)
         .map(|(c, stats)| cluster_summary(c, stats, merged, by_file, largest, corpus_stats));
+    let documents = DocumentSummary::from_counters(merged, shown);
+    let audit = figures_audit.map(|a| crate::summary::AuditSummary {
+        new_documents: documents.processed,
+        ..a
+    });
     Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: plan.command.clone(),
         inputs: places.files,
         workers: plan.exec.workers,
         processes: plan.exec.processes,
-        documents: DocumentSummary::from_counters(merged, shown),
+        documents,
         fingerprints,
         method: plan.method.name().into(),
         layout: layout_summary,
@@ -348,6 +356,8 @@ fn summarize(
         pairs: pair_summary,
         verification: t.verification,
         clusters: clusters_summary,
+        store: None,
+        audit,
         seconds: clock.stop(),
         peak_memory_bytes_by_process: t.peak,
         peak_memory_bytes_by_stage: t.by_stage,

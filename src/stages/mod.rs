@@ -12,6 +12,7 @@
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
+//! | [`store`] | ranks' rows and origins, signatures | a new store segment (at worker 0); an audit's stored documents |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
 pub mod cluster;
@@ -22,5 +23,6 @@ pub mod keep;
 pub mod rank;
 pub mod read;
 pub mod reread;
+pub mod store;
 pub mod verify;
 pub mod write;

@@ -371,12 +371,15 @@ pub fn read_worker(
     progress: &Arc<Progress>,
 ) -> (Sketched, SplitLines) {
     let inputs = &plan.inputs;
-    let splits = crate::source::plan_splits(
-        &inputs.files,
+    // An audit's stored documents' files lead the list; they are read again only, never whole.
+    let stored = plan.audit.as_ref().map_or(0, |a| a.stored_files);
+    let mut splits = crate::source::plan_splits(
+        &inputs.files[stored..],
         worker.peers(),
         inputs.split_bytes,
         inputs.source.entry().split,
     );
+    splits.iter_mut().flatten().for_each(|s| s.file += stored);
     let shared = |s: &&Split| {
         plan.exec.workers > 1
             && inputs.source.line_records().is_some()
@@ -386,7 +389,7 @@ pub fn read_worker(
         splits[worker.index()].iter().partition(|s| shared(s));
     let extras = Extras {
         urls: plan.outputs.fingerprints.is_some() || plan.outputs.documents.is_some(),
-        content: plan.outputs.documents.is_some(),
+        content: plan.outputs.documents.is_some() || plan.writes_store(),
         keep: plan.clusters.map(|c| c.keep),
     };
     let mut tally = ReadTally::new(Arc::clone(progress));

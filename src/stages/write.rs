@@ -167,13 +167,14 @@ pub fn documents(
     document_rows(worker, ranked, output, key, write, out)
 }
 
-/// Writes the pairs and, in collapse mode, the exact-duplicate groups, with their ids; returns the
+/// Writes the pairs (as output `output_name`) and, in collapse mode, the exact-duplicate groups, with their ids; returns the
 /// number of pairs per distance 0..=k, summed over all workers (every worker calls it together).
 /// MinHash pairs (`k` = `None`) have no distance: their count is the one entry.
 #[allow(clippy::too_many_arguments)]
 pub fn pairs(
     worker: &mut Worker,
     ranked: &Ranked,
+    output_name: &str,
     pairs: Vec<Pair>,
     groups: Option<Vec<(u64, Vec<u64>)>>,
     k: Option<u32>,
@@ -219,7 +220,7 @@ pub fn pairs(
     };
     let pairs_written = stream_rows(
         worker,
-        ("pairs", pairs_table),
+        (output_name, pairs_table),
         mine.len(),
         |range, buf| output::write_pairs(buf, formats.0, &mine[range], k.is_some(), &name),
         out,

@@ -1,7 +1,6 @@
-//! The sketch store of recrawl audits (issue 18): a directory of immutable segments and a
-//! manifest that names them and pins every parameter a match depends on. This first part is the
-//! container: segments are opaque bytes here, each with its size and checksum in the manifest; the
-//! per-document format (keys, sketches, bucket keys) comes with the audit.
+//! The sketch store of recrawl audits: a directory of immutable segments and a manifest that
+//! names them and pins every parameter a match depends on. This module is the container (each
+//! segment's size, checksum and sources in the manifest); [`segment`] is what a segment holds.
 //!
 //! ```text
 //! DIR/MANIFEST.json          format version, parameters, segments (name, documents, bytes, xxh3-64)
@@ -12,6 +11,8 @@
 //! atomically (written beside, synced, renamed): a process killed at any instant leaves the old
 //! manifest or the new one, and the segments the old one names untouched. A segment file that no
 //! manifest names is a leftover of such a kill; the next append removes it.
+
+pub mod segment;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,9 @@ pub struct Segment {
     pub bytes: u64,
     /// xxh3-64 of its bytes, 16 hex digits.
     pub checksum: String,
+    /// The input files its documents came from (canonical paths); a document names its file
+    /// by its index here.
+    pub sources: Vec<String>,
 }
 
 /// An open store.
@@ -78,6 +82,12 @@ impl Store {
     /// Opens the store in `dir`, whatever its parameters.
     pub fn open(dir: &Path) -> Result<Store> {
         let path = dir.join(MANIFEST);
+        ensure!(
+            path.exists(),
+            Input,
+            "there is no store in {} ({MANIFEST} is missing): `neardup run JOB --store DIR` makes one",
+            dir.display()
+        );
         let text = fs::read(&path).io_context(|| format!("reading {}", path.display()))?;
         let version = serde_json::from_slice::<serde_json::Value>(&text)
             .ok()
@@ -146,12 +156,29 @@ impl Store {
         )
     }
 
+    /// True if a segment of the store has these bytes.
+    pub fn holds(&self, bytes: &[u8]) -> bool {
+        let sum = checksum(bytes);
+        let same = |s: &Segment| s.checksum == sum && s.bytes == bytes.len() as u64;
+        self.manifest.segments.iter().any(same)
+    }
+
+    /// The file name the next appended segment gets.
+    pub fn next_segment_name(&self) -> String {
+        format!("{:06}.seg", self.manifest.segments.len() + 1)
+    }
+
     /// Appends a segment of `documents` documents: written and synced, then named by a new
-    /// manifest that replaces the old one atomically.
-    pub fn append(&mut self, bytes: &[u8], documents: u64) -> Result<()> {
+    /// manifest that replaces the old one atomically. A segment the store already holds (the same
+    /// bytes: a run made again over the same inputs, say after a kill that left it unsure) is not
+    /// added twice; the answer is false then.
+    pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
+        if self.holds(bytes) {
+            return Ok(false);
+        }
+        let sum = checksum(bytes);
         self.remove_leftovers()?;
-        let number = self.manifest.segments.len() + 1;
-        let name = format!("{number:06}.seg");
+        let name = self.next_segment_name();
         let path = self.dir.join(SEGMENTS).join(&name);
         let staged = path.with_extension("seg.staged");
         let points = [
@@ -165,11 +192,12 @@ impl Store {
             name,
             documents,
             bytes: bytes.len() as u64,
-            checksum: checksum(bytes),
+            checksum: sum,
+            sources: sources.to_vec(),
         });
         self.write_manifest(&next)?;
         self.manifest = next;
-        Ok(())
+        Ok(true)
     }
 
     /// The bytes of segment `i`, checked against the manifest's size and checksum.
@@ -192,12 +220,27 @@ impl Store {
         Ok(bytes)
     }
 
-    /// Checks every segment against the manifest; the first damaged one is the error.
-    pub fn verify(&self) -> Result<()> {
-        for i in 0..self.manifest.segments.len() {
-            self.read_segment(i)?;
+    /// Checks every segment against the manifest (size, checksum, documents) and that its
+    /// entries read; the first damaged one is the error. Returns the documents.
+    pub fn verify(&self) -> Result<u64> {
+        let mut total = 0;
+        for (i, s) in self.manifest.segments.iter().enumerate() {
+            let bytes = self.read_segment(i)?;
+            let mut documents = 0u64;
+            segment::read_entries(&s.name, &bytes, &mut |e| {
+                documents += u64::from(matches!(e, segment::Entry::Doc(_)));
+            })?;
+            ensure!(
+                documents == s.documents,
+                Input,
+                "segment {} of the store {} holds {documents} documents; the manifest says {}",
+                s.name,
+                self.dir.display(),
+                s.documents
+            );
+            total += documents;
         }
-        Ok(())
+        Ok(total)
     }
 
     /// Removes the segment files no manifest names: what a killed append left.
@@ -241,6 +284,25 @@ fn checksum(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// A segment of `n` documents, told apart by `tag`.
+    fn seg(tag: &str, n: u64) -> Vec<u8> {
+        let mut w = segment::SegmentWriter::default();
+        let mut bytes = Vec::new();
+        for i in 0..n {
+            segment::Entry::Doc(segment::StoredDoc {
+                id: format!("{tag}{i}"),
+                source: 0,
+                locator: i,
+                url: None,
+                content: 0,
+                key: i,
+            })
+            .encode(&mut bytes);
+        }
+        w.push(&bytes, n);
+        w.finish().0
+    }
+
     fn params(k: u32) -> Vec<String> {
         vec!["method = simhash".into(), format!("simhash.k = {k}")]
     }
@@ -250,16 +312,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("store");
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
-        store.append(b"first segment", 2).unwrap();
-        store.append(b"second", 1).unwrap();
+        let (first, second) = (seg("first", 2), seg("second", 1));
+        store.append(&first, 2, &[]).unwrap();
+        store.append(&second, 1, &[]).unwrap();
         let store = Store::open_or_create(&at, &params(3)).unwrap();
         let m = store.manifest();
         assert_eq!(m.format_version, FORMAT_VERSION);
         assert_eq!(m.segments.len(), 2);
-        assert_eq!((m.segments[0].documents, m.segments[1].bytes), (2, 6));
-        assert_eq!(store.read_segment(0).unwrap(), b"first segment");
-        assert_eq!(store.read_segment(1).unwrap(), b"second");
-        store.verify().unwrap();
+        let sizes = (m.segments[0].documents, m.segments[1].bytes);
+        assert_eq!(sizes, (2, second.len() as u64));
+        assert_eq!(store.read_segment(0).unwrap(), first);
+        assert_eq!(store.read_segment(1).unwrap(), second);
+        assert_eq!(store.verify().unwrap(), 3);
+        let mut store = store;
+        assert!(!store.append(&second, 1, &[]).unwrap(), "held already");
+        assert_eq!(store.manifest().segments.len(), 2);
     }
 
     #[test]
@@ -297,7 +364,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("store");
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
-        store.append(b"0123456789", 5).unwrap();
+        store.append(&seg("x", 5), 5, &[]).unwrap();
         let path = at.join(SEGMENTS).join("000001.seg");
         let mut bytes = fs::read(&path).unwrap();
         bytes[4] ^= 1;
@@ -316,7 +383,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("store");
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
-        store.append(b"kept", 1).unwrap();
+        store.append(&seg("kept", 1), 1, &[]).unwrap();
         let before = store.manifest().clone();
         let segments = at.join(SEGMENTS);
         let leftovers: [(&str, &[u8]); 3] = [
@@ -334,7 +401,8 @@ mod tests {
             store.verify().unwrap();
         }
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
-        store.append(b"next", 1).unwrap();
+        let next = seg("next", 1);
+        store.append(&next, 1, &[]).unwrap();
         let mut names: Vec<String> = fs::read_dir(&segments)
             .unwrap()
             .flatten()
@@ -342,6 +410,6 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["000001.seg", "000002.seg"]);
-        assert_eq!(store.read_segment(1).unwrap(), b"next");
+        assert_eq!(store.read_segment(1).unwrap(), next);
     }
 }

@@ -222,6 +222,9 @@ pub struct StageTimes {
     pub rank: f64,
     /// Gathering and writing the fingerprints output.
     pub write_fingerprints: f64,
+    /// Making the new store segment (the append itself comes after the outputs' commit).
+    #[serde(default)]
+    pub store: f64,
     /// Grouping identical fingerprints.
     pub collapse: f64,
     /// Table rounds: exchange, sort, compare.
@@ -240,6 +243,36 @@ pub struct StageTimes {
     pub write_pairs: f64,
     /// Whole run.
     pub total: f64,
+}
+
+/// The segment a run appended to a sketch store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreSummary {
+    /// The store's directory.
+    pub dir: String,
+    /// The new segment's file name.
+    pub segment: String,
+    /// Documents in it.
+    pub documents: u64,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// What an audit found: the new documents against the stored ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditSummary {
+    /// The store audited against.
+    pub store: String,
+    /// Documents in the store.
+    pub stored_documents: u64,
+    /// New documents processed.
+    pub new_documents: u64,
+    /// Pairs of a new and a stored document.
+    pub matches: u64,
+    /// New documents with at least one stored match.
+    pub new_with_a_match: u64,
+    /// Pairs of two new documents.
+    pub batch_pairs: u64,
 }
 
 /// Everything `summary.json` holds.
@@ -272,6 +305,12 @@ pub struct Summary {
     /// Clusters and the keep policy (absent unless clusters are made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<ClusterSummary>,
+    /// The store this run appended its documents to (absent unless it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreSummary>,
+    /// An audit's findings (absent unless the run is an audit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSummary>,
     /// Stage times in seconds.
     pub seconds: StageTimes,
     /// Peak resident memory of each process in bytes (VmHWM).
@@ -288,6 +327,25 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The audit's and the store's lines of [`Summary::human`], if any.
+    fn audit_and_store(&self) -> String {
+        let mut s = String::new();
+        if let Some(a) = &self.audit {
+            s += &format!(
+                "\n  audit against {} stored documents: {} of {} new documents match a stored one \
+                 ({} matches); {} pairs among the new",
+                a.stored_documents, a.new_with_a_match, a.new_documents, a.matches, a.batch_pairs
+            );
+        }
+        if let Some(st) = &self.store {
+            s += &format!(
+                "\n  stored {} documents in {} of {} ({} bytes)",
+                st.documents, st.segment, st.dir, st.bytes
+            );
+        }
+        s
+    }
+
     /// The short human summary printed on stderr.
     pub fn human(&self) -> String {
         let d = &self.documents;
@@ -295,12 +353,8 @@ impl Summary {
             "neardup {}: {} documents read, {} processed, {} skipped",
             self.command, d.read, d.processed, d.skipped
         );
-        let reasons: Vec<String> = d
-            .skipped_by_reason
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(r, n)| format!("{r}={n}"))
-            .collect();
+        let reasons = d.skipped_by_reason.iter().filter(|(_, &n)| n > 0);
+        let reasons: Vec<String> = reasons.map(|(r, n)| format!("{r}={n}")).collect();
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
         }
@@ -352,6 +406,7 @@ impl Summary {
                 );
             }
         }
+        s += &self.audit_and_store();
         s += &format!(
             "\n  {:.2} s total, peak memory {} MiB; {} worker(s) x {} process(es)",
             self.seconds.total,

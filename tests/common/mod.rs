@@ -80,6 +80,33 @@ pub fn run_job(dir: &Path, toml: &str) -> std::process::Output {
         .unwrap()
 }
 
+/// The rows of a pairs file (`id_a<TAB>id_b<TAB>score`), each checked to have three columns.
+pub fn pair_rows(path: &Path) -> Vec<(String, String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 3, "{l}");
+            (f[0].to_string(), f[1].to_string(), f[2].to_string())
+        })
+        .collect()
+}
+
+/// Runs `neardup ARGS` in `dir`; it must succeed (exit 0 or 3, some records skipped).
+pub fn neardup_ok(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "neardup {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Seconds and seed of a fuzzer run: `NEARDUP_FUZZ_SECONDS` (default 3) and `NEARDUP_FUZZ_SEED`
 /// (default 1), so CI runs a few seconds and the scripts run minutes.
 pub fn fuzz_settings() -> (f64, u64) {

@@ -1,0 +1,91 @@
+//! A plan against a sketch store: the parameters a store pins, and an audit's plan (the new
+//! documents, and the stored ones located in their source files).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{AuditPlan, Plan, VerifyMode};
+use crate::error::Result;
+use crate::source::files::InputFile;
+use crate::store::Store;
+
+impl Plan {
+    /// True if the run appends its documents to a store (a run with a store that is no audit).
+    pub fn writes_store(&self) -> bool {
+        self.store.is_some() && self.audit.is_none()
+    }
+
+    /// What a match depends on, which a store pins: how records are read and their text made,
+    /// the method and every parameter of it, the longest record.
+    pub fn store_parameters(&self) -> Vec<String> {
+        let i = &self.inputs;
+        let mut lines = i.source.describe();
+        if i.source.entry().text {
+            lines.push(format!("content = {:?}", self.content));
+        }
+        lines.push(format!("method = {}", self.method.name()));
+        lines.extend(self.method.describe());
+        lines.push(format!("max_record_bytes = {}", i.max_record_bytes));
+        lines
+    }
+
+    /// This plan as an audit of its inputs against the store in `dir`: the store must have been
+    /// made with this plan's parameters. The stored documents' source files lead the input files,
+    /// to be read again where exact verification needs their text (they must then still be
+    /// there, unchanged); they are not read whole.
+    pub fn audit_against(mut self, dir: &Path) -> Result<Plan> {
+        let store = Store::open(dir)?;
+        store.check_parameters(&self.store_parameters())?;
+        let mut sources: Vec<String> = Vec::new();
+        let mut index: HashMap<String, u32> = HashMap::new();
+        let mut segment_files = Vec::new();
+        for s in &store.manifest().segments {
+            let files = s.sources.iter().map(|p| {
+                *index.entry(p.clone()).or_insert_with(|| {
+                    sources.push(p.clone());
+                    sources.len() as u32 - 1
+                })
+            });
+            segment_files.push(files.collect());
+        }
+        let rereads = self.verify.is_some_and(|v| v.mode == VerifyMode::Exact);
+        let mut stored = sources
+            .iter()
+            .map(|p| stored_file(Path::new(p), rereads))
+            .collect::<Result<Vec<_>>>()?;
+        if rereads {
+            self.inputs.source.open(&mut stored)?;
+        }
+        let stored_files = stored.len();
+        stored.append(&mut self.inputs.files);
+        self.inputs.files = stored;
+        self.store = Some(dir.to_path_buf());
+        self.audit = Some(AuditPlan {
+            stored_files,
+            segment_files,
+        });
+        Ok(self)
+    }
+}
+
+/// A stored document's source file; it must exist when the audit reads stored text again.
+fn stored_file(path: &Path, rereads: bool) -> Result<InputFile> {
+    let missing = |e: std::io::Error| {
+        crate::error::Error::Input(format!(
+            "{} holds stored documents, and exact verification reads their text again, but it \
+             cannot be read: {e} (put it back, or audit with [verify] mode = \"estimate\")",
+            path.display()
+        ))
+    };
+    let (size, compression) = match std::fs::metadata(path) {
+        Ok(m) => (m.len(), crate::source::files::sniff(path).map_err(missing)?),
+        Err(e) if rereads => return Err(missing(e)),
+        Err(_) => (0, crate::source::files::Compression::None),
+    };
+    Ok(InputFile {
+        path: PathBuf::from(path),
+        size,
+        compression,
+        row_groups: Vec::new(),
+    })
+}

@@ -1,0 +1,370 @@
+//! The recrawl audit's oracle: an audit of batch B against the store of A reports exactly the pairs
+//! that a bulk run over A + B finds and a bulk run over A does not (matches: a new and a stored
+//! document; batch pairs: two new ones), for simhash and MinHash (verified exactly and estimated),
+//! at 1, 2 and 4 workers and on two processes, with the store made in one run or in two.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{neardup_ok as neardup, run_cluster};
+use neardup::tools::gen::Rng;
+
+/// `n` texts of 60-90 words: fresh ones, and near-copies (a few words replaced) of earlier ones.
+fn texts(rng: &mut Rng, n: usize, earlier: &[String]) -> Vec<String> {
+    let word = |rng: &mut Rng| format!("w{}", rng.below(400));
+    let mut out: Vec<String> = Vec::new();
+    while out.len() < n {
+        let pool: Vec<&String> = earlier.iter().chain(&out).collect();
+        if rng.below(3) == 0 || pool.is_empty() {
+            let len = 60 + rng.below(30);
+            out.push((0..len).map(|_| word(rng)).collect::<Vec<_>>().join(" "));
+        } else {
+            let base = pool[rng.below(pool.len() as u64) as usize];
+            let mut words: Vec<String> = base.split(' ').map(str::to_string).collect();
+            for _ in 0..rng.below(4) {
+                let i = rng.below(words.len() as u64) as usize;
+                words[i] = word(rng);
+            }
+            out.push(words.join(" "));
+        }
+    }
+    out
+}
+
+fn write_docs(path: &Path, prefix: &str, texts: &[String]) {
+    let lines: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "{}\n",
+                serde_json::json!({"id": format!("{prefix}{i:04}"), "text": t})
+            )
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// Unordered pairs with their score column.
+fn pairs(path: &Path) -> BTreeSet<(String, String, String)> {
+    let unordered = |(a, b, s): (String, String, String)| if a < b { (a, b, s) } else { (b, a, s) };
+    common::pair_rows(path).into_iter().map(unordered).collect()
+}
+
+/// The files of an audit's output directory: `(matches, batch pairs)`, each as unordered pairs;
+/// every match names a new (`b`) document first and a stored one second.
+fn audit_pairs(out: &Path) -> BTreeSet<(String, String, String)> {
+    let text = std::fs::read_to_string(out.join("matches.tsv")).unwrap();
+    for l in text.lines() {
+        assert!(l.starts_with('b') && l.contains("\ta"), "new first: {l}");
+    }
+    let mut all = pairs(&out.join("matches.tsv"));
+    for p in pairs(&out.join("batch_pairs.tsv")) {
+        assert!(p.0.starts_with('b') && p.1.starts_with('b'), "{p:?}");
+        assert!(all.insert(p));
+    }
+    all
+}
+
+const JOBS: [(&str, &str); 3] = [
+    ("simhash", "method = \"simhash\"\n[simhash]\nk = 3\n"),
+    ("minhash-exact", "method = \"minhash\"\n"),
+    (
+        "minhash-estimate",
+        "method = \"minhash\"\n[verify]\nmode = \"estimate\"\n",
+    ),
+];
+
+fn job(dir: &Path, name: &str, method: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        "{method}[input]\npaths = [\"a.jsonl\"]\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0x5eed);
+    let a = texts(&mut rng, 300, &[]);
+    let b = texts(&mut rng, 250, &a);
+    write_docs(&d.join("a1.jsonl"), "a", &a[..150]);
+    write_docs(&d.join("a2.jsonl"), "a1", &a[150..]);
+    write_docs(&d.join("b.jsonl"), "b", &b);
+    let ab = format!(
+        "{}{}{}",
+        std::fs::read_to_string(d.join("a1.jsonl")).unwrap(),
+        std::fs::read_to_string(d.join("a2.jsonl")).unwrap(),
+        std::fs::read_to_string(d.join("b.jsonl")).unwrap()
+    );
+    std::fs::write(d.join("ab.jsonl"), ab).unwrap();
+    for (name, method) in JOBS {
+        let job = job(d, name, method);
+        let job = job.to_str().unwrap();
+        let bulk = |input: &[&str], out: &str| {
+            let mut args = vec!["run", job, "--out-dir", out, "--input"];
+            args.extend(input);
+            neardup(d, &args);
+            pairs(&d.join(out).join("pairs.tsv"))
+        };
+        let all = bulk(&["ab.jsonl"], &format!("{name}-ab"));
+        let old = bulk(&["a1.jsonl", "a2.jsonl"], &format!("{name}-a"));
+        let want: BTreeSet<_> = all.difference(&old).cloned().collect();
+        let crossing = want.iter().filter(|p| p.0.starts_with('a')).count();
+        assert!(crossing > 20, "{name}: matches planted ({crossing})");
+        let batch = want.len() - crossing;
+        assert!(batch > 10, "{name}: batch pairs planted ({batch})");
+
+        let mut segments = Vec::new();
+        for workers in ["1", "2", "4"] {
+            let store = format!("{name}-store-{workers}");
+            let out = format!("{name}-a-{workers}");
+            let run = [
+                "run",
+                job,
+                "--store",
+                &store,
+                "-w",
+                workers,
+                "--out-dir",
+                &out,
+            ];
+            neardup(
+                d,
+                &[&run[..], &["--input", "a1.jsonl", "a2.jsonl"]].concat(),
+            );
+            let segment = d.join(&store).join("segments/000001.seg");
+            segments
+                .push(std::fs::read(&segment).unwrap_or_else(|e| panic!("{name}, {workers}: {e}")));
+            let out = format!("{name}-audit-{workers}");
+            let audit = ["audit", job, "--store", &store, "-w", workers];
+            neardup(
+                d,
+                &[&audit[..], &["--input", "b.jsonl", "--out-dir", &out]].concat(),
+            );
+            assert_eq!(
+                audit_pairs(&d.join(&out)),
+                want,
+                "{name}, {workers} worker(s)"
+            );
+        }
+        assert!(
+            segments.iter().all(|s| s == &segments[0]),
+            "{name}: the segment is the same whatever the workers"
+        );
+
+        // The store made in two runs (two segments) answers the same.
+        let store = format!("{name}-store-two");
+        for (input, out) in [("a1.jsonl", "one"), ("a2.jsonl", "two")] {
+            let out = format!("{name}-{out}");
+            neardup(
+                d,
+                &[
+                    "run",
+                    job,
+                    "--store",
+                    &store,
+                    "--input",
+                    input,
+                    "--out-dir",
+                    &out,
+                ],
+            );
+        }
+        neardup(d, &["store", "verify", &store]);
+        let out = format!("{name}-audit-two");
+        neardup(
+            d,
+            &[
+                "audit",
+                job,
+                "--store",
+                &store,
+                "--input",
+                "b.jsonl",
+                "--out-dir",
+                &out,
+            ],
+        );
+        assert_eq!(audit_pairs(&d.join(&out)), want, "{name}, two segments");
+
+        // Two processes (which run in the crate's folder: every path is whole).
+        let out = d.join(format!("{name}-audit-cluster"));
+        let store = d.join(format!("{name}-store-1"));
+        let args: Vec<String> = vec![
+            "audit".into(),
+            job.into(),
+            "--store".into(),
+            store.display().to_string(),
+            "--input".into(),
+            d.join("b.jsonl").display().to_string(),
+            "--out-dir".into(),
+            out.display().to_string(),
+        ];
+        assert!(run_cluster(&args, d) || run_cluster(&args, d), "{name}");
+        assert_eq!(audit_pairs(&out), want, "{name}, two processes");
+    }
+}
+
+#[test]
+fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(7);
+    write_docs(&d.join("a.jsonl"), "a", &texts(&mut rng, 20, &[]));
+    let made = job(d, "made", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    neardup(d, &["run", made.to_str().unwrap(), "--store", "st"]);
+    let other = job(d, "other", "method = \"simhash\"\n[simhash]\nk = 4\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["audit", other.to_str().unwrap(), "--store", "st"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        e.contains("simhash.k = 3") && e.contains("simhash.k = 4"),
+        "{e}"
+    );
+    assert!(!d.join("out/matches.tsv").exists());
+}
+
+/// The number of documents the store in `dir` holds, by `store info`.
+fn stored_documents(dir: &Path, store: &str) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["store", "info", store])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("documents ")).unwrap();
+    line["documents ".len()..].parse().unwrap()
+}
+
+#[test]
+fn a_kill_at_any_step_of_an_append_leaves_the_store_answering_as_before_or_as_after() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(11);
+    let a = texts(&mut rng, 120, &[]);
+    let b = texts(&mut rng, 60, &a);
+    write_docs(&d.join("a1.jsonl"), "a", &a[..60]);
+    write_docs(&d.join("a2.jsonl"), "a1", &a[60..]);
+    write_docs(&d.join("b.jsonl"), "b", &b);
+    let job = job(d, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let job = job.to_str().unwrap();
+    let make = |store: &str, input: &str, out: &str, fault: Option<usize>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
+        cmd.args([
+            "run",
+            job,
+            "--store",
+            store,
+            "--input",
+            input,
+            "--out-dir",
+            out,
+        ]);
+        cmd.current_dir(d);
+        if let Some(n) = fault {
+            cmd.env("NEARDUP_FAULT_AT", n.to_string());
+        }
+        cmd.output().unwrap()
+    };
+    let audit = |store: &str, out: &str| {
+        neardup(d, &["store", "verify", store]);
+        let args = ["audit", job, "--store", store, "--input", "b.jsonl"];
+        neardup(d, &[&args[..], &["--out-dir", out]].concat());
+        audit_pairs(&d.join(out))
+    };
+    assert!(make("before", "a1.jsonl", "o-before", None)
+        .status
+        .success());
+    let before = audit("before", "q-before");
+    assert!(make("after", "a1.jsonl", "o-after", None).status.success());
+    assert!(make("after", "a2.jsonl", "o-after", None).status.success());
+    let after = audit("after", "q-after");
+    assert_ne!(before, after, "the second part changes the answer");
+    let mut store_steps = 0;
+    for step in 1.. {
+        assert!(step < 60, "the append never finished");
+        let store = format!("st-{step}");
+        assert!(make(&store, "a1.jsonl", "o", None).status.success());
+        let out = make(&store, "a2.jsonl", "o", Some(step));
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            break;
+        }
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{said}");
+        store_steps += usize::from(said.contains("(store: "));
+        let now = audit(&store, &format!("q-{step}"));
+        let held = stored_documents(d, &store);
+        assert!(
+            (now == before && held == 60) || (now == after && held == 120),
+            "step {step}: the store answers neither as before nor as after ({said})"
+        );
+        // Made again, the run completes the store, and never adds the part twice.
+        assert!(make(&store, "a2.jsonl", "o", None).status.success());
+        assert_eq!(audit(&store, &format!("r-{step}")), after, "step {step}");
+        assert_eq!(stored_documents(d, &store), 120, "step {step}");
+    }
+    assert_eq!(store_steps, 4, "every step of the append was a kill point");
+}
+
+/// docs/RECRAWL.md's walk-through, as written: the sample's store, then the recrawl audited
+/// against it. Every page crawled again unchanged matches its stored page with similarity 1, and
+/// the page crawled twice is a batch pair.
+#[test]
+fn the_recrawl_walkthrough_runs_as_docs_recrawl_md_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = common::root();
+    for folder in ["jobs", "data-samples"] {
+        std::fs::create_dir(d.join(folder)).unwrap();
+    }
+    for file in [
+        "jobs/sample.toml",
+        "jobs/recrawl-audit.toml",
+        "data-samples/docs.jsonl",
+        "data-samples/recrawl.jsonl",
+    ] {
+        std::fs::copy(root.join(file), d.join(file)).unwrap();
+    }
+    neardup(d, &["run", "jobs/sample.toml", "--store", "out/store"]);
+    neardup(d, &["audit", "jobs/recrawl-audit.toml"]);
+    let texts = |file: &str| -> Vec<(String, String)> {
+        std::fs::read_to_string(d.join(file))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["id"].as_str().unwrap().into(),
+                    v["text"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let stored: std::collections::HashMap<_, _> =
+        texts("data-samples/docs.jsonl").into_iter().collect();
+    let matches = std::fs::read_to_string(d.join("out/recrawl-audit/matches.tsv")).unwrap();
+    let mut unchanged = 0;
+    for (id, text) in texts("data-samples/recrawl.jsonl") {
+        let old = id.trim_start_matches("w2-");
+        if stored.get(old) == Some(&text) {
+            unchanged += 1;
+            assert!(matches.contains(&format!("{id}\t{old}\t1.0000\n")), "{id}");
+        }
+    }
+    assert!(unchanged >= 5, "the recrawl holds unchanged pages");
+    let batch = std::fs::read_to_string(d.join("out/recrawl-audit/batch_pairs.tsv")).unwrap();
+    assert!(batch.contains("-mirror"), "{batch}");
+}
