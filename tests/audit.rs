@@ -48,6 +48,38 @@ fn write_docs(path: &Path, prefix: &str, texts: &[String]) {
     std::fs::write(path, lines).unwrap();
 }
 
+/// Two crawls in `dir`: the old one in two files, `a1.jsonl` (ids `a...`) and `a2.jsonl` (`a1...`),
+/// and the new one, `b.jsonl` (`b...`), whose texts copy the old ones' or each other's at times.
+fn two_crawls(dir: &Path, seed: u64, old: usize, new: usize) {
+    let mut rng = Rng::new(seed);
+    let a = texts(&mut rng, old, &[]);
+    write_docs(&dir.join("a1.jsonl"), "a", &a[..old / 2]);
+    write_docs(&dir.join("a2.jsonl"), "a1", &a[old / 2..]);
+    write_docs(&dir.join("b.jsonl"), "b", &texts(&mut rng, new, &a));
+}
+
+/// A temporary folder with [`two_crawls`] of 120 old and 60 new documents, and a job there.
+fn crawls_and_job(seed: u64, name: &str, method: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    two_crawls(dir.path(), seed, 120, 60);
+    let job = job(dir.path(), name, method);
+    (dir, job.to_str().unwrap().to_string())
+}
+
+/// The arguments of a run of `job` over `input` that adds it to `store`.
+fn store_run<'a>(job: &'a str, store: &'a str, input: &'a str, out: &'a str) -> [&'a str; 8] {
+    [
+        "run",
+        job,
+        "--store",
+        store,
+        "--input",
+        input,
+        "--out-dir",
+        out,
+    ]
+}
+
 /// Unordered pairs with their score column.
 fn pairs(path: &Path) -> BTreeSet<(String, String, String)> {
     let unordered = |(a, b, s): (String, String, String)| if a < b { (a, b, s) } else { (b, a, s) };
@@ -67,6 +99,34 @@ fn audit_pairs(out: &Path) -> BTreeSet<(String, String, String)> {
         assert!(all.insert(p));
     }
     all
+}
+
+/// Runs `neardup ARGS` in `dir`; it must fail. Returns its stderr.
+fn refused(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} should be refused");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// 20 documents in `a.jsonl` of `dir`, stored in `st` by a job with `method`; the job's path.
+fn small_store(dir: &Path, seed: u64, name: &str, method: &str) -> String {
+    let mut rng = Rng::new(seed);
+    write_docs(&dir.join("a.jsonl"), "a", &texts(&mut rng, 20, &[]));
+    let job = job(dir, name, method).to_str().unwrap().to_string();
+    neardup(dir, &["run", &job, "--store", "st"]);
+    job
+}
+
+/// The audit of `b.jsonl` against `store` by `job`, into `out`, after `store verify`.
+fn audit_of(dir: &Path, job: &str, store: &str, out: &str) -> BTreeSet<(String, String, String)> {
+    neardup(dir, &["store", "verify", store]);
+    let args = ["audit", job, "--store", store, "--input", "b.jsonl"];
+    neardup(dir, &[&args[..], &["--out-dir", out]].concat());
+    audit_pairs(&dir.join(out))
 }
 
 const JOBS: [(&str, &str); 3] = [
@@ -91,12 +151,7 @@ fn job(dir: &Path, name: &str, method: &str) -> PathBuf {
 fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two_processes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut rng = Rng::new(0x5eed);
-    let a = texts(&mut rng, 300, &[]);
-    let b = texts(&mut rng, 250, &a);
-    write_docs(&d.join("a1.jsonl"), "a", &a[..150]);
-    write_docs(&d.join("a2.jsonl"), "a1", &a[150..]);
-    write_docs(&d.join("b.jsonl"), "b", &b);
+    two_crawls(d, 0x5eed, 300, 250);
     let ab = format!(
         "{}{}{}",
         std::fs::read_to_string(d.join("a1.jsonl")).unwrap(),
@@ -216,18 +271,9 @@ fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two
 fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut rng = Rng::new(7);
-    write_docs(&d.join("a.jsonl"), "a", &texts(&mut rng, 20, &[]));
-    let made = job(d, "made", "method = \"simhash\"\n[simhash]\nk = 3\n");
-    neardup(d, &["run", made.to_str().unwrap(), "--store", "st"]);
+    small_store(d, 7, "made", "method = \"simhash\"\n[simhash]\nk = 3\n");
     let other = job(d, "other", "method = \"simhash\"\n[simhash]\nk = 4\n");
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["audit", other.to_str().unwrap(), "--store", "st"])
-        .current_dir(d)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let e = refused(d, &["audit", other.to_str().unwrap(), "--store", "st"]);
     assert!(
         e.contains("simhash.k = 3") && e.contains("simhash.k = 4"),
         "{e}"
@@ -251,40 +297,18 @@ fn stored_documents(dir: &Path, store: &str) -> u64 {
 #[test]
 fn a_kill_at_any_step_of_an_append_leaves_the_store_answering_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let mut rng = Rng::new(11);
-    let a = texts(&mut rng, 120, &[]);
-    let b = texts(&mut rng, 60, &a);
-    write_docs(&d.join("a1.jsonl"), "a", &a[..60]);
-    write_docs(&d.join("a2.jsonl"), "a1", &a[60..]);
-    write_docs(&d.join("b.jsonl"), "b", &b);
-    let job = job(d, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
-    let job = job.to_str().unwrap();
+    let (dir, job) = crawls_and_job(11, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
     let make = |store: &str, input: &str, out: &str, fault: Option<usize>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
-        cmd.args([
-            "run",
-            job,
-            "--store",
-            store,
-            "--input",
-            input,
-            "--out-dir",
-            out,
-        ]);
+        cmd.args(store_run(job, store, input, out));
         cmd.current_dir(d);
         if let Some(n) = fault {
             cmd.env("NEARDUP_FAULT_AT", n.to_string());
         }
         cmd.output().unwrap()
     };
-    let audit = |store: &str, out: &str| {
-        neardup(d, &["store", "verify", store]);
-        let args = ["audit", job, "--store", store, "--input", "b.jsonl"];
-        neardup(d, &[&args[..], &["--out-dir", out]].concat());
-        audit_pairs(&d.join(out))
-    };
+    let audit = |store: &str, out: &str| audit_of(d, job, store, out);
     assert!(make("before", "a1.jsonl", "o-before", None)
         .status
         .success());
@@ -367,4 +391,90 @@ fn the_recrawl_walkthrough_runs_as_docs_recrawl_md_says() {
     assert!(unchanged >= 5, "the recrawl holds unchanged pages");
     let batch = std::fs::read_to_string(d.join("out/recrawl-audit/batch_pairs.tsv")).unwrap();
     assert!(batch.contains("-mirror"), "{batch}");
+}
+
+/// A store is never an output's target, nor inside the corpus a run replaces.
+#[test]
+fn no_output_may_replace_or_hold_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_store(d, 3, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let before = std::fs::read(d.join("st/MANIFEST.json")).unwrap();
+    // The pairs output aimed at the manifest; a corpus that would replace the store's folder.
+    let outputs = [
+        ("pairs = \"st/MANIFEST.json\"", "is the input"),
+        ("pairs = \"p.tsv\"\ncorpus = \"st\"", "holds the input"),
+    ];
+    for (output, says) in outputs {
+        let other = d.join("other.toml");
+        let text = format!(
+            "method = \"simhash\"\n[input]\npaths = [\"a.jsonl\"]\n[output]\ndir = \".\"\n{output}\n"
+        );
+        std::fs::write(&other, text).unwrap();
+        let e = refused(d, &["run", other.to_str().unwrap(), "--store", "st"]);
+        assert!(e.contains(says) && e.contains("MANIFEST.json"), "{e}");
+    }
+    assert_eq!(std::fs::read(d.join("st/MANIFEST.json")).unwrap(), before);
+    neardup(d, &["store", "verify", "st"]);
+}
+
+/// The segments a store's manifest names.
+fn segments(dir: &Path, store: &str) -> usize {
+    let text = std::fs::read_to_string(dir.join(store).join("MANIFEST.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    manifest["segments"].as_array().unwrap().len()
+}
+
+#[test]
+fn a_compacted_store_answers_as_before_and_a_kill_at_any_step_of_compaction_changes_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let (dir, job) = crawls_and_job(5, "mh", "method = \"minhash\"\n");
+    let (d, job) = (dir.path(), job.as_str());
+    let two_runs = |store: &str| {
+        for input in ["a1.jsonl", "a2.jsonl"] {
+            neardup(d, &store_run(job, store, input, "o"));
+        }
+        assert_eq!(segments(d, store), 2);
+    };
+    let audit = |store: &str, out: &str| audit_of(d, job, store, out);
+    two_runs("before");
+    let want = audit("before", "q-before");
+    assert!(want.iter().any(|p| p.0.starts_with('a')), "matches planted");
+    for step in 1.. {
+        assert!(step < 20, "compaction never finished");
+        let store = format!("st-{step}");
+        two_runs(&store);
+        let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["store", "compact", &store])
+            .env("NEARDUP_FAULT_AT", step.to_string())
+            .current_dir(d)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            assert_eq!(segments(d, &store), 1, "compacted");
+            assert_eq!(
+                audit(&store, &format!("q-{step}")),
+                want,
+                "after compaction"
+            );
+            assert_eq!(stored_documents(d, &store), 120);
+            assert_eq!(step, 6, "five kill points, then a whole compaction");
+            break;
+        }
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{said}");
+        assert!(segments(d, &store) <= 2);
+        assert_eq!(
+            audit(&store, &format!("q-{step}")),
+            want,
+            "step {step}: {said}"
+        );
+        neardup(d, &["store", "compact", &store]);
+        assert_eq!(segments(d, &store), 1);
+        let files = std::fs::read_dir(d.join(&store).join("segments"))
+            .unwrap()
+            .count();
+        assert_eq!(files, 1, "step {step}: what the kill left is gone");
+        assert_eq!(audit(&store, &format!("r-{step}")), want, "step {step}");
+    }
 }

@@ -66,7 +66,8 @@ enum Command {
     /// Audit new documents against a sketch store (written by `run --store`): which match a
     /// stored document, which are near-duplicates of each other.
     Audit(store::AuditArgs),
-    /// Look into a sketch store: `info` (documents, segments, parameters), `verify` (checksums).
+    /// Look after a sketch store: `info` (documents, segments, parameters), `verify` (checksums),
+    /// `compact` (merge its segments).
     #[command(subcommand)]
     Store(store::StoreCommand),
 }

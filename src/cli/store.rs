@@ -1,5 +1,5 @@
-//! The sketch store's sub-commands: `audit` (a new batch against a store), `store info` and
-//! `store verify`.
+//! The sketch store's sub-commands: `audit` (a new batch against a store), `store info`,
+//! `store verify` and `store compact`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,9 +84,14 @@ pub enum StoreCommand {
         /// The store's directory.
         dir: PathBuf,
     },
+    /// Merges the segments into one (atomically: a kill leaves the store as before or as after).
+    Compact {
+        /// The store's directory.
+        dir: PathBuf,
+    },
 }
 
-/// `neardup store info|verify DIR`.
+/// `neardup store info|verify|compact DIR`.
 pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
     match c {
         StoreCommand::Info { dir } => {
@@ -99,7 +104,10 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
             println!("segments {}", m.segments.len());
             println!("bytes {bytes}");
             if documents > 0 {
-                println!("bytes per document {:.1}", bytes as f64 / documents as f64);
+                println!(
+                    "average {:.1} bytes per document",
+                    bytes as f64 / documents as f64
+                );
             }
             for s in &m.segments {
                 println!(
@@ -109,6 +117,22 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
             }
             for p in &m.parameters {
                 println!("parameter {p}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        StoreCommand::Compact { dir } => {
+            let mut store = Store::open(&dir)?;
+            match store.compact()? {
+                None => println!(
+                    "store {}: one segment or none; nothing to merge",
+                    dir.display()
+                ),
+                Some(n) => println!(
+                    "store {}: {n} segments merged into {} ({} bytes)",
+                    dir.display(),
+                    store.manifest().segments[0].name,
+                    store.manifest().segments[0].bytes
+                ),
             }
             Ok(ExitCode::SUCCESS)
         }

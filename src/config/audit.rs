@@ -29,6 +29,18 @@ impl Plan {
         lines
     }
 
+    /// The files of the run's store that exist: its manifest and segments.
+    pub fn store_files(&self) -> Vec<PathBuf> {
+        let Some(dir) = &self.store else {
+            return Vec::new();
+        };
+        let mut files = vec![dir.join(crate::store::MANIFEST)];
+        let segments = std::fs::read_dir(dir.join(crate::store::SEGMENTS));
+        files.extend(segments.into_iter().flatten().flatten().map(|e| e.path()));
+        files.retain(|f| f.is_file());
+        files
+    }
+
     /// This plan as an audit of its inputs against the store in `dir`: the store must have been
     /// made with this plan's parameters. The stored documents' source files lead the input files,
     /// to be read again where exact verification needs their text (they must then still be

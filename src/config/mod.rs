@@ -197,10 +197,11 @@ pub struct AuditPlan {
 }
 
 impl Plan {
-    /// Every file the run reads, which no output may replace.
+    /// Every file the run reads, and the store's files, which no output may replace or hold.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self.inputs.files.iter().map(|f| f.path.clone()).collect();
         v.extend(self.protected.iter().cloned());
+        v.extend(self.store_files());
         v
     }
 

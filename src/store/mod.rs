@@ -165,7 +165,86 @@ impl Store {
 
     /// The file name the next appended segment gets.
     pub fn next_segment_name(&self) -> String {
-        format!("{:06}.seg", self.manifest.segments.len() + 1)
+        let number = |s: &Segment| s.name.trim_end_matches(".seg").parse::<u64>().unwrap_or(0);
+        let last = self.manifest.segments.iter().map(number).max().unwrap_or(0);
+        format!("{:06}.seg", last + 1)
+    }
+
+    /// Merges every segment into one, which a new manifest names alone; then removes the old
+    /// segment files. A kill at any instant leaves the old store or the merged one (old files a
+    /// kill left unnamed are removed by the next append or compaction). Returns the segments
+    /// merged, or `None` when there were fewer than two (what a kill left is removed all the same).
+    pub fn compact(&mut self) -> Result<Option<usize>> {
+        self.remove_leftovers()?;
+        let old = self.manifest.segments.clone();
+        if old.len() < 2 {
+            return Ok(None);
+        }
+        let (bytes, documents, sources) = self.merged()?;
+        let name = self.next_segment_name();
+        let path = self.dir.join(SEGMENTS).join(&name);
+        let points = [
+            "store: merged segment written and synced",
+            "store: merged segment renamed into place",
+        ];
+        replace_file(
+            &path.with_extension("seg.staged"),
+            &path,
+            &bytes,
+            Some(points),
+        )
+        .io_context(|| format!("writing {}", path.display()))?;
+        let mut next = self.manifest.clone();
+        next.segments = vec![Segment {
+            name,
+            documents,
+            bytes: bytes.len() as u64,
+            checksum: checksum(&bytes),
+            sources,
+        }];
+        self.write_manifest(&next)?;
+        self.manifest = next;
+        self.remove_leftovers()?;
+        crate::output::fault::point("store: merged segments removed");
+        Ok(Some(old.len()))
+    }
+
+    /// Every segment's entries as one segment: documents by id (then by segment), signatures by
+    /// key once each, sources united; with its documents and sources.
+    fn merged(&self) -> Result<(Vec<u8>, u64, Vec<String>)> {
+        let mut sources: Vec<String> = Vec::new();
+        let mut docs = Vec::new();
+        let mut signatures = std::collections::BTreeMap::new();
+        for (i, s) in self.manifest.segments.iter().enumerate() {
+            let files: Vec<u32> = s
+                .sources
+                .iter()
+                .map(|p| index_of(&mut sources, p))
+                .collect();
+            let bytes = self.read_segment(i)?;
+            segment::read_entries(&s.name, &bytes, &mut |e| match e {
+                segment::Entry::Doc(mut d) => {
+                    d.source = files[d.source as usize];
+                    docs.push(d);
+                }
+                segment::Entry::Signature { key, values } => {
+                    signatures.entry(key).or_insert(values);
+                }
+                segment::Entry::End => {}
+            })?;
+        }
+        docs.sort_by(|a, b| a.id.cmp(&b.id)); // stable: a segment's order among equal ids
+        let mut writer = segment::SegmentWriter::default();
+        let mut encoded = Vec::new();
+        let documents = docs.len() as u64;
+        for d in docs {
+            segment::Entry::Doc(d).encode(&mut encoded);
+        }
+        for (key, values) in signatures {
+            segment::Entry::Signature { key, values }.encode(&mut encoded);
+        }
+        writer.push(&encoded, documents);
+        Ok((writer.finish().0, documents, sources))
     }
 
     /// Appends a segment of `documents` documents: written and synced, then named by a new
@@ -243,7 +322,7 @@ impl Store {
         Ok(total)
     }
 
-    /// Removes the segment files no manifest names: what a killed append left.
+    /// Removes the segment files no manifest names: what a killed append or compaction left.
     fn remove_leftovers(&self) -> Result<()> {
         let folder = self.dir.join(SEGMENTS);
         let entries =
@@ -272,6 +351,17 @@ impl Store {
         ];
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
+    }
+}
+
+/// The index of `p` in `list`, added at its end if missing.
+fn index_of(list: &mut Vec<String>, p: &str) -> u32 {
+    match list.iter().position(|q| q == p) {
+        Some(i) => i as u32,
+        None => {
+            list.push(p.to_string());
+            list.len() as u32 - 1
+        }
     }
 }
 
