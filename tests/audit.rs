@@ -478,3 +478,17 @@ fn a_compacted_store_answers_as_before_and_a_kill_at_any_step_of_compaction_chan
         assert_eq!(audit(&store, &format!("r-{step}")), want, "step {step}");
     }
 }
+
+/// A recrawl under the ids the store holds: every new record is a duplicate id (the stored one
+/// keeps it, as in a bulk run over both), and the error says what to do.
+#[test]
+fn an_audit_of_ids_the_store_holds_says_the_recrawl_needs_its_own_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = small_store(d, 9, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let e = refused(d, &["audit", &job, "--store", "st", "--input", "a.jsonl"]);
+    assert!(
+        e.contains("duplicate_id") && e.contains("its own ids"),
+        "{e}"
+    );
+}

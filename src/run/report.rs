@@ -72,7 +72,13 @@ impl Books {
         }
         show_notes(worker.index(), sent, &self.places, &mut self.shown);
         if totals.processed == 0 {
-            return Err(Error::Input(nothing_usable(&totals, &plan.inputs)));
+            let mut message = nothing_usable(&totals, &plan.inputs);
+            if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {
+                message += " (an audit's new documents need ids the store does not hold: the \
+                            store keeps its own, as a run over both would; give the recrawl \
+                            its own ids; per-URL changes are not reported yet)";
+            }
+            return Err(Error::Input(message));
         }
         match keep_field_nowhere(plan, &totals.keep_field) {
             Some(message) => Err(Error::Input(message)),
