@@ -492,3 +492,21 @@ fn an_audit_of_ids_the_store_holds_says_the_recrawl_needs_its_own_ids() {
         "{e}"
     );
 }
+
+/// The audit's job run as a bulk job: its audit outputs are refused before any work, and no store
+/// is made.
+#[test]
+fn an_audit_job_given_to_run_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = common::root();
+    std::fs::create_dir(d.join("jobs")).unwrap();
+    std::fs::copy(
+        root.join("jobs/recrawl-audit.toml"),
+        d.join("jobs/recrawl-audit.toml"),
+    )
+    .unwrap();
+    let e = refused(d, &["run", "jobs/recrawl-audit.toml"]);
+    assert!(e.contains("neardup audit"), "{e}");
+    assert!(!d.join("out").exists(), "nothing made");
+}

@@ -532,6 +532,11 @@ impl JobSpec {
             .clone()
             .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
+        ensure!(
+            o.command == "audit" || (outputs.matches.is_none() && outputs.batch_pairs.is_none()),
+            Config,
+            "[output] matches and batch_pairs are an audit's outputs: run `neardup audit JOB`"
+        );
         let clusters = cluster_plan(self.clusters, &outputs, format, &mut fields)?;
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
