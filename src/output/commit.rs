@@ -95,8 +95,7 @@ fn lock_dir(dir: &Path) -> Result<File> {
         .truncate(false)
         .open(&path)
         .io_context(|| format!("cannot write in output directory {}", dir.display()))?;
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    if !try_flock(&file, &path) {
         let holder = std::fs::read_to_string(&path).unwrap_or_default();
         let holder = holder.trim();
         bail!(
@@ -115,6 +114,26 @@ fn lock_dir(dir: &Path) -> Result<File> {
         .and_then(|_| writeln!(file, "{}", std::process::id()))
         .io_context(|| format!("writing {}", path.display()))?;
     Ok(file)
+}
+
+/// Takes the exclusive lock of `file` (at `path`) without blocking; true if taken. A lock this
+/// process's own pid holds is waited for a little: a child forked by another thread of the process
+/// (a test harness spawning a command) holds a copy of the descriptor until it execs, so a run's
+/// lock released a moment ago can still look held.
+fn try_flock(file: &File, path: &Path) -> bool {
+    let own = std::process::id().to_string();
+    for _ in 0..200 {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return true;
+        }
+        let holder = std::fs::read_to_string(path).unwrap_or_default();
+        if holder.trim() != own {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
 }
 
 /// True for the names neardup stages under: `.NAME.neardup-tmp-...`.
@@ -568,6 +587,32 @@ pub fn write_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defect: a test process's run failed with "in use by another neardup run (pid of
+    /// the same process)" when another thread had just forked a child holding the lock's
+    /// descriptor. A lock this process holds and lets go of a moment later is taken.
+    #[test]
+    fn a_lock_our_own_pid_lets_go_of_shortly_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = lock_dir(dir.path()).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            drop(held);
+        });
+        lock_dir(dir.path()).unwrap();
+        release.join().unwrap();
+    }
+
+    #[test]
+    fn a_lock_held_by_another_process_is_refused_at_once_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let _held = lock_dir(dir.path()).unwrap();
+        std::fs::write(dir.path().join(LOCK_FILE), "999999999\n").unwrap();
+        let started = std::time::Instant::now();
+        let e = lock_dir(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("pid 999999999"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    }
 
     fn names_in(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
