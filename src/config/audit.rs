@@ -1,7 +1,6 @@
 //! A plan against a sketch store: the parameters a store pins, and an audit's plan (the new
 //! documents, and the stored ones located in their source files).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{AuditPlan, Plan, VerifyMode};
@@ -48,18 +47,7 @@ impl Plan {
     pub fn audit_against(mut self, dir: &Path) -> Result<Plan> {
         let store = Store::open(dir)?;
         store.check_parameters(&self.store_parameters())?;
-        let mut sources: Vec<String> = Vec::new();
-        let mut index: HashMap<String, u32> = HashMap::new();
-        let mut segment_files = Vec::new();
-        for s in &store.manifest().segments {
-            let files = s.sources.iter().map(|p| {
-                *index.entry(p.clone()).or_insert_with(|| {
-                    sources.push(p.clone());
-                    sources.len() as u32 - 1
-                })
-            });
-            segment_files.push(files.collect());
-        }
+        let (sources, segment_files) = store.manifest().united_sources();
         let rereads = self.verify.is_some_and(|v| v.mode == VerifyMode::Exact);
         let mut stored = sources
             .iter()
@@ -73,6 +61,7 @@ impl Plan {
         self.inputs.files = stored;
         self.store = Some(dir.to_path_buf());
         self.audit = Some(AuditPlan {
+            store,
             stored_files,
             segment_files,
         });

@@ -190,6 +190,8 @@ pub struct Plan {
 /// What an audit reads of its store besides the new documents.
 #[derive(Clone, Debug)]
 pub struct AuditPlan {
+    /// The store, as the plan opened it: every worker reads the segments this manifest names.
+    pub store: crate::store::Store,
     /// The first this many input files are the stored documents' sources: never read whole.
     pub stored_files: usize,
     /// For each segment of the store, the input file index of each of its sources.
@@ -211,13 +213,7 @@ impl Plan {
     pub fn describe(&self) -> String {
         let i = &self.inputs;
         let mut lines = vec![format!("command = {}", self.command)];
-        lines.extend(i.source.describe());
-        if i.source.entry().text {
-            lines.push(format!("content = {:?}", self.content));
-        }
-        lines.push(format!("method = {}", self.method.name()));
-        lines.extend(self.method.describe());
-        lines.push(format!("max_record_bytes = {}", i.max_record_bytes));
+        lines.extend(self.store_parameters());
         lines.push(format!("split_bytes = {}", i.split_bytes));
         lines.push(format!("input files = {}", i.files.len()));
         for f in &i.files {

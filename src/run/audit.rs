@@ -8,24 +8,57 @@ use crate::config::Plan;
 use crate::exchange::{all_gather, shuffle};
 use crate::summary::AuditSummary;
 
-/// `(matches, batch pairs)` of `pairs`, none of which joins two stored documents; `stored` are the
-/// stored ranks, sorted. A match names the new document first.
-pub fn split(stored: &[u64], pairs: Vec<Pair>) -> (Vec<Pair>, Vec<Pair>) {
-    let is_stored = |r: u64| stored.binary_search(&r).is_ok();
-    let (mut matches, batch): (Vec<Pair>, Vec<Pair>) = pairs
-        .into_iter()
-        .partition(|p| is_stored(p.a) || is_stored(p.b));
-    for m in &mut matches {
-        if is_stored(m.a) {
-            std::mem::swap(&mut m.a, &mut m.b);
-        }
+/// The ranks of an audit's stored documents, on every worker.
+pub struct StoredRanks(Vec<u64>);
+
+impl StoredRanks {
+    /// Every worker's `mine` (the ranks of the stored documents it read), on every worker alike
+    /// (every worker calls it together).
+    pub fn gather(worker: &mut Worker, mine: Vec<u64>) -> StoredRanks {
+        let mut all: Vec<u64> = all_gather(worker, mine).into_iter().flatten().collect();
+        all.sort_unstable();
+        StoredRanks(all)
     }
-    (matches, batch)
+
+    /// True if rank `r` is a stored document's.
+    pub fn contains(&self, r: u64) -> bool {
+        self.0.binary_search(&r).is_ok()
+    }
+
+    /// The number of stored documents.
+    pub fn documents(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    /// `pairs` without those of two stored documents (the run that stored them judged them).
+    pub fn drop_stored_pairs(&self, pairs: &mut Vec<Pair>) {
+        pairs.retain(|p| !(self.contains(p.a) && self.contains(p.b)));
+    }
+
+    /// `(matches, batch pairs)` of `pairs`, none of which joins two stored documents. A match
+    /// names the new document first.
+    pub fn split(&self, pairs: Vec<Pair>) -> (Vec<Pair>, Vec<Pair>) {
+        let (mut matches, batch): (Vec<Pair>, Vec<Pair>) = pairs
+            .into_iter()
+            .partition(|p| self.contains(p.a) || self.contains(p.b));
+        for m in &mut matches {
+            if self.contains(m.a) {
+                std::mem::swap(&mut m.a, &mut m.b);
+            }
+        }
+        (matches, batch)
+    }
 }
 
-/// The audit's figures over all workers (every worker calls it together); the batch pairs are
-/// counted by the caller.
-pub fn summary(worker: &mut Worker, plan: &Plan, stored: &[u64], matches: &[Pair]) -> AuditSummary {
+/// The audit's figures over all workers (every worker calls it together), from this worker's
+/// matches and batch pairs.
+pub fn summary(
+    worker: &mut Worker,
+    plan: &Plan,
+    stored: &StoredRanks,
+    matches: &[Pair],
+    batch: usize,
+) -> AuditSummary {
     let peers = worker.peers() as u64;
     let mut matched = shuffle(
         worker,
@@ -34,18 +67,19 @@ pub fn summary(worker: &mut Worker, plan: &Plan, stored: &[u64], matches: &[Pair
     );
     matched.sort_unstable();
     matched.dedup();
-    let counts = all_gather(worker, (matches.len() as u64, matched.len() as u64));
+    let mine = (matches.len() as u64, matched.len() as u64, batch as u64);
+    let counts = all_gather(worker, mine);
     AuditSummary {
         store: plan
             .store
             .as_deref()
             .map(|d| d.display().to_string())
             .unwrap_or_default(),
-        stored_documents: stored.len() as u64,
+        stored_documents: stored.documents(),
         new_documents: 0,
         matches: counts.iter().map(|c| c.0).sum(),
         new_with_a_match: counts.iter().map(|c| c.1).sum(),
-        batch_pairs: 0,
+        batch_pairs: counts.iter().map(|c| c.2).sum(),
     }
 }
 
@@ -61,8 +95,8 @@ mod tests {
             b,
             score: Score::at_distance(1),
         };
-        let stored = [2, 5];
-        let (matches, batch) = split(&stored, vec![pair(1, 2), pair(5, 7), pair(1, 3)]);
+        let stored = StoredRanks(vec![2, 5]);
+        let (matches, batch) = stored.split(vec![pair(1, 2), pair(5, 7), pair(1, 3)]);
         let ends = |v: &[Pair]| v.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>();
         assert_eq!(ends(&matches), [(1, 2), (7, 5)]);
         assert_eq!(ends(&batch), [(1, 3)]);

@@ -25,7 +25,6 @@ use crate::store::Store;
 use crate::summary::{StoreSummary, Summary};
 use pass::Pass;
 pub use report::WorkerResult;
-use std::path::Path;
 
 /// The whole run, as executed by one worker: the dataflow, step by step. `outputs` is the output
 /// set, on worker 0 of process 0; `progress` what this process shows of the run.
@@ -154,12 +153,7 @@ fn commit(
         .as_ref()
         .filter(|(store, (bytes, _))| !store.holds(bytes))
         .map(|(store, (bytes, documents))| StoreSummary {
-            dir: plan
-                .store
-                .as_deref()
-                .unwrap_or(Path::new(""))
-                .display()
-                .to_string(),
+            dir: store.dir().display().to_string(),
             segment: store.next_segment_name(),
             documents: *documents,
             bytes: bytes.len() as u64,

@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
-use super::audit;
+use super::audit::{self, StoredRanks};
 use super::clock::{Clock, Phase};
 use super::report::{places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
 use crate::config::AuditPlan;
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
-use crate::exchange::all_gather;
 use crate::exchange::ranks::Ranked;
 use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
@@ -22,7 +21,6 @@ use crate::stages::rank::{self, RankOutput};
 use crate::stages::read::Sketched;
 use crate::stages::store::{self, StoredShare};
 use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
-use crate::store::Store;
 use crate::summary::{Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
@@ -43,8 +41,8 @@ pub struct Pass<'a> {
     pub clock: Clock,
     /// What the stages found.
     pub figures: Figures,
-    /// An audit: the ranks of the stored documents, sorted.
-    pub stored: Option<Vec<u64>>,
+    /// An audit: the ranks of the stored documents.
+    pub stored: Option<StoredRanks>,
     /// The new store segment and its documents, on worker 0 of a run that writes a store.
     pub segment: Option<(Vec<u8>, u64)>,
 }
@@ -100,13 +98,12 @@ impl<'a> Pass<'a> {
         };
         books.check_usable(worker, plan, before)?;
         if plan.audit.is_some() {
-            let stored = ranked.ranked.ranks[new..].iter().flatten().copied();
-            let mut all: Vec<u64> = all_gather(worker, stored.collect::<Vec<u64>>())
-                .into_iter()
+            let mine = ranked.ranked.ranks[new..]
+                .iter()
                 .flatten()
+                .copied()
                 .collect();
-            all.sort_unstable();
-            self.stored = Some(all);
+            self.stored = Some(StoredRanks::gather(worker, mine));
         }
         self.clock.stage("rank", worker);
         Ok((books, ranked))
@@ -115,17 +112,14 @@ impl<'a> Pass<'a> {
     /// An audit's stored documents that this worker reads (an unreadable segment is the run's
     /// error, kept until the end so that every worker takes part in every exchange).
     fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> Sketched {
-        let dir = self.plan.store.as_deref().expect("an audit has a store");
-        let read = Store::open(dir).and_then(|store| {
-            let share = StoredShare {
-                store: &store,
-                files: audit.segment_files.clone(),
-                urls: self.plan.outputs.fingerprints.is_some()
-                    || self.plan.outputs.documents.is_some(),
-                content: self.plan.outputs.documents.is_some(),
-            };
-            store::read_stored(&share, worker.index(), worker.peers())
-        });
+        let outputs = &self.plan.outputs;
+        let share = StoredShare {
+            store: &audit.store,
+            files: &audit.segment_files,
+            urls: outputs.fingerprints.is_some() || outputs.documents.is_some(),
+            content: outputs.documents.is_some(),
+        };
+        let read = store::read_stored(&share, worker.index(), worker.peers());
         self.clock.keep_value(read).unwrap_or_default()
     }
 
@@ -141,10 +135,7 @@ impl<'a> Pass<'a> {
     /// run that stored them).
     pub fn audited(&self, mut candidates: Candidates) -> Candidates {
         if let Some(stored) = &self.stored {
-            let is_stored = |r: u64| stored.binary_search(&r).is_ok();
-            candidates
-                .pairs
-                .retain(|p| !(is_stored(p.a) && is_stored(p.b)));
+            stored.drop_stored_pairs(&mut candidates.pairs);
         }
         candidates
     }
@@ -350,10 +341,9 @@ impl<'a> Pass<'a> {
                 self.writer,
             ),
             Some(stored) => {
-                let (matches, batch) = audit::split(stored, pairs);
-                self.figures.audit = Some(audit::summary(worker, self.plan, stored, &matches));
-                let a = self.figures.audit.as_mut().expect("just set");
-                a.batch_pairs = all_gather(worker, batch.len() as u64).iter().sum();
+                let (matches, batch) = stored.split(pairs);
+                let figures = audit::summary(worker, self.plan, stored, &matches, batch.len());
+                self.figures.audit = Some(figures);
                 let formats = (format(&o.matches), format(&o.batch_pairs));
                 let w = self.writer;
                 let found = write::pairs(worker, ranked, "matches", matches, None, k, formats, w);

@@ -78,7 +78,7 @@ pub struct StoredShare<'a> {
     /// The store.
     pub store: &'a Store,
     /// For each segment, the index in the run's file list of each of its sources.
-    pub files: Vec<Vec<u32>>,
+    pub files: &'a [Vec<u32>],
     /// Keep URLs (the run writes them).
     pub urls: bool,
     /// Keep content hashes.

@@ -59,8 +59,28 @@ pub struct Segment {
     pub sources: Vec<String>,
 }
 
+impl Manifest {
+    /// Every segment's sources in one list, each once in the order first named, and for each
+    /// segment the index in that list of each of its sources.
+    pub fn united_sources(&self) -> (Vec<String>, Vec<Vec<u32>>) {
+        let mut united: Vec<String> = Vec::new();
+        let mut index: std::collections::HashMap<&str, u32> = Default::default();
+        let files = self.segments.iter().map(|s| {
+            let each = s.sources.iter().map(|p| {
+                *index.entry(p).or_insert_with(|| {
+                    united.push(p.clone());
+                    united.len() as u32 - 1
+                })
+            });
+            each.collect()
+        });
+        let files = files.collect();
+        (united, files)
+    }
+}
+
 /// An open store.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
@@ -135,6 +155,11 @@ impl Store {
         Ok(store)
     }
 
+    /// Its directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The manifest.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
@@ -181,27 +206,12 @@ impl Store {
             return Ok(None);
         }
         let (bytes, documents, sources) = self.merged()?;
-        let name = self.next_segment_name();
-        let path = self.dir.join(SEGMENTS).join(&name);
         let points = [
             "store: merged segment written and synced",
             "store: merged segment renamed into place",
         ];
-        replace_file(
-            &path.with_extension("seg.staged"),
-            &path,
-            &bytes,
-            Some(points),
-        )
-        .io_context(|| format!("writing {}", path.display()))?;
         let mut next = self.manifest.clone();
-        next.segments = vec![Segment {
-            name,
-            documents,
-            bytes: bytes.len() as u64,
-            checksum: checksum(&bytes),
-            sources,
-        }];
+        next.segments = vec![self.write_segment(&bytes, documents, sources, points)?];
         self.write_manifest(&next)?;
         self.manifest = next;
         self.remove_leftovers()?;
@@ -212,15 +222,11 @@ impl Store {
     /// Every segment's entries as one segment: documents by id (then by segment), signatures by
     /// key once each, sources united; with its documents and sources.
     fn merged(&self) -> Result<(Vec<u8>, u64, Vec<String>)> {
-        let mut sources: Vec<String> = Vec::new();
+        let (sources, files) = self.manifest.united_sources();
         let mut docs = Vec::new();
         let mut signatures = std::collections::BTreeMap::new();
         for (i, s) in self.manifest.segments.iter().enumerate() {
-            let files: Vec<u32> = s
-                .sources
-                .iter()
-                .map(|p| index_of(&mut sources, p))
-                .collect();
+            let files = &files[i];
             let bytes = self.read_segment(i)?;
             segment::read_entries(&s.name, &bytes, &mut |e| match e {
                 segment::Entry::Doc(mut d) => {
@@ -255,28 +261,44 @@ impl Store {
         if self.holds(bytes) {
             return Ok(false);
         }
-        let sum = checksum(bytes);
         self.remove_leftovers()?;
-        let name = self.next_segment_name();
-        let path = self.dir.join(SEGMENTS).join(&name);
-        let staged = path.with_extension("seg.staged");
         let points = [
             "store: segment written and synced",
             "store: segment renamed into place",
         ];
-        replace_file(&staged, &path, bytes, Some(points))
-            .io_context(|| format!("writing {}", path.display()))?;
+        let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
         let mut next = self.manifest.clone();
-        next.segments.push(Segment {
-            name,
-            documents,
-            bytes: bytes.len() as u64,
-            checksum: sum,
-            sources: sources.to_vec(),
-        });
+        next.segments.push(segment);
         self.write_manifest(&next)?;
         self.manifest = next;
         Ok(true)
+    }
+
+    /// Writes `bytes` as the next segment (staged, synced, renamed into place, a fault point
+    /// after each of the two) and returns what the manifest will say of it.
+    fn write_segment(
+        &self,
+        bytes: &[u8],
+        documents: u64,
+        sources: Vec<String>,
+        points: [&str; 2],
+    ) -> Result<Segment> {
+        let name = self.next_segment_name();
+        let path = self.dir.join(SEGMENTS).join(&name);
+        replace_file(
+            &path.with_extension("seg.staged"),
+            &path,
+            bytes,
+            Some(points),
+        )
+        .io_context(|| format!("writing {}", path.display()))?;
+        Ok(Segment {
+            name,
+            documents,
+            bytes: bytes.len() as u64,
+            checksum: checksum(bytes),
+            sources,
+        })
     }
 
     /// The bytes of segment `i`, checked against the manifest's size and checksum.
@@ -351,17 +373,6 @@ impl Store {
         ];
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
-    }
-}
-
-/// The index of `p` in `list`, added at its end if missing.
-fn index_of(list: &mut Vec<String>, p: &str) -> u32 {
-    match list.iter().position(|q| q == p) {
-        Some(i) => i as u32,
-        None => {
-            list.push(p.to_string());
-            list.len() as u32 - 1
-        }
     }
 }
 
