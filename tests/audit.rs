@@ -386,11 +386,27 @@ fn the_recrawl_walkthrough_runs_as_docs_recrawl_md_says() {
         if stored.get(old) == Some(&text) {
             unchanged += 1;
             assert!(matches.contains(&format!("{id}\t{old}\t1.0000\n")), "{id}");
+            let changes = std::fs::read_to_string(d.join("out/recrawl-audit/changes.tsv")).unwrap();
+            assert!(
+                changes.contains(&format!("\t{id}\t{old}\tunchanged\t1.0000\t\n")),
+                "{id}"
+            );
         }
     }
     assert!(unchanged >= 5, "the recrawl holds unchanged pages");
     let batch = std::fs::read_to_string(d.join("out/recrawl-audit/batch_pairs.tsv")).unwrap();
     assert!(batch.contains("-mirror"), "{batch}");
+    let decisions = std::fs::read_to_string(d.join("out/recrawl-audit/decisions.tsv")).unwrap();
+    let kept = decisions.lines().filter(|l| l.contains("\tkeep\t")).count() as u64;
+    let held = stored_documents(d, "out/store");
+    let args = [
+        "audit",
+        "jobs/recrawl-audit.toml",
+        "--out-dir",
+        "out/recrawl-kept",
+    ];
+    neardup(d, &[&args[..], &["--append"]].concat());
+    assert_eq!(stored_documents(d, "out/store"), held + kept);
 }
 
 /// A store is never an output's target, nor inside the corpus a run replaces.

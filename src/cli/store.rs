@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use neardup::config::{JobSpec, Overrides};
+use neardup::config::{Append, JobSpec, Overrides};
 use neardup::run::execute_showing;
 use neardup::store::Store;
 
@@ -26,12 +26,28 @@ pub struct AuditArgs {
     /// Write the outputs to this directory instead of the job's [output] dir.
     #[arg(long)]
     out_dir: Option<PathBuf>,
+    /// Append the new documents to the store as a new segment, once the outputs are committed:
+    /// `kept` (the default) those the audit keeps, `all` every one.
+    #[arg(long, value_name = "WHICH", num_args = 0..=1, default_missing_value = "kept")]
+    append: Option<AppendArg>,
     #[command(flatten)]
     cluster: ClusterArgs,
 }
 
+/// The new documents `--append` stores.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AppendArg {
+    /// Those the audit keeps (not a copy of a stored or an earlier new document).
+    Kept,
+    /// Every new document.
+    All,
+}
+
 /// `neardup audit JOB --store DIR`: the job's new documents against the stored ones. Writes
-/// matches.tsv (new id, stored id, score), batch_pairs.tsv (pairs among the new) and the summary.
+/// matches.tsv (new id, stored id, score), batch_pairs.tsv (pairs among the new), changes.tsv,
+/// new.tsv and gone.tsv (the URLs), decisions.tsv (keep or drop each new document) and the
+/// summary, unless the job names them otherwise or `""` (none); and the job's clusters, corpus and
+/// report when it asks for them.
 pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
     let job = a.job.as_path();
     let mut spec = JobSpec::load(job)?;
@@ -46,21 +62,25 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let o = &mut spec.output;
-    let run_only = [&o.clusters, &o.keep, &o.drop, &o.corpus, &o.report];
-    if run_only.iter().any(|x| x.is_some()) || spec.clusters.is_some() {
+    if o.keep.is_some() || o.drop.is_some() {
         eprintln!(
-            "neardup: note: an audit writes matches, batch pairs and the summary; the job's \
-             clusters, keep, drop, corpus and report are run's outputs and are not written"
+            "neardup: note: an audit writes its decisions (decisions.tsv) in place of keep and \
+             drop; the job's keep and drop are not written"
         );
     }
-    (o.clusters, o.keep, o.drop, o.corpus, o.report) = (None, None, None, None, None);
-    (o.fingerprints, o.documents, o.exact_groups) = (None, None, None);
-    o.corpus_skipped.clear();
+    (o.keep, o.drop, o.fingerprints, o.documents, o.exact_groups) = (None, None, None, None, None);
     o.pairs.clear();
-    o.matches.get_or_insert_with(|| "matches.tsv".into());
-    o.batch_pairs
-        .get_or_insert_with(|| "batch_pairs.tsv".into());
-    spec.clusters = None;
+    let defaults = [
+        (&mut o.matches, "matches.tsv"),
+        (&mut o.batch_pairs, "batch_pairs.tsv"),
+        (&mut o.changes, "changes.tsv"),
+        (&mut o.new, "new.tsv"),
+        (&mut o.gone, "gone.tsv"),
+        (&mut o.decisions, "decisions.tsv"),
+    ];
+    for (output, name) in defaults {
+        output.get_or_insert_with(|| name.into());
+    }
     spec.store.dir = None;
     let overrides = Overrides {
         out_dir: a.out_dir,
@@ -68,7 +88,13 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
         job_file: Some(job.to_path_buf()),
         ..a.cluster.overrides("audit")
     };
-    let plan = spec.validate(base, overrides)?.audit_against(&dir)?;
+    let append = a.append.map(|w| match w {
+        AppendArg::Kept => Append::Kept,
+        AppendArg::All => Append::All,
+    });
+    let plan = spec
+        .validate(base, overrides)?
+        .audit_against(&dir, append)?;
     finish(execute_showing(plan, true)?)
 }
 

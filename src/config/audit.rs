@@ -3,15 +3,35 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{AuditPlan, Plan, VerifyMode};
+use super::{Append, AuditPlan, Plan, VerifyMode};
 use crate::error::Result;
 use crate::source::files::InputFile;
 use crate::store::Store;
 
 impl Plan {
-    /// True if the run appends its documents to a store (a run with a store that is no audit).
+    /// True if the run appends documents to a store: a run with a store, or an audit that
+    /// appends its new documents.
     pub fn writes_store(&self) -> bool {
-        self.store.is_some() && self.audit.is_none()
+        match &self.audit {
+            None => self.store.is_some(),
+            Some(a) => a.append.is_some(),
+        }
+    }
+
+    /// True if the documents' URLs are read: an output lists them, a store keeps them, or an
+    /// audit compares them.
+    pub fn keeps_urls(&self) -> bool {
+        let o = &self.outputs;
+        o.fingerprints.is_some()
+            || o.documents.is_some()
+            || o.compares_urls()
+            || self.writes_store()
+    }
+
+    /// True if the documents' content hashes are kept: the documents output lists them, a store
+    /// keeps them, or an audit compares them.
+    pub fn keeps_content(&self) -> bool {
+        self.outputs.documents.is_some() || self.outputs.compares_urls() || self.writes_store()
     }
 
     /// What a match depends on, which a store pins: how records are read and their text made,
@@ -44,7 +64,13 @@ impl Plan {
     /// made with this plan's parameters. The stored documents' source files lead the input files,
     /// to be read again where exact verification needs their text (they must then still be
     /// there, unchanged); they are not read whole.
-    pub fn audit_against(mut self, dir: &Path) -> Result<Plan> {
+    pub fn audit_against(mut self, dir: &Path, append: Option<Append>) -> Result<Plan> {
+        crate::ensure!(
+            append != Some(Append::Kept) || self.clusters.is_some(),
+            Config,
+            "--append keeps the documents the audit keeps, which its clusters decide: set \
+             [output] decisions (or corpus), or give --append all"
+        );
         let store = Store::open(dir)?;
         store.check_parameters(&self.store_parameters())?;
         let (sources, segment_files) = store.manifest().united_sources();
@@ -64,6 +90,7 @@ impl Plan {
             store,
             stored_files,
             segment_files,
+            append,
         });
         Ok(self)
     }

@@ -203,6 +203,14 @@ pub struct OutputSpec {
     pub matches: Option<String>,
     /// `neardup audit`: pairs of two new documents.
     pub batch_pairs: Option<String>,
+    /// `neardup audit`: each URL in the batch and the store, unchanged, near-identical or changed.
+    pub changes: Option<String>,
+    /// `neardup audit`: the batch's URLs the store does not hold.
+    pub new: Option<String>,
+    /// `neardup audit`: stored URLs of the batch's hosts that the batch does not have.
+    pub gone: Option<String>,
+    /// `neardup audit`: each new document kept or dropped, and why.
+    pub decisions: Option<String>,
     /// Summary file; empty for none.
     #[serde(default = "default_summary")]
     pub summary: String,
@@ -265,6 +273,10 @@ impl Default for OutputSpec {
             report: None,
             matches: None,
             batch_pairs: None,
+            changes: None,
+            new: None,
+            gone: None,
+            decisions: None,
             summary: default_summary(),
         }
     }
@@ -349,6 +361,10 @@ fn check_row_formats(outputs: &Outputs) -> Result<()> {
         ("pairs", &outputs.pairs),
         ("matches", &outputs.matches),
         ("batch_pairs", &outputs.batch_pairs),
+        ("changes", &outputs.changes),
+        ("new", &outputs.new),
+        ("gone", &outputs.gone),
+        ("decisions", &outputs.decisions),
         ("exact_groups", &outputs.exact_groups),
         ("clusters", &outputs.clusters),
         ("keep", &outputs.keep),
@@ -494,6 +510,10 @@ impl JobSpec {
                 report: None,
                 matches: None,
                 batch_pairs: None,
+                changes: None,
+                new: None,
+                gone: None,
+                decisions: None,
                 summary: String::new(),
             },
             store: StoreSpec::default(),
@@ -532,11 +552,17 @@ impl JobSpec {
             .clone()
             .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
-        ensure!(
-            o.command == "audit" || (outputs.matches.is_none() && outputs.batch_pairs.is_none()),
-            Config,
-            "[output] matches and batch_pairs are an audit's outputs: run `neardup audit JOB`"
-        );
+        if let Some(name) = outputs
+            .audit_only()
+            .first()
+            .filter(|_| o.command != "audit")
+        {
+            bail!(
+                Config,
+                "[output] {name} is an audit's output (as are matches, batch_pairs, changes, new, \
+                 gone and decisions): run `neardup audit JOB`"
+            );
+        }
         let clusters = cluster_plan(self.clusters, &outputs, format, &mut fields)?;
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
@@ -695,6 +721,10 @@ fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
         report: out.report.and_then(|f| output_path(dir, &f)),
         matches: out.matches.and_then(|f| output_path(dir, &f)),
         batch_pairs: out.batch_pairs.and_then(|f| output_path(dir, &f)),
+        changes: out.changes.and_then(|f| output_path(dir, &f)),
+        new: out.new.and_then(|f| output_path(dir, &f)),
+        gone: out.gone.and_then(|f| output_path(dir, &f)),
+        decisions: out.decisions.and_then(|f| output_path(dir, &f)),
         summary: output_path(dir, &out.summary),
     };
     check_row_formats(&outputs)?;
@@ -931,12 +961,13 @@ fn cluster_plan(
     let wanted = outputs.clusters.is_some()
         || outputs.keep.is_some()
         || outputs.drop.is_some()
-        || outputs.corpus.is_some();
+        || outputs.corpus.is_some()
+        || outputs.decisions.is_some();
     if spec.is_none() && !wanted {
         return Ok(None);
     }
     ensure!(
-        outputs.pairs.is_some(),
+        outputs.finds_pairs(),
         Config,
         "clusters are made from pairs: set [output] pairs"
     );

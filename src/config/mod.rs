@@ -79,6 +79,14 @@ impl Inputs {
         paths.map(|p| p.to_string_lossy().into_owned()).collect()
     }
 
+    /// These inputs from file `first` on (an audit's new documents' files).
+    pub fn from_file(&self, first: usize) -> Inputs {
+        Inputs {
+            files: self.files[first..].to_vec(),
+            ..self.clone()
+        }
+    }
+
     /// The whole of file `file_index`, to read.
     pub fn whole(&self, file_index: usize) -> Piece<'_> {
         Piece::whole(&self.files[file_index], file_index, self.max_record_bytes)
@@ -91,6 +99,16 @@ pub struct PairStage {
     /// Memory one round may take per process, in bytes: rounds are split into parts that fit.
     pub memory_budget: u64,
 }
+
+/// The outputs only `neardup audit` writes.
+pub const AUDIT_OUTPUTS: [&str; 6] = [
+    "matches",
+    "batch_pairs",
+    "changes",
+    "new",
+    "gone",
+    "decisions",
+];
 
 /// Where a run's outputs go (`-` is standard output).
 #[derive(Clone, Debug, Default)]
@@ -121,6 +139,14 @@ pub struct Outputs {
     pub matches: Option<PathBuf>,
     /// An audit's pairs of two new documents.
     pub batch_pairs: Option<PathBuf>,
+    /// An audit's URLs held by the batch and the store: unchanged, near-identical or changed.
+    pub changes: Option<PathBuf>,
+    /// An audit's URLs the store does not hold.
+    pub new: Option<PathBuf>,
+    /// An audit's stored URLs of the batch's hosts that the batch does not have.
+    pub gone: Option<PathBuf>,
+    /// An audit's decision on each new document: kept, or dropped as a copy of which.
+    pub decisions: Option<PathBuf>,
     /// The run summary, written last as the record that the output set is complete.
     pub summary: Option<PathBuf>,
 }
@@ -129,6 +155,19 @@ impl Outputs {
     /// True if the run finds pairs: it writes them, or an audit's matches or batch pairs.
     pub fn finds_pairs(&self) -> bool {
         self.pairs.is_some() || self.matches.is_some() || self.batch_pairs.is_some()
+    }
+
+    /// The names of the audit's outputs this asks for (only `neardup audit` writes them).
+    pub fn audit_only(&self) -> Vec<String> {
+        let names = self.requests().into_iter().map(|(name, _)| name);
+        names
+            .filter(|n| AUDIT_OUTPUTS.contains(&n.as_str()))
+            .collect()
+    }
+
+    /// True if an audit compares URLs (its changes, new or gone output).
+    pub fn compares_urls(&self) -> bool {
+        self.changes.is_some() || self.new.is_some() || self.gone.is_some()
     }
 
     /// The outputs by name: `fingerprints`, `documents`, `skipped`, `pairs`, `exact_groups`, `clusters`,
@@ -147,6 +186,10 @@ impl Outputs {
             ("report", &self.report),
             ("matches", &self.matches),
             ("batch_pairs", &self.batch_pairs),
+            ("changes", &self.changes),
+            ("new", &self.new),
+            ("gone", &self.gone),
+            ("decisions", &self.decisions),
             ("summary", &self.summary),
         ]
         .into_iter()
@@ -196,6 +239,17 @@ pub struct AuditPlan {
     pub stored_files: usize,
     /// For each segment of the store, the input file index of each of its sources.
     pub segment_files: Vec<Vec<u32>>,
+    /// The new documents the audit appends to the store, if any.
+    pub append: Option<Append>,
+}
+
+/// Which of an audit's new documents become a new segment of its store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Append {
+    /// Those the audit keeps: not a copy of a stored document or of an earlier new one.
+    Kept,
+    /// Every new document.
+    All,
 }
 
 impl Plan {

@@ -2,6 +2,7 @@
 //! extension ([`RowFormat::for_output`]), written as one set that appears whole or not at all
 //! ([`commit`]), with staged files removed however a run ends ([`cleanup`]).
 
+pub mod audit;
 pub mod cleanup;
 pub mod commit;
 pub mod corpus;
@@ -187,6 +188,26 @@ pub mod tables {
     pub const KEEP: Table = &[("id", Text, false)];
     /// Dropped documents and the one kept in their place.
     pub const DROP: Table = &[("id", Text, false), ("kept", Text, false)];
+    /// An audit's URLs held by the batch and the store.
+    pub const CHANGES: Table = &[
+        ("url", Text, false),
+        ("id", Text, false),
+        ("stored_id", Text, false),
+        ("status", Text, false),
+        ("jaccard", Float, true),
+        ("distance", Int, true),
+    ];
+    /// An audit's new URLs.
+    pub const NEW: Table = &[("id", Text, false), ("url", Text, false)];
+    /// An audit's gone URLs.
+    pub const GONE: Table = &[("stored_id", Text, false), ("url", Text, false)];
+    /// An audit's decision on each new document.
+    pub const DECISIONS: Table = &[
+        ("id", Text, false),
+        ("decision", Text, false),
+        ("reason", Text, false),
+        ("kept", Text, true),
+    ];
     /// Skipped records (`offset`: a byte offset, or a row number in a Parquet file).
     pub const SKIPPED: Table = &[
         ("file", Text, false),

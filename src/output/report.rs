@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::summary::{ClusterSummary, PairSummary, StageTimes, Summary};
+use crate::summary::{AuditSummary, ClusterSummary, PairSummary, StageTimes, Summary};
 
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
@@ -133,6 +133,9 @@ pub fn html(s: &Summary) -> String {
     let mut body = String::new();
     facts(s, &mut body);
     documents(s, &mut body);
+    if let Some(a) = &s.audit {
+        audit(a, &mut body);
+    }
     if let Some(c) = &s.clusters {
         clusters(c, &mut body);
     }
@@ -270,6 +273,53 @@ fn pairs(p: &PairSummary, body: &mut String) {
     );
 }
 
+/// An audit's findings: how much of the recrawl is new, changed, a copy.
+fn audit(a: &AuditSummary, body: &mut String) {
+    let _ = write!(
+        body,
+        "<h2>Audit</h2><p>{} new documents against {} stored in {}: {} match a stored one \
+         ({} matches); {} pairs among the new.</p>",
+        num(a.new_documents),
+        num(a.stored_documents),
+        esc(&a.store),
+        num(a.new_with_a_match),
+        num(a.matches),
+        num(a.batch_pairs)
+    );
+    if let Some(u) = &a.urls {
+        let bars: Vec<(String, f64, String)> = [
+            ("unchanged", u.unchanged),
+            ("near-identical", u.near_identical),
+            ("changed", u.changed),
+            ("new", u.new),
+            ("gone", u.gone),
+            ("new, no URL", u.new_without_url),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v as f64, num(v)))
+        .collect();
+        let _ = write!(body, "<h3>URLs</h3>{}", hbars(&bars, "#4c78a8"));
+    }
+    if let Some(d) = &a.decisions {
+        let bars: Vec<(String, f64, String)> = [
+            ("kept", d.kept),
+            ("dropped: copy of a stored document", d.stored_copies),
+            ("dropped: copy of a new document", d.batch_copies),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v as f64, num(v)))
+        .collect();
+        let _ = write!(body, "<h3>Decisions</h3>{}", hbars(&bars, "#54a24b"));
+    }
+    if let Some(n) = a.appended {
+        let _ = write!(
+            body,
+            "<p>{} new documents appended to the store.</p>",
+            num(n)
+        );
+    }
+}
+
 /// The time of each stage.
 fn stage_times(t: &StageTimes, body: &mut String) {
     let stages: Vec<(String, f64, String)> = [
@@ -281,8 +331,10 @@ fn stage_times(t: &StageTimes, body: &mut String) {
         ("tables or bands", t.tables),
         ("expand", t.expand),
         ("verify", t.verify),
+        ("changes", t.changes),
         ("clusters", t.clusters),
         ("corpus", t.corpus),
+        ("decisions", t.decisions),
         ("write pairs", t.write_pairs),
     ]
     .into_iter()

@@ -11,7 +11,7 @@ use crate::progress::Progress;
 use crate::summary::{StageMemory, StageTimes};
 
 /// The stages whose time and memory the summary reports, in order.
-pub const STAGE_NAMES: [&str; 11] = [
+pub const STAGE_NAMES: [&str; 13] = [
     "read_fingerprint",
     "rank",
     "write_fingerprints",
@@ -20,8 +20,10 @@ pub const STAGE_NAMES: [&str; 11] = [
     "tables",
     "expand",
     "verify",
+    "changes",
     "clusters",
     "corpus",
+    "decisions",
     "write_pairs",
 ];
 
@@ -161,7 +163,9 @@ fn slot<'a>(times: &'a mut StageTimes, name: &str) -> &'a mut f64 {
         "tables" => &mut times.tables,
         "expand" => &mut times.expand,
         "verify" => &mut times.verify,
+        "changes" => &mut times.changes,
         "clusters" => &mut times.clusters,
+        "decisions" => &mut times.decisions,
         "corpus" => &mut times.corpus,
         "write_pairs" => &mut times.write_pairs,
         _ => unreachable!("a stage of STAGE_NAMES"),

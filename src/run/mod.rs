@@ -39,9 +39,6 @@ pub fn run_worker(
     let (mut books, ranked) = pass.read_and_rank(worker)?;
     pass.write_fingerprints(worker, &ranked.ranked);
     pass.store(worker, &ranked);
-    if let Some(made) = pass.segment.take() {
-        *segment.lock().expect("the segment slot") = Some(made); // worker 0's alone
-    }
     match &plan.pairs {
         Some(stage) => {
             let RankOutput {
@@ -49,18 +46,24 @@ pub fn run_worker(
                 signatures,
                 ranked,
             } = ranked;
+            let appended = pass.new_signatures(&keyed, &signatures);
             let candidates = pass.candidates(worker, stage, keyed, signatures)?;
             let candidates = pass.audited(candidates);
             let pairs = pass.verify(worker, &ranked, candidates.pairs);
+            pass.changes(worker, &ranked, &pairs);
             let exact = candidates.exact;
             let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
             pass.corpus(worker, &ranked, &members, &books.counters.copy_at);
+            pass.decisions(worker, &ranked, &members, appended);
             pass.write_pairs(worker, &ranked, pairs, exact, &members);
         }
         None => {
             pass.clock.no_pair_stages();
             drop(ranked);
         }
+    }
+    if let Some(made) = pass.segment.take() {
+        *segment.lock().expect("the segment slot") = Some(made); // worker 0's alone
     }
     pass.write_skipped(worker, &mut books);
     report::finish(worker, plan, pass.clock, pass.figures, books)

@@ -6,22 +6,23 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
-use super::audit::{self, StoredRanks};
+use super::audit;
 use super::clock::{Clock, Phase};
 use super::report::{places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
-use crate::config::AuditPlan;
+use crate::config::{Append, AuditPlan};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
+use crate::stages::changes::{self, Judge};
 use crate::stages::rank::{self, RankOutput};
 use crate::stages::read::Sketched;
-use crate::stages::store::{self, StoredShare};
+use crate::stages::store::{self, StoredRanks, StoredShare};
 use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
-use crate::summary::{Counters, FingerprintSummary};
+use crate::summary::{AuditSummary, Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
 pub struct Candidates {
@@ -75,8 +76,12 @@ impl<'a> Pass<'a> {
         let progress = &self.clock.progress;
         let (mut docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
         let new = docs.len();
+        let mut segments = Vec::new();
         if let Some(audit) = &plan.audit {
-            docs.append(self.read_stored(worker, audit));
+            docs.keep.iter_mut().for_each(|k| *k = store::held_last(*k));
+            let (stored, of) = self.read_stored(worker, audit);
+            docs.append(stored);
+            segments = of;
         }
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
@@ -86,7 +91,7 @@ impl<'a> Pass<'a> {
 
         let before = counters.notes.len();
         let documents = plan.outputs.documents.is_some() || plan.writes_store();
-        let keep_rows = plan.outputs.fingerprints.is_some() || documents;
+        let keep_rows = plan.outputs.fingerprints.is_some() || documents || plan.keeps_urls();
         let reread = plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
             || plan.clusters.is_some()
             || documents;
@@ -98,11 +103,8 @@ impl<'a> Pass<'a> {
         };
         books.check_usable(worker, plan, before)?;
         if plan.audit.is_some() {
-            let mine = ranked.ranked.ranks[new..]
-                .iter()
-                .flatten()
-                .copied()
-                .collect();
+            let ranks = ranked.ranked.ranks[new..].iter().zip(segments);
+            let mine = ranks.filter_map(|(r, s)| r.map(|r| (r, s))).collect();
             self.stored = Some(StoredRanks::gather(worker, mine));
         }
         self.clock.stage("rank", worker);
@@ -111,24 +113,161 @@ impl<'a> Pass<'a> {
 
     /// An audit's stored documents that this worker reads (an unreadable segment is the run's
     /// error, kept until the end so that every worker takes part in every exchange).
-    fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> Sketched {
-        let outputs = &self.plan.outputs;
+    fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> (Sketched, Vec<u32>) {
         let share = StoredShare {
             store: &audit.store,
             files: &audit.segment_files,
-            urls: outputs.fingerprints.is_some() || outputs.documents.is_some(),
-            content: outputs.documents.is_some(),
+            urls: self.plan.keeps_urls(),
+            content: self.plan.keeps_content(),
+            keep: self.plan.clusters.is_some(),
         };
         let read = store::read_stored(&share, worker.index(), worker.peers());
         self.clock.keep_value(read).unwrap_or_default()
     }
 
-    /// The run's documents as a new store segment, when the run writes a store.
+    /// The run's documents as a new store segment, when the run (not an audit) writes a store.
     pub fn store(&mut self, worker: &mut Worker, ranked: &RankOutput) {
-        if self.plan.writes_store() {
-            self.segment = store::segment(worker, &ranked.ranked, &ranked.signatures);
+        if self.plan.writes_store() && self.plan.audit.is_none() {
+            self.segment = store::segment(worker, &ranked.ranked, &ranked.signatures, None);
         }
         self.clock.stage("store", worker);
+    }
+
+    /// The signatures an audit that appends will store: those of its new documents' keys
+    /// (MinHash; else none).
+    pub fn new_signatures(
+        &self,
+        keyed: &[(u64, u64)],
+        signatures: &[(u64, Vec<u32>)],
+    ) -> Vec<(u64, Vec<u32>)> {
+        let Some(stored) = self.stored.as_ref().filter(|_| self.plan.writes_store()) else {
+            return Vec::new();
+        };
+        let mut keys: Vec<u64> = keyed
+            .iter()
+            .filter(|(_, r)| !stored.contains(*r))
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        signatures
+            .iter()
+            .filter(|(k, _)| keys.binary_search(k).is_ok())
+            .cloned()
+            .collect()
+    }
+
+    /// The audit's figures, begun.
+    fn audit_figures(&mut self) -> &mut AuditSummary {
+        self.figures.audit.get_or_insert_with(AuditSummary::default)
+    }
+
+    /// An audit's URLs, compared with the stored ones and written, when asked for: `pairs` are
+    /// the audit's verified pairs (every worker calls it together).
+    pub fn changes(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: &[Pair]) {
+        let plan = self.plan;
+        let Some(stored) = self
+            .stored
+            .as_ref()
+            .filter(|_| plan.outputs.compares_urls())
+        else {
+            self.clock.stage("changes", worker);
+            return;
+        };
+        let mut urls = changes::pair_up(worker, ranked, &|r| stored.segment(r));
+        let matches = pairs
+            .iter()
+            .filter(|p| stored.contains(p.a) != stored.contains(p.b));
+        let mut same = changes::scored(
+            worker,
+            std::mem::take(&mut urls.same),
+            matches.copied().collect(),
+        );
+        let exact = plan.verify.filter(|v| v.mode == VerifyMode::Exact);
+        if let Some(v) = exact {
+            let unscored = same.iter().filter(|s| !s.unchanged && s.score.is_none());
+            let pairs = unscored
+                .map(|s| Pair::new(s.ends().0, s.ends().1, 0))
+                .collect();
+            let all = crate::config::Verification {
+                threshold: 0.0,
+                ..v
+            };
+            let found = verify::verify(
+                worker,
+                &plan.inputs,
+                &plan.content,
+                ranked,
+                pairs,
+                all,
+                self.budget(),
+            );
+            let verified = self
+                .clock
+                .keep_value(found)
+                .map_or_else(Vec::new, |(kept, _)| kept);
+            same = changes::scored(worker, same, verified);
+        }
+        let judge = Judge {
+            exact: exact.map(|v| v.threshold),
+            distance: plan.method.distance(),
+        };
+        changes::judge_all(&mut same, &judge);
+        urls.same = same;
+        let without_url = ranked.owned().zip(&ranked.rows);
+        let without_url = without_url.filter(|(r, row)| row.url.is_none() && !stored.contains(*r));
+        let counts = changes::counts(worker, &urls, without_url.count() as u64);
+        self.audit_figures().urls = Some(counts);
+        let o = &plan.outputs;
+        let formats = write::UrlOutputs {
+            changes: o.changes.as_deref().map(RowFormat::of),
+            new: o.new.as_deref().map(RowFormat::of),
+            gone: o.gone.as_deref().map(RowFormat::of),
+        };
+        let written = write::urls(worker, ranked, urls, &judge, formats, self.writer);
+        self.clock.keep(written);
+        self.clock.stage("changes", worker);
+    }
+
+    /// An audit's decision on each new document, written when asked for, and the new segment of
+    /// the documents it appends to the store (every worker calls it together).
+    pub fn decisions(
+        &mut self,
+        worker: &mut Worker,
+        ranked: &Ranked,
+        members: &[Member],
+        signatures: Vec<(u64, Vec<u32>)>,
+    ) {
+        let plan = self.plan;
+        let Some(stored) = self.stored.take() else {
+            self.clock.stage("decisions", worker);
+            return;
+        };
+        let is_stored = |r: u64| stored.contains(r);
+        if plan.clusters.is_some() {
+            let format = plan.outputs.decisions.as_deref().map(RowFormat::of);
+            let counts = write::decisions(worker, ranked, members, &is_stored, format, self.writer);
+            self.audit_figures().decisions = self.clock.keep_value(counts);
+        }
+        if let Some(append) = plan.audit.as_ref().and_then(|a| a.append) {
+            let dropped = |r: u64| {
+                let at = members.binary_search_by_key(&r, |m| m.rank);
+                at.is_ok_and(|i| !members[i].is_representative())
+            };
+            let include = |r: u64| !is_stored(r) && (append == Append::All || !dropped(r));
+            self.segment = store::segment(worker, ranked, &signatures, Some(&include));
+            let appended = self.segment.as_ref().map(|(_, n)| *n);
+            self.audit_figures().appended = appended;
+        }
+        self.stored = Some(stored);
+        self.clock.stage("decisions", worker);
+    }
+
+    /// The memory budget of a stage that holds pairs' sets.
+    fn budget(&self) -> u64 {
+        self.plan
+            .pairs
+            .as_ref()
+            .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
     }
 
     /// An audit's candidates: the pairs of two stored documents dropped (their audit was the
@@ -245,10 +384,7 @@ impl<'a> Pass<'a> {
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
             Some(v) => {
-                let budget = plan
-                    .pairs
-                    .as_ref()
-                    .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget);
+                let budget = self.budget();
                 let found = verify::verify(
                     worker,
                     &plan.inputs,
@@ -285,11 +421,14 @@ impl<'a> Pass<'a> {
             Some(c) => {
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
-                let (members, stats) = cluster::clusters(worker, ranked, edges, c);
+                let held = self.stored.is_some();
+                let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);
                 let f = &mut self.figures;
                 f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
                 f.clusters = Some(stats);
-                f.by_file = corpus::file_counts(worker, &self.plan.inputs, ranked, &members);
+                let first = self.plan.audit.as_ref().map_or(0, |a| a.stored_files);
+                let inputs = &self.plan.inputs;
+                f.by_file = corpus::file_counts(worker, inputs, first, ranked, &members);
                 members
             }
         };
@@ -307,8 +446,17 @@ impl<'a> Pass<'a> {
     ) {
         if let Some(path) = &self.plan.outputs.corpus {
             let inputs = &self.plan.inputs;
-            let written =
-                corpus::write(worker, inputs, path, ranked, members, copy_at, self.writer);
+            let first = self.plan.audit.as_ref().map_or(0, |a| a.stored_files);
+            let written = corpus::write(
+                worker,
+                inputs,
+                first,
+                path,
+                ranked,
+                members,
+                copy_at,
+                self.writer,
+            );
             self.figures.corpus = self.clock.keep_value(written);
         }
         self.clock.stage("corpus", worker);
@@ -343,7 +491,13 @@ impl<'a> Pass<'a> {
             Some(stored) => {
                 let (matches, batch) = stored.split(pairs);
                 let figures = audit::summary(worker, self.plan, stored, &matches, batch.len());
-                self.figures.audit = Some(figures);
+                let found = self.figures.audit.take().unwrap_or_default();
+                self.figures.audit = Some(AuditSummary {
+                    urls: found.urls,
+                    decisions: found.decisions,
+                    appended: found.appended,
+                    ..figures
+                });
                 let formats = (format(&o.matches), format(&o.batch_pairs));
                 let w = self.writer;
                 let found = write::pairs(worker, ranked, "matches", matches, None, k, formats, w);

@@ -31,13 +31,19 @@ use crate::summary::FileCounts;
 pub fn file_counts(
     worker: &mut Worker,
     inputs: &Inputs,
+    first: usize,
     ranked: &Ranked,
     members: &[Member],
 ) -> Vec<FileCounts> {
-    let files = inputs.files.len();
+    let files = inputs.files.len() - first;
     let mut counts = vec![(0u64, 0u64); files];
     for ((_, dropped), (_, at)) in owned_ranks(ranked, members).zip(&ranked.origins) {
-        let c = &mut counts[at.file as usize];
+        let Some(c) = (at.file as usize)
+            .checked_sub(first)
+            .map(|i| &mut counts[i])
+        else {
+            continue; // an audit's stored document: its file is not counted
+        };
         if dropped {
             c.1 += 1;
         } else {
@@ -51,8 +57,7 @@ pub fn file_counts(
             t.1 += c.1;
         }
     }
-    inputs
-        .files
+    inputs.files[first..]
         .iter()
         .zip(total)
         .map(|(f, (kept, dropped))| FileCounts {
@@ -76,16 +81,27 @@ pub struct CorpusStats {
 
 /// Writes the corpus into `corpus_path` (staged; every worker calls it together): the kept
 /// documents of `members` and the `skipped` records to copy, each by the worker whose split holds
-/// it, joined by worker 0 (the one with the output set `out`).
+/// it, joined by worker 0 (the one with the output set `out`). The files before `first` of
+/// `inputs` are not copied from (an audit's stored documents' sources).
+#[allow(clippy::too_many_arguments)]
 pub fn write(
     worker: &mut Worker,
     inputs: &Inputs,
+    first: usize,
     corpus_path: &Path,
     ranked: &Ranked,
     members: &[Member],
     skipped: &[Location],
     out: Option<&OutputSet>,
 ) -> Result<CorpusStats> {
+    let view;
+    let inputs = match first {
+        0 => inputs,
+        _ => {
+            view = inputs.from_file(first);
+            &view
+        }
+    };
     let staged = crate::output::commit::staged_dir(corpus_path);
     let splits = plan_splits(
         &inputs.files,
@@ -93,7 +109,7 @@ pub fn write(
         inputs.split_bytes,
         inputs.source.entry().split,
     );
-    let kept = kept_locations(&splits, ranked, members, skipped);
+    let kept = kept_locations(&splits, ranked, members, skipped, first);
     let mut mine = shuffle(worker, kept, |(w, ..)| *w);
     mine.sort_unstable_by_key(|&(_, split, offset)| (split, offset));
     let (stats, error) = write_parts(inputs, &splits[worker.index()], &mine, &staged);
@@ -136,6 +152,7 @@ fn kept_locations(
     ranked: &Ranked,
     members: &[Member],
     skipped: &[Location],
+    first: usize,
 ) -> Vec<(u64, u32, u64)> {
     // Every split with its worker, by file and start.
     let mut owners: Vec<(usize, u64, u32, u64)> = splits
@@ -154,8 +171,9 @@ fn kept_locations(
         .filter(|((_, dropped), _)| !dropped)
         .map(|(_, (_, at))| at)
         .chain(skipped)
+        .filter(|at| at.file as usize >= first)
         .map(|at| {
-            let (split, w) = split_of(at.file as usize, at.offset);
+            let (split, w) = split_of(at.file as usize - first, at.offset);
             (w, split, at.offset)
         })
         .collect()

@@ -12,9 +12,11 @@
 //! | [`verify`] | candidate document pairs | pairs whose exact Jaccard reaches the threshold |
 //! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
+//! | [`changes`] | ranks' rows (URL, content hash, sketch key), stored ranks | an audit's URLs: held by both (unchanged, near-identical, changed), new, gone |
 //! | [`store`] | ranks' rows and origins, signatures | a new store segment (at worker 0); an audit's stored documents |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
+pub mod changes;
 pub mod cluster;
 pub mod collapse;
 pub mod corpus;

@@ -388,8 +388,8 @@ pub fn read_worker(
     let (mine_shared, mine_local): (Vec<Split>, Vec<Split>) =
         splits[worker.index()].iter().partition(|s| shared(s));
     let extras = Extras {
-        urls: plan.outputs.fingerprints.is_some() || plan.outputs.documents.is_some(),
-        content: plan.outputs.documents.is_some() || plan.writes_store(),
+        urls: plan.keeps_urls(),
+        content: plan.keeps_content(),
         keep: plan.clusters.map(|c| c.keep),
     };
     let mut tally = ReadTally::new(Arc::clone(progress));

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use timely::worker::Worker;
 
 use super::read::Sketched;
+use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
@@ -21,17 +22,25 @@ use crate::store::Store;
 /// Entries encoded per chunk sent to worker 0.
 const ENTRIES_PER_CHUNK: usize = 1 << 14;
 
-/// A new segment's bytes and documents, on worker 0 (every worker calls it together). Needs the
+/// A new segment's bytes and documents, on worker 0 (every worker calls it together): the
+/// documents of the ranks this worker owns that `include` accepts (all, without it). Needs the
 /// ranks' rows with content hashes and their origins; `signatures` are this worker's `(key,
 /// values)` (MinHash; else empty).
 pub fn segment(
     worker: &mut Worker,
     ranked: &Ranked,
     signatures: &[(u64, Vec<u32>)],
+    include: Option<&dyn Fn(u64) -> bool>,
 ) -> Option<(Vec<u8>, u64)> {
     let leader = worker.index() == 0;
     let mut writer = leader.then(SegmentWriter::default);
-    let docs = (0..ranked.names.len()).map(|j| {
+    let chosen: Vec<usize> = ranked
+        .owned()
+        .enumerate()
+        .filter(|&(_, r)| include.is_none_or(|f| f(r)))
+        .map(|(j, _)| j)
+        .collect();
+    let docs = chosen.iter().map(|&j| {
         let (row, at) = (&ranked.rows[j], ranked.origins[j].1);
         Entry::Doc(StoredDoc {
             id: ranked.names.get(j).to_owned(),
@@ -44,15 +53,22 @@ pub fn segment(
     });
     stream_entries(worker, docs.collect(), writer.as_mut());
     let peers = worker.peers() as u128;
-    let by_range = move |(key, _): &(u64, Vec<u32>)| ((u128::from(*key) * peers) >> 64) as u64;
-    let mut mine = shuffle(worker, signatures.to_vec(), by_range);
+    let by_range = move |key: u64| ((u128::from(key) * peers) >> 64) as u64;
+    let mut mine = shuffle(worker, signatures.to_vec(), move |(key, _)| by_range(*key));
     mine.sort_unstable_by_key(|(key, _)| *key);
     mine.dedup_by_key(|(key, _)| *key);
+    if include.is_some() {
+        // Only the signatures of the chosen documents' keys (every worker takes part).
+        let keys = chosen.iter().map(|&j| ranked.rows[j].sketch);
+        let mut wanted = shuffle(worker, keys.collect::<Vec<_>>(), move |k| by_range(*k));
+        wanted.sort_unstable();
+        mine.retain(|(key, _)| wanted.binary_search(key).is_ok());
+    }
     let signatures = mine
         .into_iter()
         .map(|(key, values)| Entry::Signature { key, values });
     stream_entries(worker, signatures.collect(), writer.as_mut());
-    let documents: u64 = all_gather(worker, ranked.names.len() as u64).iter().sum();
+    let documents: u64 = all_gather(worker, chosen.len() as u64).iter().sum();
     writer.map(|w| (w.finish().0, documents))
 }
 
@@ -83,12 +99,19 @@ pub struct StoredShare<'a> {
     pub urls: bool,
     /// Keep content hashes.
     pub content: bool,
+    /// Give each a keep key ([`HELD`]): the audit makes clusters.
+    pub keep: bool,
 }
 
 /// The stored documents of this worker's segments (every `peers`-th, from its index) as sketched
-/// documents, located in their source files.
-pub fn read_stored(share: &StoredShare<'_>, me: usize, peers: usize) -> Result<Sketched> {
+/// documents, located in their source files, with the segment index of each.
+pub fn read_stored(
+    share: &StoredShare<'_>,
+    me: usize,
+    peers: usize,
+) -> Result<(Sketched, Vec<u32>)> {
     let mut out = Sketched::default();
+    let mut generations = Vec::new();
     let segments = &share.store.manifest().segments;
     for i in (me..segments.len()).step_by(peers) {
         let bytes = share.store.read_segment(i)?;
@@ -120,9 +143,91 @@ pub fn read_stored(share: &StoredShare<'_>, me: usize, peers: usize) -> Result<S
             if share.urls {
                 out.urls.push(d.url);
             }
+            if share.keep {
+                out.keep.push(HELD);
+            }
             let file = share.files[i][d.source as usize];
             out.at.push(Location::at(file as usize, d.locator));
+            generations.push(i as u32);
         }
     }
-    Ok(out)
+    Ok((out, generations))
+}
+
+/// The keep key of a stored document in an audit's clusters: before every new document's
+/// ([`held_last`]), so a cluster that holds a stored document keeps it.
+const HELD: u64 = 0;
+
+/// A new document's keep key in an audit: after every stored document's, in the keep policy's
+/// order otherwise.
+pub fn held_last(key: u64) -> u64 {
+    key.max(HELD + 1)
+}
+
+/// The ranks of an audit's stored documents, each with its segment's index, on every worker.
+pub struct StoredRanks(Vec<(u64, u32)>);
+
+impl StoredRanks {
+    /// Every worker's `mine` (the ranks of the stored documents it read, with their segments), on
+    /// every worker alike (every worker calls it together).
+    pub fn gather(worker: &mut Worker, mine: Vec<(u64, u32)>) -> StoredRanks {
+        let mut all: Vec<(u64, u32)> = all_gather(worker, mine).into_iter().flatten().collect();
+        all.sort_unstable();
+        StoredRanks(all)
+    }
+
+    /// The segment of rank `r` if it is a stored document's.
+    pub fn segment(&self, r: u64) -> Option<u32> {
+        let i = self.0.binary_search_by_key(&r, |&(rank, _)| rank).ok()?;
+        Some(self.0[i].1)
+    }
+
+    /// True if rank `r` is a stored document's.
+    pub fn contains(&self, r: u64) -> bool {
+        self.segment(r).is_some()
+    }
+
+    /// The number of stored documents.
+    pub fn documents(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    /// `pairs` without those of two stored documents (the run that stored them judged them).
+    pub fn drop_stored_pairs(&self, pairs: &mut Vec<Pair>) {
+        pairs.retain(|p| !(self.contains(p.a) && self.contains(p.b)));
+    }
+
+    /// `(matches, batch pairs)` of `pairs`, none of which joins two stored documents. A match
+    /// names the new document first.
+    pub fn split(&self, pairs: Vec<Pair>) -> (Vec<Pair>, Vec<Pair>) {
+        let (mut matches, batch): (Vec<Pair>, Vec<Pair>) = pairs
+            .into_iter()
+            .partition(|p| self.contains(p.a) || self.contains(p.b));
+        for m in &mut matches {
+            if self.contains(m.a) {
+                std::mem::swap(&mut m.a, &mut m.b);
+            }
+        }
+        (matches, batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidates::Score;
+
+    #[test]
+    fn a_match_names_the_new_document_first_and_new_pairs_stay_apart() {
+        let pair = |a, b| Pair {
+            a,
+            b,
+            score: Score::at_distance(1),
+        };
+        let stored = StoredRanks(vec![(2, 0), (5, 1)]);
+        let (matches, batch) = stored.split(vec![pair(1, 2), pair(5, 7), pair(1, 3)]);
+        let ends = |v: &[Pair]| v.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>();
+        assert_eq!(ends(&matches), [(1, 2), (7, 5)]);
+        assert_eq!(ends(&batch), [(1, 3)]);
+    }
 }

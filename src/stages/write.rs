@@ -9,15 +9,17 @@ use std::io::Write;
 
 use timely::worker::Worker;
 
+use super::changes::{Judge, SameUrl, Urls};
 use super::cluster::owned_ranks;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
+use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
 use crate::output::{self, tables, OutputSet, RowFormat, Table};
 use crate::source::DocKey;
-use crate::summary::SkippedRow;
+use crate::summary::{DecisionSummary, SkippedRow};
 
 /// Rows formatted per chunk: a few MiB of text.
 const ROWS_PER_CHUNK: usize = 1 << 16;
@@ -316,4 +318,186 @@ pub fn skipped(worker: &mut Worker, rows: Vec<SkippedRow>, out: Option<&OutputSe
     out.write("skipped", |w, f| {
         output::encode(w, f, tables::SKIPPED, |w| output::write_skipped(w, f, &all))
     })
+}
+
+/// Which of an audit's URL outputs are written, and in which format.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UrlOutputs {
+    /// URLs held by the batch and the store.
+    pub changes: Option<RowFormat>,
+    /// URLs of the batch alone.
+    pub new: Option<RowFormat>,
+    /// URLs of the store alone, on the batch's hosts.
+    pub gone: Option<RowFormat>,
+}
+
+/// Writes an audit's changes, new and gone outputs (every worker calls it together), each in
+/// the rank order of its first id, from `urls` judged by `judge`.
+pub fn urls(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    urls: Urls,
+    judge: &Judge,
+    formats: UrlOutputs,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let owner_of = ranked.owners();
+    let to_owner = owner_of.clone();
+    let mut same = shuffle(worker, urls.same, move |s| to_owner(s.new));
+    same.sort_unstable_by_key(|s| (s.new, s.stored));
+    let to_owner = owner_of.clone();
+    let mut new = shuffle(worker, urls.new, move |(r, _)| to_owner(*r));
+    new.sort_unstable();
+    let mut gone = shuffle(worker, urls.gone, move |(r, _)| owner_of(*r));
+    gone.sort_unstable();
+    let book = NameBook::fetch(worker, ranked, same.iter().map(|s| s.stored));
+    let name = |r: u64| book.name(ranked, r);
+    let changes = audit_rows(
+        worker,
+        ("changes", tables::CHANGES),
+        formats.changes,
+        &same,
+        out,
+        |s| change_line(s, &name, judge),
+    );
+    let new = audit_rows(
+        worker,
+        ("new", tables::NEW),
+        formats.new,
+        &new,
+        out,
+        |(r, url)| NewLine { id: name(*r), url },
+    );
+    let gone = audit_rows(
+        worker,
+        ("gone", tables::GONE),
+        formats.gone,
+        &gone,
+        out,
+        |(r, url)| GoneLine {
+            stored_id: name(*r),
+            url,
+        },
+    );
+    changes.and(new).and(gone)
+}
+
+/// The changes row of `s`.
+fn change_line<'a>(s: &'a SameUrl, name: &dyn Fn(u64) -> &'a str, judge: &Judge) -> ChangeLine<'a> {
+    ChangeLine {
+        url: &s.url,
+        id: name(s.new),
+        stored_id: name(s.stored),
+        status: s.status.name(),
+        jaccard: s.score.and_then(|x| x.jaccard()).map(audit::similarity),
+        distance: judge.bits(s),
+    }
+}
+
+/// Streams `rows` as audit output `name` in `format`, each made a line by `line` (nothing
+/// without a format; every worker calls it together).
+fn audit_rows<'a, T, L: audit::Row>(
+    worker: &mut Worker,
+    name: (&str, Table),
+    format: Option<RowFormat>,
+    rows: &'a [T],
+    out: Option<&OutputSet>,
+    line: impl Fn(&'a T) -> L,
+) -> Result<()> {
+    let Some(format) = format else {
+        return Ok(());
+    };
+    stream_rows(
+        worker,
+        name,
+        rows.len(),
+        |range, buf| {
+            let lines: Vec<L> = rows[range].iter().map(&line).collect();
+            audit::write(buf, format, &lines)
+        },
+        out,
+    )
+}
+
+/// The decision on each new document this worker owns (every rank `stored` does not name), in
+/// rank order, from the members of its clusters (sorted by rank): kept when in no cluster or its
+/// cluster's representative, else dropped in favour of the representative.
+fn decided<'a>(
+    ranked: &'a Ranked,
+    members: &'a [Member],
+    stored: &'a dyn Fn(u64) -> bool,
+) -> impl Iterator<Item = (u64, Option<Member>)> + 'a {
+    let mut at = 0;
+    ranked.owned().filter(move |&r| !stored(r)).map(move |r| {
+        at += members[at..].partition_point(|m| m.rank < r);
+        let member = members.get(at).filter(|m| m.rank == r).copied();
+        (r, member)
+    })
+}
+
+/// Writes an audit's decisions output (when `format` is given) and counts the decisions over
+/// every worker (every worker calls it together).
+pub fn decisions(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    members: &[Member],
+    stored: &dyn Fn(u64) -> bool,
+    format: Option<RowFormat>,
+    out: Option<&OutputSet>,
+) -> Result<DecisionSummary> {
+    let rows: Vec<(u64, Option<Member>)> = decided(ranked, members, stored).collect();
+    let book = NameBook::fetch(
+        worker,
+        ranked,
+        rows.iter().filter_map(|(_, m)| m.map(|m| m.representative)),
+    );
+    let name = |r: u64| book.name(ranked, r);
+    let line = |&(r, m): &(u64, Option<Member>)| match m {
+        None => DecisionLine {
+            id: name(r),
+            decision: "keep",
+            reason: "unique",
+            kept: None,
+        },
+        Some(m) if m.is_representative() => DecisionLine {
+            id: name(r),
+            decision: "keep",
+            reason: "first",
+            kept: None,
+        },
+        Some(m) => DecisionLine {
+            id: name(r),
+            decision: "drop",
+            reason: if stored(m.representative) {
+                "stored-copy"
+            } else {
+                "batch-copy"
+            },
+            kept: Some(name(m.representative)),
+        },
+    };
+    let mut counts = DecisionSummary::default();
+    for row in &rows {
+        match line(row).reason {
+            "stored-copy" => counts.stored_copies += 1,
+            "batch-copy" => counts.batch_copies += 1,
+            _ => counts.kept += 1,
+        }
+    }
+    let written = audit_rows(
+        worker,
+        ("decisions", tables::DECISIONS),
+        format,
+        &rows,
+        out,
+        line,
+    );
+    let counts = all_gather(worker, counts)
+        .into_iter()
+        .fold(DecisionSummary::default(), |a, b| DecisionSummary {
+            kept: a.kept + b.kept,
+            stored_copies: a.stored_copies + b.stored_copies,
+            batch_copies: a.batch_copies + b.batch_copies,
+        });
+    written.map(|()| counts)
 }

@@ -233,12 +233,18 @@ pub struct StageTimes {
     pub expand: f64,
     /// Verifying candidate pairs (reading their documents again, comparing shingle sets).
     pub verify: f64,
+    /// An audit's URLs compared with the stored ones.
+    #[serde(default)]
+    pub changes: f64,
     /// Connected components and representatives.
     #[serde(default)]
     pub clusters: f64,
     /// Writing the deduplicated corpus.
     #[serde(default)]
     pub corpus: f64,
+    /// An audit's decisions on its new documents, and the segment it appends.
+    #[serde(default)]
+    pub decisions: f64,
     /// Sorting and writing pairs (and groups).
     pub write_pairs: f64,
     /// Whole run.
@@ -273,6 +279,43 @@ pub struct AuditSummary {
     pub new_with_a_match: u64,
     /// Pairs of two new documents.
     pub batch_pairs: u64,
+    /// The URLs compared (absent unless the changes, new or gone output is written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<UrlSummary>,
+    /// The decisions on the new documents (absent unless clusters are made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<DecisionSummary>,
+    /// New documents appended to the store (absent unless the audit appends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appended: Option<u64>,
+}
+
+/// An audit's URLs: how many of the batch's the store holds, and what became of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlSummary {
+    /// Held by both, same content.
+    pub unchanged: u64,
+    /// Held by both, near-identical content.
+    pub near_identical: u64,
+    /// Held by both, changed content.
+    pub changed: u64,
+    /// New documents whose URL the store does not hold.
+    pub new: u64,
+    /// Stored URLs of the batch's hosts that the batch does not have.
+    pub gone: u64,
+    /// New documents without a URL (in none of the above).
+    pub new_without_url: u64,
+}
+
+/// An audit's decisions on its new documents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionSummary {
+    /// Kept: in no cluster, or their cluster's first.
+    pub kept: u64,
+    /// Dropped: their cluster holds a stored document.
+    pub stored_copies: u64,
+    /// Dropped: another new document of their cluster is kept.
+    pub batch_copies: u64,
 }
 
 /// Everything `summary.json` holds.
@@ -336,6 +379,23 @@ impl Summary {
                  ({} matches); {} pairs among the new",
                 a.stored_documents, a.new_with_a_match, a.new_documents, a.matches, a.batch_pairs
             );
+            if let Some(u) = &a.urls {
+                s += &format!(
+                    "\n  URLs: {} unchanged, {} near-identical, {} changed, {} new, {} gone \
+                     ({} new documents have no URL)",
+                    u.unchanged, u.near_identical, u.changed, u.new, u.gone, u.new_without_url
+                );
+            }
+            if let Some(d) = &a.decisions {
+                s += &format!(
+                    "\n  decisions: {} kept, {} dropped as copies of stored documents, {} as \
+                     copies of new ones",
+                    d.kept, d.stored_copies, d.batch_copies
+                );
+            }
+            if let Some(n) = a.appended {
+                s += &format!("\n  appended {n} new documents to the store");
+            }
         }
         if let Some(st) = &self.store {
             s += &format!(

@@ -120,7 +120,8 @@ pub fn name_largest(
 }
 
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
-/// stars), with each cluster's representative the member of smallest `(keep key, rank)`, cut by
+/// stars), with each cluster's representative the member of smallest `(keep key, rank)` (`held`:
+/// the keys hold an audit's stored documents first, [`crate::stages::store::held_last`]), cut by
 /// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over
 /// all workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
 /// dataflow; one exchange then takes each member to its rank owner.
@@ -129,9 +130,11 @@ pub fn clusters(
     ranked: &Ranked,
     edges: Vec<(u64, u64)>,
     settings: ClusterPlan,
+    held: bool,
 ) -> (Vec<Member>, ClusterStats) {
-    // The first policy's keys are all 0: the members need no join with them.
-    let keyed = settings.keep != KeepPolicy::First;
+    // The first policy's keys are all 0, unless an audit's stored documents are `held` first: the
+    // members then need no join with them.
+    let keyed = settings.keep != KeepPolicy::First || held;
     let mut graph = ClusterGraph::new(worker, keyed);
     let keys = ranked
         .owned()

@@ -1,0 +1,321 @@
+//! Stage *changes*: an audit's URLs. Every URL the new documents and the stored ones have meets
+//! at one worker (by a hash of the URL), which sorts its URLs into three kinds:
+//!
+//! - held by both: the new document is compared with the stored one of the latest segment that
+//!   holds the URL (a URL stored by several audits' appends is compared with its last version).
+//!   Same content hash: *unchanged*; else *near-identical* or *changed* by the method's own
+//!   judgment of that pair ([`judge`]), with its similarity and, for simhash, the bit distance;
+//! - held by the batch alone: *new*;
+//! - held by the store alone, on a host the batch has a URL of: *gone*. The scope is the host:
+//!   a recrawl that fetched nothing of a site says nothing of that site's pages.
+//!
+//! Documents without a URL are in none of these. Rows then go to the owner of the new document's
+//! rank (the stored one's, for gone), so each output is in rank order whatever the workers.
+//!
+//! Morally: `for url in new ∪ stored: match (new[url], stored[url]) { .. }`.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use timely::worker::Worker;
+
+use crate::candidates::{Pair, Score};
+use crate::exchange::ranks::Ranked;
+use crate::exchange::{all_gather, shuffle};
+use crate::summary::UrlSummary;
+
+/// What became of a URL held by both the batch and the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Status {
+    /// Same content hash.
+    Unchanged,
+    /// Another text, near-identical by the method's judgment.
+    NearIdentical,
+    /// Another text, not near-identical.
+    Changed,
+}
+
+impl Status {
+    /// Its name in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Unchanged => "unchanged",
+            Status::NearIdentical => "near-identical",
+            Status::Changed => "changed",
+        }
+    }
+}
+
+/// A URL held by both the batch and the store.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SameUrl {
+    /// The URL.
+    pub url: String,
+    /// The new document's rank.
+    pub new: u64,
+    /// The stored document's rank.
+    pub stored: u64,
+    /// The two sketch keys, new then stored.
+    pub sketches: (u64, u64),
+    /// True if the content hashes are equal.
+    pub unchanged: bool,
+    /// The pair's score, once known (a match's, or verified).
+    pub score: Option<Score>,
+    /// What became of it, once judged.
+    pub status: Status,
+}
+
+impl SameUrl {
+    /// The two ranks as a pair's ends, smaller first.
+    pub fn ends(&self) -> (u64, u64) {
+        (self.new.min(self.stored), self.new.max(self.stored))
+    }
+}
+
+/// An audit's URLs, each at the worker its URL hashes to.
+#[derive(Default)]
+pub struct Urls {
+    /// Held by both.
+    pub same: Vec<SameUrl>,
+    /// Held by the batch alone: `(new rank, URL)`.
+    pub new: Vec<(u64, String)>,
+    /// Held by the store alone, on a host of the batch: `(stored rank, URL)`.
+    pub gone: Vec<(u64, String)>,
+}
+
+/// A document with a URL on its way to the URL's worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct UrlDoc {
+    url: String,
+    /// The stored document's segment, `None` for a new document.
+    segment: Option<u32>,
+    rank: u64,
+    content: u128,
+    sketch: u64,
+}
+
+/// The host of `url`, lowercased: what lies between `://` and the next `/`, `?` or `#` (the
+/// whole URL up to those when it has no scheme).
+pub fn host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    host.to_ascii_lowercase()
+}
+
+/// The audit's URLs (every worker calls it together), from the rows of the ranks this worker
+/// owns; `segment` tells a stored rank's segment.
+pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Option<u32>) -> Urls {
+    let docs: Vec<UrlDoc> = ranked
+        .owned()
+        .zip(&ranked.rows)
+        .filter_map(|(rank, row)| {
+            Some(UrlDoc {
+                url: row.url.as_deref()?.to_owned(),
+                segment: segment(rank),
+                rank,
+                content: row.content.as_deref().map_or(0, |c| c.0),
+                sketch: row.sketch,
+            })
+        })
+        .collect();
+    let hosts: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| d.segment.is_none())
+        .map(|d| host(&d.url))
+        .collect();
+    let hosts: BTreeSet<String> = all_gather(worker, hosts).into_iter().flatten().collect();
+    let peers = worker.peers() as u64;
+    let mut mine = shuffle(worker, docs, move |d| {
+        xxhash_rust::xxh3::xxh3_64(d.url.as_bytes()) % peers
+    });
+    // By URL; new documents (no segment) first, by rank; then the stored ones, latest first.
+    mine.sort_unstable_by(|x, y| {
+        let order = |d: &UrlDoc| (d.segment.map(|s| u32::MAX - s), d.rank);
+        x.url.cmp(&y.url).then_with(|| order(x).cmp(&order(y)))
+    });
+    let mut urls = Urls::default();
+    for docs in mine.chunk_by(|x, y| x.url == y.url) {
+        let split = docs.partition_point(|d| d.segment.is_none());
+        let (new, stored) = docs.split_at(split);
+        match stored.first() {
+            None => urls.new.extend(new.iter().map(|d| (d.rank, d.url.clone()))),
+            Some(s) if new.is_empty() => {
+                if hosts.contains(&host(&s.url)) {
+                    urls.gone.push((s.rank, s.url.clone()));
+                }
+            }
+            Some(s) => urls.same.extend(new.iter().map(|n| SameUrl {
+                url: n.url.clone(),
+                new: n.rank,
+                stored: s.rank,
+                sketches: (n.sketch, s.sketch),
+                unchanged: n.content == s.content,
+                score: None,
+                status: Status::Changed,
+            })),
+        }
+    }
+    urls
+}
+
+/// `same` with the score of each that is one of `pairs` (every worker calls it together): the
+/// URLs move to the worker of their smaller rank, where that worker's share of the pairs meets
+/// them.
+pub fn scored(worker: &mut Worker, same: Vec<SameUrl>, pairs: Vec<Pair>) -> Vec<SameUrl> {
+    let peers = worker.peers() as u64;
+    let mut same = shuffle(worker, same, move |s| s.ends().0 % peers);
+    let mut pairs = shuffle(worker, pairs, move |p| p.a.min(p.b) % peers);
+    pairs.sort_unstable_by_key(|p| (p.a.min(p.b), p.a.max(p.b)));
+    for s in &mut same {
+        let at = pairs.binary_search_by_key(&s.ends(), |p| (p.a.min(p.b), p.a.max(p.b)));
+        if let Ok(i) = at {
+            s.score = Some(pairs[i].score);
+        }
+    }
+    same
+}
+
+/// How an audit judges a URL held by both whose content changed.
+pub struct Judge {
+    /// The verification threshold, when the audit verifies exactly: the pair's exact Jaccard
+    /// decides (with `distance` too, when the method has one).
+    pub exact: Option<f64>,
+    /// The method's largest distance (simhash's k), when its pairs have one.
+    pub distance: Option<u32>,
+}
+
+impl Judge {
+    /// The bit distance of the two sketches, when the method's pairs have a distance.
+    pub fn bits(&self, s: &SameUrl) -> Option<u32> {
+        self.distance
+            .map(|_| (s.sketches.0 ^ s.sketches.1).count_ones())
+    }
+
+    /// What became of `s` (its score known when one is needed): unchanged; near-identical if
+    /// its exact Jaccard reaches the threshold (verifying audits), if its distance is within
+    /// the method's (unverified simhash), or if it is a match (MinHash estimates); else changed.
+    pub fn judge(&self, s: &SameUrl) -> Status {
+        if s.unchanged {
+            return Status::Unchanged;
+        }
+        let near_bits = self.bits(s).zip(self.distance).is_none_or(|(d, k)| d <= k);
+        let near = match self.exact {
+            Some(t) => near_bits && s.score.and_then(|x| x.jaccard()).is_some_and(|j| j >= t),
+            None if self.distance.is_some() => near_bits,
+            None => s.score.is_some(),
+        };
+        if near {
+            Status::NearIdentical
+        } else {
+            Status::Changed
+        }
+    }
+}
+
+/// Judges every URL of `same`; an unchanged one's similarity is 1 (the same text).
+pub fn judge_all(same: &mut [SameUrl], judge: &Judge) {
+    for s in same {
+        s.status = judge.judge(s);
+        if s.unchanged && s.score.is_none() {
+            s.score = Some(Score::at_distance(0).verified(1.0));
+        }
+    }
+}
+
+/// The URLs' figures over every worker (every worker calls it together); `without_url` is this
+/// worker's new documents without a URL.
+pub fn counts(worker: &mut Worker, urls: &Urls, without_url: u64) -> UrlSummary {
+    let mut mine = UrlSummary {
+        new: urls.new.len() as u64,
+        gone: urls.gone.len() as u64,
+        new_without_url: without_url,
+        ..UrlSummary::default()
+    };
+    for s in &urls.same {
+        match s.status {
+            Status::Unchanged => mine.unchanged += 1,
+            Status::NearIdentical => mine.near_identical += 1,
+            Status::Changed => mine.changed += 1,
+        }
+    }
+    let sum = |a: UrlSummary, b: UrlSummary| UrlSummary {
+        unchanged: a.unchanged + b.unchanged,
+        near_identical: a.near_identical + b.near_identical,
+        changed: a.changed + b.changed,
+        new: a.new + b.new,
+        gone: a.gone + b.gone,
+        new_without_url: a.new_without_url + b.new_without_url,
+    };
+    all_gather(worker, mine)
+        .into_iter()
+        .fold(UrlSummary::default(), sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_the_authority_without_user_or_case() {
+        assert_eq!(host("https://Docs.Example.org/a/b?x#y"), "docs.example.org");
+        assert_eq!(host("http://me@example.org:8080/"), "example.org:8080");
+        assert_eq!(host("example.org/page"), "example.org");
+        assert_eq!(host("https://example.org"), "example.org");
+    }
+
+    fn same(unchanged: bool, sketches: (u64, u64), score: Option<Score>) -> SameUrl {
+        SameUrl {
+            url: "u".into(),
+            new: 1,
+            stored: 0,
+            sketches,
+            unchanged,
+            score,
+            status: Status::Changed,
+        }
+    }
+
+    #[test]
+    fn each_method_judges_a_changed_url_its_own_way() {
+        let simhash = Judge {
+            exact: None,
+            distance: Some(3),
+        };
+        assert_eq!(
+            simhash.judge(&same(true, (0, 0xff), None)),
+            Status::Unchanged
+        );
+        assert_eq!(
+            simhash.judge(&same(false, (0, 0b111), None)),
+            Status::NearIdentical
+        );
+        assert_eq!(
+            simhash.judge(&same(false, (0, 0b1111), None)),
+            Status::Changed
+        );
+        let verified = Judge {
+            exact: Some(0.8),
+            distance: None,
+        };
+        let at = |j| Some(Score::at_distance(0).verified(j));
+        assert_eq!(
+            verified.judge(&same(false, (1, 2), at(0.85))),
+            Status::NearIdentical
+        );
+        assert_eq!(
+            verified.judge(&same(false, (1, 2), at(0.5))),
+            Status::Changed
+        );
+        let estimated = Judge {
+            exact: None,
+            distance: None,
+        };
+        assert_eq!(
+            estimated.judge(&same(false, (1, 2), at(0.9))),
+            Status::NearIdentical
+        );
+        assert_eq!(estimated.judge(&same(false, (1, 2), None)), Status::Changed);
+    }
+}

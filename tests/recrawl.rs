@@ -1,0 +1,614 @@
+//! The recrawl audit's own outputs against oracles built from the crawls themselves:
+//!
+//! - changes, new and gone: every URL of the batch and the store, judged by brute force (exact
+//!   Jaccard of all pairs by `neardup truth`, or the simhash bit distance of a bulk run's
+//!   fingerprints) against the latest stored version of the URL;
+//! - decisions: a bulk run over the stored crawls and the batch drops exactly the new documents
+//!   the audit drops, for the same reason;
+//! - the deduplicated batch corpus holds exactly the kept new records;
+//! - `--append`: the store an audit appends to answers the next audit exactly as a store made by
+//!   runs over the same documents.
+//!
+//! Every output is the same, byte for byte, at 1, 2 and 4 workers and on two processes.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use common::{neardup_ok as neardup, run_cluster};
+use neardup::tools::gen::Rng;
+
+/// A document of a crawl.
+#[derive(Clone)]
+struct Doc {
+    id: String,
+    url: Option<String>,
+    text: String,
+}
+
+fn fresh(rng: &mut Rng) -> String {
+    let len = 60 + rng.below(30);
+    let words: Vec<String> = (0..len).map(|_| format!("w{}", rng.below(400))).collect();
+    words.join(" ")
+}
+
+/// `base` with `n` words replaced.
+fn edited(rng: &mut Rng, base: &str, n: u64) -> String {
+    let mut words: Vec<String> = base.split(' ').map(str::to_string).collect();
+    for _ in 0..n {
+        let i = rng.below(words.len() as u64) as usize;
+        words[i] = format!("w{}", rng.below(400));
+    }
+    words.join(" ")
+}
+
+fn write(path: &Path, docs: &[Doc]) {
+    let lines: String = docs
+        .iter()
+        .map(|d| {
+            let mut v = serde_json::json!({"id": d.id, "text": d.text});
+            if let Some(u) = &d.url {
+                v["url"] = u.clone().into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// Three crawls: `a0` (hosts h0, h1, h2), `a1` (later versions of some of a0's URLs, and new
+/// URLs), stored in that order; and the batch `b` over hosts h0 and h1 only: URLs crawled again
+/// unchanged, lightly edited, heavily edited or rewritten, URLs not crawled again, new URLs with
+/// fresh texts or copies of stored or of earlier new texts, and documents without a URL.
+fn crawls(seed: u64) -> [Vec<Doc>; 3] {
+    let mut rng = Rng::new(seed);
+    let url = |host: usize, page: String| Some(format!("https://h{host}.example/{page}"));
+    let a0: Vec<Doc> = (0..90)
+        .map(|i| Doc {
+            id: format!("a0{i:03}"),
+            url: url(i % 3, format!("p{i}")),
+            text: fresh(&mut rng),
+        })
+        .collect();
+    let mut a1 = Vec::new();
+    for i in 0..30 {
+        let (url, text) = match i < 15 {
+            true => (a0[i * 6].url.clone(), edited(&mut rng, &a0[i * 6].text, 2)),
+            false => (url(i % 3, format!("q{i}")), fresh(&mut rng)),
+        };
+        a1.push(Doc {
+            id: format!("a1{i:03}"),
+            url,
+            text,
+        });
+    }
+    let mut latest: BTreeMap<String, String> = BTreeMap::new();
+    for d in a0.iter().chain(&a1) {
+        latest.insert(d.url.clone().unwrap(), d.text.clone());
+    }
+    let mut b: Vec<Doc> = Vec::new();
+    let mut id = 0;
+    let mut next = |b: &mut Vec<Doc>, url: Option<String>, text: String| {
+        b.push(Doc {
+            id: format!("b{id:03}"),
+            url,
+            text,
+        });
+        id += 1;
+    };
+    for (u, text) in &latest {
+        if u.contains("//h2.") {
+            continue;
+        }
+        let text = match rng.below(5) {
+            0 => text.clone(),
+            1 => {
+                let n = 1 + rng.below(3);
+                edited(&mut rng, text, n)
+            }
+            2 => {
+                let n = 15 + rng.below(10);
+                edited(&mut rng, text, n)
+            }
+            3 => fresh(&mut rng),
+            _ => continue, // gone
+        };
+        next(&mut b, Some(u.clone()), text);
+    }
+    let stored: Vec<String> = latest.values().cloned().collect();
+    for j in 0..40 {
+        let text = match rng.below(3) {
+            0 => fresh(&mut rng),
+            1 => {
+                let base = &stored[rng.below(stored.len() as u64) as usize];
+                edited(&mut rng, base, 2)
+            }
+            _ if b.is_empty() => fresh(&mut rng),
+            _ => {
+                let base = b[rng.below(b.len() as u64) as usize].text.clone();
+                edited(&mut rng, &base, 2)
+            }
+        };
+        let url = (j % 8 != 0).then(|| format!("https://h{}.example/n{j}", j % 2));
+        next(&mut b, url, text);
+    }
+    [a0, a1, b]
+}
+
+/// The job for `method`, with URLs, clusters (keep = first) and a corpus.
+fn job(dir: &Path, name: &str, method: &str) -> String {
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        "{method}[input]\npaths = [\"a0.jsonl\"]\nurl_field = \"url\"\n[output]\ndir = \"out\"\n\
+         pairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n"
+    );
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn rows(path: &Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// The store of `a0` then `a1` (two segments) made by `job` in `dir`, named `store`.
+fn store_of_a(dir: &Path, job: &str, store: &str) {
+    for input in ["a0.jsonl", "a1.jsonl"] {
+        let out = format!("{store}-run-{input}");
+        let args = ["run", job, "--store", store, "--input", input];
+        neardup(dir, &[&args[..], &["--out-dir", &out]].concat());
+    }
+}
+
+/// The latest stored version of each URL: `url -> (id, text)`.
+fn latest(a0: &[Doc], a1: &[Doc]) -> BTreeMap<String, (String, String)> {
+    let mut latest = BTreeMap::new();
+    for d in a0.iter().chain(a1) {
+        latest.insert(d.url.clone().unwrap(), (d.id.clone(), d.text.clone()));
+    }
+    latest
+}
+
+fn host(url: &str) -> &str {
+    url.split('/').nth(2).unwrap()
+}
+
+/// What the changes, new and gone outputs must hold, `near(new id, stored id)` judging a
+/// changed text: rows of `(url, id, stored id, status)`, `(id, url)` and `(stored id, url)`.
+type Expected = (Vec<[String; 4]>, Vec<[String; 2]>, Vec<[String; 2]>);
+
+fn expected(crawls: &[Vec<Doc>; 3], near: &dyn Fn(&str, &str) -> bool) -> Expected {
+    let [a0, a1, b] = crawls;
+    let latest = latest(a0, a1);
+    let (mut changes, mut new) = (Vec::new(), Vec::new());
+    for d in b {
+        let Some(u) = &d.url else { continue };
+        match latest.get(u) {
+            None => new.push([d.id.clone(), u.clone()]),
+            Some((sid, text)) => {
+                let status = if *text == d.text {
+                    "unchanged"
+                } else if near(&d.id, sid) {
+                    "near-identical"
+                } else {
+                    "changed"
+                };
+                changes.push([u.clone(), d.id.clone(), sid.clone(), status.to_string()]);
+            }
+        }
+    }
+    let hosts: BTreeSet<&str> = b
+        .iter()
+        .filter_map(|d| d.url.as_deref())
+        .map(host)
+        .collect();
+    let seen: BTreeSet<&str> = b.iter().filter_map(|d| d.url.as_deref()).collect();
+    let mut gone: Vec<[String; 2]> = latest
+        .iter()
+        .filter(|(u, _)| hosts.contains(host(u)) && !seen.contains(u.as_str()))
+        .map(|(u, (sid, _))| [sid.clone(), u.clone()])
+        .collect();
+    gone.sort();
+    (changes, new, gone)
+}
+
+/// The changes, new and gone outputs of the audit in `out`, as [`Expected`] rows.
+fn found(out: &Path) -> Expected {
+    let changes = rows(&out.join("changes.tsv"));
+    let changes = changes
+        .iter()
+        .map(|r| [r[0].clone(), r[1].clone(), r[2].clone(), r[3].clone()])
+        .collect();
+    let two = |name: &str| {
+        rows(&out.join(name))
+            .into_iter()
+            .map(|r| [r[0].clone(), r[1].clone()])
+            .collect()
+    };
+    (changes, two("new.tsv"), two("gone.tsv"))
+}
+
+/// The audit outputs that must be the same whatever the workers and processes.
+const OUTPUTS: [&str; 6] = [
+    "changes.tsv",
+    "new.tsv",
+    "gone.tsv",
+    "decisions.tsv",
+    "matches.tsv",
+    "corpus/b.jsonl",
+];
+
+fn outputs_of(out: &Path) -> Vec<Vec<u8>> {
+    OUTPUTS
+        .iter()
+        .map(|f| std::fs::read(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
+        .collect()
+}
+
+/// Audits `b.jsonl` against `store` with `job` on `workers`, into `out`.
+fn audit(dir: &Path, job: &str, store: &str, workers: &str, out: &str, more: &[&str]) -> PathBuf {
+    let args = [
+        "audit", job, "--store", store, "-w", workers, "--input", "b.jsonl",
+    ];
+    neardup(dir, &[&args[..], &["--out-dir", out], more].concat());
+    dir.join(out)
+}
+
+/// Exact Jaccard >= 0.8 by brute force over every pair of every crawl.
+fn truth(dir: &Path) -> BTreeMap<(String, String), f64> {
+    let args = ["truth", "--input", "a0.jsonl", "a1.jsonl", "b.jsonl"];
+    neardup(dir, &[&args[..], &["--out", "truth.tsv"]].concat());
+    rows(&dir.join("truth.tsv"))
+        .into_iter()
+        .map(|r| {
+            let (x, y) = (r[0].clone(), r[1].clone());
+            ((x.clone().min(y.clone()), x.max(y)), r[2].parse().unwrap())
+        })
+        .collect()
+}
+
+/// The decisions a bulk run over every crawl makes of the new documents, from its drop list:
+/// `id -> kept id` for the dropped ones.
+fn bulk_drops(dir: &Path, job: &str) -> BTreeMap<String, String> {
+    let drop = dir.join("bulk-drop.toml");
+    let text = std::fs::read_to_string(job).unwrap() + "drop = \"drop.tsv\"\n";
+    std::fs::write(&drop, text).unwrap();
+    let args = [
+        "run",
+        drop.to_str().unwrap(),
+        "--input",
+        "a0.jsonl",
+        "a1.jsonl",
+        "b.jsonl",
+    ];
+    neardup(dir, &[&args[..], &["--out-dir", "bulk-drop"]].concat());
+    rows(&dir.join("bulk-drop/drop.tsv"))
+        .into_iter()
+        .filter(|r| r[0].starts_with('b'))
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect()
+}
+
+/// The audit's decisions agree with the bulk run's drops: the same new documents dropped; a
+/// copy of a stored document where the bulk run kept a stored one, else of the same new one.
+/// The corpus holds exactly the kept new records, in input order.
+fn check_decisions(dir: &Path, out: &Path, drops: &BTreeMap<String, String>, b: &[Doc]) {
+    let decisions = rows(&out.join("decisions.tsv"));
+    assert_eq!(decisions.len(), b.len(), "a decision per new document");
+    let mut kept = Vec::new();
+    for (r, d) in decisions.iter().zip(b) {
+        assert_eq!(r[0], d.id, "in id order");
+        match drops.get(&d.id) {
+            None => {
+                assert_eq!(r[1], "keep", "{r:?}");
+                kept.push(d.id.clone());
+            }
+            Some(k) if k.starts_with('a') => assert_eq!(r[1..3], ["drop", "stored-copy"], "{r:?}"),
+            Some(k) => assert_eq!(r[1..], ["drop", "batch-copy", k.as_str()], "{r:?}"),
+        }
+    }
+    assert!(
+        drops.values().any(|k| k.starts_with('a')),
+        "stored copies planted"
+    );
+    let corpus = std::fs::read_to_string(out.join("corpus/b.jsonl")).unwrap();
+    let source = std::fs::read_to_string(dir.join("b.jsonl")).unwrap();
+    let want: Vec<&str> = source
+        .lines()
+        .filter(|l| kept.iter().any(|k| l.contains(&format!("\"id\":\"{k}\""))))
+        .collect();
+    assert_eq!(corpus.lines().collect::<Vec<_>>(), want);
+}
+
+fn planted(e: &Expected) {
+    let count = |s: &str| e.0.iter().filter(|r| r[3] == s).count();
+    for status in ["unchanged", "near-identical", "changed"] {
+        assert!(count(status) >= 3, "{status} planted: {}", count(status));
+    }
+    assert!(e.1.len() >= 10 && e.2.len() >= 5, "new and gone planted");
+}
+
+#[test]
+fn an_audit_reports_each_url_as_brute_force_does_and_decides_as_a_bulk_run_at_any_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(0xc4a6);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let truth = truth(d);
+    let near = |x: &str, y: &str| truth.contains_key(&(x.min(y).to_string(), x.max(y).to_string()));
+    let want = expected(&crawls, &near);
+    planted(&want);
+
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    store_of_a(d, &job, "st");
+    let drops = bulk_drops(d, &job);
+    assert!(
+        drops.values().any(|k| k.starts_with('b')),
+        "batch copies planted"
+    );
+    let mut made = Vec::new();
+    for workers in ["1", "2", "4"] {
+        let out = audit(d, &job, "st", workers, &format!("audit-{workers}"), &[]);
+        assert_eq!(found(&out), want, "{workers} worker(s)");
+        for r in rows(&out.join("changes.tsv")) {
+            let key = (
+                r[1].clone().min(r[2].clone()),
+                r[1].clone().max(r[2].clone()),
+            );
+            let j: f64 = r[4].parse().unwrap();
+            match r[3].as_str() {
+                "unchanged" => assert_eq!(r[4], "1.0000"),
+                "near-identical" => assert!((j - truth[&key]).abs() < 1e-4, "{r:?}"),
+                _ => assert!(j < 0.8, "{r:?}"),
+            }
+        }
+        check_decisions(d, &out, &drops, &crawls[2]);
+        made.push(outputs_of(&out));
+    }
+    let out = d.join("audit-cluster");
+    let args: Vec<String> = [
+        "audit",
+        &job,
+        "--store",
+        &d.join("st").display().to_string(),
+        "--input",
+        &d.join("b.jsonl").display().to_string(),
+        "--out-dir",
+        &out.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert!(run_cluster(&args, d) || run_cluster(&args, d));
+    made.push(outputs_of(&out));
+    for (i, m) in made.iter().enumerate() {
+        for (f, (x, y)) in OUTPUTS.iter().zip(m.iter().zip(&made[0])) {
+            assert!(x == y, "{f} differs between runs 0 and {i}");
+        }
+    }
+}
+
+/// The simhash fingerprints a bulk run writes of every crawl: `id -> fingerprint`.
+fn fingerprints(dir: &Path, job: &str) -> BTreeMap<String, u64> {
+    let fp = dir.join("fp.toml");
+    let text = std::fs::read_to_string(job).unwrap() + "fingerprints = \"fp.tsv\"\n";
+    std::fs::write(&fp, text).unwrap();
+    let args = [
+        "run",
+        fp.to_str().unwrap(),
+        "--input",
+        "a0.jsonl",
+        "a1.jsonl",
+        "b.jsonl",
+    ];
+    neardup(dir, &[&args[..], &["--out-dir", "fp"]].concat());
+    rows(&dir.join("fp/fp.tsv"))
+        .into_iter()
+        .map(|r| (r[0].clone(), u64::from_str_radix(&r[1], 16).unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_simhash_audit_judges_urls_by_the_bit_distance_of_their_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(0x51a);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let fp = fingerprints(d, &job);
+    let bits = |x: &str, y: &str| (fp[x] ^ fp[y]).count_ones();
+    let want = expected(&crawls, &|x, y| bits(x, y) <= 3);
+    store_of_a(d, &job, "st");
+    let drops = bulk_drops(d, &job);
+    let out = audit(d, &job, "st", "2", "audit", &[]);
+    assert_eq!(found(&out), want);
+    for r in rows(&out.join("changes.tsv")) {
+        assert_eq!(r[5], bits(&r[1], &r[2]).to_string(), "{r:?}");
+    }
+    check_decisions(d, &out, &drops, &crawls[2]);
+}
+
+/// Regression: a store made by a run without the fingerprints or documents output kept no URLs
+/// (the read stage dropped them), so an audit found every recrawled URL new.
+#[test]
+fn a_store_keeps_the_urls_of_a_run_that_writes_no_url_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(7);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    store_of_a(d, &job, "st");
+    let out = audit(d, &job, "st", "1", "audit", &[]);
+    assert!(!rows(&out.join("changes.tsv")).is_empty());
+}
+
+fn stored_documents(dir: &Path, store: &str) -> u64 {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["store", "info", store])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("documents ")).unwrap();
+    line["documents ".len()..].parse().unwrap()
+}
+
+#[test]
+fn an_appended_store_answers_the_next_audit_as_a_store_made_by_runs_over_the_same_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [a0, a1, b] = crawls(0xa99);
+    for (name, docs) in [("a0", &a0), ("a1", &a1), ("b", &b)] {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    // The next crawl, `c`: copies of the batch's texts and of the stored ones, under URLs of both.
+    let mut rng = Rng::new(3);
+    let c: Vec<Doc> = (0..50)
+        .map(|i| {
+            let base = if i % 2 == 0 { &b[i % b.len()] } else { &a0[i] };
+            Doc {
+                id: format!("c{i:03}"),
+                url: base.url.clone(),
+                text: {
+                    let n = rng.below(3);
+                    edited(&mut rng, &base.text, n)
+                },
+            }
+        })
+        .collect();
+    write(&d.join("c.jsonl"), &c);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+
+    store_of_a(d, &job, "appended");
+    let out = audit(d, &job, "appended", "2", "audit-b", &["--append"]);
+    let kept: BTreeSet<String> = rows(&out.join("decisions.tsv"))
+        .into_iter()
+        .filter(|r| r[1] == "keep")
+        .map(|r| r[0].clone())
+        .collect();
+    assert!(kept.len() < b.len(), "some new documents dropped");
+    assert_eq!(stored_documents(d, "appended"), 120 + kept.len() as u64);
+    let b_kept: Vec<Doc> = b.iter().filter(|x| kept.contains(&x.id)).cloned().collect();
+    write(&d.join("b-kept.jsonl"), &b_kept);
+    store_of_a(d, &job, "made");
+    let args = ["run", &job, "--store", "made", "--input", "b-kept.jsonl"];
+    neardup(d, &[&args[..], &["--out-dir", "made-run"]].concat());
+
+    let next = |store: &str| {
+        let out = format!("next-{store}");
+        let args = [
+            "audit",
+            &job,
+            "--store",
+            store,
+            "--input",
+            "c.jsonl",
+            "--out-dir",
+            &out,
+        ];
+        neardup(d, &args);
+        [
+            "matches.tsv",
+            "batch_pairs.tsv",
+            "changes.tsv",
+            "new.tsv",
+            "gone.tsv",
+            "decisions.tsv",
+        ]
+        .map(|f| std::fs::read_to_string(d.join(&out).join(f)).unwrap())
+    };
+    let (appended, made) = (next("appended"), next("made"));
+    assert!(!appended[0].is_empty() && !appended[2].is_empty());
+    assert_eq!(appended, made);
+
+    store_of_a(d, &job, "all");
+    audit(d, &job, "all", "1", "audit-all", &["--append", "all"]);
+    assert_eq!(stored_documents(d, "all"), 120 + b.len() as u64);
+    neardup(d, &["store", "verify", "all"]);
+}
+
+#[test]
+fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("a0.jsonl"), &crawls(1)[0]);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    for name in neardup::config::AUDIT_OUTPUTS {
+        let text = std::fs::read_to_string(&job).unwrap() + &format!("{name} = \"x.tsv\"\n");
+        std::fs::write(d.join("with.toml"), text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["run", "with.toml"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}");
+        assert!(
+            e.contains(&format!("[output] {name} is an audit's output")),
+            "{e}"
+        );
+        assert!(!d.join("out").exists(), "nothing made");
+    }
+}
+
+#[test]
+fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(0xdead);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    store_of_a(d, &job, "whole");
+    let out = audit(d, &job, "whole", "1", "whole-audit", &["--append"]);
+    let after = stored_documents(d, "whole");
+    let kept = rows(&out.join("decisions.tsv"))
+        .iter()
+        .filter(|r| r[1] == "keep")
+        .count();
+    assert_eq!(after, 120 + kept as u64);
+    let mut store_steps = 0;
+    for step in 1.. {
+        assert!(step < 80, "the audit never finished");
+        let store = format!("st-{step}");
+        store_of_a(d, &job, &store);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"));
+        let args = [
+            "audit", &job, "--store", &store, "--input", "b.jsonl", "--append",
+        ];
+        cmd.args(args)
+            .args(["--out-dir", &format!("o-{step}")])
+            .current_dir(d);
+        let run = cmd
+            .env("NEARDUP_FAULT_AT", step.to_string())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&run.stderr).into_owned();
+        if run.status.success() {
+            break;
+        }
+        assert_eq!(run.status.signal(), Some(libc::SIGKILL), "{said}");
+        store_steps += usize::from(said.contains("(store: "));
+        neardup(d, &["store", "verify", &store]);
+        let held = stored_documents(d, &store);
+        assert!(
+            held == 120 || held == after,
+            "step {step}: {held} documents ({said})"
+        );
+        // Made again, the audit completes the store once.
+        audit(d, &job, &store, "1", &format!("o-{step}"), &["--append"]);
+        assert_eq!(stored_documents(d, &store), after, "step {step}");
+    }
+    assert_eq!(store_steps, 4, "every step of the append was a kill point");
+}
