@@ -95,7 +95,8 @@ impl<'a> Pass<'a> {
         let reread = plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
             || plan.clusters.is_some()
             || documents;
-        let ranked = rank::rank(worker, docs, keep_rows, reread, &mut counters);
+        let m = plan.method.values();
+        let ranked = rank::rank(worker, docs, (keep_rows, reread), m, &mut counters);
         let mut books = Books {
             counters,
             places,

@@ -30,17 +30,19 @@ pub struct RankOutput {
 
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
 /// `counters`. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
-/// `keep_origins` where it was read (for a stage that reads it again).
+/// `keep_origins` where it was read (for a stage that reads it again). `m`: the values of a
+/// signature (MinHash; else 0).
 pub fn rank(
     worker: &mut Worker,
     docs: Sketched,
-    keep_rows: bool,
-    keep_origins: bool,
+    (keep_rows, keep_origins): (bool, bool),
+    m: usize,
     counters: &mut Counters,
 ) -> RankOutput {
     let Sketched {
         keys,
         values,
+        signatures: given,
         ids,
         urls,
         content,
@@ -49,19 +51,21 @@ pub fn rank(
     } = docs;
     // MinHash: one signature per distinct key, taken before ranking so the per-document values
     // are freed first (a key whose documents all lose their id is never looked up).
-    let signatures = if values.is_empty() {
-        Vec::new()
-    } else {
-        let m = values.len() / keys.len();
-        let mut firsts: Vec<(u64, usize)> = keys.iter().copied().zip(0..).collect();
-        firsts.sort_unstable();
-        firsts.dedup_by_key(|(key, _)| *key);
-        let signatures = firsts
-            .into_iter()
-            .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
-            .collect();
-        drop(values);
-        signatures
+    let signatures = match values.len().checked_div(m) {
+        None => Vec::new(),
+        Some(with_values) => {
+            let mut firsts: Vec<(u64, usize)> =
+                keys[..with_values].iter().copied().zip(0..).collect();
+            firsts.sort_unstable();
+            firsts.dedup_by_key(|(key, _)| *key);
+            let mut signatures: Vec<(u64, Vec<u32>)> = firsts
+                .into_iter()
+                .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
+                .collect();
+            drop(values);
+            signatures.extend(given);
+            signatures
+        }
     };
     let rows = keep_rows.then(|| {
         let (mut urls, mut content) = (urls.into_iter(), content.into_iter());

@@ -33,8 +33,11 @@ pub struct Sketched {
     /// The sketch key of each document: its simhash, the hash of its MinHash signature, or the
     /// low half of its exact digest.
     pub keys: Vec<u64>,
-    /// MinHash: the signatures, `m` values per document in order (else empty).
+    /// MinHash: the signatures, `m` values per document in order, for the first
+    /// `values.len() / m` documents (else empty).
     pub values: Vec<u32>,
+    /// MinHash: the signatures of the other documents (an audit's stored ones), once per key.
+    pub signatures: Vec<(u64, Vec<u32>)>,
     /// Id of each (given, or `PATH@OFFSET`).
     pub ids: Names,
     /// URL of each, when the run writes URLs (else empty).
@@ -90,6 +93,7 @@ impl Sketched {
     pub fn append(&mut self, other: Sketched) {
         self.keys.extend(other.keys);
         self.values.extend(other.values);
+        self.signatures.extend(other.signatures);
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
         self.content.extend(other.content);

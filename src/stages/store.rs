@@ -4,9 +4,7 @@
 //! Writing: each rank owner encodes its documents (sorted by rank, so by id) and the signatures
 //! are moved to owners of key ranges and sorted; both stream to worker 0 in worker order, which
 //! compresses them into the segment's bytes as they come. The segment is the same whatever the
-//! workers and processes. Reading: each worker reads whole segments, every `peers`-th one.
-
-use std::collections::HashMap;
+//! workers and processes. Reading: each worker decodes a share of the segments' blocks.
 
 use timely::worker::Worker;
 
@@ -16,7 +14,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
-use crate::store::segment::{read_entries, Entry, SegmentWriter, StoredDoc};
+use crate::store::segment::{blocks, read_block, read_entries, Entry, SegmentWriter, StoredDoc};
 use crate::store::Store;
 
 /// Entries encoded per chunk sent to worker 0.
@@ -85,7 +83,7 @@ fn stream_entries(worker: &mut Worker, entries: Vec<Entry>, writer: Option<&mut 
     };
     match writer {
         None => stream_to_leader(worker, chunks, make, None),
-        Some(w) => stream_to_leader(worker, chunks, make, Some(&mut |chunk| w.push(chunk, 0))),
+        Some(w) => stream_to_leader(worker, chunks, make, Some(&mut |chunk| w.push(chunk))),
     }
 }
 
@@ -103,8 +101,10 @@ pub struct StoredShare<'a> {
     pub keep: bool,
 }
 
-/// The stored documents of this worker's segments (every `peers`-th, from its index) as sketched
-/// documents, located in their source files, with the segment index of each.
+/// The stored documents of this worker's share of the segments' blocks (block `j` of segment
+/// `i` is worker `(i + j) % peers`'s; a segment of the first format is one block) as sketched
+/// documents, located in their source files, with the segment index of each. A MinHash
+/// signature comes once per key, in [`Sketched::signatures`].
 pub fn read_stored(
     share: &StoredShare<'_>,
     me: usize,
@@ -113,45 +113,49 @@ pub fn read_stored(
     let mut out = Sketched::default();
     let mut generations = Vec::new();
     let segments = &share.store.manifest().segments;
-    for i in (me..segments.len()).step_by(peers) {
+    for (i, segment) in segments.iter().enumerate() {
         let bytes = share.store.read_segment(i)?;
-        let mut docs = Vec::new();
-        let mut signatures = HashMap::new();
-        read_entries(&segments[i].name, &bytes, &mut |e| match e {
-            Entry::Doc(d) => docs.push(d),
-            Entry::Signature { key, values } => {
-                signatures.insert(key, values);
+        let name = &segment.name;
+        let mut on = |e: Entry| match e {
+            Entry::Doc(d) => {
+                push_stored(share, i, d, &mut out);
+                generations.push(i as u32);
             }
+            Entry::Signature { key, values } => out.signatures.push((key, values)),
             Entry::End => {}
-        })?;
-        for d in docs {
-            match signatures.get(&d.key) {
-                Some(values) => out.values.extend_from_slice(values),
-                None if signatures.is_empty() => {}
-                None => crate::bail!(
-                    Input,
-                    "segment {} is not readable: document {:?} has no signature",
-                    segments[i].name,
-                    d.id
-                ),
+        };
+        match blocks(name, &bytes)? {
+            None if i % peers == me => read_entries(name, &bytes, &mut on)?,
+            None => {}
+            Some(blocks) => {
+                let mine = blocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| (i + j) % peers == me);
+                for (_, block) in mine {
+                    read_block(name, &bytes, block, &mut on)?;
+                }
             }
-            out.keys.push(d.key);
-            out.ids.push(&d.id);
-            if share.content {
-                out.content.push(d.content_hash());
-            }
-            if share.urls {
-                out.urls.push(d.url);
-            }
-            if share.keep {
-                out.keep.push(HELD);
-            }
-            let file = share.files[i][d.source as usize];
-            out.at.push(Location::at(file as usize, d.locator));
-            generations.push(i as u32);
         }
     }
     Ok((out, generations))
+}
+
+/// Adds stored document `d` of segment `i` to `out`, located in its source file.
+fn push_stored(share: &StoredShare<'_>, i: usize, d: StoredDoc, out: &mut Sketched) {
+    out.keys.push(d.key);
+    out.ids.push(&d.id);
+    if share.content {
+        out.content.push(d.content_hash());
+    }
+    if share.urls {
+        out.urls.push(d.url);
+    }
+    if share.keep {
+        out.keep.push(HELD);
+    }
+    let file = share.files[i][d.source as usize];
+    out.at.push(Location::at(file as usize, d.locator));
 }
 
 /// The keep key of a stored document in an audit's clusters: before every new document's

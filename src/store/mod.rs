@@ -249,7 +249,7 @@ impl Store {
         for (key, values) in signatures {
             segment::Entry::Signature { key, values }.encode(&mut encoded);
         }
-        writer.push(&encoded, documents);
+        writer.push(&encoded);
         Ok((writer.finish().0, documents, sources))
     }
 
@@ -400,7 +400,7 @@ mod tests {
             })
             .encode(&mut bytes);
         }
-        w.push(&bytes, n);
+        w.push(&bytes);
         w.finish().0
     }
 

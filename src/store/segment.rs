@@ -1,12 +1,19 @@
 //! A segment's bytes: the documents one run stored, and the sketches they were matched by.
 //!
 //! ```text
-//! "NDSEG01\n"                      8 bytes, the format's magic
-//! zstd frame of bincode 1.3 entries:
-//!   Doc { id, source, locator, url, content, key }    one per document, sorted by id
+//! "NDSEG02\n"                      8 bytes, the format's magic
+//! blocks, each one zstd frame of up to 4096 bincode 1.3 entries of one kind:
+//!   Doc { id, source, locator, url, content, key }    the documents, sorted by id
 //!   Signature { key, values }                         one per distinct key (MinHash), sorted by key
-//!   End
+//! index: bincode Vec<BlockRef { kind, entries, bytes }>, the blocks in order
+//! index length: u64, little-endian
+//! "NDSEGIX\n"                      8 bytes
 //! ```
+//!
+//! Blocks are cut by entry count, never by how the entries arrived, so a segment is the same
+//! whatever the workers that wrote it; they are compressed apart so that the workers of an audit
+//! each decode a share of them. A segment of the first format (`NDSEG01\n`: one zstd frame of
+//! every entry, then `End`) still reads.
 //!
 //! A document names its input file by its index in the manifest's `sources` of the segment (the
 //! canonical path), and its place in that file by `locator` (byte offset, or Parquet row): where an
@@ -14,7 +21,7 @@
 //! `key` its sketch key (the simhash, the hash of its MinHash signature, the exact digest's low
 //! half). A MinHash signature is stored once for all the documents of its key.
 
-use std::io::{Read, Write};
+use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +29,39 @@ use crate::error::{Error, Result};
 use crate::source::ContentHash;
 
 /// The first bytes of every segment.
-pub const MAGIC: &[u8; 8] = b"NDSEG01\n";
+pub const MAGIC: &[u8; 8] = b"NDSEG02\n";
+
+/// The first bytes of a segment of the first format: one zstd frame of every entry.
+pub const MAGIC_1: &[u8; 8] = b"NDSEG01\n";
+
+/// The last bytes of a segment.
+const TRAILER: &[u8; 8] = b"NDSEGIX\n";
+
+/// Entries per block.
+const BLOCK_ENTRIES: u64 = 4096;
+
+/// The kind of entries a block holds: a [`Entry`]'s bincode tag.
+pub const DOCS: u32 = 0;
+
+/// A block of a segment, as its index names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockRef {
+    /// Its entries' kind: [`DOCS`], or 1 for signatures.
+    pub kind: u32,
+    /// Its entries.
+    pub entries: u64,
+    /// Its compressed bytes.
+    pub bytes: u64,
+}
+
+/// A block of a segment's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// What the index says of it.
+    pub at: BlockRef,
+    /// Where its bytes start in the segment.
+    pub start: usize,
+}
 
 /// A stored document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,69 +104,173 @@ pub enum Entry {
 }
 
 impl Entry {
-    /// Its bincode bytes, appended to `out`.
+    /// Its bincode bytes, framed for a [`SegmentWriter`] (their length first, as a `u32`),
+    /// appended to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        bincode::serialize_into(out, self).expect("a segment entry serializes");
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        bincode::serialize_into(&mut *out, self).expect("a segment entry serializes");
+        let len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     }
 }
 
-/// Writes a segment: the magic, then entries compressed as they come.
+/// Writes a segment: the magic, then the entries in blocks, each compressed when full (or when
+/// the entries' kind changes), then the index.
 pub struct SegmentWriter {
-    encoder: zstd::Encoder<'static, Vec<u8>>,
+    bytes: Vec<u8>,
+    index: Vec<BlockRef>,
+    block: Vec<u8>,
+    kind: u32,
+    entries: u64,
     documents: u64,
 }
 
 impl Default for SegmentWriter {
     fn default() -> Self {
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(MAGIC);
         SegmentWriter {
-            encoder: zstd::Encoder::new(bytes, 3).expect("a zstd encoder"),
+            bytes: MAGIC.to_vec(),
+            index: Vec::new(),
+            block: Vec::new(),
+            kind: DOCS,
+            entries: 0,
             documents: 0,
         }
     }
 }
 
 impl SegmentWriter {
-    /// Appends encoded entries ([`Entry::encode`]) holding `documents` documents.
-    pub fn push(&mut self, encoded: &[u8], documents: u64) {
-        self.encoder
-            .write_all(encoded)
-            .expect("compressing into memory");
-        self.documents += documents;
+    /// Appends entries encoded by [`Entry::encode`] (any number of them, in order).
+    pub fn push(&mut self, encoded: &[u8]) {
+        let mut rest = encoded;
+        while rest.len() >= 4 {
+            let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            let entry = &rest[4..4 + len];
+            let kind = u32::from_le_bytes(entry[..4].try_into().expect("a tag"));
+            if kind != self.kind || self.entries == BLOCK_ENTRIES {
+                self.flush();
+                self.kind = kind;
+            }
+            self.block.extend_from_slice(entry);
+            self.entries += 1;
+            self.documents += u64::from(kind == DOCS);
+            rest = &rest[4 + len..];
+        }
+    }
+
+    /// Compresses the block so far, if any.
+    fn flush(&mut self) {
+        if self.entries == 0 {
+            return;
+        }
+        let frame = zstd::bulk::compress(&self.block, 3).expect("compressing into memory");
+        self.bytes.extend_from_slice(&frame);
+        self.index.push(BlockRef {
+            kind: self.kind,
+            entries: self.entries,
+            bytes: frame.len() as u64,
+        });
+        self.block.clear();
+        self.entries = 0;
     }
 
     /// The segment's bytes and its number of documents.
     pub fn finish(mut self) -> (Vec<u8>, u64) {
-        let mut end = Vec::new();
-        Entry::End.encode(&mut end);
-        self.push(&end, 0);
-        let bytes = self.encoder.finish().expect("compressing into memory");
-        (bytes, self.documents)
+        self.flush();
+        let index = bincode::serialize(&self.index).expect("an index serializes");
+        self.bytes.extend_from_slice(&index);
+        self.bytes
+            .extend_from_slice(&(index.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(TRAILER);
+        (self.bytes, self.documents)
     }
+}
+
+/// The error of segment `name` that cannot be read.
+fn damaged(name: &str, what: impl std::fmt::Display) -> Error {
+    Error::Input(format!("segment {name} is not readable: {what}"))
+}
+
+/// The blocks of segment `name` (its checked bytes), from its index; `None` for a segment of the
+/// first format, which is one block of every entry ([`read_entries`] reads it).
+pub fn blocks(name: &str, bytes: &[u8]) -> Result<Option<Vec<Block>>> {
+    if bytes.starts_with(MAGIC_1) {
+        return Ok(None);
+    }
+    if !bytes.starts_with(MAGIC) {
+        return Err(damaged(name, "it does not start as a neardup segment"));
+    }
+    let short = || damaged(name, "its index is cut short or is not ours");
+    let tail = bytes.len().checked_sub(16).filter(|&t| t >= MAGIC.len());
+    let tail = tail
+        .filter(|&t| &bytes[t + 8..] == TRAILER)
+        .ok_or_else(short)?;
+    let len = u64::from_le_bytes(bytes[tail..tail + 8].try_into().expect("8 bytes")) as usize;
+    let at = tail
+        .checked_sub(len)
+        .filter(|&a| a >= MAGIC.len())
+        .ok_or_else(short)?;
+    let index: Vec<BlockRef> = bincode::deserialize(&bytes[at..tail]).map_err(|_| short())?;
+    let mut start = MAGIC.len();
+    let mut out = Vec::with_capacity(index.len());
+    for b in index {
+        out.push(Block { at: b, start });
+        start += b.bytes as usize;
+    }
+    if start != at {
+        return Err(short());
+    }
+    Ok(Some(out))
+}
+
+/// Reads the entries of `block` of segment `name` in order, to `on`.
+pub fn read_block(
+    name: &str,
+    bytes: &[u8],
+    block: &Block,
+    on: &mut dyn FnMut(Entry),
+) -> Result<()> {
+    let frame = &bytes[block.start..block.start + block.at.bytes as usize];
+    let plain = zstd::stream::decode_all(frame).map_err(|e| damaged(name, e))?;
+    let mut rest = plain.as_slice();
+    for _ in 0..block.at.entries {
+        let entry: Entry = bincode::deserialize_from(&mut rest)
+            .map_err(|e| damaged(name, format!("{e} (a block ends early or is not ours)")))?;
+        on(entry);
+    }
+    if !rest.is_empty() {
+        return Err(damaged(name, "bytes follow a block's entries"));
+    }
+    Ok(())
 }
 
 /// Reads the entries of segment `name` (its checked bytes) in order, to `on` (which gets no
 /// [`Entry::End`]). Bytes that are not a segment, or end early, are an error naming it.
 pub fn read_entries(name: &str, bytes: &[u8], on: &mut dyn FnMut(Entry)) -> Result<()> {
-    let damaged = |what: String| Error::Input(format!("segment {name} is not readable: {what}"));
-    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(damaged("it does not start as a neardup segment".into()));
+    match blocks(name, bytes)? {
+        Some(blocks) => blocks
+            .iter()
+            .try_for_each(|b| read_block(name, bytes, b, on)),
+        None => read_first_format(name, bytes, on),
     }
-    let decoder = crate::source::files::zstd_decoder(&bytes[MAGIC.len()..])
-        .map_err(|e| damaged(e.to_string()))?;
+}
+
+/// Reads a segment of the first format: one zstd frame of every entry, then `End`.
+fn read_first_format(name: &str, bytes: &[u8], on: &mut dyn FnMut(Entry)) -> Result<()> {
+    let decoder = crate::source::files::zstd_decoder(&bytes[MAGIC_1.len()..])
+        .map_err(|e| damaged(name, e))?;
     let mut decoder = std::io::BufReader::new(decoder);
     loop {
         match bincode::deserialize_from::<_, Entry>(&mut decoder) {
             Ok(Entry::End) => break,
             Ok(entry) => on(entry),
-            Err(e) => return Err(damaged(format!("{e} (it ends early or is not ours)"))),
+            Err(e) => return Err(damaged(name, format!("{e} (it ends early or is not ours)"))),
         }
     }
     let mut rest = [0u8; 1];
     match decoder.read(&mut rest) {
         Ok(0) => Ok(()),
-        _ => Err(damaged("bytes follow its end".into())),
+        _ => Err(damaged(name, "bytes follow its end")),
     }
 }
 
@@ -159,7 +302,7 @@ mod tests {
                 e.encode(&mut bytes);
                 written.push(e);
             }
-            w.push(&bytes, 10);
+            w.push(&bytes);
         }
         let sig = Entry::Signature {
             key: 7,
@@ -167,7 +310,7 @@ mod tests {
         };
         let mut bytes = Vec::new();
         sig.encode(&mut bytes);
-        w.push(&bytes, 0);
+        w.push(&bytes);
         written.push(sig);
         let (bytes, documents) = w.finish();
         assert_eq!(documents, 30);
@@ -183,12 +326,56 @@ mod tests {
         for i in 0..50 {
             Entry::Doc(doc(i)).encode(&mut bytes);
         }
-        w.push(&bytes, 50);
+        w.push(&bytes);
         let (bytes, _) = w.finish();
         let cut = &bytes[..bytes.len() / 2];
         let e = read_entries("000003.seg", cut, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("segment 000003.seg"), "{e}");
         let e = read_entries("000003.seg", b"PAR1 not ours", &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("does not start as"), "{e}");
+    }
+
+    #[test]
+    fn blocks_are_cut_by_entry_count_whatever_the_chunks() {
+        let entries: Vec<Entry> = (0..10_000).map(|i| Entry::Doc(doc(i))).collect();
+        let mut whole = SegmentWriter::default();
+        let mut all = Vec::new();
+        entries.iter().for_each(|e| e.encode(&mut all));
+        whole.push(&all);
+        let mut piecewise = SegmentWriter::default();
+        for chunk in entries.chunks(777) {
+            let mut bytes = Vec::new();
+            chunk.iter().for_each(|e| e.encode(&mut bytes));
+            piecewise.push(&bytes);
+        }
+        let (a, b) = (whole.finish(), piecewise.finish());
+        assert_eq!(a, b);
+        let blocks = blocks("s", &a.0).unwrap().unwrap();
+        let counts: Vec<u64> = blocks.iter().map(|b| b.at.entries).collect();
+        assert_eq!(counts, [4096, 4096, 1808]);
+        let mut read = Vec::new();
+        read_block("s", &a.0, &blocks[1], &mut |e| read.push(e)).unwrap();
+        assert_eq!(read, entries[4096..8192]);
+    }
+
+    #[test]
+    fn a_segment_of_the_first_format_still_reads() {
+        let entries = vec![
+            Entry::Doc(doc(1)),
+            Entry::Signature {
+                key: 1,
+                values: vec![4, 5],
+            },
+        ];
+        let mut plain = Vec::new();
+        for e in entries.iter().chain([&Entry::End]) {
+            bincode::serialize_into(&mut plain, e).unwrap();
+        }
+        let mut bytes = MAGIC_1.to_vec();
+        bytes.extend(zstd::bulk::compress(&plain, 3).unwrap());
+        assert_eq!(blocks("old", &bytes).unwrap(), None);
+        let mut read = Vec::new();
+        read_entries("old", &bytes, &mut |e| read.push(e)).unwrap();
+        assert_eq!(read, entries);
     }
 }
