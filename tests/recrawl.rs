@@ -612,3 +612,35 @@ fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_
     }
     assert_eq!(store_steps, 4, "every step of the append was a kill point");
 }
+
+/// A store of whole signatures (made by a run that estimates, or before stores kept band keys)
+/// is audited with exact verification as it was made, and answers as a store of band keys does.
+#[test]
+fn a_store_of_whole_signatures_and_one_of_band_keys_answer_an_exact_audit_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(0xb4d);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let exact = job(d, "exact", "method = \"minhash\"\n");
+    let estimate = job(
+        d,
+        "estimate",
+        "method = \"minhash\"\n[verify]\nmode = \"estimate\"\n",
+    );
+    store_of_a(d, &exact, "keys");
+    store_of_a(d, &estimate, "whole");
+    let size = |store: &str| -> u64 {
+        let segments = std::fs::read_dir(d.join(store).join("segments")).unwrap();
+        segments.map(|e| e.unwrap().metadata().unwrap().len()).sum()
+    };
+    assert!(
+        size("keys") * 2 < size("whole"),
+        "band keys are the smaller store"
+    );
+    let keys = audit(d, &exact, "keys", "2", "audit-keys", &[]);
+    let whole = audit(d, &exact, "whole", "2", "audit-whole", &[]);
+    assert_eq!(outputs_of(&keys), outputs_of(&whole));
+    assert!(!rows(&keys.join("matches.tsv")).is_empty());
+}

@@ -48,6 +48,24 @@ impl Plan {
         lines
     }
 
+    /// Takes the method a store keeps when verification is exact ([`crate::method::Method::for_store`]:
+    /// MinHash's band keys), unless the run's store already holds the method as it is (a store
+    /// made before band keys were kept, which still appends and audits as it was made).
+    pub fn fit_store(&mut self) {
+        let Some(dir) = &self.store else { return };
+        if !self.verify.is_some_and(|v| v.mode == VerifyMode::Exact) {
+            return;
+        }
+        let Some(stored) = self.method.for_store() else {
+            return;
+        };
+        let held = Store::open(dir).ok();
+        if held.is_some_and(|s| s.manifest().parameters == self.store_parameters()) {
+            return;
+        }
+        self.method = stored;
+    }
+
     /// The files of the run's store that exist: its manifest and segments.
     pub fn store_files(&self) -> Vec<PathBuf> {
         let Some(dir) = &self.store else {
@@ -72,6 +90,8 @@ impl Plan {
              [output] decisions (or corpus), or give --append all"
         );
         let store = Store::open(dir)?;
+        self.store = Some(dir.to_path_buf());
+        self.fit_store();
         store.check_parameters(&self.store_parameters())?;
         let (sources, segment_files) = store.manifest().united_sources();
         let rereads = self.verify.is_some_and(|v| v.mode == VerifyMode::Exact);

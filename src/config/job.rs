@@ -591,7 +591,7 @@ impl JobSpec {
         protected.extend(exec.hostfile.iter().cloned());
         let source = (format.build)(fields);
         let files = input_files(&paths, source.as_ref(), given_by)?;
-        Ok(Plan {
+        let mut plan = Plan {
             verbose: o.command != "fingerprint",
             command: if o.command.is_empty() {
                 "run".into()
@@ -616,7 +616,9 @@ impl JobSpec {
                 .store
                 .or_else(|| self.store.dir.map(|d| resolve(base, &d))),
             audit: None,
-        })
+        };
+        plan.fit_store();
+        Ok(plan)
     }
 }
 

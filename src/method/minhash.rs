@@ -17,7 +17,7 @@ use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::{Pair, Score};
 use crate::error::{Error, Result};
 use crate::exchange::{owner, rounds, shuffle};
-use crate::sketch::minhash::{band_key, estimate, Scheme, DEFAULT_HASHES, MAX_HASHES};
+use crate::sketch::minhash::{band_key, estimate, BandKeyer, Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::sketch::{MinHasher, Sketcher};
 use crate::summary::BandsSummary;
 use crate::text::FeatureConfig;
@@ -75,6 +75,26 @@ pub struct MinHash {
     pub reasoning: String,
     /// `memory_budget_mib`, if set.
     pub memory_budget_mib: Option<u64>,
+    /// The values are the signature's band keys ([`crate::sketch::minhash::band_values`]), not the signature: what a
+    /// store keeps when verification is exact, and what the runs that write or read it compare.
+    pub banded: bool,
+}
+
+impl MinHash {
+    /// The layout the rounds cut the values by: the job's, or over band values one band (two
+    /// values) per band.
+    fn round_layout(&self) -> BandLayout {
+        let l = &self.layout;
+        match self.banded {
+            false => l.clone(),
+            true => BandLayout {
+                hashes: 2 * l.bands,
+                bands: l.bands,
+                rows: 2,
+                min_bands: l.min_bands,
+            },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -89,6 +109,7 @@ impl MinHash {
             layout: p.layout,
             reasoning: p.reasoning,
             memory_budget_mib: None,
+            banded: false,
         }
     }
 }
@@ -123,6 +144,7 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
         layout,
         reasoning,
         memory_budget_mib: m.memory_budget_mib,
+        banded: false,
     }))
 }
 
@@ -197,37 +219,55 @@ impl Method for MinHash {
     }
 
     fn describe(&self) -> Vec<String> {
-        vec![
+        let mut lines = vec![
             format!("minhash.hashes = {}", self.hashes),
             format!("minhash.shingle = {}", self.shingle),
             format!("minhash.scheme = {}", self.scheme.name()),
             format!("minhash.bands = {:?}", self.layout),
-        ]
+        ];
+        if self.banded {
+            lines.push("minhash.values = band keys".into());
+        }
+        lines
     }
 
     fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>> {
-        Box::new(MinHasher::new(self.hashes, self.shingle, self.scheme))
+        let hasher = MinHasher::new(self.hashes, self.shingle, self.scheme);
+        match self.banded {
+            false => Box::new(hasher),
+            true => Box::new(BandKeyer::new(hasher, self.layout.bands, self.layout.rows)),
+        }
     }
 
     fn values(&self) -> usize {
-        self.hashes
+        self.round_layout().hashes
     }
 
     /// Equal keys (equal signatures, collapsed by the run), or at least `min_bands` equal band
-    /// keys: a candidate, with its estimate.
+    /// keys: a candidate, with its estimate (none from band keys).
     fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
         if a.key == b.key {
-            return Some(self.identical(true));
+            return Some(self.identical(self.estimates()));
         }
-        let l = &self.layout;
+        let l = self.round_layout();
         let band = |s: &Sketch, i| band_key(&s.values, i, l.rows);
         let shared = (0..l.bands).filter(|&i| band(a, i) == band(b, i)).count();
-        (shared >= l.min_bands)
-            .then(|| Score::at_distance(0).estimated(estimate(&a.values, &b.values)))
+        let score = Score::at_distance(0);
+        (shared >= l.min_bands).then(|| match self.banded {
+            false => score.estimated(estimate(&a.values, &b.values)),
+            true => score,
+        })
     }
 
     fn estimates(&self) -> bool {
-        true
+        !self.banded
+    }
+
+    fn for_store(&self) -> Option<Arc<dyn Method>> {
+        Some(Arc::new(MinHash {
+            banded: true,
+            ..self.clone()
+        }))
     }
 
     fn identical(&self, estimating: bool) -> Score {
@@ -261,7 +301,7 @@ impl Method for MinHash {
             ..Default::default()
         };
         Ok(Box::new(BandRounds {
-            layout: l.clone(),
+            layout: self.round_layout(),
             parts,
             reasoning,
             summary,

@@ -90,6 +90,12 @@ pub trait Method: Debug + Send + Sync {
         None
     }
 
+    /// This method as a store keeps it when verification is exact, if that differs (MinHash keeps
+    /// its band keys, not its signatures); the runs that write or read such a store use it.
+    fn for_store(&self) -> Option<Arc<dyn Method>> {
+        None
+    }
+
     /// The score of two documents with identical sketches (`estimating`: the run reports
     /// estimated similarities).
     fn identical(&self, estimating: bool) -> Score {
