@@ -3,8 +3,10 @@
 documents, as issue 18's peer figures were measured (100k: 90k stored, 10k new). For each preset
 (MinHash verified exactly: jobs/sample.toml's settings; simhash: jobs/fast.toml's), times the run
 that makes the store, the audit of the new documents (median of --runs), `store verify`, and
-reports the store's bytes per document. Prints a Markdown table and writes it to
-bench-results/bench-audit.md (and .json).
+reports the store's bytes per document; then the store made again in two appends (the stored
+documents in halves) and compacted, timing each append's `store` stage (from the run's summary),
+`store compact` and `store verify` in documents per second. Prints Markdown tables and writes them
+to bench-results/bench-audit.md (and .json).
 
     python3 scripts/bench_audit.py [--n 100000] [--new 10000] [--runs 5] [--workers 2]
 """
@@ -31,6 +33,23 @@ def timed(cmd, cwd):
     if p.returncode not in (0, 3):
         raise SystemExit(f"{cmd}: exit {p.returncode}\n{p.stderr}")
     return seconds, int(p.stderr.strip().splitlines()[-1])
+
+
+def two_appends_and_compaction(binary, d, job, stored, workers):
+    """The stored documents appended to a new store in two halves, then compacted: the `store`
+    stage seconds of both runs (from their summaries) and the compaction's whole-process seconds."""
+    shutil.rmtree(os.path.join(d, "st2"), ignore_errors=True)
+    half = len(stored) // 2
+    stage = 0.0
+    for i, part in enumerate([stored[:half], stored[half:]]):
+        name = "half%d.jsonl" % i
+        open(os.path.join(d, name), "w", encoding="utf-8").writelines(part)
+        out = "oh%d" % i
+        shutil.rmtree(os.path.join(d, out), ignore_errors=True)
+        timed([binary, "run", job, "--store", "st2", "--input", name, "-w", workers, "--out-dir", out], d)
+        stage += json.load(open(os.path.join(d, out, "summary.json")))["seconds"]["store"]
+    compact = timed([binary, "store", "compact", "st2"], d)
+    return {"append_store_stage_s": round(stage, 3), "compact_s": round(compact[0], 3)}
 
 
 def main():
@@ -60,6 +79,7 @@ def main():
             audits = [timed([binary, "audit", job, "--store", "st", "--input", "new.jsonl", "-w", a.workers, "--out-dir", "oa"], d) for _ in range(a.runs)]
             verify = timed([binary, "store", "verify", "st"], d)
             summary = json.load(open(os.path.join(d, "oa", "summary.json")))["audit"]
+            upkeep = two_appends_and_compaction(binary, d, job, stored, a.workers)
             rows.append({
                 "preset": name,
                 "stored": int(fields["documents"]),
@@ -71,11 +91,18 @@ def main():
                 "verify_s": round(verify[0], 3),
                 "matches": summary["matches"],
                 "batch_pairs": summary["batch_pairs"],
+                **upkeep,
             })
     head = "| preset | stored | new | store run s | store B/doc | audit s (median of %d) | audit peak MiB | verify s | matches | batch pairs |" % a.runs
     table = [head, "|" + "---|" * 10]
     for r in rows:
         table.append("| {preset} | {stored} | {new} | {store_run_s} | {store_bytes_per_doc:.1f} | {audit_s_median} | {audit_peak_mib} | {verify_s} | {matches} | {batch_pairs} |".format(**r))
+    table += ["", "| preset | append: store stage s (2 x half) | append docs/s | compact s | compact docs/s | verify docs/s |", "|" + "---|" * 6]
+    for r in rows:
+        n = r["stored"]
+        table.append("| {} | {} | {:.0f} | {} | {:.0f} | {:.0f} |".format(
+            r["preset"], r["append_store_stage_s"], n / max(r["append_store_stage_s"], 1e-9),
+            r["compact_s"], n / max(r["compact_s"], 1e-9), n / max(r["verify_s"], 1e-9)))
     text = "\n".join(table) + "\n"
     print(text)
     out = os.path.join(root, "bench-results")

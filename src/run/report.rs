@@ -436,7 +436,9 @@ fn cluster_summary(
     largest: Vec<LargestCluster>,
     corpus_stats: Option<corpus::CorpusStats>,
 ) -> ClusterSummary {
-    let dropped = stats.documents - stats.clusters;
+    // Counted per file, so an audit counts its new documents only (its stored ones are held).
+    let kept = by_file.iter().map(|f| f.kept).sum();
+    let dropped = by_file.iter().map(|f| f.dropped).sum();
     ClusterSummary {
         keep: c.keep.name().into(),
         split: c.split.name().into(),
@@ -446,7 +448,7 @@ fn cluster_summary(
         clusters: stats.clusters,
         documents_in_clusters: stats.documents,
         largest: stats.largest,
-        kept: merged.processed - dropped,
+        kept,
         dropped,
         sizes: stats.sizes,
         keep_field_missing: merged.keep_field.missing,

@@ -9,6 +9,8 @@
 //! - held by the store alone, on a host the batch has a URL of: *gone*. The scope is the host:
 //!   a recrawl that fetched nothing of a site says nothing of that site's pages.
 //!
+//! URLs are compared in a canonical form ([`canonical`]: scheme and host in lower case, no default
+//! port, no fragment, no `utm_*` parameters); the outputs show them as the documents have them.
 //! Documents without a URL are in none of these. Rows then go to the owner of the new document's
 //! rank (the stored one's, for gone), so each output is in rank order whatever the workers.
 //!
@@ -86,12 +88,50 @@ pub struct Urls {
 /// A document with a URL on its way to the URL's worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct UrlDoc {
+    /// The URL's canonical form, which URLs are compared by.
+    key: String,
     url: String,
     /// The stored document's segment, `None` for a new document.
     segment: Option<u32>,
     rank: u64,
     content: u128,
     sketch: u64,
+}
+
+/// The form URLs are compared in: the scheme and the host in lower case, without the default port
+/// (80 for http, 443 for https), the fragment, or the tracking parameters `utm_*` of the query
+/// (a query left empty goes too). The path and the other parameters are kept as they are.
+pub fn canonical(url: &str) -> String {
+    let url = url.split_once('#').map_or(url, |(u, _)| u);
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (s.to_ascii_lowercase(), r),
+        None => (String::new(), url),
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let mut authority = rest[..end].to_ascii_lowercase();
+    let default = match scheme.as_str() {
+        "http" => Some(":80"),
+        "https" => Some(":443"),
+        _ => None,
+    };
+    if let Some(port) = default.filter(|p| authority.ends_with(p)) {
+        authority.truncate(authority.len() - port.len());
+    }
+    let (path, query) = rest[end..].split_once('?').unwrap_or((&rest[end..], ""));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.to_ascii_lowercase().starts_with("utm_"))
+        .collect();
+    let mut out = match scheme.is_empty() {
+        true => authority,
+        false => format!("{scheme}://{authority}"),
+    };
+    out.push_str(path);
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    out
 }
 
 /// The host of `url`, lowercased: what lies between `://` and the next `/`, `?` or `#` (the
@@ -111,8 +151,10 @@ pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Op
         .owned()
         .zip(&ranked.rows)
         .filter_map(|(rank, row)| {
+            let url = row.url.as_deref()?;
             Some(UrlDoc {
-                url: row.url.as_deref()?.to_owned(),
+                key: canonical(url),
+                url: url.to_owned(),
                 segment: segment(rank),
                 rank,
                 content: row.content.as_deref().map_or(0, |c| c.0),
@@ -123,26 +165,26 @@ pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Op
     let hosts: BTreeSet<String> = docs
         .iter()
         .filter(|d| d.segment.is_none())
-        .map(|d| host(&d.url))
+        .map(|d| host(&d.key))
         .collect();
     let hosts: BTreeSet<String> = all_gather(worker, hosts).into_iter().flatten().collect();
     let peers = worker.peers() as u64;
     let mut mine = shuffle(worker, docs, move |d| {
-        xxhash_rust::xxh3::xxh3_64(d.url.as_bytes()) % peers
+        xxhash_rust::xxh3::xxh3_64(d.key.as_bytes()) % peers
     });
     // By URL; new documents (no segment) first, by rank; then the stored ones, latest first.
     mine.sort_unstable_by(|x, y| {
         let order = |d: &UrlDoc| (d.segment.map(|s| u32::MAX - s), d.rank);
-        x.url.cmp(&y.url).then_with(|| order(x).cmp(&order(y)))
+        x.key.cmp(&y.key).then_with(|| order(x).cmp(&order(y)))
     });
     let mut urls = Urls::default();
-    for docs in mine.chunk_by(|x, y| x.url == y.url) {
+    for docs in mine.chunk_by(|x, y| x.key == y.key) {
         let split = docs.partition_point(|d| d.segment.is_none());
         let (new, stored) = docs.split_at(split);
         match stored.first() {
             None => urls.new.extend(new.iter().map(|d| (d.rank, d.url.clone()))),
             Some(s) if new.is_empty() => {
-                if hosts.contains(&host(&s.url)) {
+                if hosts.contains(&host(&s.key)) {
                     urls.gone.push((s.rank, s.url.clone()));
                 }
             }
@@ -256,6 +298,31 @@ pub fn counts(worker: &mut Worker, urls: &Urls, without_url: u64) -> UrlSummary 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_compare_without_case_default_port_fragment_or_tracking() {
+        let same = [
+            "https://Example.org:443/a/B?x=1&utm_source=feed#top",
+            "HTTPS://example.org/a/B?utm_medium=x&x=1",
+            "https://example.org/a/B?x=1",
+        ];
+        for u in same {
+            assert_eq!(canonical(u), "https://example.org/a/B?x=1", "{u}");
+        }
+        assert_eq!(
+            canonical("http://example.org:80/?utm_x=1"),
+            "http://example.org/"
+        );
+        assert_ne!(
+            canonical("https://example.org/a/b"),
+            canonical("https://example.org/a/B")
+        );
+        assert_ne!(
+            canonical("https://example.org:8443/a"),
+            canonical("https://example.org/a")
+        );
+        assert_eq!(canonical("example.org/page#x"), "example.org/page");
+    }
 
     #[test]
     fn a_host_is_the_authority_without_user_or_case() {
