@@ -682,3 +682,63 @@ fn an_audits_cluster_counts_are_the_decisions_on_its_new_documents() {
         crawls[2].len() as u64
     );
 }
+
+/// A flipped byte anywhere in a segment (a block, the index, the trailer) stops an audit, whose
+/// workers read only their blocks, with an error naming the segment; `store verify` finds it too.
+/// Regression: a worker kept the blocks it had read when another worker's block was damaged, and
+/// the run panicked in the sketch groups (documents without their signatures).
+#[test]
+fn a_flipped_byte_in_any_part_of_a_segment_stops_the_audit_naming_the_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(0xf11b);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    let args = [
+        "run",
+        &job,
+        "--store",
+        "st",
+        "--input",
+        "a0.jsonl",
+        "--out-dir",
+        "o",
+    ];
+    neardup(d, &args);
+    let segment = d.join("st/segments/000001.seg");
+    let good = std::fs::read(&segment).unwrap();
+    for at in [9, good.len() / 2, good.len() - 20, good.len() - 3] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x40;
+        std::fs::write(&segment, &bad).unwrap();
+        for cmd in [
+            &["store", "verify", "st"][..],
+            &[
+                "audit",
+                &job,
+                "--store",
+                "st",
+                "--input",
+                "b.jsonl",
+                "-w",
+                "2",
+                "--out-dir",
+                "q",
+            ],
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args(cmd)
+                .current_dir(d)
+                .output()
+                .unwrap();
+            let e = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "byte {at}, {cmd:?}");
+            assert!(e.contains("000001.seg"), "byte {at}, {cmd:?}: {e}");
+        }
+        assert!(!d.join("q/summary.json").exists(), "nothing written");
+    }
+    std::fs::write(&segment, &good).unwrap();
+    audit(d, &job, "st", "2", "q", &[]);
+}

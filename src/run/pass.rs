@@ -112,8 +112,9 @@ impl<'a> Pass<'a> {
         Ok((books, ranked))
     }
 
-    /// An audit's stored documents that this worker reads (an unreadable segment is the run's
-    /// error, kept until the end so that every worker takes part in every exchange).
+    /// An audit's stored documents that this worker reads. An unreadable segment is the run's
+    /// error, kept until the end so that every worker takes part in every exchange; then no
+    /// worker keeps any stored document (a worker's documents may need another's signatures).
     fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> (Sketched, Vec<u32>) {
         let share = StoredShare {
             store: &audit.store,
@@ -123,7 +124,12 @@ impl<'a> Pass<'a> {
             keep: self.plan.clusters.is_some(),
         };
         let read = store::read_stored(&share, worker.index(), worker.peers());
-        self.clock.keep_value(read).unwrap_or_default()
+        let read = self.clock.keep_value(read);
+        let everyone = crate::exchange::all_gather(worker, read.is_some());
+        match everyone.iter().all(|&ok| ok) {
+            true => read.unwrap_or_default(),
+            false => Default::default(),
+        }
     }
 
     /// The run's documents as a new store segment, when the run (not an audit) writes a store.

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
-use crate::store::segment::{blocks, read_block, read_entries, Entry, SegmentWriter, StoredDoc};
+use crate::store::segment::{read_entries, Entry, SegmentWriter, StoredDoc};
 use crate::store::Store;
 
 /// Entries encoded per chunk sent to worker 0.
@@ -114,7 +114,6 @@ pub fn read_stored(
     let mut generations = Vec::new();
     let segments = &share.store.manifest().segments;
     for (i, segment) in segments.iter().enumerate() {
-        let bytes = share.store.read_segment(i)?;
         let name = &segment.name;
         let mut on = |e: Entry| match e {
             Entry::Doc(d) => {
@@ -124,8 +123,9 @@ pub fn read_stored(
             Entry::Signature { key, values } => out.signatures.push((key, values)),
             Entry::End => {}
         };
-        match blocks(name, &bytes)? {
-            None if i % peers == me => read_entries(name, &bytes, &mut on)?,
+        let file = share.store.open_segment(i)?;
+        match file.blocks()? {
+            None if i % peers == me => read_entries(name, &share.store.read_segment(i)?, &mut on)?,
             None => {}
             Some(blocks) => {
                 let mine = blocks
@@ -133,7 +133,7 @@ pub fn read_stored(
                     .enumerate()
                     .filter(|(j, _)| (i + j) % peers == me);
                 for (_, block) in mine {
-                    read_block(name, &bytes, block, &mut on)?;
+                    file.read_block(block, &mut on)?;
                 }
             }
         }

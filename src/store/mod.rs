@@ -302,6 +302,15 @@ impl Store {
     }
 
     /// The bytes of segment `i`, checked against the manifest's size and checksum.
+    /// Segment `i`, opened to read some of its blocks (its size checked; each block is checked
+    /// against its own checksum as it is read).
+    pub fn open_segment(&self, i: usize) -> Result<segment::SegmentFile> {
+        let s = &self.manifest.segments[i];
+        let path = self.dir.join(SEGMENTS).join(&s.name);
+        segment::SegmentFile::open(&s.name, &path, s.bytes)
+    }
+
+    /// The bytes of segment `i`, checked against the manifest's size and checksum.
     pub fn read_segment(&self, i: usize) -> Result<Vec<u8>> {
         let s = &self.manifest.segments[i];
         let path = self.dir.join(SEGMENTS).join(&s.name);

@@ -5,7 +5,7 @@
 //! blocks, each one zstd frame of up to 4096 bincode 1.3 entries of one kind:
 //!   Doc { id, source, locator, url, content, key }    the documents, sorted by id
 //!   Signature { key, values }                         one per distinct key (MinHash), sorted by key
-//! index: bincode Vec<BlockRef { kind, entries, bytes }>, the blocks in order
+//! index: bincode Vec<BlockRef { kind, entries, bytes, checksum }>, the blocks in order
 //! index length: u64, little-endian
 //! "NDSEGIX\n"                      8 bytes
 //! ```
@@ -52,6 +52,8 @@ pub struct BlockRef {
     pub entries: u64,
     /// Its compressed bytes.
     pub bytes: u64,
+    /// The xxh3-64 of those bytes: a worker that reads only some blocks checks each.
+    pub checksum: u64,
 }
 
 /// A block of a segment's bytes.
@@ -169,6 +171,7 @@ impl SegmentWriter {
             kind: self.kind,
             entries: self.entries,
             bytes: frame.len() as u64,
+            checksum: xxhash_rust::xxh3::xxh3_64(&frame),
         });
         self.block.clear();
         self.entries = 0;
@@ -202,28 +205,37 @@ pub fn blocks(name: &str, bytes: &[u8]) -> Result<Option<Vec<Block>>> {
     }
     let short = || damaged(name, "its index is cut short or is not ours");
     let tail = bytes.len().checked_sub(16).filter(|&t| t >= MAGIC.len());
-    let tail = tail
-        .filter(|&t| &bytes[t + 8..] == TRAILER)
-        .ok_or_else(short)?;
-    let len = u64::from_le_bytes(bytes[tail..tail + 8].try_into().expect("8 bytes")) as usize;
-    let at = tail
-        .checked_sub(len)
-        .filter(|&a| a >= MAGIC.len())
-        .ok_or_else(short)?;
-    let index: Vec<BlockRef> = bincode::deserialize(&bytes[at..tail]).map_err(|_| short())?;
+    let tail = tail.ok_or_else(short)?;
+    let len = index_len(name, &bytes[tail..])?;
+    let at = tail.checked_sub(len).ok_or_else(short)?;
+    index(name, &bytes[at..tail], bytes.len() as u64).map(Some)
+}
+
+/// The index's length, from a segment's last 16 bytes.
+pub fn index_len(name: &str, last: &[u8]) -> Result<usize> {
+    if last.len() != 16 || &last[8..] != TRAILER {
+        return Err(damaged(name, "its index is cut short or is not ours"));
+    }
+    Ok(u64::from_le_bytes(last[..8].try_into().expect("8 bytes")) as usize)
+}
+
+/// The blocks an index names, in a segment of `size` bytes (whose index is `index`).
+pub fn index(name: &str, index: &[u8], size: u64) -> Result<Vec<Block>> {
+    let short = || damaged(name, "its index is cut short or is not ours");
+    let refs: Vec<BlockRef> = bincode::deserialize(index).map_err(|_| short())?;
     let mut start = MAGIC.len();
-    let mut out = Vec::with_capacity(index.len());
-    for b in index {
+    let mut out = Vec::with_capacity(refs.len());
+    for b in refs {
         out.push(Block { at: b, start });
         start += b.bytes as usize;
     }
-    if start != at {
+    if start as u64 + index.len() as u64 + 16 != size {
         return Err(short());
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
-/// Reads the entries of `block` of segment `name` in order, to `on`.
+/// Reads the entries of `block` of segment `name` (its bytes) in order, to `on`.
 pub fn read_block(
     name: &str,
     bytes: &[u8],
@@ -231,9 +243,26 @@ pub fn read_block(
     on: &mut dyn FnMut(Entry),
 ) -> Result<()> {
     let frame = &bytes[block.start..block.start + block.at.bytes as usize];
+    decode_block(name, frame, &block.at, on)
+}
+
+/// Reads the entries of a block of segment `name` from its compressed `frame`, checked against
+/// its checksum, to `on`.
+pub fn decode_block(
+    name: &str,
+    frame: &[u8],
+    at: &BlockRef,
+    on: &mut dyn FnMut(Entry),
+) -> Result<()> {
+    if xxhash_rust::xxh3::xxh3_64(frame) != at.checksum {
+        return Err(Error::Input(format!(
+            "segment {name} is damaged: a block's checksum does not match its index (run \
+             `neardup store verify`)"
+        )));
+    }
     let plain = zstd::stream::decode_all(frame).map_err(|e| damaged(name, e))?;
     let mut rest = plain.as_slice();
-    for _ in 0..block.at.entries {
+    for _ in 0..at.entries {
         let entry: Entry = bincode::deserialize_from(&mut rest)
             .map_err(|e| damaged(name, format!("{e} (a block ends early or is not ours)")))?;
         on(entry);
@@ -242,6 +271,67 @@ pub fn read_block(
         return Err(damaged(name, "bytes follow a block's entries"));
     }
     Ok(())
+}
+
+/// A segment opened to read some of its blocks: its index, then each block checked against its own
+/// checksum, so a worker reads its share of a segment and not the whole.
+pub struct SegmentFile {
+    name: String,
+    file: std::fs::File,
+    size: u64,
+}
+
+impl SegmentFile {
+    /// Segment `name` at `path`, which must have the `size` the manifest says.
+    pub fn open(name: &str, path: &std::path::Path, size: u64) -> Result<SegmentFile> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| Error::Input(format!("reading {}: {e}", path.display())))?;
+        let found = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if found != size {
+            return Err(Error::Input(format!(
+                "segment {name} is damaged: {found} bytes, the manifest says {size}"
+            )));
+        }
+        Ok(SegmentFile {
+            name: name.to_string(),
+            file,
+            size,
+        })
+    }
+
+    /// `len` bytes from `at`.
+    fn read_at(&self, at: u64, len: usize) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0; len];
+        self.file
+            .read_exact_at(&mut buf, at)
+            .map_err(|e| damaged(&self.name, e))?;
+        Ok(buf)
+    }
+
+    /// Its blocks, from its index; `None` for a segment of the first format.
+    pub fn blocks(&self) -> Result<Option<Vec<Block>>> {
+        let head = self.read_at(0, MAGIC.len().min(self.size as usize))?;
+        if head == MAGIC_1 {
+            return Ok(None);
+        }
+        if head != MAGIC || self.size < 24 {
+            return Err(damaged(
+                &self.name,
+                "it does not start as a neardup segment",
+            ));
+        }
+        let len = index_len(&self.name, &self.read_at(self.size - 16, 16)?)?;
+        let at = (self.size - 16).checked_sub(len as u64).filter(|&a| a >= 8);
+        let at = at.ok_or_else(|| damaged(&self.name, "its index is cut short or is not ours"))?;
+        index(&self.name, &self.read_at(at, len)?, self.size).map(Some)
+    }
+
+    /// Reads the entries of `block` in order, to `on`.
+    pub fn read_block(&self, block: &Block, on: &mut dyn FnMut(Entry)) -> Result<()> {
+        let frame = self.read_at(block.start as u64, block.at.bytes as usize)?;
+        decode_block(&self.name, &frame, &block.at, on)
+    }
 }
 
 /// Reads the entries of segment `name` (its checked bytes) in order, to `on` (which gets no
