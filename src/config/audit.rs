@@ -18,6 +18,12 @@ impl Plan {
         }
     }
 
+    /// The index of the first input file the run reads whole: after an audit's stored documents'
+    /// source files (read again only, never copied or counted), else 0.
+    pub fn first_new_file(&self) -> usize {
+        self.audit.as_ref().map_or(0, |a| a.stored_files)
+    }
+
     /// True if the documents' URLs are read: an output lists them, a store keeps them, or an
     /// audit compares them.
     pub fn keeps_urls(&self) -> bool {

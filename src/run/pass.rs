@@ -199,19 +199,8 @@ impl<'a> Pass<'a> {
                 threshold: 0.0,
                 ..v
             };
-            let found = verify::verify(
-                worker,
-                &plan.inputs,
-                &plan.content,
-                ranked,
-                pairs,
-                all,
-                self.budget(),
-            );
-            let verified = self
-                .clock
-                .keep_value(found)
-                .map_or_else(Vec::new, |(kept, _)| kept);
+            let verified = Self::exact_scores((plan, &mut self.clock), worker, ranked, pairs, all);
+            let verified = verified.map_or_else(Vec::new, |(kept, _)| kept);
             same = changes::scored(worker, same, verified);
         }
         let judge = Judge {
@@ -269,12 +258,30 @@ impl<'a> Pass<'a> {
         self.clock.stage("decisions", worker);
     }
 
-    /// The memory budget of a stage that holds pairs' sets.
-    fn budget(&self) -> u64 {
-        self.plan
+    /// `pairs` scored by exact Jaccard under `v` (those reaching its threshold kept), with the
+    /// stage's figures; `None` after an error, which the clock keeps (every worker calls it
+    /// together).
+    fn exact_scores(
+        (plan, clock): (&Plan, &mut Clock),
+        worker: &mut Worker,
+        ranked: &Ranked,
+        pairs: Vec<Pair>,
+        v: crate::config::Verification,
+    ) -> Option<(Vec<Pair>, verify::VerifyStats)> {
+        let budget = plan
             .pairs
             .as_ref()
-            .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
+            .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget);
+        let found = verify::verify(
+            worker,
+            &plan.inputs,
+            &plan.content,
+            ranked,
+            pairs,
+            v,
+            budget,
+        );
+        clock.keep_value(found)
     }
 
     /// An audit's candidates: the pairs of two stored documents dropped (their audit was the
@@ -390,24 +397,11 @@ impl<'a> Pass<'a> {
         let plan = self.plan;
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
-            Some(v) => {
-                let budget = self.budget();
-                let found = verify::verify(
-                    worker,
-                    &plan.inputs,
-                    &plan.content,
-                    ranked,
-                    pairs,
-                    v,
-                    budget,
-                );
-                self.clock
-                    .keep_value(found)
-                    .map_or_else(Vec::new, |(kept, stats)| {
-                        self.figures.verify = Some(stats);
-                        kept
-                    })
-            }
+            Some(v) => Self::exact_scores((plan, &mut self.clock), worker, ranked, pairs, v)
+                .map_or_else(Vec::new, |(kept, stats)| {
+                    self.figures.verify = Some(stats);
+                    kept
+                }),
         };
         self.figures.by_similarity = similarity_histogram(worker, &pairs);
         self.clock.stage("verify", worker);
@@ -433,7 +427,7 @@ impl<'a> Pass<'a> {
                 let f = &mut self.figures;
                 f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
                 f.clusters = Some(stats);
-                let first = self.plan.audit.as_ref().map_or(0, |a| a.stored_files);
+                let first = self.plan.first_new_file();
                 let inputs = &self.plan.inputs;
                 f.by_file = corpus::file_counts(worker, inputs, first, ranked, &members);
                 members
@@ -453,7 +447,7 @@ impl<'a> Pass<'a> {
     ) {
         if let Some(path) = &self.plan.outputs.corpus {
             let inputs = &self.plan.inputs;
-            let first = self.plan.audit.as_ref().map_or(0, |a| a.stored_files);
+            let first = self.plan.first_new_file();
             let written = corpus::write(
                 worker,
                 inputs,

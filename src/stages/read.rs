@@ -376,7 +376,7 @@ pub fn read_worker(
 ) -> (Sketched, SplitLines) {
     let inputs = &plan.inputs;
     // An audit's stored documents' files lead the list; they are read again only, never whole.
-    let stored = plan.audit.as_ref().map_or(0, |a| a.stored_files);
+    let stored = plan.first_new_file();
     let mut splits = crate::source::plan_splits(
         &inputs.files[stored..],
         worker.peers(),
