@@ -208,6 +208,13 @@ fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two
                 want,
                 "{name}, {workers} worker(s)"
             );
+            let (stored, held) = stored_and_held(&d.join(&out));
+            assert_eq!(stored, 300, "{name}");
+            assert!(
+                held > 0 && held < stored,
+                "{name}, {workers}: the stored documents the batch cannot meet are streamed past \
+                 ({held} of {stored} held)"
+            );
         }
         assert!(
             segments.iter().all(|s| s == &segments[0]),
@@ -282,6 +289,19 @@ fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference
 }
 
 /// The number of documents the store in `dir` holds, by `store info`.
+/// The audit's stored documents and those it held (the rest streamed past), from its summary.
+fn stored_and_held(out: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let audit = &summary["audit"];
+    let count = |k: &str| {
+        audit[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("audit.{k}: {audit}"))
+    };
+    (count("stored_documents"), count("stored_held"))
+}
+
 fn stored_documents(dir: &Path, store: &str) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["store", "info", store])

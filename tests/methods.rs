@@ -240,12 +240,33 @@ fn compared_pairs(
         assert_eq!((&json, &bin), (sa, sa));
         for (b, sb) in &sketches[i + 1..] {
             if method.compare(sa, sb).is_some() {
+                assert_probes_meet(method, sa, sb);
                 out.push((a.clone().min(b.clone()), a.clone().max(b.clone())));
             }
         }
     }
     out.sort();
     out
+}
+
+/// Two sketches `method` compares as a pair share a probe key, whatever the count the probe is
+/// planned for: an audit that keeps only the stored sketches meeting the batch's keys misses none.
+fn assert_probes_meet(
+    method: &dyn neardup::method::Method,
+    a: &neardup::method::Sketch,
+    b: &neardup::method::Sketch,
+) {
+    for distinct in [100, 1_000_000, 100_000_000] {
+        let probe = method.probe(distinct).expect("every method has a probe");
+        let (mut ka, mut kb) = (Vec::new(), Vec::new());
+        probe.keys(a.key, &a.values, &mut ka);
+        probe.keys(b.key, &b.values, &mut kb);
+        assert!(
+            ka.iter().any(|k| kb.contains(k)),
+            "{}: {a:?} and {b:?} share no probe key at {distinct}",
+            method.name()
+        );
+    }
 }
 
 #[test]

@@ -123,7 +123,7 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
         StoreCommand::Info { dir } => {
             let store = Store::open(&dir)?;
             let m = store.manifest();
-            let documents: u64 = m.segments.iter().map(|s| s.documents).sum();
+            let documents = m.documents();
             let bytes: u64 = m.segments.iter().map(|s| s.bytes).sum();
             println!("store {}: format {}", dir.display(), m.format_version);
             println!("documents {documents}");

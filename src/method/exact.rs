@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::{Entry, Method, NoRounds, Rounds, Section, Sketch};
+use super::{Entry, Method, NoRounds, Probe, Rounds, Section, Sketch};
 use crate::bail;
 use crate::candidates::Score;
 use crate::error::Result;
@@ -97,6 +97,20 @@ impl Method for Exact {
 
     fn rounds(&self, _: u64, _: usize, _: u64) -> Result<Box<dyn Rounds>> {
         Ok(Box::new(NoRounds))
+    }
+
+    /// Equal keys alone make pairs: the key is the probe key.
+    fn probe(&self, _: u64) -> Option<Box<dyn Probe>> {
+        Some(Box::new(KeyProbe))
+    }
+}
+
+/// The sketch key itself.
+struct KeyProbe;
+
+impl Probe for KeyProbe {
+    fn keys(&self, key: u64, _: &[u32], out: &mut Vec<u64>) {
+        out.push(super::probe_key(0, key));
     }
 }
 

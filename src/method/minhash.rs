@@ -12,7 +12,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use timely::worker::Worker;
 
-use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections, Sketch, DEFAULT_THRESHOLD};
+use super::{
+    Entry, Found, Method, Probe, Rounds, Scoring, Section, Sections, Sketch, DEFAULT_THRESHOLD,
+};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::{Pair, Score};
 use crate::error::{Error, Result};
@@ -306,6 +308,21 @@ impl Method for MinHash {
             reasoning,
             summary,
         }))
+    }
+
+    /// The band keys of the layout the rounds cut the values by.
+    fn probe(&self, _: u64) -> Option<Box<dyn Probe>> {
+        Some(Box::new(BandProbe(self.round_layout())))
+    }
+}
+
+/// Each band's key of a signature.
+struct BandProbe(BandLayout);
+
+impl Probe for BandProbe {
+    fn keys(&self, _: u64, signature: &[u32], out: &mut Vec<u64>) {
+        let l = &self.0;
+        out.extend((0..l.bands).map(|b| super::probe_key(b, band_key(signature, b, l.rows))));
     }
 }
 

@@ -112,6 +112,29 @@ pub trait Method: Debug + Send + Sync {
     /// into parts that fit `budget` bytes per process. Every worker plans the same from the same
     /// global count.
     fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>>;
+
+    /// The probe of the rounds over about `distinct` sketches ([`Probe`]), with which an audit
+    /// keeps only the stored sketches the batch can meet; `None` keeps them all.
+    fn probe(&self, distinct: u64) -> Option<Box<dyn Probe>> {
+        let _ = distinct;
+        None
+    }
+}
+
+/// The keys a sketch is grouped by in a method's rounds, one per round and tagged with it (for
+/// simhash the table keys, for MinHash the band keys, for exact hashes the key): two sketches the
+/// rounds can report as a pair share at least one. An audit gathers the batch's and keeps a
+/// stored sketch only if it has one of them, so the store is streamed once and only what can
+/// meet the batch stays (a semi-join).
+pub trait Probe: Send + Sync {
+    /// Appends the probe keys of the sketch `key` with its `values` to `out`.
+    fn keys(&self, key: u64, values: &[u32], out: &mut Vec<u64>);
+}
+
+/// A probe key: `key` of `round`, mixed so that rounds do not collide.
+#[inline]
+pub fn probe_key(round: usize, key: u64) -> u64 {
+    crate::hashing::mix64(key ^ (round as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// A document's sketch as its method made it, typed so that it can be kept between runs (serde:

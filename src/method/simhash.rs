@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use timely::worker::Worker;
 
-use super::{Entry, Found, Method, Rounds, Scoring, Section, Sections, Sketch};
+use super::{Entry, Found, Method, Probe, Rounds, Scoring, Section, Sections, Sketch};
 use crate::candidates::tables::{self, TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::candidates::Score;
 use crate::ensure;
@@ -177,6 +177,28 @@ impl Method for Simhash {
             parts,
             reasoning,
         }))
+    }
+
+    /// The table keys of the layout the rounds would take for `distinct` fingerprints: two
+    /// fingerprints within k bits share one in any layout, so the probe need not be the rounds'.
+    fn probe(&self, distinct: u64) -> Option<Box<dyn Probe>> {
+        let layout = match &self.layout {
+            LayoutChoice::Fixed(l) => l.clone(),
+            LayoutChoice::Auto => tables::plan(self.k, distinct).layout,
+        };
+        Some(Box::new(TableProbe(layout)))
+    }
+}
+
+/// Each table's key of a fingerprint.
+struct TableProbe(TableLayout);
+
+impl Probe for TableProbe {
+    fn keys(&self, fp: u64, _: &[u32], out: &mut Vec<u64>) {
+        for (t, table) in self.0.tables.iter().enumerate() {
+            let key = table.key_of_permuted(table.permute(fp));
+            out.push(super::probe_key(t, key));
+        }
     }
 }
 

@@ -277,11 +277,13 @@ fn pairs(p: &PairSummary, body: &mut String) {
 fn audit(a: &AuditSummary, body: &mut String) {
     let _ = write!(
         body,
-        "<h2>Audit</h2><p>{} new documents against {} stored in {}: {} match a stored one \
-         ({} matches); {} pairs among the new.</p>",
+        "<h2>Audit</h2><p>{} new documents against {} stored in {} ({} held: they share a \
+         key, an id or a URL with the batch): {} match a stored one ({} matches); {} pairs among \
+         the new.</p>",
         num(a.new_documents),
         num(a.stored_documents),
         esc(&a.store),
+        num(a.stored_held),
         num(a.new_with_a_match),
         num(a.matches),
         num(a.batch_pairs)

@@ -34,7 +34,11 @@ pub fn summary(
             .as_deref()
             .map(|d| d.display().to_string())
             .unwrap_or_default(),
-        stored_documents: stored.documents(),
+        stored_documents: plan
+            .audit
+            .as_ref()
+            .map_or(0, |a| a.store.manifest().documents()),
+        stored_held: stored.documents(),
         new_documents: 0,
         matches: counts.iter().map(|c| c.0).sum(),
         new_with_a_match: counts.iter().map(|c| c.1).sum(),

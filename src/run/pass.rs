@@ -18,6 +18,7 @@ use crate::method::Scoring;
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::changes::{self, Judge};
+use crate::stages::probe::Batch;
 use crate::stages::rank::{self, RankOutput};
 use crate::stages::read::Sketched;
 use crate::stages::store::{self, StoredRanks, StoredShare};
@@ -79,7 +80,7 @@ impl<'a> Pass<'a> {
         let mut segments = Vec::new();
         if let Some(audit) = &plan.audit {
             docs.keep.iter_mut().for_each(|k| *k = store::held_last(*k));
-            let (stored, of) = self.read_stored(worker, audit);
+            let (stored, of) = self.read_stored(worker, audit, &docs);
             docs.append(stored);
             segments = of;
         }
@@ -115,7 +116,12 @@ impl<'a> Pass<'a> {
     /// An audit's stored documents that this worker reads. An unreadable segment is the run's
     /// error, kept until the end so that every worker takes part in every exchange; then no
     /// worker keeps any stored document (a worker's documents may need another's signatures).
-    fn read_stored(&mut self, worker: &mut Worker, audit: &AuditPlan) -> (Sketched, Vec<u32>) {
+    fn read_stored(
+        &mut self,
+        worker: &mut Worker,
+        audit: &AuditPlan,
+        new: &Sketched,
+    ) -> (Sketched, Vec<u32>) {
         let share = StoredShare {
             store: &audit.store,
             files: &audit.segment_files,
@@ -123,7 +129,10 @@ impl<'a> Pass<'a> {
             content: self.plan.keeps_content(),
             keep: self.plan.clusters.is_some(),
         };
-        let read = store::read_stored(&share, worker.index(), worker.peers());
+        let stored = audit.store.manifest().documents();
+        let batch = Batch::gather(worker, self.plan, new, stored);
+        let m = self.plan.method.values();
+        let read = store::read_stored(worker, &share, batch, m);
         let read = self.clock.keep_value(read);
         let everyone = crate::exchange::all_gather(worker, read.is_some());
         match everyone.iter().all(|&ok| ok) {

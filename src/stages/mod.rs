@@ -13,6 +13,7 @@
 //! | [`cluster`] | document pairs, exact groups, keep keys | each document's cluster and representative, at its rank owner |
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
 //! | [`changes`] | ranks' rows (URL, content hash, sketch key), stored ranks | an audit's URLs: held by both (unchanged, near-identical, changed), new, gone |
+//! | [`probe`] | the batch's sketches, ids, URLs | on every worker, what a stored document must share with the batch to be kept |
 //! | [`store`] | ranks' rows and origins, signatures | a new store segment (at worker 0); an audit's stored documents |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
@@ -22,6 +23,7 @@ pub mod collapse;
 pub mod corpus;
 pub mod expand;
 pub mod keep;
+pub mod probe;
 pub mod rank;
 pub mod read;
 pub mod reread;

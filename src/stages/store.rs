@@ -8,13 +8,14 @@
 
 use timely::worker::Worker;
 
+use super::probe::{Batch, KeySet};
 use super::read::Sketched;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
-use crate::store::segment::{read_entries, Entry, SegmentWriter, StoredDoc};
+use crate::store::segment::{read_entries, Entry, SegmentWriter, StoredDoc, DOCS, SIGNATURES};
 use crate::store::Store;
 
 /// Entries encoded per chunk sent to worker 0.
@@ -101,44 +102,100 @@ pub struct StoredShare<'a> {
     pub keep: bool,
 }
 
-/// The stored documents of this worker's share of the segments' blocks (block `j` of segment
-/// `i` is worker `(i + j) % peers`'s; a segment of the first format is one block) as sketched
-/// documents, located in their source files, with the segment index of each. A MinHash
-/// signature comes once per key, in [`Sketched::signatures`].
+/// The stored documents the batch can meet ([`Batch`]; all of them without one) as sketched
+/// documents located in their source files, with the segment index of each (every worker calls it
+/// together, and takes part in every exchange even when a read fails). Each worker reads its share
+/// of the segments' blocks once (block `j` of segment `i` is worker `(i + j) % peers`'s; a segment
+/// of the first format is one block). MinHash signatures come once per key in
+/// [`Sketched::signatures`]: their blocks are read first, the documents then kept by the keys
+/// whose signatures met the batch; the signatures of documents kept only for their id or URL are
+/// read in a last pass, when there are any.
 pub fn read_stored(
+    worker: &mut Worker,
     share: &StoredShare<'_>,
-    me: usize,
-    peers: usize,
+    mut batch: Option<Batch>,
+    m: usize,
 ) -> Result<(Sketched, Vec<u32>)> {
+    let (me, peers) = (worker.index(), worker.peers());
     let mut out = Sketched::default();
+    let mut read = Ok(());
+    let mut met = Vec::new();
+    if m > 0 {
+        read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| {
+            if let Entry::Signature { key, values } = e {
+                if batch.as_mut().is_none_or(|b| b.meets_sketch(key, &values)) {
+                    met.push(key);
+                    out.signatures.push((key, values));
+                }
+            }
+        });
+    }
+    let filtered = batch.is_some() && m > 0;
+    let met = match filtered {
+        true => KeySet::gather(worker, met),
+        false => KeySet::default(),
+    };
     let mut generations = Vec::new();
-    let segments = &share.store.manifest().segments;
-    for (i, segment) in segments.iter().enumerate() {
-        let name = &segment.name;
-        let mut on = |e: Entry| match e {
-            Entry::Doc(d) => {
+    let mut wanted = Vec::new();
+    if read.is_ok() {
+        read = each_entry(share, (me, peers), DOCS, &mut |i, e| {
+            let Entry::Doc(d) = e else { return };
+            let by_key = match batch.as_mut() {
+                None => true,
+                Some(b) if m == 0 => b.meets_sketch(d.key, &[]),
+                Some(_) => met.contains(d.key),
+            };
+            if by_key || batch.as_ref().is_some_and(|b| b.meets_doc(&d)) {
+                if !by_key && m > 0 {
+                    wanted.push(d.key);
+                }
                 push_stored(share, i, d, &mut out);
                 generations.push(i as u32);
             }
-            Entry::Signature { key, values } => out.signatures.push((key, values)),
-            Entry::End => {}
-        };
+        });
+    }
+    if filtered {
+        let wanted = KeySet::gather(worker, wanted);
+        if read.is_ok() && !wanted.is_empty() {
+            read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| match e {
+                Entry::Signature { key, values } if wanted.contains(key) && !met.contains(key) => {
+                    out.signatures.push((key, values))
+                }
+                _ => {}
+            });
+        }
+    }
+    read.map(|()| (out, generations))
+}
+
+/// Calls `on` with the segment index and each entry of this worker's blocks of `kind` (`(me,
+/// peers)`), in order; a segment of the first format is read whole, every kind, by worker
+/// `i % peers`.
+fn each_entry(
+    share: &StoredShare<'_>,
+    (me, peers): (usize, usize),
+    kind: u32,
+    on: &mut dyn FnMut(usize, Entry),
+) -> Result<()> {
+    let segments = &share.store.manifest().segments;
+    for (i, segment) in segments.iter().enumerate() {
+        let mut on = |e: Entry| on(i, e);
         let file = share.store.open_segment(i)?;
         match file.blocks()? {
-            None if i % peers == me => read_entries(name, &share.store.read_segment(i)?, &mut on)?,
+            None if i % peers == me => {
+                read_entries(&segment.name, &share.store.read_segment(i)?, &mut on)?
+            }
             None => {}
             Some(blocks) => {
-                let mine = blocks
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| (i + j) % peers == me);
+                let mine = blocks.iter().enumerate();
+                let mine = mine.filter(|(j, b)| (i + j) % peers == me && b.at.kind == kind);
                 for (_, block) in mine {
                     file.read_block(block, &mut on)?;
                 }
             }
         }
     }
-    Ok((out, generations))
+    Ok(())
 }
 
 /// Adds stored document `d` of segment `i` to `out`, located in its source file.

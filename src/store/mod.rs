@@ -60,6 +60,11 @@ pub struct Segment {
 }
 
 impl Manifest {
+    /// The documents of every segment.
+    pub fn documents(&self) -> u64 {
+        self.segments.iter().map(|s| s.documents).sum()
+    }
+
     /// Every segment's sources in one list, each once in the order first named, and for each
     /// segment the index in that list of each of its sources.
     pub fn united_sources(&self) -> (Vec<String>, Vec<Vec<u32>>) {

@@ -43,10 +43,13 @@ const BLOCK_ENTRIES: u64 = 4096;
 /// The kind of entries a block holds: a [`Entry`]'s bincode tag.
 pub const DOCS: u32 = 0;
 
+/// The kind of a block of MinHash signatures.
+pub const SIGNATURES: u32 = 1;
+
 /// A block of a segment, as its index names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockRef {
-    /// Its entries' kind: [`DOCS`], or 1 for signatures.
+    /// Its entries' kind: [`DOCS`] or [`SIGNATURES`].
     pub kind: u32,
     /// Its entries.
     pub entries: u64,

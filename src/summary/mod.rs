@@ -271,6 +271,10 @@ pub struct AuditSummary {
     pub store: String,
     /// Documents in the store.
     pub stored_documents: u64,
+    /// Stored documents the audit held: those that share a probe key, an id or (for the URL
+    /// outputs) a URL or host with the batch; the others were streamed past.
+    #[serde(default)]
+    pub stored_held: u64,
     /// New documents processed.
     pub new_documents: u64,
     /// Pairs of a new and a stored document.
@@ -375,9 +379,15 @@ impl Summary {
         let mut s = String::new();
         if let Some(a) = &self.audit {
             s += &format!(
-                "\n  audit against {} stored documents: {} of {} new documents match a stored one \
-                 ({} matches); {} pairs among the new",
-                a.stored_documents, a.new_with_a_match, a.new_documents, a.matches, a.batch_pairs
+                "\n  audit against {} stored documents ({} held: they share a key, an id or a URL \
+                 with the batch): {} of {} new documents match a stored one ({} matches); {} \
+                 pairs among the new",
+                a.stored_documents,
+                a.stored_held,
+                a.new_with_a_match,
+                a.new_documents,
+                a.matches,
+                a.batch_pairs
             );
             if let Some(u) = &a.urls {
                 s += &format!(

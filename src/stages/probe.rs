@@ -1,0 +1,152 @@
+//! An audit's semi-join of the store against the batch: what of the batch every worker holds (its
+//! probe keys, ids, URLs and hosts, [`Batch`]) and the test that keeps a stored document only if
+//! the batch can meet it. The store is streamed past it once; what the audit holds afterwards is
+//! set by the batch and what it meets, not by the store.
+//!
+//! A stored document is kept if
+//! - it shares a probe key with a new sketch ([`crate::method::Probe`]): it can be a match;
+//! - it has a new document's id: the new one is then a duplicate-id skip, as in a bulk run;
+//! - the URL outputs are written and it has a new document's URL (`changes`, `new`) or, for
+//!   `gone`, a URL of a host the batch has.
+//!
+//! Stored documents kept for none of these could only pair with each other, and such pairs are
+//! dropped (the run that stored them judged them), so the outputs are those of keeping them all.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use timely::worker::Worker;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::changes::{canonical, host};
+use super::read::Sketched;
+use crate::config::Plan;
+use crate::exchange::all_gather;
+use crate::method::Probe;
+use crate::store::segment::StoredDoc;
+
+/// A set of well-mixed 64-bit keys (probe keys and xxh3 hashes), hashed as they are.
+#[derive(Default)]
+pub struct KeySet(HashSet<u64, BuildHasherDefault<AsIs>>);
+
+impl KeySet {
+    /// True if `key` is in it.
+    #[inline]
+    pub fn contains(&self, key: u64) -> bool {
+        self.0.contains(&key)
+    }
+
+    /// Every worker's `mine`, in one set on every worker (every worker calls it together).
+    pub fn gather(worker: &mut Worker, mine: Vec<u64>) -> KeySet {
+        let all = all_gather(worker, mine);
+        let mut set =
+            HashSet::with_capacity_and_hasher(all.iter().map(Vec::len).sum(), <_>::default());
+        set.extend(all.into_iter().flatten());
+        KeySet(set)
+    }
+
+    /// The number of keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True if it has none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The hasher of [`KeySet`]: the key is already mixed.
+#[derive(Default)]
+pub struct AsIs(u64);
+
+impl Hasher for AsIs {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | u64::from(*b)).rotate_left(5);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+/// What of the batch every worker holds to test stored documents against.
+pub struct Batch {
+    probe: Box<dyn Probe>,
+    keys: KeySet,
+    ids: KeySet,
+    urls: Option<KeySet>,
+    hosts: Option<KeySet>,
+    scratch: Vec<u64>,
+}
+
+impl Batch {
+    /// The batch of every worker's `docs` (new documents only), for a store of `stored`
+    /// documents (every worker calls it together); `None` if the method has no probe (then every
+    /// stored document is kept).
+    pub fn gather(worker: &mut Worker, plan: &Plan, docs: &Sketched, stored: u64) -> Option<Batch> {
+        let new = all_gather(worker, docs.len() as u64).iter().sum::<u64>();
+        let probe = plan.method.probe(new + stored)?;
+        let m = plan.method.values();
+        let mut keys = Vec::new();
+        for (i, &key) in docs.keys.iter().enumerate() {
+            let values = docs.values.get(i * m..(i + 1) * m).unwrap_or(&[]);
+            probe.keys(key, values, &mut keys);
+        }
+        let ids = docs.ids.iter().map(|id| xxh3_64(id.as_bytes())).collect();
+        let outputs = &plan.outputs;
+        let urls = || docs.urls.iter().flatten().map(|u| canonical(u));
+        let by_url = (outputs.changes.is_some() || outputs.new.is_some())
+            .then(|| urls().map(|u| xxh3_64(u.as_bytes())).collect());
+        let by_host = outputs
+            .gone
+            .is_some()
+            .then(|| urls().map(|u| xxh3_64(host(&u).as_bytes())).collect());
+        Some(Batch {
+            probe,
+            keys: KeySet::gather(worker, keys),
+            ids: KeySet::gather(worker, ids),
+            urls: gather_some(worker, by_url),
+            hosts: gather_some(worker, by_host),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// True if the sketch `key` with `values` shares a probe key with a new sketch.
+    pub fn meets_sketch(&mut self, key: u64, values: &[u32]) -> bool {
+        self.scratch.clear();
+        self.probe.keys(key, values, &mut self.scratch);
+        self.scratch.iter().any(|&k| self.keys.contains(k))
+    }
+
+    /// True if the stored document `d` has a new document's id, or the URL outputs need it.
+    pub fn meets_doc(&self, d: &StoredDoc) -> bool {
+        if self.ids.contains(xxh3_64(d.id.as_bytes())) {
+            return true;
+        }
+        let Some(url) = d.url.as_deref() else {
+            return false;
+        };
+        if self.urls.is_none() && self.hosts.is_none() {
+            return false;
+        }
+        let url = canonical(url);
+        let hit = |set: &Option<KeySet>, s: &str| {
+            set.as_ref()
+                .is_some_and(|k| k.contains(xxh3_64(s.as_bytes())))
+        };
+        hit(&self.urls, &url) || hit(&self.hosts, &host(&url))
+    }
+}
+
+/// [`KeySet::gather`] of every worker's `mine` when the plan asks for it (the same on every
+/// worker).
+fn gather_some(worker: &mut Worker, mine: Option<Vec<u64>>) -> Option<KeySet> {
+    mine.map(|m| KeySet::gather(worker, m))
+}
