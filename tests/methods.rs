@@ -256,14 +256,14 @@ fn assert_probes_meet(
     a: &neardup::method::Sketch,
     b: &neardup::method::Sketch,
 ) {
-    for distinct in [100, 1_000_000, 100_000_000] {
-        let probe = method.probe(distinct).expect("every method has a probe");
+    for (batch, stored) in [(100, 100), (1_000_000, 1_000_000), (1_000_000, 100_000_000)] {
+        let probe = method.probe(batch, stored).expect("every method has a probe");
         let (mut ka, mut kb) = (Vec::new(), Vec::new());
         probe.keys(a.key, &a.values, &mut ka);
         probe.keys(b.key, &b.values, &mut kb);
         assert!(
             ka.iter().any(|k| kb.contains(k)),
-            "{}: {a:?} and {b:?} share no probe key at {distinct}",
+            "{}: {a:?} and {b:?} share no probe key at {batch}, {stored}",
             method.name()
         );
     }

@@ -447,6 +447,27 @@ pub fn plan(k: u32, n: u64) -> TablePlan {
     }
 }
 
+/// Modelled cost of testing one stored fingerprint's key of one table against the batch's, in ns.
+const NS_PER_PROBE: f64 = 10.0;
+/// Modelled cost of holding a stored fingerprint that met the batch through the rest of an audit.
+const NS_PER_HELD: f64 = 2_000.0;
+
+/// The layout whose keys an audit of `batch` new fingerprints tests `stored` ones by, with the
+/// least modelled work: each stored fingerprint tests one key per table, and is held (ranked,
+/// exchanged, compared) when one of them is a new fingerprint's, which happens with the chance
+/// `sum over tables of batch / 2^p`. Many tables of long keys hold few; few of short keys test
+/// little.
+pub fn probe_layout(k: u32, batch: u64, stored: u64) -> TableLayout {
+    let cost = |l: &TableLayout| {
+        let held: f64 = l.tables.iter().map(|t| batch as f64 / 2f64.powi(t.p as i32)).sum();
+        stored as f64 * (l.tables.len() as f64 * NS_PER_PROBE + held.min(1.0) * NS_PER_HELD)
+    };
+    let designs = TableLayout::designs(k).into_iter().filter(|l| l.tables.len() <= 64);
+    designs
+        .min_by(|x, y| cost(x).total_cmp(&cost(y)))
+        .expect("every k has at least one design")
+}
+
 /// Default for the most comparisons per fingerprint the tables may leave before a run is refused.
 pub const DEFAULT_MAX_CANDIDATES: f64 = 10_000.0;
 /// Below this many expected comparisons in all, a run is never refused for selectivity.

@@ -12,6 +12,26 @@ pub enum GenCommand {
     Docs(DocsArgs),
     /// Fingerprints id<TAB>simhash: random, with planted neighbours at distances 0..=max-distance.
     Fingerprints(FingerprintsArgs),
+    /// Segments of synthetic documents (random fingerprints, ids synth-N) appended to a store:
+    /// a store of a given size for the audit's scale benchmark.
+    Store(StoreArgs),
+}
+
+// The arguments of `neardup gen store`.
+#[derive(Args)]
+pub struct StoreArgs {
+    /// The store (made by a simhash run; its first source is named as the documents' source).
+    #[arg(long)]
+    store: PathBuf,
+    /// Number of documents to add.
+    #[arg(long)]
+    n: u64,
+    /// Documents per segment.
+    #[arg(long, default_value_t = 10_000_000)]
+    per_segment: u64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 // The arguments of `neardup gen docs`.
@@ -87,6 +107,26 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
             })?;
             eprintln!("neardup gen: {} fingerprints: {}", a.n, a.out.display());
         }
+        GenCommand::Store(a) => synthetic_store(&a)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Appends `a.n` synthetic documents to the store in segments of `a.per_segment`.
+fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
+    let mut store = neardup::store::Store::open(&a.store)?;
+    let first = store.manifest().documents();
+    let Some(source) = store.manifest().segments.first().map(|s| s.sources.clone()) else {
+        anyhow::bail!("{} has no segment yet: make it with `neardup run JOB --store DIR`", a.store.display());
+    };
+    anyhow::ensure!(a.per_segment > 0, "--per-segment must be at least 1");
+    let mut done = 0;
+    while done < a.n {
+        let n = a.per_segment.min(a.n - done);
+        let (bytes, docs) = neardup::tools::gen::synthetic_segment(first + done, n, a.seed);
+        store.append(&bytes, docs, &source[..1])?;
+        done += n;
+        eprintln!("neardup gen: {done} of {} synthetic documents in {}", a.n, a.store.display());
+    }
+    Ok(())
 }

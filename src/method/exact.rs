@@ -100,7 +100,7 @@ impl Method for Exact {
     }
 
     /// Equal keys alone make pairs: the key is the probe key.
-    fn probe(&self, _: u64) -> Option<Box<dyn Probe>> {
+    fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
         Some(Box::new(KeyProbe))
     }
 }

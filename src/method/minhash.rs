@@ -311,7 +311,7 @@ impl Method for MinHash {
     }
 
     /// The band keys of the layout the rounds cut the values by.
-    fn probe(&self, _: u64) -> Option<Box<dyn Probe>> {
+    fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
         Some(Box::new(BandProbe(self.round_layout())))
     }
 }

@@ -113,10 +113,10 @@ pub trait Method: Debug + Send + Sync {
     /// global count.
     fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>>;
 
-    /// The probe of the rounds over about `distinct` sketches ([`Probe`]), with which an audit
-    /// keeps only the stored sketches the batch can meet; `None` keeps them all.
-    fn probe(&self, distinct: u64) -> Option<Box<dyn Probe>> {
-        let _ = distinct;
+    /// The probe ([`Probe`]) with which an audit of `batch` new sketches keeps only those of its
+    /// `stored` ones the batch can meet; `None` keeps them all.
+    fn probe(&self, batch: u64, stored: u64) -> Option<Box<dyn Probe>> {
+        let _ = (batch, stored);
         None
     }
 }

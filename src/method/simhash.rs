@@ -179,12 +179,13 @@ impl Method for Simhash {
         }))
     }
 
-    /// The table keys of the layout the rounds would take for `distinct` fingerprints: two
-    /// fingerprints within k bits share one in any layout, so the probe need not be the rounds'.
-    fn probe(&self, distinct: u64) -> Option<Box<dyn Probe>> {
+    /// The table keys of a layout: the job's, or [`tables::probe_layout`]'s for the batch and the
+    /// store. Two fingerprints within k bits share a key in any layout, so the probe need not be
+    /// the rounds'.
+    fn probe(&self, batch: u64, stored: u64) -> Option<Box<dyn Probe>> {
         let layout = match &self.layout {
             LayoutChoice::Fixed(l) => l.clone(),
-            LayoutChoice::Auto => tables::plan(self.k, distinct).layout,
+            LayoutChoice::Auto => tables::probe_layout(self.k, batch, stored),
         };
         Some(Box::new(TableProbe(layout)))
     }

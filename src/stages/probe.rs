@@ -92,7 +92,7 @@ impl Batch {
     /// stored document is kept).
     pub fn gather(worker: &mut Worker, plan: &Plan, docs: &Sketched, stored: u64) -> Option<Batch> {
         let new = all_gather(worker, docs.len() as u64).iter().sum::<u64>();
-        let probe = plan.method.probe(new + stored)?;
+        let probe = plan.method.probe(new, stored)?;
         let m = plan.method.values();
         let mut keys = Vec::new();
         for (i, &key) in docs.keys.iter().enumerate() {
