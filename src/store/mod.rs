@@ -57,6 +57,20 @@ pub struct Segment {
     /// The input files its documents came from (canonical paths); a document names its file
     /// by its index here.
     pub sources: Vec<String>,
+    /// The segments a compaction merged into it (and those they had merged): a run made again
+    /// whose segment is one of them adds nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absorbed: Vec<Absorbed>,
+}
+
+/// A segment merged into another by compaction: what [`Store::holds`] knows it by.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Absorbed {
+    /// Its size.
+    pub bytes: u64,
+    /// xxh3-64 of its bytes, 16 hex digits.
+    pub checksum: String,
 }
 
 impl Manifest {
@@ -186,11 +200,15 @@ impl Store {
         )
     }
 
-    /// True if a segment of the store has these bytes.
+    /// True if a segment of the store has these bytes, or had them before a compaction merged
+    /// it into another.
     pub fn holds(&self, bytes: &[u8]) -> bool {
         let sum = checksum(bytes);
-        let same = |s: &Segment| s.checksum == sum && s.bytes == bytes.len() as u64;
-        self.manifest.segments.iter().any(same)
+        let len = bytes.len() as u64;
+        self.manifest.segments.iter().any(|s| {
+            (s.checksum == sum && s.bytes == len)
+                || s.absorbed.iter().any(|a| a.checksum == sum && a.bytes == len)
+        })
     }
 
     /// The file name the next appended segment gets.
@@ -215,8 +233,16 @@ impl Store {
             "store: merged segment written and synced",
             "store: merged segment renamed into place",
         ];
+        let mut merged = self.write_segment(&bytes, documents, sources, points)?;
+        for s in &old {
+            merged.absorbed.extend(s.absorbed.iter().cloned());
+            merged.absorbed.push(Absorbed {
+                bytes: s.bytes,
+                checksum: s.checksum.clone(),
+            });
+        }
         let mut next = self.manifest.clone();
-        next.segments = vec![self.write_segment(&bytes, documents, sources, points)?];
+        next.segments = vec![merged];
         self.write_manifest(&next)?;
         self.manifest = next;
         self.remove_leftovers()?;
@@ -303,6 +329,7 @@ impl Store {
             bytes: bytes.len() as u64,
             checksum: checksum(bytes),
             sources,
+            absorbed: Vec::new(),
         })
     }
 
