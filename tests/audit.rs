@@ -498,7 +498,11 @@ fn a_compacted_store_answers_as_before_and_a_kill_at_any_step_of_compaction_chan
             // Regression: a run made again after compaction added its documents again (the
             // merged segment's bytes are not the run's).
             neardup(d, &store_run(job, &store, "a2.jsonl", "o"));
-            assert_eq!(stored_documents(d, &store), 120, "a run made again adds nothing");
+            assert_eq!(
+                stored_documents(d, &store),
+                120,
+                "a run made again adds nothing"
+            );
             neardup(d, &["store", "verify", &store]);
             break;
         }

@@ -257,7 +257,9 @@ fn assert_probes_meet(
     b: &neardup::method::Sketch,
 ) {
     for (batch, stored) in [(100, 100), (1_000_000, 1_000_000), (1_000_000, 100_000_000)] {
-        let probe = method.probe(batch, stored).expect("every method has a probe");
+        let probe = method
+            .probe(batch, stored)
+            .expect("every method has a probe");
         let (mut ka, mut kb) = (Vec::new(), Vec::new());
         probe.keys(a.key, &a.values, &mut ka);
         probe.keys(b.key, &b.values, &mut kb);

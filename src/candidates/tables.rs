@@ -459,10 +459,16 @@ const NS_PER_HELD: f64 = 2_000.0;
 /// little.
 pub fn probe_layout(k: u32, batch: u64, stored: u64) -> TableLayout {
     let cost = |l: &TableLayout| {
-        let held: f64 = l.tables.iter().map(|t| batch as f64 / 2f64.powi(t.p as i32)).sum();
+        let held: f64 = l
+            .tables
+            .iter()
+            .map(|t| batch as f64 / 2f64.powi(t.p as i32))
+            .sum();
         stored as f64 * (l.tables.len() as f64 * NS_PER_PROBE + held.min(1.0) * NS_PER_HELD)
     };
-    let designs = TableLayout::designs(k).into_iter().filter(|l| l.tables.len() <= 64);
+    let designs = TableLayout::designs(k)
+        .into_iter()
+        .filter(|l| l.tables.len() <= 64);
     designs
         .min_by(|x, y| cost(x).total_cmp(&cost(y)))
         .expect("every k has at least one design")

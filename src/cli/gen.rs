@@ -117,7 +117,10 @@ fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
     let mut store = neardup::store::Store::open(&a.store)?;
     let first = store.manifest().documents();
     let Some(source) = store.manifest().segments.first().map(|s| s.sources.clone()) else {
-        anyhow::bail!("{} has no segment yet: make it with `neardup run JOB --store DIR`", a.store.display());
+        anyhow::bail!(
+            "{} has no segment yet: make it with `neardup run JOB --store DIR`",
+            a.store.display()
+        );
     };
     anyhow::ensure!(a.per_segment > 0, "--per-segment must be at least 1");
     let mut done = 0;
@@ -126,7 +129,11 @@ fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
         let (bytes, docs) = neardup::tools::gen::synthetic_segment(first + done, n, a.seed);
         store.append(&bytes, docs, &source[..1])?;
         done += n;
-        eprintln!("neardup gen: {done} of {} synthetic documents in {}", a.n, a.store.display());
+        eprintln!(
+            "neardup gen: {done} of {} synthetic documents in {}",
+            a.n,
+            a.store.display()
+        );
     }
     Ok(())
 }

@@ -109,6 +109,10 @@ impl Method for Exact {
 struct KeyProbe;
 
 impl Probe for KeyProbe {
+    fn rounds(&self) -> usize {
+        1
+    }
+
     fn keys(&self, key: u64, _: &[u32], out: &mut Vec<u64>) {
         out.push(super::probe_key(0, key));
     }

@@ -320,6 +320,10 @@ impl Method for MinHash {
 struct BandProbe(BandLayout);
 
 impl Probe for BandProbe {
+    fn rounds(&self) -> usize {
+        self.0.bands
+    }
+
     fn keys(&self, _: u64, signature: &[u32], out: &mut Vec<u64>) {
         let l = &self.0;
         out.extend((0..l.bands).map(|b| super::probe_key(b, band_key(signature, b, l.rows))));

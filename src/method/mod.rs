@@ -127,7 +127,10 @@ pub trait Method: Debug + Send + Sync {
 /// stored sketch only if it has one of them, so the store is streamed once and only what can
 /// meet the batch stays (a semi-join).
 pub trait Probe: Send + Sync {
-    /// Appends the probe keys of the sketch `key` with its `values` to `out`.
+    /// The number of probe keys of every sketch: one per round.
+    fn rounds(&self) -> usize;
+
+    /// Appends the probe keys of the sketch `key` with its `values` to `out`, round by round.
     fn keys(&self, key: u64, values: &[u32], out: &mut Vec<u64>);
 }
 

@@ -195,6 +195,10 @@ impl Method for Simhash {
 struct TableProbe(TableLayout);
 
 impl Probe for TableProbe {
+    fn rounds(&self) -> usize {
+        self.0.tables.len()
+    }
+
     fn keys(&self, fp: u64, _: &[u32], out: &mut Vec<u64>) {
         for (t, table) in self.0.tables.iter().enumerate() {
             let key = table.key_of_permuted(table.permute(fp));

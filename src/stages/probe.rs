@@ -45,6 +45,23 @@ impl KeySet {
         KeySet(set)
     }
 
+    /// Every worker's `mine` (probe keys, `rounds` per sketch, of `sketches` in all), in one
+    /// set on every worker, gathered a round at a time so that what is in flight stays small next
+    /// to the set (every worker calls it together).
+    pub fn gather_rounds(
+        worker: &mut Worker,
+        mine: Vec<u64>,
+        rounds: usize,
+        sketches: u64,
+    ) -> KeySet {
+        let mut set = HashSet::with_capacity_and_hasher(sketches as usize * rounds, <_>::default());
+        for r in 0..rounds {
+            let round: Vec<u64> = mine.iter().skip(r).step_by(rounds).copied().collect();
+            set.extend(all_gather(worker, round).into_iter().flatten());
+        }
+        KeySet(set)
+    }
+
     /// The number of keys.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -56,7 +73,7 @@ impl KeySet {
     }
 }
 
-/// The hasher of [`KeySet`]: the key is already mixed.
+/// The hasher of [`KeySet`]: its keys are already mixed.
 #[derive(Default)]
 pub struct AsIs(u64);
 
@@ -94,11 +111,12 @@ impl Batch {
         let new = all_gather(worker, docs.len() as u64).iter().sum::<u64>();
         let probe = plan.method.probe(new, stored)?;
         let m = plan.method.values();
-        let mut keys = Vec::new();
+        let mut all = Vec::with_capacity(docs.len() * probe.rounds());
         for (i, &key) in docs.keys.iter().enumerate() {
             let values = docs.values.get(i * m..(i + 1) * m).unwrap_or(&[]);
-            probe.keys(key, values, &mut keys);
+            probe.keys(key, values, &mut all);
         }
+        let keys = KeySet::gather_rounds(worker, all, probe.rounds(), new);
         let ids = docs.ids.iter().map(|id| xxh3_64(id.as_bytes())).collect();
         let outputs = &plan.outputs;
         let urls = || docs.urls.iter().flatten().map(|u| canonical(u));
@@ -110,7 +128,7 @@ impl Batch {
             .then(|| urls().map(|u| xxh3_64(host(&u).as_bytes())).collect());
         Some(Batch {
             probe,
-            keys: KeySet::gather(worker, keys),
+            keys,
             ids: KeySet::gather(worker, ids),
             urls: gather_some(worker, by_url),
             hosts: gather_some(worker, by_host),
@@ -149,4 +167,23 @@ impl Batch {
 /// worker).
 fn gather_some(worker: &mut Worker, mine: Option<Vec<u64>>) -> Option<KeySet> {
     mine.map(|m| KeySet::gather(worker, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_set_holds_exactly_its_keys() {
+        let mut rng = crate::tools::gen::Rng::new(7);
+        let keys: Vec<u64> = (0..10_000).map(|_| rng.next_u64()).collect();
+        let mut set = HashSet::with_capacity_and_hasher(0, BuildHasherDefault::<AsIs>::default());
+        set.extend(keys.iter().chain(&keys[..10]).copied());
+        let set = KeySet(set);
+        assert_eq!(set.len(), 10_000);
+        assert!(keys.iter().all(|&k| set.contains(k)));
+        let others = (0..100_000).map(|_| rng.next_u64());
+        assert_eq!(others.filter(|&k| set.contains(k)).count(), 0);
+        assert!(KeySet::default().is_empty() && !KeySet::default().contains(0));
+    }
 }

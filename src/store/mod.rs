@@ -207,7 +207,9 @@ impl Store {
         let len = bytes.len() as u64;
         self.manifest.segments.iter().any(|s| {
             (s.checksum == sum && s.bytes == len)
-                || s.absorbed.iter().any(|a| a.checksum == sum && a.bytes == len)
+                || s.absorbed
+                    .iter()
+                    .any(|a| a.checksum == sum && a.bytes == len)
         })
     }
 
