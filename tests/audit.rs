@@ -555,3 +555,39 @@ fn an_audit_job_given_to_run_is_refused_before_any_work() {
     assert!(e.contains("neardup audit"), "{e}");
     assert!(!d.join("out").exists(), "nothing made");
 }
+
+#[test]
+fn a_store_topped_up_with_synthetic_fingerprints_answers_as_before_and_holds_few_of_them() {
+    let (dir, job) = crawls_and_job(9, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    for input in ["a1.jsonl", "a2.jsonl"] {
+        neardup(d, &store_run(job, "st", input, "o"));
+    }
+    let want = audit_of(d, job, "st", "q-before");
+    assert!(want.iter().any(|p| p.0.starts_with('a')), "matches planted");
+    let (_, held_before) = stored_and_held(&d.join("q-before"));
+    let args = [
+        "gen",
+        "store",
+        "--store",
+        "st",
+        "--n",
+        "50000",
+        "--per-segment",
+        "20000",
+    ];
+    neardup(d, &args);
+    assert_eq!(stored_documents(d, "st"), 120 + 50_000);
+    assert_eq!(segments(d, "st"), 2 + 3, "three synthetic segments");
+    assert_eq!(
+        audit_of(d, job, "st", "q-after"),
+        want,
+        "the random fingerprints meet nothing"
+    );
+    let (stored, held) = stored_and_held(&d.join("q-after"));
+    assert_eq!(stored, 50_120);
+    assert!(
+        held < held_before + 500,
+        "few synthetic documents are held: {held} against {held_before} before"
+    );
+}
