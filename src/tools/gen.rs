@@ -250,6 +250,35 @@ pub fn fingerprints(n: usize, seed: u64, max_distance: u32, plant_every: usize) 
     out
 }
 
+/// A store segment of `n` synthetic documents with random 64-bit sketch keys (simhash
+/// fingerprints), ids `synth-<first + i>`, no URL, each located at the start of the segment's one
+/// source: what an audit's scale benchmark streams past a batch (`neardup gen store`). Returns the
+/// segment's bytes and its number of documents.
+pub fn synthetic_segment(first: u64, n: u64, seed: u64) -> (Vec<u8>, u64) {
+    use crate::store::segment::{Entry, SegmentWriter, StoredDoc};
+    let mut rng = Rng::new(seed ^ first);
+    let mut writer = SegmentWriter::default();
+    let mut encoded = Vec::new();
+    for i in first..first + n {
+        let key = rng.next_u64();
+        let doc = StoredDoc {
+            id: format!("synth-{i:012}"),
+            source: 0,
+            locator: 0,
+            url: None,
+            content: u128::from(key) << 64 | u128::from(mix64(key)),
+            key,
+        };
+        Entry::Doc(doc).encode(&mut encoded);
+        if encoded.len() > 1 << 20 {
+            writer.push(&encoded);
+            encoded.clear();
+        }
+    }
+    writer.push(&encoded);
+    writer.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,33 +315,4 @@ mod tests {
             .collect();
         assert_eq!(dists, [0, 1, 2, 3, 4, 5]);
     }
-}
-
-/// A store segment of `n` synthetic documents with random 64-bit sketch keys (simhash
-/// fingerprints), ids `synth-<first + i>`, no URL, each located at the start of the segment's one
-/// source: what an audit's scale benchmark streams past a batch (`neardup gen store`). Returns the
-/// segment's bytes and its number of documents.
-pub fn synthetic_segment(first: u64, n: u64, seed: u64) -> (Vec<u8>, u64) {
-    use crate::store::segment::{Entry, SegmentWriter, StoredDoc};
-    let mut rng = Rng::new(seed ^ first);
-    let mut writer = SegmentWriter::default();
-    let mut encoded = Vec::new();
-    for i in first..first + n {
-        let key = rng.next_u64();
-        let doc = StoredDoc {
-            id: format!("synth-{i:012}"),
-            source: 0,
-            locator: 0,
-            url: None,
-            content: u128::from(key) << 64 | u128::from(mix64(key)),
-            key,
-        };
-        Entry::Doc(doc).encode(&mut encoded);
-        if encoded.len() > 1 << 20 {
-            writer.push(&encoded);
-            encoded.clear();
-        }
-    }
-    writer.push(&encoded);
-    writer.finish()
 }
