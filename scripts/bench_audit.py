@@ -25,6 +25,12 @@ JOBS = {
 }
 
 
+def neardup_binary():
+    """The release binary of this checkout (or of $CARGO_TARGET_DIR)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "release", "neardup")
+
+
 def timed(cmd, cwd):
     """Seconds and peak RSS (KiB) of one run of cmd."""
     start = time.monotonic()
@@ -59,8 +65,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--workers", default="2")
     a = ap.parse_args()
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "release", "neardup")
+    binary = neardup_binary()
     rows = []
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([binary, "gen", "docs", "--n", str(a.n), "--out", "all.jsonl"], cwd=d, check=True, capture_output=True)

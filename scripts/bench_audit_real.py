@@ -34,6 +34,8 @@ import subprocess
 import time
 from collections import Counter
 
+from bench_audit import neardup_binary
+
 
 def timed(binary, args, cwd, clean=None):
     """One whole run of `binary args` in cwd (after removing the directory `clean`): seconds, peak
@@ -178,7 +180,7 @@ def main():
     ap.add_argument("--workers", default="2")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "release", "neardup")
+    binary = neardup_binary()
     d = a.work
     os.makedirs(d, exist_ok=True)
 

@@ -18,18 +18,10 @@ import statistics
 import subprocess
 import time
 
+from bench_audit import neardup_binary, timed
+
 JOB = 'method = "simhash"\n[features]\nshingle = 3\n[simhash]\nk = 3\n' \
       '[input]\npaths = ["old.jsonl"]\n[output]\ndir = "out"\n'
-
-
-def timed(cmd, cwd):
-    """Seconds and peak RSS (MiB) of one run of cmd."""
-    start = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, cwd=cwd, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    if p.returncode not in (0, 3):
-        raise SystemExit(f"{cmd}: exit {p.returncode}\n{p.stderr}")
-    return seconds, int(p.stderr.strip().splitlines()[-1]) / 1024
 
 
 def store_bytes(path):
@@ -45,7 +37,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/audit-scale")
     a = ap.parse_args()
-    binary = os.path.abspath("target/release/neardup")
+    binary = neardup_binary()
     d = a.dir
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "job.toml"), "w") as f:
@@ -84,7 +76,7 @@ def main():
             "stored": audit["stored_documents"],
             "new": audit["new_documents"],
             "audit_s": round(statistics.median(r[0] for r in runs), 2),
-            "peak_mib": round(statistics.median(r[1] for r in runs), 1),
+            "peak_mib": round(statistics.median(r[1] for r in runs) / 1024, 1),
             "held": audit["stored_held"],
             "matches": audit["matches"],
             "batch_pairs": audit["batch_pairs"],

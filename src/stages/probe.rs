@@ -38,26 +38,21 @@ impl KeySet {
 
     /// Every worker's `mine`, in one set on every worker (every worker calls it together).
     pub fn gather(worker: &mut Worker, mine: Vec<u64>) -> KeySet {
-        let all = all_gather(worker, mine);
-        let mut set =
-            HashSet::with_capacity_and_hasher(all.iter().map(Vec::len).sum(), <_>::default());
-        set.extend(all.into_iter().flatten());
-        KeySet(set)
+        KeySet::gather_rounds(worker, mine, 1)
     }
 
-    /// Every worker's `mine` (probe keys, `rounds` per sketch, of `sketches` in all), in one
-    /// set on every worker, gathered a round at a time so that what is in flight stays small next
-    /// to the set (every worker calls it together).
-    pub fn gather_rounds(
-        worker: &mut Worker,
-        mine: Vec<u64>,
-        rounds: usize,
-        sketches: u64,
-    ) -> KeySet {
-        let mut set = HashSet::with_capacity_and_hasher(sketches as usize * rounds, <_>::default());
+    /// Every worker's `mine` (probe keys, `rounds` per sketch), in one set on every worker,
+    /// gathered a round at a time so that what is in flight stays small next to the set (every
+    /// worker calls it together). The set is sized by the first round's keys.
+    pub fn gather_rounds(worker: &mut Worker, mine: Vec<u64>, rounds: usize) -> KeySet {
+        let mut set = HashSet::default();
         for r in 0..rounds {
             let round: Vec<u64> = mine.iter().skip(r).step_by(rounds).copied().collect();
-            set.extend(all_gather(worker, round).into_iter().flatten());
+            let got = all_gather(worker, round);
+            if r == 0 {
+                set.reserve(got.iter().map(Vec::len).sum::<usize>() * rounds);
+            }
+            set.extend(got.into_iter().flatten());
         }
         KeySet(set)
     }
@@ -116,7 +111,7 @@ impl Batch {
             let values = docs.values.get(i * m..(i + 1) * m).unwrap_or(&[]);
             probe.keys(key, values, &mut all);
         }
-        let keys = KeySet::gather_rounds(worker, all, probe.rounds(), new);
+        let keys = KeySet::gather_rounds(worker, all, probe.rounds());
         let ids = docs.ids.iter().map(|id| xxh3_64(id.as_bytes())).collect();
         let outputs = &plan.outputs;
         let urls = || docs.urls.iter().flatten().map(|u| canonical(u));
