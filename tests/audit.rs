@@ -591,3 +591,19 @@ fn a_store_topped_up_with_synthetic_fingerprints_answers_as_before_and_holds_few
         "few synthetic documents are held: {held} against {held_before} before"
     );
 }
+
+#[test]
+fn gen_store_refuses_a_store_of_another_method_and_leaves_it_as_it_was() {
+    let (dir, job) = crawls_and_job(10, "mh", "method = \"minhash\"\n");
+    let (d, job) = (dir.path(), job.as_str());
+    neardup(d, &store_run(job, "st", "a1.jsonl", "o"));
+    let manifest = std::fs::read(d.join("st/MANIFEST.json")).unwrap();
+    let said = refused(d, &["gen", "store", "--store", "st", "--n", "10"]);
+    assert!(
+        said.contains("method = minhash") && said.contains("simhash fingerprints only"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(d.join("st/MANIFEST.json")).unwrap(), manifest);
+    assert_eq!(segments(d, "st"), 1);
+    neardup(d, &["store", "verify", "st"]);
+}

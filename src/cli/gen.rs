@@ -122,6 +122,18 @@ fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
             a.store.display()
         );
     };
+    let method = store
+        .manifest()
+        .parameters
+        .iter()
+        .find(|l| l.starts_with("method = "));
+    anyhow::ensure!(
+        method.is_some_and(|l| l == "method = simhash"),
+        "{} holds sketches of another method ({}): neardup gen store adds simhash fingerprints \
+         only, and documents without their method's sketch would break the store",
+        a.store.display(),
+        method.map_or("none named", |l| l.as_str())
+    );
     anyhow::ensure!(a.per_segment > 0, "--per-segment must be at least 1");
     let mut done = 0;
     while done < a.n {
