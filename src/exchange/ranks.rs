@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use super::{all_gather, shuffle};
-use crate::source::{ContentHash, Location, Names};
+use crate::source::{ContentHash, KeepFacts, Location, Names};
 
 /// Ids sampled per worker for the splitters.
 const SAMPLES: usize = 64;
@@ -178,9 +178,11 @@ pub struct DocRow {
     pub sketch: u64,
     /// Its content hash, when the documents output is written.
     pub content: Option<Box<ContentHash>>,
+    /// What its keep policy read, when a run that makes clusters writes a store.
+    pub facts: Option<Box<KeepFacts>>,
 }
 
-const _: () = assert!(std::mem::size_of::<DocRow>() == 32);
+const _: () = assert!(std::mem::size_of::<DocRow>() == 40);
 
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, the [`DocRow`] of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.

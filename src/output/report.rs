@@ -305,6 +305,7 @@ fn audit(a: &AuditSummary, body: &mut String) {
     if let Some(d) = &a.decisions {
         let bars: Vec<(String, f64, String)> = [
             ("kept", d.kept),
+            ("kept in the place of a stored document", d.supersedes),
             ("dropped: copy of a stored document", d.stored_copies),
             ("dropped: copy of a new document", d.batch_copies),
         ]

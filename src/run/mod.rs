@@ -54,7 +54,8 @@ pub fn run_worker(
             let exact = candidates.exact;
             let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
             pass.corpus(worker, &ranked, &members, &books.counters.copy_at);
-            pass.decisions(worker, &ranked, &members, appended);
+            pass.decisions(worker, &ranked, &members, &appended);
+            pass.store_clustered(worker, &ranked, &members, &appended);
             pass.write_pairs(worker, &ranked, pairs, exact, &members);
         }
         None => {

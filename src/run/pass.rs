@@ -21,8 +21,8 @@ use crate::stages::changes::{self, Judge};
 use crate::stages::probe::Batch;
 use crate::stages::rank::{self, RankOutput};
 use crate::stages::read::Sketched;
-use crate::stages::store::{self, StoredRanks, StoredShare};
-use crate::stages::{cluster, collapse, corpus, expand, read, verify, write};
+use crate::stages::store::{self, StoredRanks, StoredRead, StoredShare};
+use crate::stages::{cluster, collapse, corpus, expand, labels, read, verify, write};
 use crate::summary::{AuditSummary, Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
@@ -77,12 +77,11 @@ impl<'a> Pass<'a> {
         let progress = &self.clock.progress;
         let (mut docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
         let new = docs.len();
-        let mut segments = Vec::new();
+        let mut of_stored = (Vec::new(), Vec::new());
         if let Some(audit) = &plan.audit {
-            docs.keep.iter_mut().for_each(|k| *k = store::held_last(*k));
-            let (stored, of) = self.read_stored(worker, audit, &docs);
-            docs.append(stored);
-            segments = of;
+            let stored = self.read_stored(worker, audit, &docs);
+            docs.append(stored.docs);
+            of_stored = (stored.segments, stored.labels);
         }
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
@@ -105,8 +104,9 @@ impl<'a> Pass<'a> {
         };
         books.check_usable(worker, plan, before)?;
         if plan.audit.is_some() {
-            let ranks = ranked.ranked.ranks[new..].iter().zip(segments);
-            let mine = ranks.filter_map(|(r, s)| r.map(|r| (r, s))).collect();
+            let (segments, labels) = of_stored;
+            let ranks = ranked.ranked.ranks[new..].iter().zip(segments).zip(labels);
+            let mine = ranks.filter_map(|((r, s), l)| r.map(|r| (r, s, l))).collect();
             self.stored = Some(StoredRanks::gather(worker, mine));
         }
         self.clock.stage("rank", worker);
@@ -121,13 +121,13 @@ impl<'a> Pass<'a> {
         worker: &mut Worker,
         audit: &AuditPlan,
         new: &Sketched,
-    ) -> (Sketched, Vec<u32>) {
+    ) -> StoredRead {
         let share = StoredShare {
             store: &audit.store,
             files: &audit.segment_files,
             urls: self.plan.keeps_urls(),
             content: self.plan.keeps_content(),
-            keep: self.plan.clusters.is_some(),
+            policy: self.plan.clusters.map(|c| c.keep),
         };
         let stored = audit.store.manifest().documents();
         let batch = Batch::gather(worker, self.plan, new, stored);
@@ -141,12 +141,36 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// The run's documents as a new store segment, when the run (not an audit) writes a store.
+    /// The run's documents as a new store segment, when the run (not an audit) writes a store
+    /// and makes no clusters (else after them: [`Pass::store_clustered`]).
     pub fn store(&mut self, worker: &mut Worker, ranked: &RankOutput) {
-        if self.plan.writes_store() && self.plan.audit.is_none() {
-            self.segment = store::segment(worker, &ranked.ranked, &ranked.signatures, None);
+        if self.plan.writes_store() && self.plan.audit.is_none() && !self.stores_clusters() {
+            let signatures = &ranked.signatures;
+            self.segment = store::segment(worker, &ranked.ranked, signatures, None, None);
         }
         self.clock.stage("store", worker);
+    }
+
+    /// True if the segment the run writes records its clusters (it makes them).
+    fn stores_clusters(&self) -> bool {
+        self.plan.pairs.is_some() && self.plan.clusters.is_some()
+    }
+
+    /// The run's documents as a new store segment with their clusters' labels, when the run (not
+    /// an audit) writes a store and makes clusters.
+    pub fn store_clustered(
+        &mut self,
+        worker: &mut Worker,
+        ranked: &Ranked,
+        members: &[Member],
+        signatures: &[(u64, Vec<u32>)],
+    ) {
+        if self.plan.writes_store() && self.plan.audit.is_none() && self.stores_clusters() {
+            let labels = labels::labels(worker, ranked, members, &|_| None, &|_| true);
+            let made = store::segment(worker, ranked, signatures, None, Some(&labels));
+            self.segment = made;
+            self.clock.stage("store", worker);
+        }
     }
 
     /// The signatures an audit that appends will store: those of its new documents' keys
@@ -156,8 +180,14 @@ impl<'a> Pass<'a> {
         keyed: &[(u64, u64)],
         signatures: &[(u64, Vec<u32>)],
     ) -> Vec<(u64, Vec<u32>)> {
-        let Some(stored) = self.stored.as_ref().filter(|_| self.plan.writes_store()) else {
+        if !self.plan.writes_store() {
             return Vec::new();
+        }
+        let Some(stored) = self.stored.as_ref() else {
+            return match self.stores_clusters() {
+                true => signatures.to_vec(),
+                false => Vec::new(),
+            };
         };
         let mut keys: Vec<u64> = keyed
             .iter()
@@ -240,7 +270,7 @@ impl<'a> Pass<'a> {
         worker: &mut Worker,
         ranked: &Ranked,
         members: &[Member],
-        signatures: Vec<(u64, Vec<u32>)>,
+        signatures: &[(u64, Vec<u32>)],
     ) {
         let plan = self.plan;
         let Some(stored) = self.stored.take() else {
@@ -259,7 +289,10 @@ impl<'a> Pass<'a> {
                 at.is_ok_and(|i| !members[i].is_representative())
             };
             let include = |r: u64| !is_stored(r) && (append == Append::All || !dropped(r));
-            self.segment = store::segment(worker, ranked, &signatures, Some(&include));
+            let of = |r: u64| stored.label(r);
+            let labels = labels::labels(worker, ranked, members, &of, &include);
+            let made = store::segment(worker, ranked, signatures, Some(&include), Some(&labels));
+            self.segment = made;
             let appended = self.segment.as_ref().map(|(_, n)| *n);
             self.audit_figures().appended = appended;
         }
@@ -431,7 +464,11 @@ impl<'a> Pass<'a> {
             Some(c) => {
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
-                let held = self.stored.is_some();
+                let me = (worker.index(), worker.peers());
+                let stored = self.stored.as_ref();
+                edges.extend(stored.map(|s| s.cluster_edges(me)).into_iter().flatten());
+                let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
+                let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);
                 let f = &mut self.figures;
                 f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);

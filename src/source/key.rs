@@ -25,6 +25,17 @@ pub struct DocKey {
     pub content: ContentHash,
 }
 
+/// What a keep policy reads of a document, kept for later decisions (a store keeps it, so that an
+/// audit orders a stored document by its own policy): its tokens and the value of the field the
+/// run's policy read (a timestamp or a score), as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeepFacts {
+    /// Its tokens (the `longest` policy).
+    pub tokens: u32,
+    /// The field's value, if the record has the field.
+    pub field: Option<String>,
+}
+
 /// xxh3-128 of a document's text as it was sketched: the record's text byte for byte, or the text
 /// an HTML page's extraction leaves (before normalization). Equal for the documents `method =
 /// "exact"` with `on = "raw"` groups, so a recrawled page whose hash is unchanged did not change.

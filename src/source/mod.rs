@@ -29,7 +29,7 @@ pub use files::{
     FINGERPRINT_EXTENSIONS, HTML_EXTENSIONS, PARQUET_EXTENSIONS, WARC_EXTENSIONS,
 };
 pub use jsonl::Fields;
-pub use key::{ContentHash, DocKey};
+pub use key::{ContentHash, DocKey, KeepFacts};
 pub use names::Names;
 
 /// `line` as text, or an `invalid_utf8` skip naming the first bad byte. Validated with SIMD

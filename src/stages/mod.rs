@@ -14,6 +14,7 @@
 //! | [`corpus`] | members, origins | the kept records copied by the workers that read them |
 //! | [`changes`] | ranks' rows (URL, content hash, sketch key), stored ranks | an audit's URLs: held by both (unchanged, near-identical, changed), new, gone |
 //! | [`probe`] | the batch's sketches, ids, URLs | on every worker, what a stored document must share with the batch to be kept |
+//! | [`labels`] | members, stored ranks' labels | the stored-cluster label of each document of a new segment, the merges of stored clusters |
 //! | [`store`] | ranks' rows and origins, signatures | a new store segment (at worker 0); an audit's stored documents |
 //! | [`write`] | document pairs, ranks | the sorted output files |
 
@@ -23,6 +24,7 @@ pub mod collapse;
 pub mod corpus;
 pub mod expand;
 pub mod keep;
+pub mod labels;
 pub mod probe;
 pub mod rank;
 pub mod read;

@@ -48,6 +48,7 @@ pub fn rank(
         content,
         at,
         keep,
+        facts,
     } = docs;
     // MinHash: one signature per distinct key, taken before ranking so the per-document values
     // are freed first (a key whose documents all lose their id is never looked up).
@@ -69,11 +70,13 @@ pub fn rank(
     };
     let rows = keep_rows.then(|| {
         let (mut urls, mut content) = (urls.into_iter(), content.into_iter());
+        let mut facts = facts.into_iter();
         keys.iter()
             .map(|&sketch| DocRow {
                 url: urls.next().flatten().map(String::into_boxed_str),
                 sketch,
                 content: content.next().map(Box::new),
+                facts: facts.next().map(Box::new),
             })
             .collect()
     });

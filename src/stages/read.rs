@@ -21,7 +21,7 @@ use crate::sketch::Sketcher;
 use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, ContentHash, Document, Item, Location, Names, Skip, SkipReason};
-use crate::source::{Skipped, Split};
+use crate::source::{KeepFacts, Skipped, Split};
 use crate::summary::{Counters, SkipNote};
 
 /// The documents a worker read, column by column: their sketches and what later stages of this run
@@ -48,6 +48,9 @@ pub struct Sketched {
     pub at: Vec<Location>,
     /// The keep key of each, when clusters are made (else empty; see [`super::keep`]).
     pub keep: Vec<u64>,
+    /// What the keep policy read of each, when a run that makes clusters writes a store (else
+    /// empty).
+    pub facts: Vec<KeepFacts>,
 }
 
 /// One document of [`Sketched`].
@@ -99,6 +102,7 @@ impl Sketched {
         self.content.extend(other.content);
         self.at.extend(other.at);
         self.keep.extend(other.keep);
+        self.facts.extend(other.facts);
     }
 }
 
@@ -111,6 +115,8 @@ pub struct Extras {
     pub content: bool,
     /// Its keep key under this policy (when clusters are made).
     pub keep: Option<KeepPolicy>,
+    /// What the policy read (a run that makes clusters and writes a store).
+    pub facts: bool,
 }
 
 /// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
@@ -255,6 +261,8 @@ struct Reader {
     keep_urls: bool,
     /// The keep policy, when clusters are made.
     keep: Option<KeepPolicy>,
+    /// Keep what the policy read.
+    facts: bool,
     out: Sketched,
     counters: Counters,
     /// Display form of each input file, for generated ids.
@@ -272,6 +280,7 @@ impl Reader {
             },
             keep_urls: extras.urls,
             keep: extras.keep,
+            facts: extras.facts,
             out: Sketched::default(),
             counters: Counters::default(),
             paths: inputs
@@ -314,6 +323,12 @@ impl Reader {
                             let keep_key = policy.key(tokens, &doc.attributes);
                             keep::count(&mut counters.keep_field, &keep_key);
                             self.out.keep.push(keep_key.unwrap_or(keep::MISSING));
+                        }
+                        if self.facts {
+                            self.out.facts.push(KeepFacts {
+                                tokens: tokens.min(u32::MAX as usize) as u32,
+                                field: doc.attributes.timestamp.as_deref().map(str::to_owned),
+                            });
                         }
                         let out = &mut self.out;
                         match &doc.id {
@@ -395,6 +410,7 @@ pub fn read_worker(
         urls: plan.keeps_urls(),
         content: plan.keeps_content(),
         keep: plan.clusters.map(|c| c.keep),
+        facts: plan.writes_store() && plan.clusters.is_some(),
     };
     let mut tally = ReadTally::new(Arc::clone(progress));
     let (mut docs, mut lines) = read(
@@ -656,6 +672,7 @@ pub fn read_documents(
             urls: true,
             content: false,
             keep: None,
+            facts: false,
         },
         &mut counters,
         &mut |_| {},
@@ -755,6 +772,7 @@ mod tests {
                     urls: true,
                     content: false,
                     keep: None,
+                    facts: false,
                 },
                 &mut counters,
                 &mut |_| {},

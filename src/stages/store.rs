@@ -9,13 +9,20 @@
 use timely::worker::Worker;
 
 use super::probe::{Batch, KeySet};
+use super::labels::{Labels, SegmentLabels};
 use super::read::Sketched;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
-use crate::store::segment::{read_entries, Entry, SegmentWriter, StoredDoc, DOCS, SIGNATURES};
+use std::collections::HashSet;
+
+use super::keep::KeepKey;
+use crate::config::KeepPolicy;
+use crate::source::Attributes;
+use crate::store::segment::{read_entries, Entry, Kept, SegmentWriter, StoredDoc};
+use crate::store::segment::{DOCS, MERGES, SIGNATURES};
 use crate::store::Store;
 
 /// Entries encoded per chunk sent to worker 0.
@@ -30,6 +37,7 @@ pub fn segment(
     ranked: &Ranked,
     signatures: &[(u64, Vec<u32>)],
     include: Option<&dyn Fn(u64) -> bool>,
+    labels: Option<&SegmentLabels>,
 ) -> Option<(Vec<u8>, u64)> {
     let leader = worker.index() == 0;
     let mut writer = leader.then(SegmentWriter::default);
@@ -41,6 +49,12 @@ pub fn segment(
         .collect();
     let docs = chosen.iter().map(|&j| {
         let (row, at) = (&ranked.rows[j], ranked.origins[j].1);
+        let r = ranked.first + j as u64;
+        let kept = labels.zip(row.facts.as_deref()).map(|(l, f)| Kept {
+            tokens: f.tokens,
+            field: f.field.clone(),
+            label: l.of(r),
+        });
         Entry::Doc(StoredDoc {
             id: ranked.names.get(j).to_owned(),
             source: at.file,
@@ -48,6 +62,7 @@ pub fn segment(
             url: row.url.as_deref().map(str::to_owned),
             content: row.content.as_deref().map_or(0, |c| c.0),
             key: row.sketch,
+            kept,
         })
     });
     stream_entries(worker, docs.collect(), writer.as_mut());
@@ -67,6 +82,13 @@ pub fn segment(
         .into_iter()
         .map(|(key, values)| Entry::Signature { key, values });
     stream_entries(worker, signatures.collect(), writer.as_mut());
+    if let (Some(w), Some(l)) = (writer.as_mut(), labels) {
+        let mut merges = Vec::new();
+        for &(from, to) in &l.merges {
+            Entry::Merge { from, to }.encode(&mut merges);
+        }
+        w.push(&merges);
+    }
     let documents: u64 = all_gather(worker, chosen.len() as u64).iter().sum();
     writer.map(|w| (w.finish().0, documents))
 }
@@ -98,34 +120,53 @@ pub struct StoredShare<'a> {
     pub urls: bool,
     /// Keep content hashes.
     pub content: bool,
-    /// Give each a keep key ([`HELD`]): the audit makes clusters.
-    pub keep: bool,
+    /// The keep policy, when the audit makes clusters: each stored document gets its keep key,
+    /// and the other members of its stored cluster are read too.
+    pub policy: Option<KeepPolicy>,
+}
+
+/// What an audit read of the store: the stored documents it holds, the segment of each and the
+/// label of its stored cluster (resolved through the store's merges).
+#[derive(Default)]
+pub struct StoredRead {
+    /// The documents.
+    pub docs: Sketched,
+    /// The segment index of each.
+    pub segments: Vec<u32>,
+    /// The stored cluster of each ([`Labels::of`]).
+    pub labels: Vec<u64>,
 }
 
 /// The stored documents the batch can meet ([`Batch`]; all of them without one) as sketched
 /// documents located in their source files, with the segment index of each (every worker calls it
-/// together, and takes part in every exchange even when a read fails). Each worker reads its share
-/// of the segments' blocks once (block `j` of segment `i` is worker `(i + j) % peers`'s; a segment
-/// of the first format is one block). MinHash signatures come once per key in
-/// [`Sketched::signatures`]: their blocks are read first, the documents then kept by the keys
-/// whose signatures met the batch; the signatures of documents kept only for their id or URL are
-/// read in a last pass, when there are any.
+/// together, and takes part in every exchange even when a read fails), and every other member of
+/// their stored clusters. Each worker reads its share of the segments' blocks (block `j` of
+/// segment `i` is worker `(i + j) % peers`'s; a segment of the first format is one block). MinHash
+/// signatures come once per key in [`Sketched::signatures`]: their blocks are read first, the
+/// documents then kept by the keys whose signatures met the batch; the signatures of documents
+/// kept only for their id, URL or cluster are read in a last pass, when there are any.
 pub fn read_stored(
     worker: &mut Worker,
     share: &StoredShare<'_>,
     mut batch: Option<Batch>,
     m: usize,
-) -> Result<(Sketched, Vec<u32>)> {
+) -> Result<StoredRead> {
     let (me, peers) = (worker.index(), worker.peers());
-    let mut out = Sketched::default();
-    let mut read = Ok(());
+    let mut out = StoredRead::default();
+    let mut merges = Vec::new();
+    let mut read = each_entry(share, (me, peers), MERGES, &mut |_, e| {
+        if let Entry::Merge { from, to } = e {
+            merges.push((from, to));
+        }
+    });
+    let labels = Labels::gather(worker, merges);
     let mut met = Vec::new();
-    if m > 0 {
+    if m > 0 && read.is_ok() {
         read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| {
             if let Entry::Signature { key, values } = e {
                 if batch.as_mut().is_none_or(|b| b.meets_sketch(key, &values)) {
                     met.push(key);
-                    out.signatures.push((key, values));
+                    out.docs.signatures.push((key, values));
                 }
             }
         });
@@ -135,11 +176,14 @@ pub fn read_stored(
         true => KeySet::gather(worker, met),
         false => KeySet::default(),
     };
-    let mut generations = Vec::new();
     let mut wanted = Vec::new();
+    let mut held = HashSet::new();
+    let mut clusters = Vec::new();
     if read.is_ok() {
+        let mut at = Counter::default();
         read = each_entry(share, (me, peers), DOCS, &mut |i, e| {
             let Entry::Doc(d) = e else { return };
+            let place = at.next(i);
             let by_key = match batch.as_mut() {
                 None => true,
                 Some(b) if m == 0 => b.meets_sketch(d.key, &[]),
@@ -149,23 +193,85 @@ pub fn read_stored(
                 if !by_key && m > 0 {
                     wanted.push(d.key);
                 }
-                push_stored(share, i, d, &mut out);
-                generations.push(i as u32);
+                clusters.extend(labels.clustered(&d));
+                held.insert(place);
+                out.push(share, i, d, &labels);
             }
         });
+    }
+    let others = batch.is_some() && share.policy.is_some();
+    let clusters = match others {
+        true => KeySet::gather(worker, clusters),
+        false => KeySet::default(),
+    };
+    if read.is_ok() && !clusters.is_empty() {
+        let members = Members {
+            labels: &labels,
+            clusters: &clusters,
+            held: &held,
+        };
+        read = members.read(share, (me, peers), &mut out, &mut wanted);
     }
     if filtered {
         let wanted = KeySet::gather(worker, wanted);
         if read.is_ok() && !wanted.is_empty() {
             read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| match e {
                 Entry::Signature { key, values } if wanted.contains(key) && !met.contains(key) => {
-                    out.signatures.push((key, values))
+                    out.docs.signatures.push((key, values))
                 }
                 _ => {}
             });
         }
     }
-    read.map(|()| (out, generations))
+    read.map(|()| out)
+}
+
+/// The other members of the stored clusters of the documents a worker holds.
+struct Members<'a> {
+    /// The store's labels.
+    labels: &'a Labels,
+    /// The labels of the clusters wanted, on every worker.
+    clusters: &'a KeySet,
+    /// The places ([`Counter`]) of the documents this worker holds already.
+    held: &'a HashSet<(usize, u64)>,
+}
+
+impl Members<'_> {
+    /// Reads this worker's blocks of documents again and holds every document of a wanted
+    /// cluster that it does not hold yet, adding its sketch key to `wanted` (its signature is read
+    /// later).
+    fn read(
+        &self,
+        share: &StoredShare<'_>,
+        me: (usize, usize),
+        out: &mut StoredRead,
+        wanted: &mut Vec<u64>,
+    ) -> Result<()> {
+        let mut at = Counter::default();
+        each_entry(share, me, DOCS, &mut |i, e| {
+            let Entry::Doc(d) = e else { return };
+            let place = at.next(i);
+            if !self.held.contains(&place) && self.clusters.contains(self.labels.of(&d)) {
+                wanted.push(d.key);
+                out.push(share, i, d, self.labels);
+            }
+        })
+    }
+}
+
+/// Numbers the documents a worker reads, segment by segment: the same in every pass.
+#[derive(Default)]
+struct Counter(Vec<u64>);
+
+impl Counter {
+    /// The place of the next document of segment `i`.
+    fn next(&mut self, i: usize) -> (usize, u64) {
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0);
+        }
+        self.0[i] += 1;
+        (i, self.0[i])
+    }
 }
 
 /// Calls `on` with the segment index and each entry of this worker's blocks of `kind` (`(me,
@@ -198,49 +304,85 @@ fn each_entry(
     Ok(())
 }
 
-/// Adds stored document `d` of segment `i` to `out`, located in its source file.
-fn push_stored(share: &StoredShare<'_>, i: usize, d: StoredDoc, out: &mut Sketched) {
-    out.keys.push(d.key);
-    out.ids.push(&d.id);
-    if share.content {
-        out.content.push(d.content_hash());
+impl StoredRead {
+    /// Adds stored document `d` of segment `i`, located in its source file.
+    fn push(&mut self, share: &StoredShare<'_>, i: usize, d: StoredDoc, labels: &Labels) {
+        self.segments.push(i as u32);
+        self.labels.push(labels.of(&d));
+        let out = &mut self.docs;
+        out.keys.push(d.key);
+        out.ids.push(&d.id);
+        if share.content {
+            out.content.push(d.content_hash());
+        }
+        if let Some(policy) = share.policy {
+            out.keep.push(stored_key(policy, d.kept.as_ref()));
+        }
+        if share.urls {
+            out.urls.push(d.url);
+        }
+        let file = share.files[i][d.source as usize];
+        out.at.push(Location::at(file as usize, d.locator));
     }
-    if share.urls {
-        out.urls.push(d.url);
-    }
-    if share.keep {
-        out.keep.push(HELD);
-    }
-    let file = share.files[i][d.source as usize];
-    out.at.push(Location::at(file as usize, d.locator));
 }
 
-/// The keep key of a stored document in an audit's clusters: before every new document's
-/// ([`held_last`]), so a cluster that holds a stored document keeps it.
+/// The keep key of a stored document under an audit's `policy`, from what its run kept; a
+/// document stored without it is kept before any other ([`HELD`]).
+fn stored_key(policy: KeepPolicy, kept: Option<&Kept>) -> u64 {
+    let Some(kept) = kept else { return HELD };
+    let attributes = Attributes {
+        bytes: 0,
+        timestamp: kept.field.as_deref().map(std::borrow::Cow::Borrowed),
+    };
+    policy
+        .key(kept.tokens as usize, &attributes)
+        .unwrap_or(super::keep::MISSING)
+}
+
+/// The keep key of a document stored before keep facts were: before every other.
 const HELD: u64 = 0;
 
-/// A new document's keep key in an audit: after every stored document's, in the keep policy's
-/// order otherwise.
-pub fn held_last(key: u64) -> u64 {
-    key.max(HELD + 1)
-}
-
-/// The ranks of an audit's stored documents, each with its segment's index, on every worker.
-pub struct StoredRanks(Vec<(u64, u32)>);
+/// The ranks of an audit's stored documents, each with its segment's index and its stored
+/// cluster's label, on every worker.
+pub struct StoredRanks(Vec<(u64, u32, u64)>);
 
 impl StoredRanks {
-    /// Every worker's `mine` (the ranks of the stored documents it read, with their segments), on
-    /// every worker alike (every worker calls it together).
-    pub fn gather(worker: &mut Worker, mine: Vec<(u64, u32)>) -> StoredRanks {
-        let mut all: Vec<(u64, u32)> = all_gather(worker, mine).into_iter().flatten().collect();
+    /// Every worker's `mine` (the ranks of the stored documents it read, with their segments and
+    /// labels), on every worker alike (every worker calls it together).
+    pub fn gather(worker: &mut Worker, mine: Vec<(u64, u32, u64)>) -> StoredRanks {
+        let all = all_gather(worker, mine).into_iter().flatten();
+        let mut all: Vec<(u64, u32, u64)> = all.collect();
         all.sort_unstable();
         StoredRanks(all)
     }
 
     /// The segment of rank `r` if it is a stored document's.
     pub fn segment(&self, r: u64) -> Option<u32> {
-        let i = self.0.binary_search_by_key(&r, |&(rank, _)| rank).ok()?;
+        let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
         Some(self.0[i].1)
+    }
+
+    /// The label of the stored cluster of rank `r` if it is a stored document's.
+    pub fn label(&self, r: u64) -> Option<u64> {
+        let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
+        Some(self.0[i].2)
+    }
+
+    /// This worker's share of the edges that join the stored documents of one stored cluster (a
+    /// chain through them in rank order, each cluster on the worker its label names).
+    pub fn cluster_edges(&self, (me, peers): (usize, usize)) -> Vec<(u64, u64)> {
+        let mut by_label: Vec<(u64, u64)> = self
+            .0
+            .iter()
+            .filter(|&&(.., label)| label % peers as u64 == me as u64)
+            .map(|&(rank, _, label)| (label, rank))
+            .collect();
+        by_label.sort_unstable();
+        by_label
+            .windows(2)
+            .filter(|w| w[0].0 == w[1].0)
+            .map(|w| (w[0].1, w[1].1))
+            .collect()
     }
 
     /// True if rank `r` is a stored document's.
@@ -285,7 +427,7 @@ mod tests {
             b,
             score: Score::at_distance(1),
         };
-        let stored = StoredRanks(vec![(2, 0), (5, 1)]);
+        let stored = StoredRanks(vec![(2, 0, 9), (5, 1, 8)]);
         let (matches, batch) = stored.split(vec![pair(1, 2), pair(5, 7), pair(1, 3)]);
         let ends = |v: &[Pair]| v.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>();
         assert_eq!(ends(&matches), [(1, 2), (7, 5)]);

@@ -435,6 +435,41 @@ fn decided<'a>(
     })
 }
 
+/// The new representatives (of this worker's ranks) whose clusters hold stored documents, each
+/// with the stored document its keep policy put first among them: the one it supersedes (every
+/// worker calls it together).
+fn superseded(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    members: &[Member],
+    stored: &dyn Fn(u64) -> bool,
+) -> Vec<(u64, u64)> {
+    let peers = worker.peers();
+    // (cluster, 0, keep key, rank) for a stored member, (cluster, 1, 0, rank) to ask.
+    let facts: Vec<(u64, u8, u64, u64)> = members
+        .iter()
+        .filter_map(|m| match stored(m.rank) {
+            true => Some((m.cluster, 0, ranked.keep_key(m.rank), m.rank)),
+            false if m.is_representative() => Some((m.cluster, 1, 0, m.rank)),
+            false => None,
+        })
+        .collect();
+    let mut mine = shuffle(worker, facts, move |f| crate::exchange::owner(f.0, peers));
+    mine.sort_unstable();
+    let mut replies = Vec::new();
+    for cluster in mine.chunk_by(|a, b| a.0 == b.0) {
+        if let (Some(first), Some(ask)) = (cluster.first(), cluster.last()) {
+            if first.1 == 0 && ask.1 == 1 {
+                replies.push((ask.3, first.3));
+            }
+        }
+    }
+    let owners = ranked.owners();
+    let mut replies = shuffle(worker, replies, move |(r, _)| owners(*r));
+    replies.sort_unstable();
+    replies
+}
+
 /// Writes an audit's decisions output (when `format` is given) and counts the decisions over
 /// every worker (every worker calls it together).
 pub fn decisions(
@@ -446,11 +481,13 @@ pub fn decisions(
     out: Option<&OutputSet>,
 ) -> Result<DecisionSummary> {
     let rows: Vec<(u64, Option<Member>)> = decided(ranked, members, stored).collect();
-    let book = NameBook::fetch(
-        worker,
-        ranked,
-        rows.iter().filter_map(|(_, m)| m.map(|m| m.representative)),
-    );
+    let superseded = superseded(worker, ranked, members, stored);
+    let replaced = |r: u64| {
+        let at = superseded.binary_search_by_key(&r, |&(rank, _)| rank);
+        at.ok().map(|i| superseded[i].1)
+    };
+    let named = rows.iter().filter_map(|(_, m)| m.map(|m| m.representative));
+    let book = NameBook::fetch(worker, ranked, named.chain(superseded.iter().map(|s| s.1)));
     let name = |r: u64| book.name(ranked, r);
     let line = |&(r, m): &(u64, Option<Member>)| match m {
         None => DecisionLine {
@@ -459,11 +496,19 @@ pub fn decisions(
             reason: "unique",
             kept: None,
         },
-        Some(m) if m.is_representative() => DecisionLine {
-            id: name(r),
-            decision: "keep",
-            reason: "first",
-            kept: None,
+        Some(m) if m.is_representative() => match replaced(r) {
+            None => DecisionLine {
+                id: name(r),
+                decision: "keep",
+                reason: "first",
+                kept: None,
+            },
+            Some(s) => DecisionLine {
+                id: name(r),
+                decision: "keep",
+                reason: "supersedes",
+                kept: Some(name(s)),
+            },
         },
         Some(m) => DecisionLine {
             id: name(r),
@@ -481,6 +526,10 @@ pub fn decisions(
         match line(row).reason {
             "stored-copy" => counts.stored_copies += 1,
             "batch-copy" => counts.batch_copies += 1,
+            "supersedes" => {
+                counts.kept += 1;
+                counts.supersedes += 1;
+            }
             _ => counts.kept += 1,
         }
     }
@@ -498,6 +547,7 @@ pub fn decisions(
             kept: a.kept + b.kept,
             stored_copies: a.stored_copies + b.stored_copies,
             batch_copies: a.batch_copies + b.batch_copies,
+            supersedes: a.supersedes + b.supersedes,
         });
     written.map(|()| counts)
 }

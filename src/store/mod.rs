@@ -253,11 +253,12 @@ impl Store {
     }
 
     /// Every segment's entries as one segment: documents by id (then by segment), signatures by
-    /// key once each, sources united; with its documents and sources.
+    /// key once each, the merges of stored clusters once each, sources united; with its documents and sources.
     fn merged(&self) -> Result<(Vec<u8>, u64, Vec<String>)> {
         let (sources, files) = self.manifest.united_sources();
         let mut docs = Vec::new();
         let mut signatures = std::collections::BTreeMap::new();
+        let mut merges = std::collections::BTreeSet::new();
         for (i, s) in self.manifest.segments.iter().enumerate() {
             let files = &files[i];
             let bytes = self.read_segment(i)?;
@@ -268,6 +269,9 @@ impl Store {
                 }
                 segment::Entry::Signature { key, values } => {
                     signatures.entry(key).or_insert(values);
+                }
+                segment::Entry::Merge { from, to } => {
+                    merges.insert((from, to));
                 }
                 segment::Entry::End => {}
             })?;
@@ -281,6 +285,9 @@ impl Store {
         }
         for (key, values) in signatures {
             segment::Entry::Signature { key, values }.encode(&mut encoded);
+        }
+        for (from, to) in merges {
+            segment::Entry::Merge { from, to }.encode(&mut encoded);
         }
         writer.push(&encoded);
         Ok((writer.finish().0, documents, sources))
@@ -440,6 +447,7 @@ mod tests {
                 url: None,
                 content: 0,
                 key: i,
+                kept: None,
             })
             .encode(&mut bytes);
         }

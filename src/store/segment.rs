@@ -3,8 +3,11 @@
 //! ```text
 //! "NDSEG02\n"                      8 bytes, the format's magic
 //! blocks, each one zstd frame of up to 4096 bincode 1.3 entries of one kind:
-//!   Doc { id, source, locator, url, content, key }    the documents, sorted by id
+//!   Doc { id, source, locator, url, content, key }    the documents, sorted by id (tag 0: no
+//!     cluster or keep attributes), or
+//!   Kept(Doc, { tokens, field, label })              the same with them (tag 3)
 //!   Signature { key, values }                         one per distinct key (MinHash), sorted by key
+//!   Merge { from, to }                                stored clusters an append joined (tag 4)
 //! index: bincode Vec<BlockRef { kind, entries, bytes, checksum }>, the blocks in order
 //! index length: u64, little-endian
 //! "NDSEGIX\n"                      8 bytes
@@ -46,6 +49,21 @@ pub const DOCS: u32 = 0;
 /// The kind of a block of MinHash signatures.
 pub const SIGNATURES: u32 = 1;
 
+/// The tag of a document with its [`Kept`]: its blocks are of kind [`DOCS`].
+const KEPT: u32 = 3;
+
+/// The kind of a block of [`Entry::Merge`]s.
+pub const MERGES: u32 = 4;
+
+/// The kind of block an entry of bincode tag `tag` goes in.
+fn block_kind(tag: u32) -> u32 {
+    if tag == KEPT {
+        DOCS
+    } else {
+        tag
+    }
+}
+
 /// A block of a segment, as its index names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockRef {
@@ -83,6 +101,24 @@ pub struct StoredDoc {
     pub content: u128,
     /// Its sketch key.
     pub key: u64,
+    /// What the keep policies and the stored clusters read of it; `None` in a segment written
+    /// before they were stored (an audit keeps such a document before any new one).
+    #[serde(skip)]
+    pub kept: Option<Kept>,
+}
+
+/// What a stored document keeps for the decisions of later audits: the facts a keep policy reads
+/// (so an audit orders it with its own policy) and its cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// Its tokens (the `longest` policy).
+    pub tokens: u32,
+    /// The value of the field the run's keep policy read (a timestamp or a score), if any.
+    pub field: Option<String>,
+    /// Its cluster's label, when the cluster holds other documents: the xxh3-64 of the id of one
+    /// member (the first by rank when the cluster was made). `None`: alone, its label is its own
+    /// id's hash. Labels change only by [`Entry::Merge`].
+    pub label: Option<u64>,
 }
 
 impl StoredDoc {
@@ -93,7 +129,7 @@ impl StoredDoc {
 }
 
 /// One entry of a segment.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
     /// A document.
     Doc(StoredDoc),
@@ -106,15 +142,72 @@ pub enum Entry {
     },
     /// The end of the segment.
     End,
+    /// Two stored clusters an audit joined (through the documents it appended): the documents
+    /// labelled `from` are in the cluster labelled `to` from this segment on.
+    Merge {
+        /// The label joined.
+        from: u64,
+        /// The label it joins.
+        to: u64,
+    },
+}
+
+/// An entry as its bytes are: a document with or without its [`Kept`] are two tags, so that
+/// segments written before it existed still read.
+#[derive(Serialize, Deserialize)]
+enum Wire {
+    Doc(StoredDoc),
+    Signature { key: u64, values: Vec<u32> },
+    End,
+    Kept(StoredDoc, Kept),
+    Merge { from: u64, to: u64 },
+}
+
+impl From<Wire> for Entry {
+    fn from(w: Wire) -> Entry {
+        match w {
+            Wire::Doc(d) => Entry::Doc(d),
+            Wire::Signature { key, values } => Entry::Signature { key, values },
+            Wire::End => Entry::End,
+            Wire::Kept(d, kept) => Entry::Doc(StoredDoc {
+                kept: Some(kept),
+                ..d
+            }),
+            Wire::Merge { from, to } => Entry::Merge { from, to },
+        }
+    }
+}
+
+/// [`Wire`] borrowed, to write: the same tags and bytes.
+#[derive(Serialize)]
+enum WireRef<'a> {
+    Doc(&'a StoredDoc),
+    Signature { key: u64, values: &'a [u32] },
+    End,
+    Kept(&'a StoredDoc, &'a Kept),
+    Merge { from: u64, to: u64 },
 }
 
 impl Entry {
+    /// Its bytes' form.
+    fn wire(&self) -> WireRef<'_> {
+        match self {
+            Entry::Doc(d) => match &d.kept {
+                Some(kept) => WireRef::Kept(d, kept),
+                None => WireRef::Doc(d),
+            },
+            Entry::Signature { key, values } => WireRef::Signature { key: *key, values },
+            Entry::End => WireRef::End,
+            Entry::Merge { from, to } => WireRef::Merge { from: *from, to: *to },
+        }
+    }
+
     /// Its bincode bytes, framed for a [`SegmentWriter`] (their length first, as a `u32`),
     /// appended to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
-        bincode::serialize_into(&mut *out, self).expect("a segment entry serializes");
+        bincode::serialize_into(&mut *out, &self.wire()).expect("a segment entry serializes");
         let len = (out.len() - at - 4) as u32;
         out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     }
@@ -151,7 +244,7 @@ impl SegmentWriter {
         while rest.len() >= 4 {
             let len = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
             let entry = &rest[4..4 + len];
-            let kind = u32::from_le_bytes(entry[..4].try_into().expect("a tag"));
+            let kind = block_kind(u32::from_le_bytes(entry[..4].try_into().expect("a tag")));
             if kind != self.kind || self.entries == BLOCK_ENTRIES {
                 self.flush();
                 self.kind = kind;
@@ -266,9 +359,9 @@ pub fn decode_block(
     let plain = zstd::stream::decode_all(frame).map_err(|e| damaged(name, e))?;
     let mut rest = plain.as_slice();
     for _ in 0..at.entries {
-        let entry: Entry = bincode::deserialize_from(&mut rest)
+        let entry: Wire = bincode::deserialize_from(&mut rest)
             .map_err(|e| damaged(name, format!("{e} (a block ends early or is not ours)")))?;
-        on(entry);
+        on(entry.into());
     }
     if !rest.is_empty() {
         return Err(damaged(name, "bytes follow a block's entries"));
@@ -354,9 +447,9 @@ fn read_first_format(name: &str, bytes: &[u8], on: &mut dyn FnMut(Entry)) -> Res
         .map_err(|e| damaged(name, e))?;
     let mut decoder = std::io::BufReader::new(decoder);
     loop {
-        match bincode::deserialize_from::<_, Entry>(&mut decoder) {
-            Ok(Entry::End) => break,
-            Ok(entry) => on(entry),
+        match bincode::deserialize_from::<_, Wire>(&mut decoder) {
+            Ok(Wire::End) => break,
+            Ok(entry) => on(entry.into()),
             Err(e) => return Err(damaged(name, format!("{e} (it ends early or is not ours)"))),
         }
     }
@@ -381,6 +474,11 @@ mod tests {
                 .then(|| format!("https://example.org/{i}")),
             content: u128::from(i) << 70,
             key: i.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            kept: (i % 2 == 0).then(|| Kept {
+                tokens: i as u32,
+                field: (i % 4 == 0).then(|| format!("2024-01-{:02}", i % 28 + 1)),
+                label: (i % 6 == 0).then_some(i * 7),
+            }),
         }
     }
 
@@ -462,7 +560,7 @@ mod tests {
         ];
         let mut plain = Vec::new();
         for e in entries.iter().chain([&Entry::End]) {
-            bincode::serialize_into(&mut plain, e).unwrap();
+            bincode::serialize_into(&mut plain, &e.wire()).unwrap();
         }
         let mut bytes = MAGIC_1.to_vec();
         bytes.extend(zstd::bulk::compress(&plain, 3).unwrap());

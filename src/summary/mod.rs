@@ -320,6 +320,10 @@ pub struct DecisionSummary {
     pub stored_copies: u64,
     /// Dropped: another new document of their cluster is kept.
     pub batch_copies: u64,
+    /// Kept (counted in `kept` too) in the place of a stored document their keep policy puts
+    /// after them.
+    #[serde(default)]
+    pub supersedes: u64,
 }
 
 /// Everything `summary.json` holds.
@@ -402,6 +406,13 @@ impl Summary {
                      copies of new ones",
                     d.kept, d.stored_copies, d.batch_copies
                 );
+                if d.supersedes > 0 {
+                    s += &format!(
+                        " ({} kept in the place of a stored document their keep policy puts \
+                         after them)",
+                        d.supersedes
+                    );
+                }
             }
             if let Some(n) = a.appended {
                 s += &format!("\n  appended {n} new documents to the store");

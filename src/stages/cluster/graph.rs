@@ -31,8 +31,9 @@ use crate::exchange::BATCH;
 pub enum Part {
     /// A document of the cluster, with its keep key.
     Member {
-        /// Its keep key (smaller is kept first).
-        key: u64,
+        /// Its keep order (smaller is kept first): the keep key, then in an audit a stored
+        /// document before a new one ([`crate::stages::cluster::order`]).
+        key: u128,
         /// Its rank.
         rank: u64,
     },
@@ -46,7 +47,7 @@ type Clusters = TraceAgent<ValSpine<u64, Part, Time, isize>>;
 /// A live cluster graph on one worker (every worker makes one, and calls its methods together).
 pub struct ClusterGraph {
     pairs: InputSession<Time, (u64, u64), isize>,
-    keys: InputSession<Time, (u64, u64), isize>,
+    keys: InputSession<Time, (u64, u128), isize>,
     clusters: Clusters,
     probe: Handle<Time>,
     dataflow: usize,
@@ -60,7 +61,7 @@ impl ClusterGraph {
         let probe = Handle::new();
         let (pairs, keys, clusters) = worker.dataflow::<Time, _, _>(|scope| {
             let (pair_input, pairs) = scope.new_collection::<(u64, u64), isize>();
-            let (key_input, keys) = scope.new_collection::<(u64, u64), isize>();
+            let (key_input, keys) = scope.new_collection::<(u64, u128), isize>();
             let both = pairs.clone().concat(pairs.clone().map(|(a, b)| (b, a)));
             let nodes = both.clone().map(|(a, _)| (a, a)).distinct();
             let labelled = propagate(both, nodes);
@@ -97,7 +98,7 @@ impl ClusterGraph {
         &mut self,
         worker: &mut Worker,
         pairs: impl IntoIterator<Item = ((u64, u64), isize)>,
-        keys: impl IntoIterator<Item = ((u64, u64), isize)>,
+        keys: impl IntoIterator<Item = ((u64, u128), isize)>,
     ) {
         for (i, (pair, diff)) in pairs.into_iter().enumerate() {
             self.pairs.update(pair, diff);
@@ -197,7 +198,7 @@ mod tests {
             let label = root(&mut parent, n);
             let key = keys.get(&n).copied();
             if let Some(key) = key {
-                out.push((label, Part::Member { key, rank: n }));
+                out.push((label, Part::Member { key: key.into(), rank: n }));
             }
         }
         for &(a, b) in pairs {
@@ -242,7 +243,7 @@ mod tests {
             };
             let keys = (0..nodes)
                 .filter(|r| *r as usize % peers == me)
-                .map(|r| ((r, mix64(r) % 5), 1));
+                .map(|r| ((r, u128::from(mix64(r) % 5)), 1));
             let mut graph = ClusterGraph::new(worker, keyed);
             graph.update(worker, share(&first), keys);
             graph.settle(worker);

@@ -119,9 +119,15 @@ pub fn name_largest(
         .collect()
 }
 
+/// The keep order of a document with keep key `key`: in an audit (`stored`), a stored document
+/// before a new one of the same key.
+pub fn order(key: u64, stored: Option<bool>) -> u128 {
+    (u128::from(key) << 1) | u128::from(stored == Some(false))
+}
+
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
-/// stars), with each cluster's representative the member of smallest `(keep key, rank)` (`held`:
-/// the keys hold an audit's stored documents first, [`crate::stages::store::held_last`]), cut by
+/// stars), with each cluster's representative the member of smallest `(keep order, rank)` (in an
+/// audit, `held` says which ranks are stored: [`order`]), cut by
 /// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over
 /// all workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
 /// dataflow; one exchange then takes each member to its rank owner.
@@ -130,16 +136,16 @@ pub fn clusters(
     ranked: &Ranked,
     edges: Vec<(u64, u64)>,
     settings: ClusterPlan,
-    held: bool,
+    held: Option<&dyn Fn(u64) -> bool>,
 ) -> (Vec<Member>, ClusterStats) {
     // The first policy's keys are all 0, unless an audit's stored documents are `held` first: the
     // members then need no join with them.
-    let keyed = settings.keep != KeepPolicy::First || held;
+    let keyed = settings.keep != KeepPolicy::First || held.is_some();
     let mut graph = ClusterGraph::new(worker, keyed);
     let keys = ranked
         .owned()
         .filter(|_| keyed)
-        .map(|r| ((r, ranked.keep_key(r)), 1));
+        .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
     graph.update(worker, edges.into_iter().map(|e| (e, 1)), keys);
     graph.settle(worker);
     let parts = graph.read();
