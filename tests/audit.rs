@@ -607,3 +607,266 @@ fn gen_store_refuses_a_store_of_another_method_and_leaves_it_as_it_was() {
     assert_eq!(segments(d, "st"), 1);
     neardup(d, &["store", "verify", "st"]);
 }
+
+/// `texts` as JSON Lines with ids `{prefix}NNNN` and a random `score`.
+fn write_scored(path: &Path, prefix: &str, texts: &[String], rng: &mut Rng) {
+    let lines: String = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let id = format!("{prefix}{i:04}");
+            let score = rng.below(50) as f64 / 4.0;
+            format!(
+                "{}\n",
+                serde_json::json!({"id": id, "text": t, "score": score})
+            )
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+/// The rows of a clusters output (id, cluster, representative, size: a stored cluster joins an
+/// audit's through a chain, not its pairs, so the `paired` column is not compared) of the
+/// clusters that hold a document whose id starts with `new`.
+fn clusters_with(path: &Path, new: &str) -> BTreeSet<Vec<String>> {
+    let rows: Vec<Vec<String>> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').take(4).map(str::to_string).collect())
+        .collect();
+    let touched: BTreeSet<&String> = rows
+        .iter()
+        .filter(|r| r[0].starts_with(new))
+        .map(|r| &r[1])
+        .collect();
+    rows.iter()
+        .filter(|r| touched.contains(&r[1]))
+        .cloned()
+        .collect()
+}
+
+/// `(id, kept id)` of a drop output.
+fn drops(path: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let pair = |l: &str| {
+        let mut f = l.split('\t');
+        (f.next().unwrap().to_string(), f.next().unwrap().to_string())
+    };
+    text.lines().map(pair).collect()
+}
+
+/// The decision a bulk run over stored and new documents implies for new document `id`: the
+/// bulk run's drop (a copy of a stored document, else of a new one), else keep: in the place of
+/// a stored document when its cluster holds one, else first or unique.
+fn bulk_decision(
+    id: &str,
+    drops: &std::collections::BTreeMap<String, String>,
+    clusters: &BTreeSet<Vec<String>>,
+) -> (String, String) {
+    if let Some(kept) = drops.get(id) {
+        let reason = if kept.starts_with('a') {
+            "stored-copy"
+        } else {
+            "batch-copy"
+        };
+        return ("drop".into(), format!("{reason}\t{kept}"));
+    }
+    let cluster = clusters.iter().find(|r| r[0] == id).map(|r| &r[1]);
+    let members = clusters.iter().filter(|r| Some(&r[1]) == cluster);
+    let stored = members.filter(|r| r[0].starts_with('a')).count();
+    let reason = match (cluster, stored) {
+        (None, _) => "unique",
+        (Some(_), 0) => "first",
+        _ => "supersedes",
+    };
+    ("keep".into(), reason.into())
+}
+
+#[test]
+fn an_audits_clusters_and_decisions_are_a_bulk_runs_over_stored_and_new_under_each_keep_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0xc105);
+    let a = texts(&mut rng, 240, &[]);
+    let mut b = texts(&mut rng, 160, &a);
+    for t in b.iter_mut().step_by(3) {
+        t.push_str(" longer still"); // a copy longer than the stored one, at times
+    }
+    write_scored(&d.join("a.jsonl"), "a", &a, &mut rng);
+    write_scored(&d.join("b.jsonl"), "b", &b, &mut rng);
+    let policies = [
+        ("first", ""),
+        ("longest", ""),
+        ("highest", "field = \"score\"\n"),
+    ];
+    for (policy, field) in policies {
+        let text = format!(
+            "method = \"minhash\"\n[clusters]\nkeep = \"{policy}\"\n{field}[input]\npaths = \
+             [\"a.jsonl\"]\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nclusters = \
+             \"clusters.tsv\"\n"
+        );
+        let job = d.join(format!("{policy}.toml"));
+        std::fs::write(&job, text + "drop = \"drop.tsv\"\n").unwrap();
+        let job = job.to_str().unwrap();
+        let store = format!("store-{policy}");
+        neardup(
+            d,
+            &store_run(job, &store, "a.jsonl", &format!("a-{policy}")),
+        );
+        let bulk = format!("bulk-{policy}");
+        let args = [
+            "run",
+            job,
+            "--input",
+            "a.jsonl",
+            "b.jsonl",
+            "--out-dir",
+            &bulk,
+        ];
+        neardup(d, &args);
+        let want = clusters_with(&d.join(&bulk).join("clusters.tsv"), "b");
+        let bulk_drops = drops(&d.join(&bulk).join("drop.tsv"));
+        let stored_drops = drops(&d.join(format!("a-{policy}/drop.tsv")));
+        let joined = want.iter().filter(|r| r[0].starts_with('a')).count();
+        assert!(
+            joined > 30,
+            "{policy}: stored documents in the new ones' clusters ({joined})"
+        );
+
+        let mut seen = Vec::new();
+        for workers in ["1", "2", "4"] {
+            let out = format!("audit-{policy}-{workers}");
+            let args = [
+                "audit", job, "--store", &store, "--input", "b.jsonl", "-w", workers,
+            ];
+            neardup(d, &[&args[..], &["--out-dir", &out]].concat());
+            let out = d.join(&out);
+            let got = clusters_with(&out.join("clusters.tsv"), "b");
+            assert_eq!(got, want, "{policy}, {workers} worker(s): the clusters");
+            let every = clusters_with(&out.join("clusters.tsv"), "");
+            assert_eq!(every, got, "{policy}: only clusters with a new document");
+            let decisions = std::fs::read_to_string(out.join("decisions.tsv")).unwrap();
+            let mut supersedes = 0;
+            for line in decisions.lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                let (decision, reason) = bulk_decision(f[0], &bulk_drops, &want);
+                assert_eq!(f[1], decision, "{policy}: {line}");
+                assert!(
+                    f[2..].join("\t").starts_with(&reason),
+                    "{policy}: {line} ({reason})"
+                );
+                if reason == "supersedes" {
+                    supersedes += 1;
+                    let cluster = want.iter().find(|r| r[0] == f[0]).unwrap();
+                    let same = want.iter().any(|r| r[0] == f[3] && r[1] == cluster[1]);
+                    assert!(same && !stored_drops.contains_key(f[3]), "{policy}: {line}");
+                }
+            }
+            if policy != "first" {
+                assert!(
+                    supersedes > 0,
+                    "{policy}: new documents kept over stored ones planted"
+                );
+            }
+            seen.push((std::fs::read(out.join("clusters.tsv")).unwrap(), decisions));
+        }
+        assert!(
+            seen.iter().all(|s| s == &seen[0]),
+            "{policy}: the same at any workers"
+        );
+    }
+}
+
+/// `text` with the words at `at` replaced by fresh ones.
+fn changed(text: &str, at: &[usize], rng: &mut Rng) -> String {
+    let mut words: Vec<String> = text.split(' ').map(str::to_string).collect();
+    for &i in at {
+        words[i] = format!("x{}", rng.below(1 << 30));
+    }
+    words.join(" ")
+}
+
+#[test]
+fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compaction_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0xb41d6e);
+    // Bridges: a stored text and its far edit (two stored clusters), a new text between them
+    // (near both), and in the next crawl a near-copy of the far edit.
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..12 {
+        let base: String = (0..200)
+            .map(|_| format!("w{}", rng.below(5000)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let between = changed(&base, &[20, 80, 140], &mut rng);
+        let far = changed(&between, &[50, 110, 170], &mut rng);
+        c.push(changed(&far, &[100], &mut rng));
+        a.extend([base, far]);
+        b.push(between);
+    }
+    a.extend(texts(&mut rng, 60, &[]));
+    b.extend(texts(&mut rng, 30, &a[24..]));
+    c.extend(texts(&mut rng, 20, &[]));
+    for (name, docs) in [("a", &a), ("b", &b), ("c", &c)] {
+        write_docs(&d.join(format!("{name}.jsonl")), name, docs);
+    }
+    let job = job(d, "merge", "method = \"minhash\"\n");
+    let text = std::fs::read_to_string(&job).unwrap() + "clusters = \"clusters.tsv\"\n";
+    std::fs::write(&job, text).unwrap();
+    let job = job.to_str().unwrap();
+    neardup(d, &store_run(job, "st", "a.jsonl", "run-a"));
+    let args = [
+        "audit", job, "--store", "st", "--input", "b.jsonl", "--append", "all",
+    ];
+    neardup(d, &[&args[..], &["--out-dir", "audit-b"]].concat());
+    let all = [
+        "run",
+        job,
+        "--input",
+        "a.jsonl",
+        "b.jsonl",
+        "c.jsonl",
+        "--out-dir",
+        "bulk",
+    ];
+    neardup(d, &all);
+    let want = clusters_with(&d.join("bulk/clusters.tsv"), "c");
+    let bridged = want
+        .iter()
+        .filter(|r| r[0].starts_with('c') && r[3].parse::<u32>().unwrap() >= 4)
+        .count();
+    assert!(
+        bridged >= 6,
+        "clusters joined through a new document planted ({bridged})"
+    );
+
+    let next = |out: &str| {
+        let args = [
+            "audit",
+            job,
+            "--store",
+            "st",
+            "--input",
+            "c.jsonl",
+            "--out-dir",
+            out,
+        ];
+        neardup(d, &args);
+        let clusters = clusters_with(&d.join(out).join("clusters.tsv"), "c");
+        let decisions = std::fs::read_to_string(d.join(out).join("decisions.tsv")).unwrap();
+        (clusters, decisions)
+    };
+    let before = next("audit-c");
+    assert_eq!(
+        before.0, want,
+        "the next audit's clusters are the bulk run's"
+    );
+    neardup(d, &["store", "compact", "st"]);
+    neardup(d, &["store", "verify", "st"]);
+    assert_eq!(
+        next("audit-c-compacted"),
+        before,
+        "compaction keeps the merges"
+    );
+}

@@ -563,7 +563,16 @@ impl JobSpec {
                  gone and decisions): run `neardup audit JOB`"
             );
         }
-        let clusters = cluster_plan(self.clusters, &outputs, format, &mut fields)?;
+        // A run that writes a store makes clusters when it finds pairs: the store keeps them.
+        let stores = o.store.is_some() || self.store.dir.is_some();
+        let stored_clusters = stores && outputs.finds_pairs();
+        let clusters = cluster_plan(
+            self.clusters,
+            &outputs,
+            format,
+            &mut fields,
+            stored_clusters,
+        )?;
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
@@ -952,15 +961,18 @@ fn keep_field(
     Ok(())
 }
 
-/// The clusters `[clusters]` and the outputs ask for (`None`: none), with the keep policy's field
-/// set as the JSON Lines timestamp field to read.
+/// The clusters `[clusters]` and the outputs ask for, or a run that writes a store (`stored`: it
+/// finds pairs too) makes for it (`None`: none), with the keep policy's field set as the JSON
+/// Lines timestamp field to read.
 fn cluster_plan(
     spec: Option<ClustersSpec>,
     outputs: &Outputs,
     format: &source::Entry,
     fields: &mut Fields,
+    stored: bool,
 ) -> Result<Option<ClusterPlan>> {
-    let wanted = outputs.clusters.is_some()
+    let wanted = stored
+        || outputs.clusters.is_some()
         || outputs.keep.is_some()
         || outputs.drop.is_some()
         || outputs.corpus.is_some()

@@ -10,7 +10,7 @@ use super::audit;
 use super::clock::{Clock, Phase};
 use super::report::{places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
-use crate::config::{Append, AuditPlan};
+use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
@@ -106,7 +106,9 @@ impl<'a> Pass<'a> {
         if plan.audit.is_some() {
             let (segments, labels) = of_stored;
             let ranks = ranked.ranked.ranks[new..].iter().zip(segments).zip(labels);
-            let mine = ranks.filter_map(|((r, s), l)| r.map(|r| (r, s, l))).collect();
+            let mine = ranks
+                .filter_map(|((r, s), l)| r.map(|r| (r, s, l)))
+                .collect();
             self.stored = Some(StoredRanks::gather(worker, mine));
         }
         self.clock.stage("rank", worker);
@@ -464,9 +466,10 @@ impl<'a> Pass<'a> {
             Some(c) => {
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
-                let me = (worker.index(), worker.peers());
                 let stored = self.stored.as_ref();
-                edges.extend(stored.map(|s| s.cluster_edges(me)).into_iter().flatten());
+                if let Some(s) = stored.filter(|_| c.split == Split::None) {
+                    edges.extend(s.cluster_edges(worker, pairs));
+                }
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);

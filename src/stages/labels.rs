@@ -29,7 +29,10 @@ pub struct SegmentLabels {
 impl SegmentLabels {
     /// The label of rank `r`, if its cluster holds another document of the segment or a stored one.
     pub fn of(&self, r: u64) -> Option<u64> {
-        let i = self.labels.binary_search_by_key(&r, |&(rank, _)| rank).ok()?;
+        let i = self
+            .labels
+            .binary_search_by_key(&r, |&(rank, _)| rank)
+            .ok()?;
         Some(self.labels[i].1)
     }
 }
@@ -107,7 +110,10 @@ impl Labels {
             parent.entry(lo).or_insert(lo);
         }
         let keys: Vec<u64> = parent.keys().copied().collect();
-        let resolved = keys.into_iter().map(|k| (k, find(&mut parent, k))).collect();
+        let resolved = keys
+            .into_iter()
+            .map(|k| (k, find(&mut parent, k)))
+            .collect();
         Labels(resolved)
     }
 

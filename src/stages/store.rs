@@ -8,8 +8,8 @@
 
 use timely::worker::Worker;
 
-use super::probe::{Batch, KeySet};
 use super::labels::{Labels, SegmentLabels};
+use super::probe::{Batch, KeySet};
 use super::read::Sketched;
 use crate::candidates::Pair;
 use crate::error::Result;
@@ -368,13 +368,22 @@ impl StoredRanks {
         Some(self.0[i].2)
     }
 
-    /// This worker's share of the edges that join the stored documents of one stored cluster (a
-    /// chain through them in rank order, each cluster on the worker its label names).
-    pub fn cluster_edges(&self, (me, peers): (usize, usize)) -> Vec<(u64, u64)> {
+    /// This worker's share of the edges that join the stored documents of each stored cluster
+    /// that one of `pairs` (this worker's) joins to a new document: a chain through them in rank
+    /// order, each cluster on the worker its label names (every worker calls it together). A
+    /// stored cluster no new document joins stays out of the audit's clusters.
+    pub fn cluster_edges(&self, worker: &mut Worker, pairs: &[Pair]) -> Vec<(u64, u64)> {
+        let (me, peers) = (worker.index() as u64, worker.peers() as u64);
+        let label = |p: &Pair| match (self.label(p.a), self.label(p.b)) {
+            (Some(l), None) | (None, Some(l)) => Some(l),
+            _ => None,
+        };
+        let touched: Vec<u64> = pairs.iter().filter_map(label).collect();
+        let touched = KeySet::gather(worker, touched);
         let mut by_label: Vec<(u64, u64)> = self
             .0
             .iter()
-            .filter(|&&(.., label)| label % peers as u64 == me as u64)
+            .filter(|&&(.., label)| label % peers == me && touched.contains(label))
             .map(|&(rank, _, label)| (label, rank))
             .collect();
         by_label.sort_unstable();

@@ -198,7 +198,10 @@ impl Entry {
             },
             Entry::Signature { key, values } => WireRef::Signature { key: *key, values },
             Entry::End => WireRef::End,
-            Entry::Merge { from, to } => WireRef::Merge { from: *from, to: *to },
+            Entry::Merge { from, to } => WireRef::Merge {
+                from: *from,
+                to: *to,
+            },
         }
     }
 

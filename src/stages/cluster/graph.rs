@@ -198,7 +198,13 @@ mod tests {
             let label = root(&mut parent, n);
             let key = keys.get(&n).copied();
             if let Some(key) = key {
-                out.push((label, Part::Member { key: key.into(), rank: n }));
+                out.push((
+                    label,
+                    Part::Member {
+                        key: key.into(),
+                        rank: n,
+                    },
+                ));
             }
         }
         for &(a, b) in pairs {
