@@ -552,27 +552,11 @@ impl JobSpec {
             .clone()
             .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
-        if let Some(name) = outputs
-            .audit_only()
-            .first()
-            .filter(|_| o.command != "audit")
-        {
-            bail!(
-                Config,
-                "[output] {name} is an audit's output (as are matches, batch_pairs, changes, new, \
-                 gone and decisions): run `neardup audit JOB`"
-            );
-        }
+        check_audit_outputs(&outputs, &o.command)?;
         // A run that writes a store makes clusters when it finds pairs: the store keeps them.
         let stores = o.store.is_some() || self.store.dir.is_some();
-        let stored_clusters = stores && outputs.finds_pairs();
-        let clusters = cluster_plan(
-            self.clusters,
-            &outputs,
-            format,
-            &mut fields,
-            stored_clusters,
-        )?;
+        let stored = stores && outputs.finds_pairs();
+        let clusters = cluster_plan(self.clusters, &outputs, format, &mut fields, stored)?;
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
@@ -957,6 +941,18 @@ fn keep_field(
                 "a fingerprints file has no text: keep = \"longest\" needs documents"
             );
         }
+    }
+    Ok(())
+}
+
+/// An audit's outputs in a job given to another command are an error naming the first.
+fn check_audit_outputs(outputs: &Outputs, command: &str) -> Result<()> {
+    if let Some(name) = outputs.audit_only().first().filter(|_| command != "audit") {
+        bail!(
+            Config,
+            "[output] {name} is an audit's output (as are matches, batch_pairs, changes, new, \
+             gone and decisions): run `neardup audit JOB`"
+        );
     }
     Ok(())
 }

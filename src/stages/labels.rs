@@ -127,7 +127,8 @@ impl Labels {
     /// The label of `d`'s cluster if it may have other members.
     pub fn clustered(&self, d: &StoredDoc) -> Option<u64> {
         let labelled = d.kept.as_ref().is_some_and(|k| k.label.is_some());
-        (labelled || self.0.contains_key(&id_label(&d.id))).then(|| self.of(d))
+        let merged = || !self.0.is_empty() && self.0.contains_key(&id_label(&d.id));
+        (labelled || merged()).then(|| self.of(d))
     }
 }
 

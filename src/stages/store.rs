@@ -154,7 +154,7 @@ pub fn read_stored(
     let (me, peers) = (worker.index(), worker.peers());
     let mut out = StoredRead::default();
     let mut merges = Vec::new();
-    let mut read = each_entry(share, (me, peers), MERGES, &mut |_, e| {
+    let mut read = each_entry(share, (me, peers), (MERGES, None), &mut |_, e| {
         if let Entry::Merge { from, to } = e {
             merges.push((from, to));
         }
@@ -162,7 +162,7 @@ pub fn read_stored(
     let labels = Labels::gather(worker, merges);
     let mut met = Vec::new();
     if m > 0 && read.is_ok() {
-        read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| {
+        read = each_entry(share, (me, peers), (SIGNATURES, None), &mut |_, e| {
             if let Entry::Signature { key, values } = e {
                 if batch.as_mut().is_none_or(|b| b.meets_sketch(key, &values)) {
                     met.push(key);
@@ -179,11 +179,15 @@ pub fn read_stored(
     let mut wanted = Vec::new();
     let mut held = HashSet::new();
     let mut clusters = Vec::new();
+    let mut clustered = HashSet::new();
     if read.is_ok() {
-        let mut at = Counter::default();
-        read = each_entry(share, (me, peers), DOCS, &mut |i, e| {
+        read = each_entry(share, (me, peers), (DOCS, None), &mut |place, e| {
             let Entry::Doc(d) = e else { return };
-            let place = at.next(i);
+            let i = place.0;
+            let label = labels.clustered(&d);
+            if label.is_some() {
+                clustered.insert((place.0, place.1));
+            }
             let by_key = match batch.as_mut() {
                 None => true,
                 Some(b) if m == 0 => b.meets_sketch(d.key, &[]),
@@ -193,7 +197,7 @@ pub fn read_stored(
                 if !by_key && m > 0 {
                     wanted.push(d.key);
                 }
-                clusters.extend(labels.clustered(&d));
+                clusters.extend(label);
                 held.insert(place);
                 out.push(share, i, d, &labels);
             }
@@ -209,21 +213,33 @@ pub fn read_stored(
             labels: &labels,
             clusters: &clusters,
             held: &held,
+            blocks: &clustered,
         };
         read = members.read(share, (me, peers), &mut out, &mut wanted);
     }
     if filtered {
         let wanted = KeySet::gather(worker, wanted);
         if read.is_ok() && !wanted.is_empty() {
-            read = each_entry(share, (me, peers), SIGNATURES, &mut |_, e| match e {
-                Entry::Signature { key, values } if wanted.contains(key) && !met.contains(key) => {
-                    out.docs.signatures.push((key, values))
-                }
-                _ => {}
-            });
+            read = wanted_signatures(share, (me, peers), (&wanted, &met), &mut out.docs);
         }
     }
     read.map(|()| out)
+}
+
+/// Reads this worker's share of the signatures of the `wanted` keys that have not `met` the
+/// batch into `out`.
+fn wanted_signatures(
+    share: &StoredShare<'_>,
+    me: (usize, usize),
+    (wanted, met): (&KeySet, &KeySet),
+    out: &mut Sketched,
+) -> Result<()> {
+    each_entry(share, me, (SIGNATURES, None), &mut |_, e| match e {
+        Entry::Signature { key, values } if wanted.contains(key) && !met.contains(key) => {
+            out.signatures.push((key, values))
+        }
+        _ => {}
+    })
 }
 
 /// The other members of the stored clusters of the documents a worker holds.
@@ -232,8 +248,10 @@ struct Members<'a> {
     labels: &'a Labels,
     /// The labels of the clusters wanted, on every worker.
     clusters: &'a KeySet,
-    /// The places ([`Counter`]) of the documents this worker holds already.
-    held: &'a HashSet<(usize, u64)>,
+    /// The places of the documents this worker holds already.
+    held: &'a HashSet<Place>,
+    /// The blocks of this worker's that hold a document of a stored cluster: the only ones read.
+    blocks: &'a HashSet<(usize, usize)>,
 }
 
 impl Members<'_> {
@@ -247,56 +265,52 @@ impl Members<'_> {
         out: &mut StoredRead,
         wanted: &mut Vec<u64>,
     ) -> Result<()> {
-        let mut at = Counter::default();
-        each_entry(share, me, DOCS, &mut |i, e| {
+        each_entry(share, me, (DOCS, Some(self.blocks)), &mut |place, e| {
             let Entry::Doc(d) = e else { return };
-            let place = at.next(i);
             if !self.held.contains(&place) && self.clusters.contains(self.labels.of(&d)) {
                 wanted.push(d.key);
-                out.push(share, i, d, self.labels);
+                out.push(share, place.0, d, self.labels);
             }
         })
     }
 }
 
-/// Numbers the documents a worker reads, segment by segment: the same in every pass.
-#[derive(Default)]
-struct Counter(Vec<u64>);
+/// Where an entry is: its segment, its block, its place in the block (a segment of the first
+/// format is one block).
+type Place = (usize, usize, u64);
 
-impl Counter {
-    /// The place of the next document of segment `i`.
-    fn next(&mut self, i: usize) -> (usize, u64) {
-        if self.0.len() <= i {
-            self.0.resize(i + 1, 0);
-        }
-        self.0[i] += 1;
-        (i, self.0[i])
-    }
-}
-
-/// Calls `on` with the segment index and each entry of this worker's blocks of `kind` (`(me,
-/// peers)`), in order; a segment of the first format is read whole, every kind, by worker
-/// `i % peers`.
+/// Calls `on` with the place and each entry of this worker's blocks of `kind` (`(me, peers)`;
+/// only those of `only`, if given, by segment and block), in order; a segment of the first
+/// format is read whole, every kind, by worker `i % peers`.
 fn each_entry(
     share: &StoredShare<'_>,
     (me, peers): (usize, usize),
-    kind: u32,
-    on: &mut dyn FnMut(usize, Entry),
+    (kind, only): (u32, Option<&HashSet<(usize, usize)>>),
+    on: &mut dyn FnMut(Place, Entry),
 ) -> Result<()> {
     let segments = &share.store.manifest().segments;
     for (i, segment) in segments.iter().enumerate() {
-        let mut on = |e: Entry| on(i, e);
         let file = share.store.open_segment(i)?;
+        let wanted = |j: usize| only.is_none_or(|o| o.contains(&(i, j)));
         match file.blocks()? {
-            None if i % peers == me => {
+            None if i % peers == me && wanted(0) => {
+                let mut k = 0;
+                let mut on = |e: Entry| {
+                    k += 1;
+                    on((i, 0, k), e)
+                };
                 read_entries(&segment.name, &share.store.read_segment(i)?, &mut on)?
             }
             None => {}
             Some(blocks) => {
                 let mine = blocks.iter().enumerate();
                 let mine = mine.filter(|(j, b)| (i + j) % peers == me && b.at.kind == kind);
-                for (_, block) in mine {
-                    file.read_block(block, &mut on)?;
+                for (j, block) in mine.filter(|(j, _)| wanted(*j)) {
+                    let mut k = 0;
+                    file.read_block(block, &mut |e| {
+                        k += 1;
+                        on((i, j, k), e)
+                    })?;
                 }
             }
         }

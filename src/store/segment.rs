@@ -477,10 +477,10 @@ mod tests {
                 .then(|| format!("https://example.org/{i}")),
             content: u128::from(i) << 70,
             key: i.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            kept: (i % 2 == 0).then(|| Kept {
+            kept: i.is_multiple_of(2).then(|| Kept {
                 tokens: i as u32,
-                field: (i % 4 == 0).then(|| format!("2024-01-{:02}", i % 28 + 1)),
-                label: (i % 6 == 0).then_some(i * 7),
+                field: i.is_multiple_of(4).then(|| format!("2024-01-{:02}", i % 28 + 1)),
+                label: i.is_multiple_of(6).then_some(i * 7),
             }),
         }
     }
