@@ -25,10 +25,12 @@ JOBS = {
 }
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def neardup_binary():
     """The release binary of this checkout (or of $CARGO_TARGET_DIR)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "release", "neardup")
+    return os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "neardup")
 
 
 def timed(cmd, cwd):
@@ -110,7 +112,7 @@ def main():
             r["compact_s"], n / max(r["compact_s"], 1e-9), n / max(r["verify_s"], 1e-9)))
     text = "\n".join(table) + "\n"
     print(text)
-    out = os.path.join(root, "bench-results")
+    out = os.path.join(ROOT, "bench-results")
     os.makedirs(out, exist_ok=True)
     open(os.path.join(out, "bench-audit.md"), "w").write(text)
     json.dump(rows, open(os.path.join(out, "bench-audit.json"), "w"), indent=1)

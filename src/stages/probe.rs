@@ -57,6 +57,11 @@ impl KeySet {
         KeySet(set)
     }
 
+    /// Its keys, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().copied()
+    }
+
     /// The number of keys.
     pub fn len(&self) -> usize {
         self.0.len()

@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::keep::KeepKey;
 use crate::config::KeepPolicy;
@@ -179,14 +179,16 @@ pub fn read_stored(
     let mut wanted = Vec::new();
     let mut held = HashSet::new();
     let mut clusters = Vec::new();
-    let mut clustered = HashSet::new();
+    // The labels of the clustered documents of each block this worker reads, cut to 32 bits: the
+    // blocks the pass for the stored clusters' members reads again.
+    let mut clustered: HashMap<(usize, usize), Vec<u32>> = HashMap::new();
     if read.is_ok() {
         read = each_entry(share, (me, peers), (DOCS, None), &mut |place, e| {
             let Entry::Doc(d) = e else { return };
             let i = place.0;
             let label = labels.clustered(&d);
-            if label.is_some() {
-                clustered.insert((place.0, place.1));
+            if let Some(l) = label {
+                clustered.entry((place.0, place.1)).or_default().push(l as u32);
             }
             let by_key = match batch.as_mut() {
                 None => true,
@@ -209,11 +211,14 @@ pub fn read_stored(
         false => KeySet::default(),
     };
     if read.is_ok() && !clusters.is_empty() {
+        let cut: HashSet<u32> = clusters.iter().map(|l| l as u32).collect();
+        let blocks = clustered.into_iter();
+        let blocks = blocks.filter(|(_, labels)| labels.iter().any(|l| cut.contains(l)));
         let members = Members {
             labels: &labels,
             clusters: &clusters,
             held: &held,
-            blocks: &clustered,
+            blocks: &blocks.map(|(block, _)| block).collect(),
         };
         read = members.read(share, (me, peers), &mut out, &mut wanted);
     }
@@ -250,7 +255,7 @@ struct Members<'a> {
     clusters: &'a KeySet,
     /// The places of the documents this worker holds already.
     held: &'a HashSet<Place>,
-    /// The blocks of this worker's that hold a document of a stored cluster: the only ones read.
+    /// The blocks of this worker's that may hold a member of a wanted cluster: the only ones read.
     blocks: &'a HashSet<(usize, usize)>,
 }
 
