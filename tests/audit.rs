@@ -774,6 +774,24 @@ fn an_audits_clusters_and_decisions_are_a_bulk_runs_over_stored_and_new_under_ea
             seen.iter().all(|s| s == &seen[0]),
             "{policy}: the same at any workers"
         );
+        if policy == "longest" {
+            // Two processes (which run in the crate's folder: every path is whole).
+            let out = d.join(format!("audit-{policy}-cluster"));
+            let args: Vec<String> = vec![
+                "audit".into(),
+                job.into(),
+                "--store".into(),
+                d.join(&store).display().to_string(),
+                "--input".into(),
+                d.join("b.jsonl").display().to_string(),
+                "--out-dir".into(),
+                out.display().to_string(),
+            ];
+            assert!(run_cluster(&args, d) || run_cluster(&args, d), "{policy}");
+            let clusters = std::fs::read(out.join("clusters.tsv")).unwrap();
+            let decisions = std::fs::read_to_string(out.join("decisions.tsv")).unwrap();
+            assert_eq!((clusters, decisions), seen[0], "{policy}: two processes");
+        }
     }
 }
 

@@ -188,7 +188,10 @@ pub fn read_stored(
             let i = place.0;
             let label = labels.clustered(&d);
             if let Some(l) = label {
-                clustered.entry((place.0, place.1)).or_default().push(l as u32);
+                clustered
+                    .entry((place.0, place.1))
+                    .or_default()
+                    .push(l as u32);
             }
             let by_key = match batch.as_mut() {
                 None => true,

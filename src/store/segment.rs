@@ -479,7 +479,9 @@ mod tests {
             key: i.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             kept: i.is_multiple_of(2).then(|| Kept {
                 tokens: i as u32,
-                field: i.is_multiple_of(4).then(|| format!("2024-01-{:02}", i % 28 + 1)),
+                field: i
+                    .is_multiple_of(4)
+                    .then(|| format!("2024-01-{:02}", i % 28 + 1)),
                 label: i.is_multiple_of(6).then_some(i * 7),
             }),
         }
