@@ -136,3 +136,52 @@ impl Labels {
 pub fn id_label(id: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(id.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: &str, label: Option<u64>) -> StoredDoc {
+        StoredDoc {
+            id: id.into(),
+            source: 0,
+            locator: 0,
+            url: None,
+            content: 0,
+            key: 0,
+            kept: Some(crate::store::segment::Kept {
+                tokens: 1,
+                field: None,
+                label,
+            }),
+        }
+    }
+
+    #[test]
+    fn merged_labels_resolve_to_the_smallest_of_their_class_whatever_the_order() {
+        let alone = id_label("alone");
+        let merges = vec![(50, 30), (30, 10), (70, 90), (alone, 20)];
+        let mut reversed = merges.clone();
+        reversed.reverse();
+        for merges in [merges, reversed] {
+            let found = timely::execute_directly(move |worker| {
+                let labels = Labels::gather(worker, merges.clone());
+                let of = |id: &str, l| labels.of(&doc(id, l));
+                let clustered = |id: &str, l| labels.clustered(&doc(id, l));
+                (
+                    [
+                        of("x", Some(50)),
+                        of("x", Some(30)),
+                        of("x", Some(90)),
+                        of("x", Some(5)),
+                    ],
+                    of("alone", None),
+                    [clustered("alone", None), clustered("other", None)],
+                )
+            });
+            assert_eq!(found.0, [10, 10, 70, 5]);
+            assert_eq!(found.1, alone.min(20));
+            assert_eq!(found.2, [Some(alone.min(20)), None]);
+        }
+    }
+}
