@@ -214,15 +214,7 @@ pub fn read_stored(
         false => KeySet::default(),
     };
     if read.is_ok() && !clusters.is_empty() {
-        let cut: HashSet<u32> = clusters.iter().map(|l| l as u32).collect();
-        let blocks = clustered.into_iter();
-        let blocks = blocks.filter(|(_, labels)| labels.iter().any(|l| cut.contains(l)));
-        let members = Members {
-            labels: &labels,
-            clusters: &clusters,
-            held: &held,
-            blocks: &blocks.map(|(block, _)| block).collect(),
-        };
+        let members = Members::new(&labels, &clusters, &held, clustered);
         read = members.read(share, (me, peers), &mut out, &mut wanted);
     }
     if filtered {
@@ -259,10 +251,29 @@ struct Members<'a> {
     /// The places of the documents this worker holds already.
     held: &'a HashSet<Place>,
     /// The blocks of this worker's that may hold a member of a wanted cluster: the only ones read.
-    blocks: &'a HashSet<(usize, usize)>,
+    blocks: HashSet<(usize, usize)>,
 }
 
-impl Members<'_> {
+impl<'a> Members<'a> {
+    /// The members of the `clusters` wanted, read again from the blocks whose `clustered`
+    /// documents' labels (cut to 32 bits) meet one.
+    fn new(
+        labels: &'a Labels,
+        clusters: &'a KeySet,
+        held: &'a HashSet<Place>,
+        clustered: HashMap<(usize, usize), Vec<u32>>,
+    ) -> Members<'a> {
+        let cut: HashSet<u32> = clusters.iter().map(|l| l as u32).collect();
+        let blocks = clustered.into_iter();
+        let blocks = blocks.filter(|(_, labels)| labels.iter().any(|l| cut.contains(l)));
+        Members {
+            labels,
+            clusters,
+            held,
+            blocks: blocks.map(|(block, _)| block).collect(),
+        }
+    }
+
     /// Reads this worker's blocks of documents again and holds every document of a wanted
     /// cluster that it does not hold yet, adding its sketch key to `wanted` (its signature is read
     /// later).
@@ -273,7 +284,7 @@ impl Members<'_> {
         out: &mut StoredRead,
         wanted: &mut Vec<u64>,
     ) -> Result<()> {
-        each_entry(share, me, (DOCS, Some(self.blocks)), &mut |place, e| {
+        each_entry(share, me, (DOCS, Some(&self.blocks)), &mut |place, e| {
             let Entry::Doc(d) = e else { return };
             if !self.held.contains(&place) && self.clusters.contains(self.labels.of(&d)) {
                 wanted.push(d.key);
