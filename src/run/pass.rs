@@ -175,8 +175,9 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// The signatures an audit that appends will store: those of its new documents' keys
-    /// (MinHash; else none).
+    /// The signatures a new segment will store, kept past the rounds (which consume theirs): an
+    /// appending audit's, those of its new documents' keys; a run's that stores its clusters, all
+    /// of them (MinHash; else none).
     pub fn new_signatures(
         &self,
         keyed: &[(u64, u64)],

@@ -389,16 +389,20 @@ impl StoredRanks {
         StoredRanks(all)
     }
 
+    /// `(rank, segment, label)` of rank `r` if it is a stored document's.
+    fn of(&self, r: u64) -> Option<&(u64, u32, u64)> {
+        let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
+        Some(&self.0[i])
+    }
+
     /// The segment of rank `r` if it is a stored document's.
     pub fn segment(&self, r: u64) -> Option<u32> {
-        let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
-        Some(self.0[i].1)
+        self.of(r).map(|s| s.1)
     }
 
     /// The label of the stored cluster of rank `r` if it is a stored document's.
     pub fn label(&self, r: u64) -> Option<u64> {
-        let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
-        Some(self.0[i].2)
+        self.of(r).map(|s| s.2)
     }
 
     /// This worker's share of the edges that join the stored documents of each stored cluster
