@@ -129,8 +129,9 @@ fn audit_of(dir: &Path, job: &str, store: &str, out: &str) -> BTreeSet<(String, 
     audit_pairs(&dir.join(out))
 }
 
-const JOBS: [(&str, &str); 3] = [
+const JOBS: [(&str, &str); 4] = [
     ("simhash", "method = \"simhash\"\n[simhash]\nk = 3\n"),
+    ("segments", "method = \"segments\"\n"),
     ("minhash-exact", "method = \"minhash\"\n"),
     (
         "minhash-estimate",

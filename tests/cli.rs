@@ -122,6 +122,39 @@ fn sample_job_finds_the_expected_pairs() {
     assert_eq!(s["bands"]["name"], "128 / 21 x 6");
 }
 
+/// The segments sample job (content-defined segments, verified) reports only true pairs, with
+/// their exact Jaccard, and most of them.
+#[test]
+fn segments_job_finds_the_expected_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(
+        neardup()
+            .args(["run", "jobs/segments.toml", "--out-dir"])
+            .arg(dir.path())
+            .current_dir(root()),
+    );
+    let expected = expected_pairs();
+    let text = std::fs::read_to_string(dir.path().join("pairs.tsv")).unwrap();
+    let mut found = 0;
+    for l in text.lines() {
+        let v: Vec<&str> = l.split('\t').collect();
+        let j: f64 = v[2].parse().unwrap();
+        let p = (v[0].to_string(), v[1].to_string());
+        assert_eq!(
+            expected.get(&p),
+            Some(&j),
+            "{l}: not a true pair, or not its Jaccard"
+        );
+        found += 1;
+    }
+    let recall = found as f64 / expected.len() as f64;
+    eprintln!("segments: {found} pairs, precision 1, recall {recall:.3}");
+    assert!(recall >= 0.9, "recall {recall}");
+    let s = summary(&dir.path().join("summary.json"));
+    assert_eq!(s["method"], "segments");
+    assert_eq!(s["bands"]["name"], "16 segments / 4 equal");
+}
+
 /// The fast preset (simhash, k = 3, unverified) is precise; its recall is simhash's.
 #[test]
 fn fast_preset_finds_most_expected_pairs_precisely() {

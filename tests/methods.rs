@@ -319,3 +319,117 @@ fn every_method_reports_exactly_the_pairs_its_compare_accepts_at_1_2_and_4_worke
     let e = minhash.check(&fingerprint).unwrap_err().to_string();
     assert!(e.contains("minhash sketch has 128 values"), "{e}");
 }
+
+/// `n` base texts of random words and, for some, near-copies: a few words replaced, or words
+/// inserted at the start (which shifts every position segment).
+fn near_copies(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng(seed | 1);
+    let word = |rng: &mut Rng| format!("w{}", rng.below(3000));
+    let mut docs = Vec::new();
+    for i in 0..n {
+        let len = 60 + rng.below(120) as usize;
+        let mut words: Vec<String> = (0..len).map(|_| word(&mut rng)).collect();
+        docs.push((format!("b{i:04}"), words.join(" ")));
+        match rng.below(3) {
+            0 => {
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(len as u64) as usize;
+                    words[at] = word(&mut rng);
+                }
+            }
+            1 => {
+                for _ in 0..1 + rng.below(2) {
+                    words.insert(0, word(&mut rng));
+                }
+            }
+            _ => continue,
+        }
+        docs.push((format!("c{i:04}"), words.join(" ")));
+    }
+    docs
+}
+
+/// Every pair of `docs` with exact Jaccard >= 0.8 over 5-token shingles (the truth), sorted.
+fn truth_pairs(docs: &[(String, String)]) -> Vec<(String, String)> {
+    use neardup::text::{jaccard, shingle_set_of, Scratch};
+    let mut scratch = Scratch::default();
+    let sets: Vec<Vec<u64>> = docs
+        .iter()
+        .map(|(_, t)| shingle_set_of(t, 5, &mut scratch))
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            if jaccard(&sets[i], &sets[j]) >= 0.8 {
+                let (a, b) = (&docs[i].0, &docs[j].0);
+                out.push((a.min(b).clone(), a.max(b).clone()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn segments_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_and_two_processes()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let docs = near_copies(21, 400);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let truth = truth_pairs(&docs);
+    assert!(truth.len() > 150, "near copies planted: {}", truth.len());
+    let mut recall = BTreeMap::new();
+    for split in ["content", "position"] {
+        let out = dir.path().join(format!("pairs-{split}.tsv"));
+        let job = format!(
+            "method = \"segments\"\n[segments]\nsplit = {split:?}\n[input]\npaths = [{input:?}]\n\
+             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        let method = plan_of(dir.path(), &job, 1).method;
+        let candidates = compared_pairs(method.as_ref(), &docs);
+        let want: Vec<_> = candidates
+            .iter()
+            .filter(|p| truth.binary_search(p).is_ok())
+            .cloned()
+            .collect();
+        let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
+            rows.into_iter().map(|(a, b, _)| (a, b)).collect()
+        };
+        for workers in [1, 2, 4] {
+            execute(plan_of(dir.path(), &job, workers)).unwrap();
+            let got = ids(common::pair_rows(&out));
+            assert_sorted_unique(&got);
+            assert_eq!(got, want, "{split}, {workers} worker(s)");
+        }
+        let path = dir.path().join(format!("job-{split}.toml"));
+        std::fs::write(&path, &job).unwrap();
+        let args = vec!["run".to_string(), path.display().to_string()];
+        assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+        assert_eq!(ids(common::pair_rows(&out)), want, "{split}, two processes");
+        recall.insert(split, want.len() as f64 / truth.len() as f64);
+    }
+    // Content-defined segments survive the insertions that shift every position segment.
+    assert!(recall["content"] >= 0.95, "{recall:?}");
+    assert!(recall["position"] < recall["content"], "{recall:?}");
+}
+
+#[test]
+fn a_segments_section_that_cannot_work_is_refused_with_what_to_write() {
+    let e = job_error("method = \"segments\"\n[segments]\nsegments = 4\nmin_equal = 5");
+    assert!(
+        e.contains("min_equal must be between 1 and segments = 4, got 5"),
+        "{e}"
+    );
+    let e = job_error("method = \"segments\"\n[segments]\nsegments = 0");
+    assert!(e.contains("segments must be between 1 and"), "{e}");
+    let e = job_error("method = \"segments\"\n[segments]\nsplit = \"lines\"");
+    assert!(
+        e.contains("split must be \"content\" or \"position\""),
+        "{e}"
+    );
+    let e = job_error("method = \"segments\"\n[segments]\nsplit = \"position\"\nchunk = 8");
+    assert!(e.contains("chunk sets the content split"), "{e}");
+    let e = job_error("method = \"segments\"\n[segments]\nchunk = 0");
+    assert!(e.contains("chunk must be between 1"), "{e}");
+}

@@ -1,8 +1,6 @@
 //! Method `minhash`: MinHash signatures over shingles and LSH bands (`[minhash]`); Broder's
-//! super-shingles are the preset `84 / 6 x 14 / 2`. A band round emits a pair once per band the
-//! pair shares; the method's rounds count those copies at the owner of the pair's first side and
-//! report the pair once, when it shares `min_bands` bands (a count no single round can know),
-//! with its estimate when one is wanted.
+//! super-shingles are the preset `84 / 6 x 14 / 2`. The bands are [`super::bands`]' rounds: a
+//! pair is reported once, when it shares `min_bands` bands, with its estimate when one is wanted.
 //!
 //! Morally: `band_pairs.group_by(pair).filter(|copies| copies.len() >= min_bands)`, then
 //! `.map(|p| p.estimated(estimate(sig(a), sig(b))))`.
@@ -10,15 +8,13 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use timely::worker::Worker;
 
-use super::{
-    Entry, Found, Method, Probe, Rounds, Scoring, Section, Sections, Sketch, DEFAULT_THRESHOLD,
-};
+pub use super::bands::BandStats;
+use super::bands::{BandProbe, BandRounds};
+use super::{Entry, Method, Probe, Rounds, Section, Sketch, DEFAULT_THRESHOLD};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
-use crate::candidates::{Pair, Score};
+use crate::candidates::Score;
 use crate::error::{Error, Result};
-use crate::exchange::{owner, rounds, shuffle};
 use crate::sketch::minhash::{band_key, estimate, BandKeyer, Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::sketch::{MinHasher, Sketcher};
 use crate::summary::BandsSummary;
@@ -314,126 +310,4 @@ impl Method for MinHash {
     fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
         Some(Box::new(BandProbe(self.round_layout())))
     }
-}
-
-/// Each band's key of a signature.
-struct BandProbe(BandLayout);
-
-impl Probe for BandProbe {
-    fn rounds(&self) -> usize {
-        self.0.bands
-    }
-
-    fn keys(&self, _: u64, signature: &[u32], out: &mut Vec<u64>) {
-        let l = &self.0;
-        out.extend((0..l.bands).map(|b| super::probe_key(b, band_key(signature, b, l.rows))));
-    }
-}
-
-/// One round per band.
-struct BandRounds {
-    layout: BandLayout,
-    parts: u32,
-    reasoning: String,
-    summary: BandsSummary,
-}
-
-impl Rounds for BandRounds {
-    fn reasoning(&self) -> &str {
-        &self.reasoning
-    }
-
-    fn sections(&self) -> Sections {
-        Sections {
-            tables: None,
-            bands: Some(self.summary.clone()),
-        }
-    }
-
-    fn run(
-        &self,
-        worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
-        scoring: Scoring,
-        progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
-        let m = self.layout.hashes;
-        let signature = |i: usize| &values[i * m..(i + 1) * m];
-        let found = rounds::run(worker, &self.layout, self.parts, keys, signature, progress);
-        let min_bands = self.layout.min_bands;
-        let (pairs, stats) = merge(worker, keys, values, m, found.pairs, min_bands, scoring);
-        Found {
-            pairs,
-            comparisons: found.stats.comparisons,
-            largest_group: found.stats.largest_group,
-            bands: Some(stats),
-        }
-    }
-}
-
-/// What the band rounds counted, on this worker.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct BandStats {
-    /// Pairs emitted by the band rounds (a pair once per band it shares).
-    pub band_collisions: u64,
-    /// Distinct pairs of signatures that share at least `min_bands` bands.
-    pub candidates: u64,
-    /// Of those, the ones kept (all, unless an estimate filtered them).
-    pub kept: u64,
-}
-
-/// Keeps the band pairs of this worker's rounds once each, when they share `min_bands` bands
-/// (every worker calls it together); `values` holds `m` values per key of `keys`, in order.
-fn merge(
-    worker: &mut Worker,
-    keys: &[u64],
-    values: &[u32],
-    m: usize,
-    pairs: Vec<Pair>,
-    min_bands: usize,
-    scoring: Scoring,
-) -> (Vec<Pair>, BandStats) {
-    let peers = worker.peers();
-    let mut stats = BandStats {
-        band_collisions: pairs.len() as u64,
-        ..Default::default()
-    };
-    let mut at_a = shuffle(worker, pairs, move |p| owner(p.a, peers));
-    at_a.sort_unstable_by_key(|p| (p.a, p.b));
-    let mut merged: Vec<Pair> = Vec::new();
-    for copies in at_a.chunk_by(|x, y| (x.a, x.b) == (y.a, y.b)) {
-        if copies.len() >= min_bands {
-            merged.push(copies[0]);
-        }
-    }
-    drop(at_a);
-    stats.candidates = merged.len() as u64;
-    if !scoring.estimate {
-        stats.kept = stats.candidates;
-        return (merged, stats);
-    }
-    let signature = |key: u64| -> &[u32] {
-        let g = keys
-            .binary_search(&key)
-            .expect("a pair's sides are keys of their owner");
-        &values[g * m..(g + 1) * m]
-    };
-    let with_a: Vec<(Pair, Vec<u32>)> = merged
-        .into_iter()
-        .map(|p| (p, signature(p.a).to_vec()))
-        .collect();
-    let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.b, peers));
-    let mut kept = Vec::with_capacity(at_b.len());
-    for (p, sig_a) in at_b {
-        let j = estimate(&sig_a, signature(p.b));
-        if scoring.threshold.is_none_or(|t| j >= t) {
-            kept.push(Pair {
-                score: p.score.estimated(j),
-                ..p
-            });
-        }
-    }
-    stats.kept = kept.len() as u64;
-    (kept, stats)
 }

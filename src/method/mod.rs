@@ -9,8 +9,10 @@
 //! Adding a method is one file here and one line in [`REGISTRY`]; `docs/METHODS.md` walks through
 //! it with [`exact`], the smallest.
 
+pub mod bands;
 pub mod exact;
 pub mod minhash;
+pub mod segments;
 pub mod simhash;
 
 use std::fmt::Debug;
@@ -295,7 +297,12 @@ pub struct Entry {
 }
 
 /// Every method neardup has; the first is the default.
-pub const REGISTRY: &[Entry] = &[simhash::ENTRY, minhash::ENTRY, exact::ENTRY];
+pub const REGISTRY: &[Entry] = &[
+    simhash::ENTRY,
+    minhash::ENTRY,
+    exact::ENTRY,
+    segments::ENTRY,
+];
 
 /// The method named `name`, or an error listing the names.
 pub fn entry(name: &str) -> Result<&'static Entry> {

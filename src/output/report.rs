@@ -165,7 +165,7 @@ pub fn html(s: &Summary) -> String {
 fn facts(s: &Summary, body: &mut String) {
     let method = match (&s.layout, &s.bands) {
         (Some(l), _) => format!("simhash, k = {}, layout {}", l.k, l.name),
-        (_, Some(b)) => format!("MinHash {}", b.name),
+        (_, Some(b)) => format!("{} {}", s.method, b.name),
         _ => s.method.clone(),
     };
     let verify = s.verification.as_ref().map_or("none".to_string(), |v| {

@@ -1,0 +1,391 @@
+//! Method `segments`: the classic "n segments, m equal" scheme. A document's normalized tokens
+//! are cut into segments and each segment is hashed; two documents are candidates when at least
+//! `min_equal` of their `segments` segment hashes are equal, and candidates are verified by exact
+//! Jaccard (as MinHash's are).
+//!
+//! Two ways to cut (`[segments] split`):
+//! - `"position"`: n equal runs of tokens; segment i is compared with segment i. Cheap and
+//!   faithful to the scheme, but one inserted word near the start shifts every boundary, so every
+//!   segment changes.
+//! - `"content"` (the default): boundaries where a hash of the last three tokens hits, so a
+//!   boundary depends only on the words around it and an edit changes the segments it touches
+//!   (content-defined chunking; segments of `chunk` tokens on average, at least half and at most
+//!   four times that). A document has as many segments as its length gives; each goes to one of
+//!   n slots by its hash and a slot keeps its smallest, so an inserted segment disturbs one slot,
+//!   not all that follow.
+//!
+//! A segment hash is 64 bits, kept as two values; the slots are bands of two values each, so the
+//! rounds are [`super::bands`]' with `min_bands = min_equal`. A slot no segment reached takes a
+//! value of its own document (its whole token sequence's hash), which equals no other document's.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::bands::{BandProbe, BandRounds};
+use super::minhash::BYTES_PER_BAND_RECORD;
+use super::{Entry, Method, Probe, Rounds, Section, Sketch};
+use crate::candidates::bands::BandLayout;
+use crate::candidates::Score;
+use crate::error::Result;
+use crate::hashing::mix64;
+use crate::sketch::minhash::band_key;
+use crate::sketch::Sketcher;
+use crate::summary::BandsSummary;
+use crate::text::{for_each_token_hash, Scratch};
+use crate::{bail, ensure};
+
+/// The registry's line.
+pub const ENTRY: Entry = Entry {
+    name: "segments",
+    about: "segment signatures: n segment hashes, a pair shares m, verified by exact Jaccard",
+    verified_by_default: true,
+    build,
+};
+
+/// Default segments (slots) per document.
+pub const DEFAULT_SEGMENTS: usize = 16;
+/// Default equal segments a candidate needs.
+pub const DEFAULT_MIN_EQUAL: usize = 4;
+/// Default mean segment length of the content split, in tokens.
+pub const DEFAULT_CHUNK: usize = 5;
+/// Most segments a document is given.
+pub const MAX_SEGMENTS: usize = 256;
+
+/// `[segments]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentsSpec {
+    /// `"content"` (default) or `"position"`.
+    pub split: Option<String>,
+    /// Segments (slots) per document, n.
+    pub segments: Option<usize>,
+    /// Equal segments a candidate needs, m.
+    pub min_equal: Option<usize>,
+    /// The content split's mean segment length, in tokens.
+    pub chunk: Option<usize>,
+    /// Memory one round may take per process, in MiB.
+    pub memory_budget_mib: Option<u64>,
+}
+
+/// How a document is cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// n equal runs of tokens, compared position by position.
+    Position,
+    /// Content-defined boundaries, segments hashed into n slots.
+    Content,
+}
+
+/// The segments method, validated.
+#[derive(Clone, Debug)]
+pub struct Segments {
+    /// How documents are cut.
+    pub split: Split,
+    /// Segments (slots) per document.
+    pub segments: usize,
+    /// Equal segments a candidate needs.
+    pub min_equal: usize,
+    /// The content split's mean segment length, in tokens.
+    pub chunk: usize,
+    /// `memory_budget_mib`, if set.
+    pub memory_budget_mib: Option<u64>,
+}
+
+fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
+    section.no_features()?;
+    let spec: SegmentsSpec = section.parse()?;
+    let split = match spec.split.as_deref() {
+        None | Some("content") => Split::Content,
+        Some("position") => Split::Position,
+        Some(other) => bail!(
+            Config,
+            "[segments] split must be \"content\" or \"position\", got {other:?}"
+        ),
+    };
+    let segments = spec.segments.unwrap_or(DEFAULT_SEGMENTS);
+    ensure!(
+        (1..=MAX_SEGMENTS).contains(&segments),
+        Config,
+        "[segments] segments must be between 1 and {MAX_SEGMENTS}, got {segments}"
+    );
+    let min_equal = spec.min_equal.unwrap_or(DEFAULT_MIN_EQUAL.min(segments));
+    ensure!(
+        (1..=segments).contains(&min_equal),
+        Config,
+        "[segments] min_equal must be between 1 and segments = {segments}, got {min_equal}"
+    );
+    let chunk = spec.chunk.unwrap_or(DEFAULT_CHUNK);
+    ensure!(
+        (1..=1 << 20).contains(&chunk),
+        Config,
+        "[segments] chunk must be between 1 and 1048576 tokens, got {chunk}"
+    );
+    ensure!(
+        split == Split::Content || spec.chunk.is_none(),
+        Config,
+        "[segments] chunk sets the content split's segment length: with split = \"position\" \
+         leave it out"
+    );
+    Ok(Arc::new(Segments {
+        split,
+        segments,
+        min_equal,
+        chunk,
+        memory_budget_mib: spec.memory_budget_mib,
+    }))
+}
+
+impl Segments {
+    /// Two values (one 64-bit hash) per segment, one band per segment.
+    fn layout(&self) -> BandLayout {
+        BandLayout {
+            hashes: 2 * self.segments,
+            bands: self.segments,
+            rows: 2,
+            min_bands: self.min_equal,
+        }
+    }
+
+    fn split_name(&self) -> &'static str {
+        match self.split {
+            Split::Position => "position",
+            Split::Content => "content",
+        }
+    }
+}
+
+impl Method for Segments {
+    fn name(&self) -> &'static str {
+        "segments"
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut lines = vec![
+            format!("segments.split = {}", self.split_name()),
+            format!("segments.segments = {}", self.segments),
+            format!("segments.min_equal = {}", self.min_equal),
+        ];
+        if self.split == Split::Content {
+            lines.push(format!("segments.chunk = {}", self.chunk));
+        }
+        lines
+    }
+
+    fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>> {
+        Box::new(Segmenter {
+            method: self.clone(),
+            scratch: Scratch::default(),
+            tokens: Vec::new(),
+            slots: Vec::new(),
+            values: Vec::new(),
+        })
+    }
+
+    fn values(&self) -> usize {
+        2 * self.segments
+    }
+
+    /// Equal keys (the same segments), or at least `min_equal` equal segment hashes.
+    fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
+        if a.key == b.key {
+            return Some(self.identical(false));
+        }
+        let band = |s: &Sketch, i| band_key(&s.values, i, 2);
+        let shared = (0..self.segments)
+            .filter(|&i| band(a, i) == band(b, i))
+            .count();
+        (shared >= self.min_equal).then(|| Score::at_distance(0))
+    }
+
+    fn memory_budget_mib(&self) -> Option<u64> {
+        self.memory_budget_mib
+    }
+
+    fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>> {
+        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
+        let layout = self.layout();
+        let reasoning = format!(
+            "segments: {} split, {} segments, {} equal make a candidate; {memory}",
+            self.split_name(),
+            self.segments,
+            self.min_equal
+        );
+        let summary = BandsSummary {
+            name: format!("{} segments / {} equal", self.segments, self.min_equal),
+            hashes: layout.hashes,
+            bands: layout.bands,
+            rows: layout.rows,
+            min_bands: layout.min_bands,
+            scheme: format!("segments ({} split)", self.split_name()),
+            parts_per_band: parts,
+            reasoning: reasoning.clone(),
+            ..Default::default()
+        };
+        Ok(Box::new(BandRounds {
+            layout,
+            parts,
+            reasoning,
+            summary,
+        }))
+    }
+
+    /// Each slot's band key.
+    fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
+        Some(Box::new(BandProbe(self.layout())))
+    }
+}
+
+/// Cuts texts into segments; the sketch's values are the segment hashes, two values each.
+pub struct Segmenter {
+    method: Segments,
+    scratch: Scratch,
+    tokens: Vec<u64>,
+    slots: Vec<u64>,
+    values: Vec<u32>,
+}
+
+/// A slot no segment reached, before it is given its document's value.
+const EMPTY: u64 = u64::MAX;
+
+impl Segmenter {
+    /// The hash of tokens `run`, in order (token hashes are already mixed: one multiply a
+    /// token, one mix at the end).
+    fn hash(run: &[u64]) -> u64 {
+        let h = run.iter().fold(0x243f_6a88_85a3_08d3u64, |acc, &t| {
+            (acc.rotate_left(23) ^ t).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        });
+        // Never the empty marker.
+        mix64(h ^ run.len() as u64).min(EMPTY - 1)
+    }
+
+    /// Slot i holds the hash of the i-th of n equal runs of tokens.
+    fn by_position(&mut self) {
+        let (n, len) = (self.method.segments, self.tokens.len());
+        for i in 0..n {
+            let run = &self.tokens[i * len / n..(i + 1) * len / n];
+            self.slots[i] = if run.is_empty() {
+                EMPTY
+            } else {
+                Self::hash(run)
+            };
+        }
+    }
+
+    /// Content-defined segments, each into the slot its hash picks; a slot keeps its smallest. A
+    /// boundary follows a token where the hash of it and the two before it falls below
+    /// 2^64 / chunk (token hashes are mixed already: no division, no extra mix).
+    fn by_content(&mut self) {
+        let n = self.method.segments as u128;
+        let chunk = self.method.chunk;
+        let below = u64::MAX / chunk as u64;
+        let (min, max) = ((chunk / 2).max(1), chunk * 4);
+        let (mut start, mut prev, mut before) = (0, 0u64, 0u64);
+        let last = self.tokens.len().saturating_sub(1);
+        for (i, &t) in self.tokens.iter().enumerate() {
+            let window = t ^ prev.rotate_left(21) ^ before.rotate_left(42);
+            (before, prev) = (prev, t);
+            let len = i + 1 - start;
+            if (len >= min && window < below) || len >= max || i == last {
+                let h = Self::hash(&self.tokens[start..=i]);
+                let slot = ((u128::from(h) * n) >> 64) as usize;
+                self.slots[slot] = self.slots[slot].min(h);
+                start = i + 1;
+            }
+        }
+    }
+}
+
+impl Sketcher for Segmenter {
+    type Sketch = u64;
+
+    fn gather(&mut self, text: &str) -> usize {
+        self.tokens.clear();
+        let tokens = &mut self.tokens;
+        for_each_token_hash(text, &mut self.scratch, |h| tokens.push(h))
+    }
+
+    fn finish(&mut self) -> u64 {
+        self.slots.clear();
+        self.slots.resize(self.method.segments, EMPTY);
+        match self.method.split {
+            Split::Position => self.by_position(),
+            Split::Content => self.by_content(),
+        }
+        let whole = Self::hash(&self.tokens);
+        self.values.clear();
+        let mut key = whole;
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            if *slot == EMPTY {
+                *slot = mix64(whole ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            }
+            key = mix64(key.rotate_left(17) ^ *slot);
+            self.values.extend([*slot as u32, (*slot >> 32) as u32]);
+        }
+        key
+    }
+
+    fn values(&self) -> &[u32] {
+        &self.values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn method(split: Split) -> Segments {
+        Segments {
+            split,
+            segments: 16,
+            min_equal: 2,
+            chunk: 8,
+            memory_budget_mib: None,
+        }
+    }
+
+    fn sketch(m: &Segments, text: &str) -> Sketch {
+        let mut s = m.sketcher();
+        Sketch::of(&mut *s, text).expect("tokens").0
+    }
+
+    fn equal_segments(m: &Segments, a: &str, b: &str) -> usize {
+        let (a, b) = (sketch(m, a), sketch(m, b));
+        (0..m.segments)
+            .filter(|&i| band_key(&a.values, i, 2) == band_key(&b.values, i, 2))
+            .count()
+    }
+
+    fn text(seed: u64, words: usize) -> String {
+        (0..words)
+            .map(|i| format!("w{}", mix64(seed * 1_000_003 + i as u64) % 5000))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn a_word_inserted_at_the_start_shifts_every_position_segment_but_few_content_ones() {
+        let a = text(1, 400);
+        let b = format!("inserted {a}");
+        let position = equal_segments(&method(Split::Position), &a, &b);
+        let content = equal_segments(&method(Split::Content), &a, &b);
+        assert_eq!(position, 0, "every position segment shifts");
+        // The changed first segment and the boundaries before they agree again touch a few slots.
+        assert!(content >= 12, "content segments survive: {content} of 16");
+        // Unrelated texts share no segment either way.
+        let c = text(2, 400);
+        assert_eq!(equal_segments(&method(Split::Content), &a, &c), 0);
+        assert_eq!(equal_segments(&method(Split::Position), &a, &c), 0);
+    }
+
+    #[test]
+    fn empty_slots_of_short_texts_do_not_match_each_other() {
+        let m = method(Split::Position);
+        // Three tokens fill three of sixteen position segments.
+        assert_eq!(equal_segments(&m, "one two three", "four five six"), 0);
+        let m = method(Split::Content);
+        assert_eq!(equal_segments(&m, "one two three", "four five six"), 0);
+        // Equal texts are one sketch.
+        assert_eq!(sketch(&m, "one two three"), sketch(&m, "One, two; THREE"));
+    }
+}
