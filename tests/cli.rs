@@ -152,7 +152,7 @@ fn segments_job_finds_the_expected_pairs() {
     assert!(recall >= 0.9, "recall {recall}");
     let s = summary(&dir.path().join("summary.json"));
     assert_eq!(s["method"], "segments");
-    assert_eq!(s["bands"]["name"], "16 segments / 4 equal");
+    assert_eq!(s["bands"]["name"], "16 segments / 2 equal");
 }
 
 /// The fast preset (simhash, k = 3, unverified) is precise; its recall is simhash's.

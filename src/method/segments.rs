@@ -46,9 +46,9 @@ pub const ENTRY: Entry = Entry {
 /// Default segments (slots) per document.
 pub const DEFAULT_SEGMENTS: usize = 16;
 /// Default equal segments a candidate needs.
-pub const DEFAULT_MIN_EQUAL: usize = 4;
+pub const DEFAULT_MIN_EQUAL: usize = 2;
 /// Default mean segment length of the content split, in tokens.
-pub const DEFAULT_CHUNK: usize = 5;
+pub const DEFAULT_CHUNK: usize = 10;
 /// Most segments a document is given.
 pub const MAX_SEGMENTS: usize = 256;
 
@@ -286,7 +286,8 @@ impl Segmenter {
             let window = t ^ prev.rotate_left(21) ^ before.rotate_left(42);
             (before, prev) = (prev, t);
             let len = i + 1 - start;
-            if (len >= min && window < below) || len >= max || i == last {
+            let tail = i == last && (len >= min || start == 0);
+            if (len >= min && window < below) || len >= max || tail {
                 let h = Self::hash(&self.tokens[start..=i]);
                 let slot = ((u128::from(h) * n) >> 64) as usize;
                 self.slots[slot] = self.slots[slot].min(h);
