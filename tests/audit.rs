@@ -1,6 +1,7 @@
 //! The recrawl audit's oracle: an audit of batch B against the store of A reports exactly the pairs
 //! that a bulk run over A + B finds and a bulk run over A does not (matches: a new and a stored
-//! document; batch pairs: two new ones), for simhash and MinHash (verified exactly and estimated),
+//! document; batch pairs: two new ones), for simhash, MinHash (verified exactly and estimated),
+//! segments and I-Match,
 //! at 1, 2 and 4 workers and on two processes, with the store made in one run or in two.
 
 mod common;
@@ -129,9 +130,13 @@ fn audit_of(dir: &Path, job: &str, store: &str, out: &str) -> BTreeSet<(String, 
     audit_pairs(&dir.join(out))
 }
 
-const JOBS: [(&str, &str); 4] = [
+const JOBS: [(&str, &str); 5] = [
     ("simhash", "method = \"simhash\"\n[simhash]\nk = 3\n"),
     ("segments", "method = \"segments\"\n"),
+    (
+        "imatch",
+        "method = \"imatch\"\n[imatch]\nlexicon = \"lexicon.txt\"\n",
+    ),
     ("minhash-exact", "method = \"minhash\"\n"),
     (
         "minhash-estimate",
@@ -160,6 +165,13 @@ fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two
         std::fs::read_to_string(d.join("b.jsonl")).unwrap()
     );
     std::fs::write(d.join("ab.jsonl"), ab).unwrap();
+    // I-Match's lexicon: every word (the crawls' 400 words are all common).
+    let files = ["a1.jsonl", "a2.jsonl", "b.jsonl"];
+    let lexicon = ["--out", "lexicon.txt", "--min-df", "1", "--max-df", "1"];
+    neardup(
+        d,
+        &[&["lexicon", "--input"], &files[..], &lexicon[..]].concat(),
+    );
     for (name, method) in JOBS {
         let job = job(d, name, method);
         let job = job.to_str().unwrap();

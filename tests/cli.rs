@@ -122,37 +122,65 @@ fn sample_job_finds_the_expected_pairs() {
     assert_eq!(s["bands"]["name"], "128 / 21 x 6");
 }
 
+/// Runs `job` into `out` and checks that every pair it reports is a true pair with its exact
+/// Jaccard; returns its recall and summary.
+fn verified_sample_job(job: &str, out: &std::path::Path) -> (f64, serde_json::Value) {
+    run_ok(
+        neardup()
+            .args(["run", job, "--out-dir"])
+            .arg(out)
+            .current_dir(root()),
+    );
+    let expected = expected_pairs();
+    let text = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
+    for l in text.lines() {
+        let v: Vec<&str> = l.split('\t').collect();
+        let (p, j) = (
+            (v[0].to_string(), v[1].to_string()),
+            v[2].parse::<f64>().unwrap(),
+        );
+        assert_eq!(
+            expected.get(&p),
+            Some(&j),
+            "{job}: {l}: not a true pair, or not its Jaccard"
+        );
+    }
+    let recall = text.lines().count() as f64 / expected.len() as f64;
+    eprintln!("{job}: precision 1, recall {recall:.3}");
+    (recall, summary(&out.join("summary.json")))
+}
+
 /// The segments sample job (content-defined segments, verified) reports only true pairs, with
 /// their exact Jaccard, and most of them.
 #[test]
 fn segments_job_finds_the_expected_pairs() {
     let dir = tempfile::tempdir().unwrap();
-    run_ok(
-        neardup()
-            .args(["run", "jobs/segments.toml", "--out-dir"])
-            .arg(dir.path())
-            .current_dir(root()),
-    );
-    let expected = expected_pairs();
-    let text = std::fs::read_to_string(dir.path().join("pairs.tsv")).unwrap();
-    let mut found = 0;
-    for l in text.lines() {
-        let v: Vec<&str> = l.split('\t').collect();
-        let j: f64 = v[2].parse().unwrap();
-        let p = (v[0].to_string(), v[1].to_string());
-        assert_eq!(
-            expected.get(&p),
-            Some(&j),
-            "{l}: not a true pair, or not its Jaccard"
-        );
-        found += 1;
-    }
-    let recall = found as f64 / expected.len() as f64;
-    eprintln!("segments: {found} pairs, precision 1, recall {recall:.3}");
+    let (recall, s) = verified_sample_job("jobs/segments.toml", dir.path());
     assert!(recall >= 0.9, "recall {recall}");
-    let s = summary(&dir.path().join("summary.json"));
     assert_eq!(s["method"], "segments");
     assert_eq!(s["bands"]["name"], "16 segments / 2 equal");
+}
+
+/// The I-Match sample job reports only true pairs with their exact Jaccard; its lexicon is what
+/// `neardup lexicon` writes from the sample.
+#[test]
+fn imatch_job_finds_true_pairs_with_the_lexicon_neardup_lexicon_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lexicon = dir.path().join("lexicon.txt");
+    run_ok(
+        neardup()
+            .args(["lexicon", "--input", "data-samples/docs.jsonl", "--out"])
+            .arg(&lexicon)
+            .current_dir(root()),
+    );
+    assert_eq!(
+        std::fs::read_to_string(&lexicon).unwrap(),
+        std::fs::read_to_string(root().join("data-samples/lexicon.txt")).unwrap()
+    );
+    let (recall, s) = verified_sample_job("jobs/imatch.toml", &dir.path().join("out"));
+    assert!(recall >= 0.5, "recall {recall}");
+    assert_eq!(s["method"], "imatch");
+    assert_eq!(s["bands"]["name"], "10 lexicons / 1 equal");
 }
 
 /// The fast preset (simhash, k = 3, unverified) is precise; its recall is simhash's.

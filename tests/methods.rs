@@ -143,8 +143,19 @@ fn exact_pairs_equal_brute_force_at_1_2_and_4_workers_and_two_processes() {
     );
 }
 
+/// The section a method needs besides its defaults, written for `dir`: I-Match's lexicon (every
+/// lowercase word of [`planted`]'s vocabulary but two), nothing for the others.
+fn needed_section(name: &str, dir: &Path) -> String {
+    if name != "imatch" {
+        return String::new();
+    }
+    let lexicon = dir.join("lexicon.txt");
+    std::fs::write(&lexicon, "alpha\ngamma\ndelta\nepsilon\nzeta\neta\n中\n").unwrap();
+    format!("[imatch]\nlexicon = {lexicon:?}\n")
+}
+
 #[test]
-fn every_registered_method_builds_from_an_empty_section_under_its_own_name() {
+fn every_registered_method_builds_from_its_defaults_under_its_own_name() {
     let mut names = BTreeMap::new();
     for entry in REGISTRY {
         assert!(
@@ -156,8 +167,9 @@ fn every_registered_method_builds_from_an_empty_section_under_its_own_name() {
         let input = dir.path().join("d.jsonl");
         write_docs(&input, &planted(3, 20));
         let job = format!(
-            "method = {:?}\n[input]\npaths = [{input:?}]\n[output]\ndir = \"\"\npairs = \"p.tsv\"\n",
-            entry.name
+            "method = {:?}\n{}[input]\npaths = [{input:?}]\n[output]\ndir = \"\"\npairs = \"p.tsv\"\n",
+            entry.name,
+            needed_section(entry.name, dir.path())
         );
         let plan = plan_of(dir.path(), &job, 1);
         assert_eq!(plan.method.name(), entry.name);
@@ -206,7 +218,7 @@ fn a_method_section_is_checked_by_its_method_and_others_are_refused() {
     );
     let e = job_error("[exact]\non = \"raw\"");
     assert!(e.contains("this job's method is \"simhash\""), "{e}");
-    let e = job_error("method = \"imatch\"");
+    let e = job_error("method = \"spotsig\"");
     assert!(e.contains("\"simhash\", \"minhash\", \"exact\""), "{e}");
     let e = job_error("[simhsh]\nk = 3");
     assert!(e.contains("unknown key `simhsh`"), "{e}");
@@ -286,9 +298,10 @@ fn every_method_reports_exactly_the_pairs_its_compare_accepts_at_1_2_and_4_worke
     for entry in REGISTRY {
         let out = dir.path().join(format!("pairs-{}.tsv", entry.name));
         let job = format!(
-            "method = {:?}\n[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
+            "method = {:?}\n{}[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
              [verify]\nmode = \"none\"\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n",
-            entry.name
+            entry.name,
+            needed_section(entry.name, dir.path())
         );
         let want = compared_pairs(plan_of(dir.path(), &job, 1).method.as_ref(), &docs);
         assert!(
@@ -432,4 +445,164 @@ fn a_segments_section_that_cannot_work_is_refused_with_what_to_write() {
     assert!(e.contains("chunk sets the content split"), "{e}");
     let e = job_error("method = \"segments\"\n[segments]\nchunk = 0");
     assert!(e.contains("chunk must be between 1"), "{e}");
+}
+
+/// What `neardup ARGS` run in `dir` printed, and how it ended.
+fn neardup_output(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Document frequencies of the normalized words of `docs`, by brute force.
+fn document_frequencies(docs: &[(String, String)]) -> BTreeMap<String, usize> {
+    let mut df = BTreeMap::new();
+    for (_, text) in docs {
+        let words: std::collections::BTreeSet<String> =
+            neardup::text::tokens(text).into_iter().collect();
+        for w in words {
+            *df.entry(w).or_insert(0) += 1;
+        }
+    }
+    df
+}
+
+#[test]
+fn imatch_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs = near_copies(33, 400);
+    write_docs(&d.join("docs.jsonl"), &docs);
+    // The lexicon: words in 2 to 10% of the documents, as brute force counts them.
+    let args = ["lexicon", "--input", "docs.jsonl", "--out", "lexicon.txt"];
+    common::neardup_ok(d, &args);
+    let lexicon = std::fs::read_to_string(d.join("lexicon.txt")).unwrap();
+    let max = docs.len() / 10;
+    let want: Vec<String> = document_frequencies(&docs)
+        .into_iter()
+        .filter(|(_, n)| (2..=max).contains(n))
+        .map(|(w, _)| w)
+        .collect();
+    assert_eq!(lexicon.lines().collect::<Vec<_>>(), want);
+    assert!(want.len() > 500, "a lexicon: {}", want.len());
+    // It replaces neither a file it did not write nor its input.
+    std::fs::write(d.join("mine.txt"), "my words\n").unwrap();
+    for out in ["mine.txt", "docs.jsonl"] {
+        let args = ["lexicon", "--input", "docs.jsonl", "--out", out];
+        assert!(!neardup_output(d, &args).status.success(), "{out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(d.join("mine.txt")).unwrap(),
+        "my words\n"
+    );
+
+    let truth = truth_pairs(&docs);
+    let mut recall = BTreeMap::new();
+    for lexicons in [1, 10] {
+        let out = d.join(format!("pairs-{lexicons}.tsv"));
+        let job = format!(
+            "method = \"imatch\"\n[imatch]\nlexicon = \"lexicon.txt\"\nlexicons = {lexicons}\n\
+             [input]\npaths = [\"docs.jsonl\"]\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        let method = plan_of(d, &job, 1).method;
+        let want: Vec<_> = compared_pairs(method.as_ref(), &docs)
+            .into_iter()
+            .filter(|p| truth.binary_search(p).is_ok())
+            .collect();
+        let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
+            rows.into_iter().map(|(a, b, _)| (a, b)).collect()
+        };
+        for workers in [1, 2, 4] {
+            execute(plan_of(d, &job, workers)).unwrap();
+            assert_eq!(
+                ids(common::pair_rows(&out)),
+                want,
+                "{lexicons}, {workers} worker(s)"
+            );
+        }
+        let path = d.join(format!("job-{lexicons}.toml"));
+        std::fs::write(&path, &job).unwrap();
+        let args = vec!["run".to_string(), path.display().to_string()];
+        assert!(run_cluster(&args, d) || run_cluster(&args, d));
+        assert_eq!(
+            ids(common::pair_rows(&out)),
+            want,
+            "{lexicons}, two processes"
+        );
+        recall.insert(lexicons, want.len() as f64 / truth.len() as f64);
+    }
+    // Every edit here changes a lexicon term, so one lexicon separates every edited copy (the
+    // brittleness of I-Match); randomized lexicons find most of them.
+    assert!(recall[&10] > recall[&1] && recall[&10] > 0.5, "{recall:?}");
+}
+
+#[test]
+fn an_imatch_section_or_lexicon_that_cannot_work_is_refused_with_what_to_write() {
+    let e = job_error("method = \"imatch\"");
+    assert!(
+        e.contains("[imatch] lexicon is required") && e.contains("neardup lexicon"),
+        "{e}"
+    );
+    let e = job_error("method = \"imatch\"\n[imatch]\nlexicon = \"none.txt\"");
+    assert!(e.contains("[imatch] lexicon none.txt"), "{e}");
+    for (text, what) in [
+        ("\n\n", "has no terms"),
+        (
+            "alpha\nTwo Words\n",
+            "line 2: \"Two Words\" is not one normalized term",
+        ),
+        (
+            "alpha\nBeta\n",
+            "line 2: \"Beta\" is not one normalized term",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("d.jsonl"),
+            "{\"id\":\"a\",\"text\":\"x\"}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("lex.txt"), text).unwrap();
+        let job = "method = \"imatch\"\n[imatch]\nlexicon = \"lex.txt\"\n\
+                   [input]\npaths = [\"d.jsonl\"]\n";
+        let out = common::run_job(dir.path(), job);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && e.contains(what), "{what}: {e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lex.txt"), "alpha\n").unwrap();
+    std::fs::write(
+        dir.path().join("d.jsonl"),
+        "{\"id\":\"a\",\"text\":\"x\"}\n",
+    )
+    .unwrap();
+    for (section, what) in [
+        ("lexicons = 0", "lexicons must be between 1 and 64, got 0"),
+        (
+            "lexicons = 3\nmin_equal = 4",
+            "min_equal must be between 1 and lexicons = 3, got 4",
+        ),
+        ("keep = 1.0", "keep must be a fraction in (0, 1), got 1"),
+    ] {
+        let job = format!(
+            "method = \"imatch\"\n[imatch]\nlexicon = \"lex.txt\"\n{section}\n\
+             [input]\npaths = [\"d.jsonl\"]\n"
+        );
+        let out = common::run_job(dir.path(), &job);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && e.contains(what), "{what}: {e}");
+    }
+    // A collection where no word lies in the band: nothing written, and why.
+    let out = neardup_output(
+        dir.path(),
+        &["lexicon", "--input", "d.jsonl", "--out", "l.txt"],
+    );
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("widen --min-df or --max-df"),
+        "{e}"
+    );
+    assert!(!dir.path().join("l.txt").exists());
 }

@@ -11,6 +11,7 @@ mod bench;
 mod eval;
 mod gen;
 mod jobs;
+mod lexicon;
 mod report;
 mod store;
 mod truth;
@@ -49,6 +50,9 @@ enum Command {
     /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard >= threshold
     /// (single-threaded, exact; for evaluation corpora of thousands of documents).
     Truth(truth::TruthArgs),
+    /// I-Match's lexicon from collection statistics: the terms whose document frequency lies in
+    /// a band (--min-df documents to --max-df of them), one per line, for `[imatch] lexicon`.
+    Lexicon(lexicon::LexiconArgs),
     /// Scores a pairs file against a truth file written by `truth`: precision, recall, F1, recall
     /// by Jaccard band, and how similar the false positives were (given the documents). Prints a
     /// table on stdout.
@@ -79,12 +83,44 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fingerprint(a) => jobs::fingerprint(a),
         Command::Pairs(a) => jobs::pairs(a),
         Command::Truth(a) => truth::command(a),
+        Command::Lexicon(a) => lexicon::command(a),
         Command::Eval(a) => eval::command(a),
         Command::Report(a) => report::command(a),
         Command::Bench(a) => bench::command(a),
         Command::Gen(g) => gen::command(g),
         Command::Audit(a) => store::audit(a),
         Command::Store(c) => store::command(c),
+    }
+}
+
+/// A corpus read as a run reads it: files, format, HTML handling and fields (`truth`, `lexicon`).
+#[derive(Args)]
+pub struct CorpusArgs {
+    /// Input files, directories or glob patterns.
+    #[arg(long, required = true, num_args = 1..)]
+    input: Vec<std::path::PathBuf>,
+    /// Input format: JSON Lines (text or an --html-field), Parquet, WARC or HTML files.
+    #[arg(long, value_parser = text_formats(), default_value = "jsonl")]
+    format: String,
+    /// JSON Lines: field holding a whole HTML page.
+    #[arg(long)]
+    html_field: Option<String>,
+    /// HTML pages: the text of the main content (extract) or of the whole page (keep).
+    #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
+    boilerplate: String,
+    #[command(flatten)]
+    fields: FieldArgs,
+}
+
+impl CorpusArgs {
+    /// A job spec that reads this corpus (its `[input]` and `[content] boilerplate`).
+    pub fn job(self) -> neardup::config::JobSpec {
+        let mut spec = neardup::config::JobSpec::new(neardup::config::job::InputSpec {
+            html_field: self.html_field,
+            ..self.fields.input_spec(self.input, &self.format)
+        });
+        spec.content.boilerplate = Some(self.boilerplate);
+        spec
     }
 }
 

@@ -11,8 +11,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use neardup::config::job::InputSpec;
-use neardup::config::{JobSpec, Overrides};
+use neardup::config::Overrides;
 
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
@@ -20,7 +19,7 @@ use neardup::source::{Item, SkipReason};
 use neardup::stages::read::document_text;
 use neardup::summary::Counters;
 
-use super::{FieldArgs, EXIT_PARTIAL};
+use super::{CorpusArgs, EXIT_PARTIAL};
 
 pub use neardup::text::{jaccard, shingle_set_of, TRUTH_SHINGLE};
 
@@ -107,40 +106,24 @@ pub fn load_sets(
 // The arguments of `neardup truth`.
 #[derive(Args)]
 pub struct TruthArgs {
-    /// Input files, directories or glob patterns.
-    #[arg(long, required = true, num_args = 1..)]
-    input: Vec<PathBuf>,
-    /// Input format: JSON Lines (text or an --html-field), Parquet, WARC or HTML files.
-    #[arg(long, value_parser = super::text_formats(), default_value = "jsonl")]
-    format: String,
-    /// JSON Lines: field holding a whole HTML page.
-    #[arg(long)]
-    html_field: Option<String>,
-    /// HTML pages: the text of the main content (extract) or of the whole page (keep).
-    #[arg(long, value_parser = ["extract", "keep"], default_value = "extract")]
-    boilerplate: String,
+    #[command(flatten)]
+    corpus: CorpusArgs,
     /// Output: id_a<TAB>id_b<TAB>jaccard, sorted.
     #[arg(long)]
     out: PathBuf,
     /// Smallest Jaccard similarity reported.
     #[arg(long, default_value_t = 0.8)]
     threshold: f64,
-    #[command(flatten)]
-    fields: FieldArgs,
 }
 
 /// `neardup truth`: every pair with Jaccard >= `threshold`, brute force, into `out`.
 pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     let (out, threshold) = (a.out.as_path(), a.threshold);
-    let mut spec = JobSpec::new(InputSpec {
-        html_field: a.html_field,
-        ..a.fields.input_spec(a.input, &a.format)
-    });
+    let mut spec = a.corpus.job();
     anyhow::ensure!(
         threshold > 0.0 && threshold <= 1.0,
         "threshold must be in (0, 1]"
     );
-    spec.content.boilerplate = Some(a.boilerplate);
     anyhow::ensure!(
         neardup::output::RowFormat::of(out) == neardup::output::RowFormat::Tsv,
         "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt, got {}",

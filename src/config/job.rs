@@ -566,7 +566,7 @@ impl JobSpec {
             Config,
             "[output] documents hashes each document's text: a fingerprints file has none"
         );
-        let method = method_of(entry, &self.sections, features, verify)?;
+        let method = method_of(entry, &self.sections, features, verify, base)?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match outputs.finds_pairs() {
             false => None,
@@ -780,6 +780,7 @@ fn method_of(
     sections: &BTreeMap<String, toml::Value>,
     features: Option<FeatureConfig>,
     verify: Option<Verification>,
+    base: &Path,
 ) -> Result<Arc<dyn Method>> {
     for name in sections.keys() {
         let known = method::REGISTRY.iter().any(|e| e.name == name);
@@ -808,6 +809,7 @@ fn method_of(
         table: sections.get(entry.name).unwrap_or(&empty),
         features,
         verify_threshold: verify.map(|v| v.threshold),
+        base,
     })
 }
 

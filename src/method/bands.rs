@@ -13,6 +13,9 @@ use crate::exchange::{owner, rounds, shuffle};
 use crate::sketch::minhash::{band_key, estimate};
 use crate::summary::BandsSummary;
 
+/// Bytes one band record `(band key, signature key)` takes in a round, with the sort's room.
+pub const BYTES_PER_BAND_RECORD: u64 = 32;
+
 /// Each band's key of a signature.
 pub struct BandProbe(pub BandLayout);
 
@@ -137,4 +140,66 @@ fn merge(
     }
     stats.kept = kept.len() as u64;
     (kept, stats)
+}
+
+/// The method half of a banded method whose sketch is one 64-bit hash per band (two values a
+/// band: segments, I-Match): its layout, its pair test and its rounds.
+#[derive(Clone, Debug)]
+pub struct HashBands {
+    /// Bands (one hash each).
+    pub bands: usize,
+    /// Equal bands a candidate needs.
+    pub min_equal: usize,
+}
+
+impl HashBands {
+    /// Two values (one 64-bit hash) a band.
+    pub fn layout(&self) -> BandLayout {
+        BandLayout {
+            hashes: 2 * self.bands,
+            bands: self.bands,
+            rows: 2,
+            min_bands: self.min_equal,
+        }
+    }
+
+    /// True if `a` and `b` share at least `min_equal` bands.
+    pub fn meet(&self, a: &[u32], b: &[u32]) -> bool {
+        let band = |s: &[u32], i| band_key(s, i, 2);
+        let shared = (0..self.bands)
+            .filter(|&i| band(a, i) == band(b, i))
+            .count();
+        shared >= self.min_equal
+    }
+
+    /// The rounds over `distinct` sketches, named `name` in the summary, the method's `why` and
+    /// the memory plan in their reasoning.
+    pub fn rounds(
+        &self,
+        (name, scheme, why): (String, String, String),
+        distinct: u64,
+        processes: usize,
+        budget: u64,
+    ) -> Box<dyn Rounds> {
+        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
+        let layout = self.layout();
+        let reasoning = format!("{why}; {memory}");
+        let summary = BandsSummary {
+            name,
+            hashes: layout.hashes,
+            bands: layout.bands,
+            rows: layout.rows,
+            min_bands: layout.min_bands,
+            scheme,
+            parts_per_band: parts,
+            reasoning: reasoning.clone(),
+            ..Default::default()
+        };
+        Box::new(BandRounds {
+            layout,
+            parts,
+            reasoning,
+            summary,
+        })
+    }
 }

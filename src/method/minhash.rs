@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-pub use super::bands::BandStats;
-use super::bands::{BandProbe, BandRounds};
+use super::bands::{BandProbe, BandRounds, BYTES_PER_BAND_RECORD};
 use super::{Entry, Method, Probe, Rounds, Section, Sketch, DEFAULT_THRESHOLD};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::Score;
@@ -28,9 +27,6 @@ pub const ENTRY: Entry = Entry {
     verified_by_default: true,
     build,
 };
-
-/// Bytes one band record `(band key, signature key)` takes in a round, with the sort's room.
-pub const BYTES_PER_BAND_RECORD: u64 = 32;
 
 /// `[minhash]` as written.
 #[derive(Debug, Default, Deserialize)]

@@ -11,6 +11,7 @@
 
 pub mod bands;
 pub mod exact;
+pub mod imatch;
 pub mod minhash;
 pub mod segments;
 pub mod simhash;
@@ -203,7 +204,7 @@ pub struct Found {
     /// The largest group compared.
     pub largest_group: u64,
     /// MinHash: band collisions and candidates.
-    pub bands: Option<minhash::BandStats>,
+    pub bands: Option<bands::BandStats>,
 }
 
 /// The summary's sections of a method's rounds.
@@ -262,6 +263,8 @@ pub struct Section<'a> {
     pub features: Option<FeatureConfig>,
     /// `[verify] threshold`, when verification is on.
     pub verify_threshold: Option<f64>,
+    /// The job file's folder: relative paths of the section are relative to it.
+    pub base: &'a std::path::Path,
 }
 
 impl Section<'_> {
@@ -269,6 +272,11 @@ impl Section<'_> {
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T> {
         T::deserialize(self.table.clone())
             .map_err(|e| Error::Config(format!("[{}] {e}", self.name)))
+    }
+
+    /// A path the section names, relative to the job file's folder.
+    pub fn path(&self, p: &str) -> std::path::PathBuf {
+        self.base.join(p)
     }
 
     /// An error unless `[features]` is left out: it configures the simhash method.
@@ -302,6 +310,7 @@ pub const REGISTRY: &[Entry] = &[
     minhash::ENTRY,
     exact::ENTRY,
     segments::ENTRY,
+    imatch::ENTRY,
 ];
 
 /// The method named `name`, or an error listing the names.

@@ -22,16 +22,12 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::bands::{BandProbe, BandRounds};
-use super::minhash::BYTES_PER_BAND_RECORD;
+use super::bands::{BandProbe, HashBands};
 use super::{Entry, Method, Probe, Rounds, Section, Sketch};
-use crate::candidates::bands::BandLayout;
 use crate::candidates::Score;
 use crate::error::Result;
 use crate::hashing::mix64;
-use crate::sketch::minhash::band_key;
 use crate::sketch::Sketcher;
-use crate::summary::BandsSummary;
 use crate::text::{for_each_token_hash, Scratch};
 use crate::{bail, ensure};
 
@@ -137,13 +133,11 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
 }
 
 impl Segments {
-    /// Two values (one 64-bit hash) per segment, one band per segment.
-    fn layout(&self) -> BandLayout {
-        BandLayout {
-            hashes: 2 * self.segments,
+    /// One band (one 64-bit hash, two values) per segment slot.
+    fn bands(&self) -> HashBands {
+        HashBands {
             bands: self.segments,
-            rows: 2,
-            min_bands: self.min_equal,
+            min_equal: self.min_equal,
         }
     }
 
@@ -188,14 +182,8 @@ impl Method for Segments {
 
     /// Equal keys (the same segments), or at least `min_equal` equal segment hashes.
     fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {
-        if a.key == b.key {
-            return Some(self.identical(false));
-        }
-        let band = |s: &Sketch, i| band_key(&s.values, i, 2);
-        let shared = (0..self.segments)
-            .filter(|&i| band(a, i) == band(b, i))
-            .count();
-        (shared >= self.min_equal).then(|| Score::at_distance(0))
+        let meet = a.key == b.key || self.bands().meet(&a.values, &b.values);
+        meet.then(|| self.identical(false))
     }
 
     fn memory_budget_mib(&self) -> Option<u64> {
@@ -203,36 +191,21 @@ impl Method for Segments {
     }
 
     fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>> {
-        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
-        let layout = self.layout();
-        let reasoning = format!(
-            "segments: {} split, {} segments, {} equal make a candidate; {memory}",
-            self.split_name(),
-            self.segments,
-            self.min_equal
+        let (n, m) = (self.segments, self.min_equal);
+        let names = (
+            format!("{n} segments / {m} equal"),
+            format!("segments ({} split)", self.split_name()),
+            format!(
+                "segments: {} split, {n} segments, {m} equal make a candidate",
+                self.split_name()
+            ),
         );
-        let summary = BandsSummary {
-            name: format!("{} segments / {} equal", self.segments, self.min_equal),
-            hashes: layout.hashes,
-            bands: layout.bands,
-            rows: layout.rows,
-            min_bands: layout.min_bands,
-            scheme: format!("segments ({} split)", self.split_name()),
-            parts_per_band: parts,
-            reasoning: reasoning.clone(),
-            ..Default::default()
-        };
-        Ok(Box::new(BandRounds {
-            layout,
-            parts,
-            reasoning,
-            summary,
-        }))
+        Ok(self.bands().rounds(names, distinct, processes, budget))
     }
 
     /// Each slot's band key.
     fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
-        Some(Box::new(BandProbe(self.layout())))
+        Some(Box::new(BandProbe(self.bands().layout())))
     }
 }
 
@@ -334,6 +307,7 @@ impl Sketcher for Segmenter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::minhash::band_key;
 
     fn method(split: Split) -> Segments {
         Segments {

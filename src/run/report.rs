@@ -7,7 +7,7 @@ use super::clock::Clock;
 use crate::config::{ClusterPlan, Inputs, Plan};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather};
-use crate::method::minhash::BandStats;
+use crate::method::bands::BandStats;
 use crate::source::SkipReason;
 use crate::stages::verify;
 use crate::stages::{cluster, corpus};
