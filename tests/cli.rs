@@ -244,6 +244,35 @@ fn expected_pairs_are_the_exact_jaccard_truth_of_the_sample() {
     );
 }
 
+/// Containment is never below Jaccard, so the containment truth holds every near-duplicate pair,
+/// and the sample's truncated and appended-to pages besides.
+#[test]
+fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("containment.tsv");
+    run_ok(
+        neardup()
+            .args(["truth", "--input", "data-samples/docs.jsonl", "--measure"])
+            .args(["containment", "--out"])
+            .arg(&out)
+            .current_dir(root()),
+    );
+    let contained: BTreeMap<(String, String), f64> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split('\t').collect();
+            ((v[0].to_string(), v[1].to_string()), v[2].parse().unwrap())
+        })
+        .collect();
+    let expected = expected_pairs();
+    for (p, j) in &expected {
+        assert!(contained.get(p).is_some_and(|c| c >= j), "{p:?}");
+    }
+    let partial = contained.len() - expected.len();
+    assert!(partial >= 5, "partial copies in the sample: {partial}");
+}
+
 #[test]
 fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     let dir = tempfile::tempdir().unwrap();

@@ -47,8 +47,9 @@ enum Command {
     /// Fingerprint documents (JSON Lines, WARC or HTML files): writes id<TAB>simhash (or JSON Lines
     /// for a .jsonl path).
     Fingerprint(jobs::FingerprintArgs),
-    /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard >= threshold
-    /// (single-threaded, exact; for evaluation corpora of thousands of documents).
+    /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard (or, with
+    /// --measure containment, containment) >= threshold (single-threaded, exact; for evaluation
+    /// corpora of thousands of documents).
     Truth(truth::TruthArgs),
     /// I-Match's lexicon from collection statistics: the terms whose document frequency lies in
     /// a band (--min-df documents to --max-df of them), one per line, for `[imatch] lexicon`.

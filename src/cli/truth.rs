@@ -28,9 +28,34 @@ pub fn shingle_set(text: &str) -> Vec<u64> {
     shingle_set_of(text, TRUTH_SHINGLE, &mut neardup::text::Scratch::default())
 }
 
-/// Every pair of documents with Jaccard >= `threshold`: `(id_a, id_b, jaccard)` with `id_a < id_b`,
-/// sorted. Candidate pairs come from an inverted index of shingles, so pairs sharing nothing cost nothing.
-pub fn similar_pairs(docs: &[(String, Vec<u64>)], threshold: f64) -> Vec<(String, String, f64)> {
+/// What the truth measures of two shingle sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Measure {
+    /// |A ∩ B| / |A ∪ B|: near-duplicates.
+    Jaccard,
+    /// |A ∩ B| / the smaller of |A| and |B|: partial copies (one page holds most of another).
+    Containment,
+}
+
+impl Measure {
+    /// The measure of two sets of `a` and `b` shingles sharing `common`.
+    pub fn of(self, common: usize, a: usize, b: usize) -> f64 {
+        let over = match self {
+            Measure::Jaccard => a + b - common,
+            Measure::Containment => a.min(b),
+        };
+        common as f64 / over as f64
+    }
+}
+
+/// Every pair of documents whose `measure` is >= `threshold`: `(id_a, id_b, value)` with
+/// `id_a < id_b`, sorted. Candidate pairs come from an inverted index of shingles, so pairs
+/// sharing nothing cost nothing.
+pub fn pairs_by(
+    docs: &[(String, Vec<u64>)],
+    threshold: f64,
+    measure: Measure,
+) -> Vec<(String, String, f64)> {
     let mut postings: HashMap<u64, Vec<u32>> = HashMap::new();
     for (i, (_, set)) in docs.iter().enumerate() {
         for &h in set {
@@ -50,7 +75,7 @@ pub fn similar_pairs(docs: &[(String, Vec<u64>)], threshold: f64) -> Vec<(String
         }
         for (&j, &c) in &common {
             let (id_b, other) = &docs[j as usize];
-            let jac = c as f64 / (set.len() + other.len() - c as usize) as f64;
+            let jac = measure.of(c as usize, set.len(), other.len());
             if jac >= threshold {
                 let (a, b) = if id_a <= id_b {
                     (id_a, id_b)
@@ -108,12 +133,16 @@ pub fn load_sets(
 pub struct TruthArgs {
     #[command(flatten)]
     corpus: CorpusArgs,
-    /// Output: id_a<TAB>id_b<TAB>jaccard, sorted.
+    /// Output: id_a<TAB>id_b<TAB>jaccard (or containment), sorted.
     #[arg(long)]
     out: PathBuf,
-    /// Smallest Jaccard similarity reported.
+    /// Smallest value reported.
     #[arg(long, default_value_t = 0.8)]
     threshold: f64,
+    /// jaccard (near-duplicates) or containment (partial copies: the shared shingles over the
+    /// smaller document's).
+    #[arg(long, value_enum, default_value = "jaccard")]
+    measure: Measure,
 }
 
 /// `neardup truth`: every pair with Jaccard >= `threshold`, brute force, into `out`.
@@ -135,7 +164,7 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     let output = neardup::output::prepare_file(out, &plan.protected_paths())?;
     let mut counters = neardup::summary::Counters::default();
     let sets = load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
-    let pairs = similar_pairs(&sets, threshold);
+    let pairs = pairs_by(&sets, threshold, a.measure);
     output.commit_file(|w| {
         use neardup::output::tsv_field;
         for (a, b, j) in &pairs {
@@ -144,10 +173,11 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     })?;
     eprintln!(
-        "neardup truth: {} documents, {} skipped, {} pairs with Jaccard >= {threshold}: {}",
+        "neardup truth: {} documents, {} skipped, {} pairs with {:?} >= {threshold}: {}",
         counters.processed,
         counters.skipped_total(),
         pairs.len(),
+        a.measure,
         out.display()
     );
     Ok(if counters.skipped_total() > 0 {
@@ -177,7 +207,7 @@ mod tests {
             .map(|(i, t)| (format!("d{i}"), shingle_set(t)))
             .collect();
         for threshold in [0.0001, 0.5, 0.8, 1.0] {
-            let got = similar_pairs(&docs, threshold);
+            let got = pairs_by(&docs, threshold, Measure::Jaccard);
             let mut want = Vec::new();
             for i in 0..docs.len() {
                 for j in i + 1..docs.len() {
@@ -190,6 +220,36 @@ mod tests {
             assert_eq!(got, want, "threshold {threshold}");
         }
         assert_eq!(jaccard(&docs[0].1, &docs[2].1), 1.0);
+        // Containment: the shared shingles over the smaller set's, by brute force.
+        let mut long = texts.to_vec();
+        let quoted = format!(
+            "{} and then a longer page goes on with more words",
+            texts[3]
+        );
+        long.push(&quoted);
+        let docs: Vec<(String, Vec<u64>)> = long
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (format!("d{i}"), shingle_set(t)))
+            .collect();
+        let got = pairs_by(&docs, 0.8, Measure::Containment);
+        let mut want = Vec::new();
+        for i in 0..docs.len() {
+            for j in i + 1..docs.len() {
+                let (a, b) = (&docs[i].1, &docs[j].1);
+                let common = a.iter().filter(|h| b.contains(h)).count();
+                let c = common as f64 / a.len().min(b.len()) as f64;
+                if c >= 0.8 {
+                    want.push((docs[i].0.clone(), docs[j].0.clone(), c));
+                }
+            }
+        }
+        assert_eq!(got, want);
+        // The quoted page holds all of d3 (containment 1) but is no near-duplicate of it.
+        assert!(got.contains(&("d3".into(), "d6".into(), 1.0)));
+        assert!(pairs_by(&docs, 0.8, Measure::Jaccard)
+            .iter()
+            .all(|p| p.1 != "d6"));
         assert!((jaccard(&docs[0].1, &docs[1].1) - 5.0 / 7.0).abs() < 1e-12);
     }
 }
