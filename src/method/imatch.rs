@@ -1,8 +1,9 @@
 //! Method `imatch`: I-Match (Chowdhury, Frieder, Grossman and McCabe, 2002) with multiple
 //! randomized lexicons (Kolcz, Chowdhury and Alspector, 2004). A lexicon of mid-frequency terms
 //! (`neardup lexicon` writes one from the collection's document frequencies) is given in
-//! `[imatch] lexicon`; a document's signature is the hash of the sorted distinct terms it has
-//! from the lexicon, so word order, repeated words and words outside the lexicon do not count.
+//! `[imatch] lexicon`; a document's signature is a hash of the set of distinct terms it has from
+//! the lexicon (the mixed sum of their token hashes: no sort), so word order, repeated words and
+//! words outside the lexicon do not count.
 //! With `lexicons = K`, K - 1 more signatures come from randomized sub-lexicons (each keeps a
 //! `keep` fraction of the terms), so one changed lexicon term does not separate two copies; a
 //! pair sharing `min_equal` signatures is a candidate, verified by exact Jaccard unless `[verify]

@@ -10,9 +10,10 @@
 //! - `"content"` (the default): boundaries where a hash of the last three tokens hits, so a
 //!   boundary depends only on the words around it and an edit changes the segments it touches
 //!   (content-defined chunking; segments of `chunk` tokens on average, at least half and at most
-//!   four times that). A document has as many segments as its length gives; each goes to one of
-//!   n slots by its hash and a slot keeps its smallest, so an inserted segment disturbs one slot,
-//!   not all that follow.
+//!   four times that; a last run shorter than half is no segment unless it is the whole text,
+//!   since short runs of common words are shared by many documents). A document has as many
+//!   segments as its length gives; each goes to one of n slots by its hash and a slot keeps its
+//!   smallest, so an inserted segment disturbs one slot, not all that follow.
 //!
 //! A segment hash is 64 bits, kept as two values; the slots are bands of two values each, so the
 //! rounds are [`super::bands`]' with `min_bands = min_equal`. A slot no segment reached takes a
