@@ -606,3 +606,47 @@ fn an_imatch_section_or_lexicon_that_cannot_work_is_refused_with_what_to_write()
     );
     assert!(!dir.path().join("l.txt").exists());
 }
+
+#[test]
+fn exact_raw_hashes_an_html_pages_bytes_and_normalized_its_extracted_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = [
+        "<html><body><main><p>{}</p></main></body></html>",
+        "<html><body><div class=\"wrap\"><main><p>{}</p></main></div></body></html>",
+        "<html>\n<body>\n<main>\n<p>{}</p>\n</main>\n</body>\n</html>",
+    ];
+    let mut rng = Rng(5);
+    let pages: Vec<(String, String, String)> = planted(9, 240)
+        .into_iter()
+        .map(|(id, text)| {
+            let page = templates[rng.below(3) as usize].replace("{}", &text);
+            (id, text, page)
+        })
+        .collect();
+    let lines: String = pages
+        .iter()
+        .map(|(id, _, page)| format!("{}\n", serde_json::json!({ "id": id, "html": page })))
+        .collect();
+    let input = dir.path().join("pages.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    let raw: Vec<(String, String)> = pages
+        .iter()
+        .map(|(id, _, p)| (id.clone(), p.clone()))
+        .collect();
+    let text: Vec<(String, String)> = pages
+        .iter()
+        .map(|(id, t, _)| (id.clone(), t.clone()))
+        .collect();
+    let want_raw = brute_force(&raw, |p| p.to_string());
+    let want_normalized = brute_force(&text, normalized);
+    assert!(want_raw.len() > 20 && want_normalized.len() > want_raw.len());
+    for (on, want) in [("raw", want_raw), ("normalized", want_normalized)] {
+        let out = dir.path().join(format!("pairs-{on}.tsv"));
+        let job =
+            exact_job(&input, &out, on).replace("[content]", "html_field = \"html\"\n[content]");
+        for workers in [1, 2, 4] {
+            execute(plan_of(dir.path(), &job, workers)).unwrap();
+            assert_eq!(read_pairs(&out), want, "on = {on}, {workers} worker(s)");
+        }
+    }
+}

@@ -1,5 +1,6 @@
-//! Method `exact`: the classic page fingerprint, a 128-bit hash (xxh3-128) of the document's
-//! text, byte for byte (`[exact] on = "raw"`, the default) or of its normalized tokens
+//! Method `exact`: the classic page fingerprint, a 128-bit hash (xxh3-128) of the record's text
+//! field byte for byte (`[exact] on = "raw"`, the default: for an HTML page, the page's bytes as
+//! read, markup and all) or of its normalized tokens
 //! (`on = "normalized"`: NFKC, lowercase, alphanumeric words and CJK characters, joined by a
 //! space, so spacing, case and punctuation do not count). Documents with equal hashes are the
 //! pairs, each at similarity 1; there are no rounds.
@@ -82,6 +83,7 @@ impl Method for Exact {
             scratch: Scratch::default(),
             normalized: String::new(),
             digest: 0,
+            raw: None,
         })
     }
 
@@ -124,6 +126,8 @@ pub struct Digester {
     scratch: Scratch,
     normalized: String,
     digest: u128,
+    /// The digest of the record's raw bytes, when the reader gave them for this text.
+    raw: Option<u128>,
 }
 
 impl Digester {
@@ -140,10 +144,12 @@ impl Sketcher for Digester {
         match self.on {
             // Only the token count (for min_tokens): the fast counting path, no string built.
             On::Raw => {
-                self.digest = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+                let raw = self.raw.take();
+                self.digest = raw.unwrap_or_else(|| xxhash_rust::xxh3::xxh3_128(text.as_bytes()));
                 for_each_token_hash(text, &mut self.scratch, |_| ())
             }
             On::Normalized => {
+                self.raw = None;
                 let mut tokens = 0;
                 let normalized = &mut self.normalized;
                 normalized.clear();
@@ -162,6 +168,13 @@ impl Sketcher for Digester {
 
     fn finish(&mut self) -> u64 {
         self.digest as u64
+    }
+
+    /// An HTML page's bytes: `on = "raw"` hashes them instead of the extracted text.
+    fn raw(&mut self, bytes: &[u8]) {
+        if self.on == On::Raw {
+            self.raw = Some(xxhash_rust::xxh3::xxh3_128(bytes));
+        }
     }
 }
 

@@ -32,6 +32,13 @@ pub trait Sketcher {
     fn values(&self) -> &[u32] {
         &[]
     }
+
+    /// The record's bytes as read, before any decoding or extraction (an HTML page's markup), for
+    /// the next [`Sketcher::gather`]: a sketcher of raw bytes (the exact method's `raw`) reads
+    /// them; the others ignore them.
+    fn raw(&mut self, bytes: &[u8]) {
+        let _ = bytes;
+    }
 }
 
 impl Sketcher for Fingerprinter {
@@ -59,5 +66,9 @@ impl<S: Sketcher + ?Sized> Sketcher for Box<S> {
 
     fn values(&self) -> &[u32] {
         (**self).values()
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        (**self).raw(bytes)
     }
 }

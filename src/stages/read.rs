@@ -203,6 +203,7 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
         charset: Option<&str>,
         lang: Option<&str>,
     ) -> Result<(u64, usize), Skip> {
+        self.sketcher.raw(bytes);
         let decoded = html::decode(bytes, charset);
         let page = html::page_text(&decoded.text, self.content.boilerplate);
         if page.text.is_empty() && self.content.boilerplate == Boilerplate::Extract {
@@ -215,7 +216,10 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
     /// The sketch of a document and its token count.
     pub fn accept(&mut self, doc: &Document<'_>) -> Result<(u64, usize), Skip> {
         match &doc.body {
-            Body::Text(t) => self.text(t, doc.lang.as_deref()),
+            Body::Text(t) => {
+                self.sketcher.raw(t.as_bytes());
+                self.text(t, doc.lang.as_deref())
+            }
             Body::Html { bytes, charset } => {
                 self.html(bytes, charset.as_deref(), doc.lang.as_deref())
             }
