@@ -650,3 +650,21 @@ fn exact_raw_hashes_an_html_pages_bytes_and_normalized_its_extracted_words() {
         }
     }
 }
+
+/// The defect: `neardup lexicon` counted a record whose id an earlier record had, which a run
+/// skips, so a word of two records with one id reached `--min-df 2`.
+#[test]
+fn a_lexicon_counts_a_repeated_id_once_as_a_run_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = "{\"id\":\"a\",\"text\":\"alpha shared\"}\n{\"id\":\"a\",\"text\":\"alpha beta shared\"}\n\
+                {\"id\":\"b\",\"text\":\"gamma shared\"}\n{\"id\":\"c\",\"text\":\"delta gamma\"}\n";
+    std::fs::write(dir.path().join("d.jsonl"), docs).unwrap();
+    let args = [
+        "lexicon", "--input", "d.jsonl", "--out", "l.txt", "--max-df", "1",
+    ];
+    let out = neardup_output(dir.path(), &args);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("3 documents, 1 skipped"), "{said}");
+    let lexicon = std::fs::read_to_string(dir.path().join("l.txt")).unwrap();
+    assert_eq!(lexicon, "gamma\nshared\n");
+}

@@ -11,8 +11,6 @@ use clap::Args;
 
 use neardup::config::{Inputs, Overrides};
 use neardup::source::html::Boilerplate;
-use neardup::source::{Item, SkipReason};
-use neardup::stages::read::document_text;
 use neardup::summary::Counters;
 use neardup::text::{for_each_token, Scratch};
 
@@ -34,7 +32,8 @@ pub struct LexiconArgs {
     max_df: f64,
 }
 
-/// Document frequencies of the terms of every document of `inputs`, and the documents read.
+/// Document frequencies of the terms of every document of `inputs`, read as `truth` reads them
+/// (a repeated id is the first record's only).
 fn frequencies(
     inputs: &Inputs,
     boilerplate: Boilerplate,
@@ -42,33 +41,21 @@ fn frequencies(
 ) -> HashMap<String, u64> {
     let mut df: HashMap<String, u64> = HashMap::new();
     let (mut scratch, mut seen) = (Scratch::default(), HashSet::new());
-    for i in 0..inputs.files.len() {
-        inputs
-            .source
-            .read_split(&inputs.whole(i), &mut |item| match item {
-                Item::Blank => counters.blank_lines += 1,
-                Item::Skipped(s) => counters.tally(s.skip.reason),
-                Item::Document(doc) => {
-                    let Ok(text) = document_text(&doc, boilerplate) else {
-                        return counters.tally(SkipReason::MissingText);
-                    };
-                    seen.clear();
-                    for_each_token(&text, &mut scratch, |t| {
-                        if !seen.contains(t) {
-                            seen.insert(t.to_owned());
-                        }
-                    });
-                    if seen.is_empty() {
-                        return counters.tally(SkipReason::NoTokens);
-                    }
-                    counters.read += 1;
-                    counters.processed += 1;
-                    for t in seen.drain() {
-                        *df.entry(t).or_insert(0) += 1;
-                    }
-                }
-            });
-    }
+    let terms = |text: &str| {
+        seen.clear();
+        for_each_token(text, &mut scratch, |t| {
+            if !seen.contains(t) {
+                seen.insert(t.to_owned());
+            }
+        });
+        Some(seen.drain().collect::<Vec<String>>()).filter(|t| !t.is_empty())
+    };
+    let count = |_, terms: Vec<String>| {
+        for t in terms {
+            *df.entry(t).or_insert(0) += 1;
+        }
+    };
+    super::truth::read_documents(inputs, boilerplate, counters, terms, count);
     df
 }
 

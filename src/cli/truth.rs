@@ -99,6 +99,24 @@ pub fn load_sets(
     counters: &mut Counters,
 ) -> Vec<(String, Vec<u64>)> {
     let mut out = Vec::new();
+    let set = |text: &str| Some(shingle_set(text)).filter(|s| !s.is_empty());
+    read_documents(inputs, boilerplate, counters, set, |id, s| {
+        out.push((id, s))
+    });
+    out
+}
+
+/// Reads every document of `inputs` as [`load_sets`] does: `make` turns a document's text into
+/// what the caller keeps (`None`: it has no token, a skip), and `take` gets that with the
+/// document's id. Blank lines, skipped records, records without text or tokens and repeated ids
+/// are counted in `counters`; the rest are read and processed.
+pub fn read_documents<T>(
+    inputs: &Inputs,
+    boilerplate: Boilerplate,
+    counters: &mut Counters,
+    mut make: impl FnMut(&str) -> Option<T>,
+    mut take: impl FnMut(String, T),
+) {
     let mut seen = std::collections::HashSet::new();
     for (i, file) in inputs.files.iter().enumerate() {
         let path = file.path.display().to_string();
@@ -111,21 +129,21 @@ pub fn load_sets(
                     let Ok(text) = document_text(&doc, boilerplate) else {
                         return counters.tally(SkipReason::MissingText);
                     };
-                    let set = shingle_set(&text);
                     let id = doc.name(&path).into_owned();
-                    if set.is_empty() {
-                        counters.tally(SkipReason::NoTokens);
-                    } else if !seen.insert(id.clone()) {
-                        counters.tally(SkipReason::DuplicateId);
-                    } else {
-                        counters.read += 1;
-                        counters.processed += 1;
-                        out.push((id, set));
+                    match make(&text) {
+                        None => counters.tally(SkipReason::NoTokens),
+                        Some(_) if !seen.insert(id.clone()) => {
+                            counters.tally(SkipReason::DuplicateId)
+                        }
+                        Some(kept) => {
+                            counters.read += 1;
+                            counters.processed += 1;
+                            take(id, kept);
+                        }
                     }
                 }
             });
     }
-    out
 }
 
 // The arguments of `neardup truth`.
