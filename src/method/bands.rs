@@ -42,6 +42,37 @@ pub struct BandRounds {
     pub summary: BandsSummary,
 }
 
+impl BandRounds {
+    /// The rounds of `layout` over `distinct` sketches, split into parts that fit `budget` bytes
+    /// per process; `summary` is the method's section, to which the parts and the memory plan
+    /// (after its reasoning) are added.
+    pub fn planned(
+        layout: BandLayout,
+        mut summary: BandsSummary,
+        distinct: u64,
+        processes: usize,
+        budget: u64,
+    ) -> BandRounds {
+        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
+        summary.parts_per_band = parts;
+        summary.reasoning = format!("{}; {memory}", summary.reasoning);
+        BandRounds {
+            layout,
+            parts,
+            reasoning: summary.reasoning.clone(),
+            summary,
+        }
+    }
+}
+
+/// How many bands of `layout` the values `a` and `b` share (equal band keys).
+pub fn shared_bands(layout: &BandLayout, a: &[u32], b: &[u32]) -> usize {
+    let band = |s: &[u32], i| band_key(s, i, layout.rows);
+    (0..layout.bands)
+        .filter(|&i| band(a, i) == band(b, i))
+        .count()
+}
+
 impl Rounds for BandRounds {
     fn reasoning(&self) -> &str {
         &self.reasoning
@@ -165,15 +196,10 @@ impl HashBands {
 
     /// True if `a` and `b` share at least `min_equal` bands.
     pub fn meet(&self, a: &[u32], b: &[u32]) -> bool {
-        let band = |s: &[u32], i| band_key(s, i, 2);
-        let shared = (0..self.bands)
-            .filter(|&i| band(a, i) == band(b, i))
-            .count();
-        shared >= self.min_equal
+        shared_bands(&self.layout(), a, b) >= self.min_equal
     }
 
-    /// The rounds over `distinct` sketches, named `name` in the summary, the method's `why` and
-    /// the memory plan in their reasoning.
+    /// The rounds over `distinct` sketches, named `name` in the summary, with the method's `why`.
     pub fn rounds(
         &self,
         (name, scheme, why): (String, String, String),
@@ -181,9 +207,7 @@ impl HashBands {
         processes: usize,
         budget: u64,
     ) -> Box<dyn Rounds> {
-        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
         let layout = self.layout();
-        let reasoning = format!("{why}; {memory}");
         let summary = BandsSummary {
             name,
             hashes: layout.hashes,
@@ -191,15 +215,11 @@ impl HashBands {
             rows: layout.rows,
             min_bands: layout.min_bands,
             scheme,
-            parts_per_band: parts,
-            reasoning: reasoning.clone(),
+            reasoning: why,
             ..Default::default()
         };
-        Box::new(BandRounds {
-            layout,
-            parts,
-            reasoning,
-            summary,
-        })
+        Box::new(BandRounds::planned(
+            layout, summary, distinct, processes, budget,
+        ))
     }
 }

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::bands::{BandProbe, BandRounds, BYTES_PER_BAND_RECORD};
+use super::bands::{shared_bands, BandProbe, BandRounds};
 use super::{Entry, Method, Probe, Rounds, Section, Sketch, DEFAULT_THRESHOLD};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::Score;
 use crate::error::{Error, Result};
-use crate::sketch::minhash::{band_key, estimate, BandKeyer, Scheme, DEFAULT_HASHES, MAX_HASHES};
+use crate::sketch::minhash::{estimate, BandKeyer, Scheme, DEFAULT_HASHES, MAX_HASHES};
 use crate::sketch::{MinHasher, Sketcher};
 use crate::summary::BandsSummary;
 use crate::text::FeatureConfig;
@@ -244,10 +244,8 @@ impl Method for MinHash {
             return Some(self.identical(self.estimates()));
         }
         let l = self.round_layout();
-        let band = |s: &Sketch, i| band_key(&s.values, i, l.rows);
-        let shared = (0..l.bands).filter(|&i| band(a, i) == band(b, i)).count();
         let score = Score::at_distance(0);
-        (shared >= l.min_bands).then(|| match self.banded {
+        (shared_bands(&l, &a.values, &b.values) >= l.min_bands).then(|| match self.banded {
             false => score.estimated(estimate(&a.values, &b.values)),
             true => score,
         })
@@ -278,9 +276,7 @@ impl Method for MinHash {
     }
 
     fn rounds(&self, distinct: u64, processes: usize, budget: u64) -> Result<Box<dyn Rounds>> {
-        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
         let l = &self.layout;
-        let reasoning = format!("{}; {memory}", self.reasoning);
         let summary = BandsSummary {
             name: l.name(),
             hashes: l.hashes,
@@ -289,17 +285,13 @@ impl Method for MinHash {
             min_bands: l.min_bands,
             scheme: self.scheme.name().into(),
             shingle: self.shingle,
-            parts_per_band: parts,
             s_curve: l.s_curve(),
-            reasoning: reasoning.clone(),
+            reasoning: self.reasoning.clone(),
             ..Default::default()
         };
-        Ok(Box::new(BandRounds {
-            layout: self.round_layout(),
-            parts,
-            reasoning,
-            summary,
-        }))
+        let layout = self.round_layout();
+        let rounds = BandRounds::planned(layout, summary, distinct, processes, budget);
+        Ok(Box::new(rounds))
     }
 
     /// The band keys of the layout the rounds cut the values by.
