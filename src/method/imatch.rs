@@ -13,7 +13,7 @@
 //! the rounds are [`super::bands`]'. A document without a term of a (sub-)lexicon is signed there
 //! by its whole token sequence, which meets only its exact copies.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Arc;
@@ -80,29 +80,25 @@ impl Hasher for Identity {
     }
 }
 
-/// A set of token hashes.
-pub type TermSet = HashSet<u64, BuildHasherDefault<Identity>>;
-
 /// The lexicon's terms (token hashes), each with its ordinal and the lexicons it is in: bit j for
 /// lexicon j (bit 0, the whole lexicon, always set).
 pub type Terms = HashMap<u64, (u32, u64), BuildHasherDefault<Identity>>;
 
-/// Each term of `terms` with its ordinal (in the order of the hashes) and its lexicons: the whole
-/// one, and sub-lexicon j (1..K) when the term's mix with j's seed falls below `keep` of the range.
-pub fn lexicons_of(terms: &TermSet, lexicons: usize, keep: f64) -> Terms {
+/// Each term of `sorted` (distinct token hashes, ascending) with its ordinal and its lexicons: the
+/// whole one, and sub-lexicon j (1..K) when the term's mix with j's seed falls below `keep` of the
+/// range.
+pub fn lexicons_of(sorted: &[u64], lexicons: usize, keep: f64) -> Terms {
     let below = (keep * u64::MAX as f64) as u64;
     let mask = |h: u64| {
         (1..lexicons).fold(1u64, |m, j| {
             m | (u64::from(mix64(h ^ seed(j)) < below) << j)
         })
     };
-    let mut sorted: Vec<u64> = terms.iter().copied().collect();
-    sorted.sort_unstable();
     let ordinal = |i: usize| u32::try_from(i).expect("fewer than 2^32 terms");
     sorted
-        .into_iter()
+        .iter()
         .enumerate()
-        .map(|(i, h)| (h, (ordinal(i), mask(h))))
+        .map(|(i, &h)| (h, (ordinal(i), mask(h))))
         .collect()
 }
 
@@ -162,13 +158,13 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
     }))
 }
 
-/// The terms of a lexicon file and its digest; an error names the file and the line of a term
-/// that is not one normalized token, and refuses a file without terms.
-pub fn read_lexicon(path: &Path) -> Result<(TermSet, u64)> {
+/// The terms of a lexicon file (distinct token hashes, ascending) and its digest; an error names
+/// the file and the line of a term that is not one normalized token, and refuses a file without
+/// terms.
+pub fn read_lexicon(path: &Path) -> Result<(Vec<u64>, u64)> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Config(format!("[imatch] lexicon {shown}: {e}")))?;
-    let mut terms = TermSet::default();
     let mut sorted = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let term = line.trim();
@@ -185,19 +181,17 @@ pub fn read_lexicon(path: &Path) -> Result<(TermSet, u64)> {
              letters and digits, or one CJK character; `neardup lexicon` writes them)",
             i + 1
         );
-        let h = token_hash(term);
-        if terms.insert(h) {
-            sorted.push(h);
-        }
+        sorted.push(token_hash(term));
     }
     ensure!(
-        !terms.is_empty(),
+        !sorted.is_empty(),
         Config,
         "[imatch] lexicon {shown} has no terms: every document would have the same signature"
     );
     sorted.sort_unstable();
+    sorted.dedup();
     let digest = sorted.iter().fold(0, |acc: u64, &h| mix64(acc ^ h));
-    Ok((terms, digest))
+    Ok((sorted, digest))
 }
 
 impl IMatch {
@@ -359,7 +353,9 @@ mod tests {
     use crate::sketch::minhash::band_key;
 
     fn method(words: &[&str], lexicons: usize) -> IMatch {
-        let terms: TermSet = words.iter().map(|w| token_hash(w)).collect();
+        let mut terms: Vec<u64> = words.iter().map(|w| token_hash(w)).collect();
+        terms.sort_unstable();
+        terms.dedup();
         IMatch {
             terms: Arc::new(lexicons_of(&terms, lexicons, 0.5)),
             digest: 0,
