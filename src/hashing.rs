@@ -7,3 +7,13 @@ pub fn mix64(mut x: u64) -> u64 {
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
+
+/// Where an ordered hash of a sequence of already mixed 64-bit values ([`sequence_step`]) starts.
+pub const SEQUENCE_SEED: u64 = 0x243f_6a88_85a3_08d3;
+
+/// One step of an ordered hash of a sequence of already mixed 64-bit values (token hashes): one
+/// rotate and one multiply, so it can run per token; finish it with [`mix64`].
+#[inline]
+pub fn sequence_step(acc: u64, x: u64) -> u64 {
+    (acc.rotate_left(23) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}

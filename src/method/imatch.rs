@@ -25,7 +25,7 @@ use super::{Entry, Method, Probe, Rounds, Section, Sketch};
 use crate::candidates::Score;
 use crate::ensure;
 use crate::error::{Error, Result};
-use crate::hashing::mix64;
+use crate::hashing::{mix64, sequence_step, SEQUENCE_SEED};
 use crate::sketch::Sketcher;
 use crate::text::{for_each_token_hash, token_hash, tokens, Scratch};
 
@@ -306,9 +306,9 @@ impl Sketcher for Signer {
             &mut self.sums,
             self.document,
         );
-        let mut whole = 0x243f_6a88_85a3_08d3u64;
+        let mut whole = SEQUENCE_SEED;
         let n = for_each_token_hash(text, &mut self.scratch, |h| {
-            whole = (whole.rotate_left(23) ^ h).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            whole = sequence_step(whole, h);
             let Some(&(ordinal, mut lexicons)) = terms.get(&h) else {
                 return;
             };

@@ -27,7 +27,7 @@ use super::bands::{BandProbe, HashBands};
 use super::{Entry, Method, Probe, Rounds, Section, Sketch};
 use crate::candidates::Score;
 use crate::error::Result;
-use crate::hashing::mix64;
+use crate::hashing::{mix64, sequence_step, SEQUENCE_SEED};
 use crate::sketch::Sketcher;
 use crate::text::{for_each_token_hash, Scratch};
 use crate::{bail, ensure};
@@ -226,9 +226,9 @@ impl Segmenter {
     /// The hash of tokens `run`, in order (token hashes are already mixed: one multiply a
     /// token, one mix at the end).
     fn hash(run: &[u64]) -> u64 {
-        let h = run.iter().fold(0x243f_6a88_85a3_08d3u64, |acc, &t| {
-            (acc.rotate_left(23) ^ t).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        });
+        let h = run
+            .iter()
+            .fold(SEQUENCE_SEED, |acc, &t| sequence_step(acc, t));
         // Never the empty marker.
         mix64(h ^ run.len() as u64).min(EMPTY - 1)
     }
