@@ -144,8 +144,13 @@ fn exact_pairs_equal_brute_force_at_1_2_and_4_workers_and_two_processes() {
 }
 
 /// The section a method needs besides its defaults, written for `dir`: I-Match's lexicon (every
-/// lowercase word of [`planted`]'s vocabulary but two), nothing for the others.
+/// lowercase word of [`planted`]'s vocabulary but two), SpotSig's antecedents among those words,
+/// nothing for the others.
 fn needed_section(name: &str, dir: &Path) -> String {
+    if name == "spotsig" {
+        // Spots of [`planted`]'s words: two of them are antecedents.
+        return "[spotsig]\nantecedents = [\"alpha\", \"gamma\"]\nthreshold = 0.6\n".into();
+    }
     if name != "imatch" {
         return String::new();
     }
@@ -218,8 +223,11 @@ fn a_method_section_is_checked_by_its_method_and_others_are_refused() {
     );
     let e = job_error("[exact]\non = \"raw\"");
     assert!(e.contains("this job's method is \"simhash\""), "{e}");
-    let e = job_error("method = \"spotsig\"");
-    assert!(e.contains("\"simhash\", \"minhash\", \"exact\""), "{e}");
+    let e = job_error("method = \"fuzzyhash\"");
+    assert!(
+        e.contains("\"simhash\", \"minhash\", \"exact\"") && e.contains("\"spotsig\""),
+        "{e}"
+    );
     let e = job_error("[simhsh]\nk = 3");
     assert!(e.contains("unknown key `simhsh`"), "{e}");
     let e = job_error("method = \"exact\"\n[features]\nshingle = 3");
@@ -667,4 +675,115 @@ fn a_lexicon_counts_a_repeated_id_once_as_a_run_reads_it() {
     assert!(said.contains("3 documents, 1 skipped"), "{said}");
     let lexicon = std::fs::read_to_string(dir.path().join("l.txt")).unwrap();
     assert_eq!(lexicon, "gamma\nshared\n");
+}
+
+/// The antecedents of a SpotSig job over [`near_copies`]: one word in ten.
+fn spotsig_section(threshold: f64) -> String {
+    let words: Vec<String> = (0..300).map(|i| format!("\"w{i}\"")).collect();
+    format!(
+        "[spotsig]\nantecedents = [{}]\nthreshold = {threshold}\n",
+        words.join(", ")
+    )
+}
+
+#[test]
+fn spotsig_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = near_copies(33, 400);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let truth = truth_pairs(&docs);
+    assert!(truth.len() > 150, "near copies planted: {}", truth.len());
+    let out = dir.path().join("pairs.tsv");
+    let job = format!(
+        "method = \"spotsig\"\n{}[input]\npaths = [{input:?}]\n\
+         [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n",
+        spotsig_section(0.6)
+    );
+    let method = plan_of(dir.path(), &job, 1).method;
+    // Brute force: every two sketches' spot sets compared.
+    let candidates = compared_pairs(method.as_ref(), &docs);
+    let want: Vec<_> = candidates
+        .iter()
+        .filter(|p| truth.binary_search(p).is_ok())
+        .cloned()
+        .collect();
+    assert!(
+        want.len() as f64 >= 0.8 * truth.len() as f64,
+        "spots find most true pairs: {} of {}",
+        want.len(),
+        truth.len()
+    );
+    let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
+        rows.into_iter().map(|(a, b, _)| (a, b)).collect()
+    };
+    for workers in [1, 2, 4] {
+        execute(plan_of(dir.path(), &job, workers)).unwrap();
+        let got = ids(common::pair_rows(&out));
+        assert_sorted_unique(&got);
+        assert_eq!(got, want, "{workers} worker(s)");
+    }
+    let path = dir.path().join("job.toml");
+    std::fs::write(&path, &job).unwrap();
+    let args = vec!["run".to_string(), path.display().to_string()];
+    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+    assert_eq!(ids(common::pair_rows(&out)), want, "two processes");
+}
+
+#[test]
+fn spotsig_skips_and_counts_a_document_without_a_spot_and_refuses_a_section_that_cannot_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = vec![
+        (
+            "a".to_string(),
+            "the economy slumped as the markets fell".to_string(),
+        ),
+        (
+            "b".to_string(),
+            "The economy slumped, as the markets fell!".to_string(),
+        ),
+        ("c".to_string(), "economy markets slumped fell".to_string()),
+        ("d".to_string(), "economy markets slumped fell".to_string()),
+    ];
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let out = dir.path().join("pairs.tsv");
+    let summary = dir.path().join("summary.json");
+    let job = format!(
+        "method = \"spotsig\"\n[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
+         [output]\ndir = \"\"\npairs = {out:?}\nsummary = {summary:?}\n"
+    );
+    execute(plan_of(dir.path(), &job, 1)).unwrap();
+    // c and d have no stop word: skipped with the reason, not paired as two empty sets.
+    let got = ids_of(&out);
+    assert_eq!(got, vec![("a".to_string(), "b".to_string())]);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(s["documents"]["skipped_by_reason"]["no_features"], 2, "{s}");
+    assert_eq!(s["documents"]["read"], 4, "{s}");
+
+    let e = job_error("method = \"spotsig\"\n[spotsig]\nantecedents = []");
+    assert!(e.contains("[spotsig] antecedents is empty"), "{e}");
+    let e = job_error("method = \"spotsig\"\n[spotsig]\nantecedents = [\"of the\"]");
+    assert!(e.contains("single words"), "{e}");
+    let e = job_error("method = \"spotsig\"\n[spotsig]\nchain = 0");
+    assert!(
+        e.contains("[spotsig] chain must be between 1 and 16, got 0"),
+        "{e}"
+    );
+    let e = job_error("method = \"spotsig\"\n[spotsig]\nthreshold = 0");
+    assert!(e.contains("[spotsig] threshold must be in (0, 1]"), "{e}");
+    let e = job_error("method = \"spotsig\"\n[spotsig]\nmax_signatures = 5000");
+    assert!(
+        e.contains("max_signatures must be between 1 and 1024"),
+        "{e}"
+    );
+}
+
+/// The id pairs of a pairs file.
+fn ids_of(path: &Path) -> Vec<(String, String)> {
+    common::pair_rows(path)
+        .into_iter()
+        .map(|(a, b, _)| (a, b))
+        .collect()
 }

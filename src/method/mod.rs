@@ -15,6 +15,7 @@ pub mod imatch;
 pub mod minhash;
 pub mod segments;
 pub mod simhash;
+pub mod spotsig;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -311,6 +312,7 @@ pub const REGISTRY: &[Entry] = &[
     exact::ENTRY,
     segments::ENTRY,
     imatch::ENTRY,
+    spotsig::ENTRY,
 ];
 
 /// The method named `name`, or an error listing the names.

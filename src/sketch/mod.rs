@@ -25,7 +25,13 @@ pub trait Sketcher {
     /// The sketch of `text` and how many tokens it had, or `None` if it has no token.
     fn sketch(&mut self, text: &str) -> Option<(Self::Sketch, usize)> {
         let tokens = self.gather(text);
-        (tokens > 0).then(|| (self.finish(), tokens))
+        (tokens > 0 && self.featureless().is_none()).then(|| (self.finish(), tokens))
+    }
+
+    /// Why the text last gathered, though it has tokens, has nothing this sketcher keeps (SpotSig:
+    /// no spot signature), or `None`: such a text is skipped as `no_features`.
+    fn featureless(&self) -> Option<&'static str> {
+        None
     }
 
     /// The values of the last sketch beyond its key (a MinHash signature); empty for simhash.
@@ -70,5 +76,9 @@ impl<S: Sketcher + ?Sized> Sketcher for Box<S> {
 
     fn raw(&mut self, bytes: &[u8]) {
         (**self).raw(bytes)
+    }
+
+    fn featureless(&self) -> Option<&'static str> {
+        (**self).featureless()
     }
 }

@@ -217,6 +217,8 @@ pub enum SkipReason {
     EmptyText,
     /// The text has no word or CJK token (only punctuation, symbols or binary junk).
     NoTokens,
+    /// The text has tokens but nothing the method sketches (SpotSig: no spot signature).
+    NoFeatures,
     /// The record is longer than `max_record_bytes`.
     TooLarge,
     /// Reading the file failed here (I/O error, truncated or corrupt compressed data); records after
@@ -243,13 +245,14 @@ pub enum SkipReason {
 
 impl SkipReason {
     /// Every reason, in summary order.
-    pub const ALL: [SkipReason; 16] = [
+    pub const ALL: [SkipReason; 17] = [
         SkipReason::InvalidUtf8,
         SkipReason::InvalidJson,
         SkipReason::MissingText,
         SkipReason::BadId,
         SkipReason::EmptyText,
         SkipReason::NoTokens,
+        SkipReason::NoFeatures,
         SkipReason::TooLarge,
         SkipReason::ReadError,
         SkipReason::BadFingerprint,
@@ -284,6 +287,7 @@ impl SkipReason {
             SkipReason::BadId => "bad_id",
             SkipReason::EmptyText => "empty_text",
             SkipReason::NoTokens => "no_tokens",
+            SkipReason::NoFeatures => "no_features",
             SkipReason::TooLarge => "too_large",
             SkipReason::ReadError => "read_error",
             SkipReason::BadFingerprint => "bad_fingerprint",

@@ -179,6 +179,10 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
         // Tokens are counted before the sketch is made: a too-short text costs no sketch.
         match self.sketcher.gather(text) {
             0 => Err(Skip::new(SkipReason::NoTokens, "no word or CJK token")),
+            _ if self.sketcher.featureless().is_some() => {
+                let why = self.sketcher.featureless().unwrap_or_default();
+                Err(Skip::new(SkipReason::NoFeatures, why))
+            }
             tokens if tokens < self.content.min_tokens => Err(Skip::new(
                 SkipReason::TooShort,
                 format!(

@@ -700,6 +700,18 @@ pub const STOP_WORDS: &[&str] = &[
     "这", "那", "个", "中", "为", "对", "将", "被", "把", "从", "以",
 ];
 
+/// Function words of German, French, Spanish, Italian and Portuguese: with [`STOP_WORDS`], the
+/// SpotSig method's default antecedents, so a translation's spots are its own language's and not
+/// only the English fragments (commands, code) it shares with the original.
+pub const OTHER_STOP_WORDS: &[&str] = &[
+    "der", "die", "das", "und", "ist", "nicht", "ein", "eine", "den", "dem", "des", "mit", "sich",
+    "auf", "für", "sie", "wird", "werden", "zu", "von", "le", "la", "les", "de", "du", "des", "un",
+    "une", "est", "et", "que", "qui", "pour", "dans", "par", "sur", "ne", "pas", "el", "los",
+    "las", "en", "es", "y", "del", "se", "por", "con", "para", "una", "lo", "il", "di", "che",
+    "per", "non", "sono", "della", "gli", "da", "o", "os", "as", "um", "uma", "não", "em", "do",
+    "da", "no", "na", "é",
+];
+
 /// The sorted token hashes of [`STOP_WORDS`].
 fn stop_hashes() -> &'static [u64] {
     static SET: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();

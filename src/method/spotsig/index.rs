@@ -1,0 +1,234 @@
+//! SpotSig's inverted index, partitioned by set length (Theobald et al. 2008, section 4): the
+//! pairs of spot signature sets with Jaccard at least τ, without comparing all pairs.
+//!
+//! Two bounds make it exact and small:
+//! - **Length**: J(A, B) <= |A| / |B| for |A| <= |B|, so a set meets only sets whose length is
+//!   within a factor τ of its own (the paper's partitions by length, whose neighbours are the
+//!   only ones a set is compared with). Inside a posting list sorted by length, a set's
+//!   comparisons stop at the first longer set beyond its bound.
+//! - **Prefix**: with the signatures in one global order (ascending hash), two sets with
+//!   J >= τ share a signature among the first `|A| - ceil(τ |A|) + 1` of each (their overlap is at
+//!   least ceil(τ |A|)); only those prefix signatures are indexed, so a set is in a few posting lists, not
+//!   one per signature (the paper's pruning of lists that cannot reach τ, as in PPJoin).
+//!
+//! On timely: every set's prefix postings `(signature, length, key)` are exchanged by signature,
+//! each worker pairs up the lists it owns under the length bound, the pairs go to the owner of
+//! their first side (once each, however many lists they share), and then with that side's set to
+//! the owner of the second, which computes the Jaccard of the two sets and keeps the pair at τ.
+
+use timely::worker::Worker;
+
+use super::SpotSig;
+use crate::candidates::{Pair, Score};
+use crate::exchange::{owner, shuffle};
+use crate::method::{Found, Probe, Rounds, Scoring, Sections};
+
+/// Bytes one posting takes in a round, with the sort's room.
+pub const BYTES_PER_POSTING: u64 = 48;
+
+/// How many of a set of `n` signatures are indexed: every pair at `threshold` shares one (one
+/// more when `threshold * n` is a hair above an integer, so rounding never loses a pair).
+pub fn prefix_len(n: usize, threshold: f64) -> usize {
+    let overlap = (threshold * n as f64 - 1e-9).ceil().max(1.0) as usize;
+    (n + 1).saturating_sub(overlap).clamp(1, n.max(1))
+}
+
+/// True if sets of `short <= long` signatures can reach `threshold` (the length bound).
+fn lengths_meet(short: usize, long: usize, threshold: f64) -> bool {
+    short as f64 / long as f64 >= threshold
+}
+
+/// The Jaccard similarity of two sketches' signature sets (values as a sketch keeps them).
+pub fn spot_jaccard(a: &[u32], b: &[u32]) -> f64 {
+    let a: Vec<u64> = SpotSig::signatures(a).collect();
+    let b: Vec<u64> = SpotSig::signatures(b).collect();
+    crate::text::jaccard(&a, &b)
+}
+
+/// The prefix signatures of each sketch, as probe keys.
+pub struct SpotProbe {
+    /// The method's threshold.
+    pub threshold: f64,
+    /// The method's `max_signatures`.
+    pub max_signatures: usize,
+}
+
+impl Probe for SpotProbe {
+    fn rounds(&self) -> usize {
+        prefix_len(self.max_signatures, self.threshold)
+    }
+
+    fn keys(&self, _: u64, values: &[u32], out: &mut Vec<u64>) {
+        let n = SpotSig::signatures(values).count();
+        let prefix = SpotSig::signatures(values).take(prefix_len(n, self.threshold));
+        out.extend(prefix.map(|s| crate::method::probe_key(0, s)));
+    }
+}
+
+/// The index's rounds: one, split into parts by signature when the postings do not fit.
+pub struct IndexRounds {
+    threshold: f64,
+    parts: u32,
+    reasoning: String,
+}
+
+impl IndexRounds {
+    /// The plan over `distinct` sets of at most `max_signatures` spread over `processes`, in
+    /// parts that fit `budget` bytes per process.
+    pub fn planned(
+        threshold: f64,
+        max_signatures: usize,
+        (distinct, processes, budget): (u64, usize, u64),
+    ) -> IndexRounds {
+        let postings = distinct * prefix_len(max_signatures, threshold) as u64;
+        let (parts, memory) = crate::method::parts(postings, BYTES_PER_POSTING, processes, budget);
+        IndexRounds {
+            threshold,
+            parts,
+            reasoning: format!(
+                "spotsig: spot-set Jaccard >= {threshold}, the prefix signatures of each set \
+                 indexed, lists paired within the length bound; {memory}"
+            ),
+        }
+    }
+}
+
+/// A posting: the signature, the set's length, the set's key.
+type Posting = (u64, u32, u64);
+
+impl Rounds for IndexRounds {
+    fn reasoning(&self) -> &str {
+        &self.reasoning
+    }
+
+    fn sections(&self) -> Sections {
+        Sections::default()
+    }
+
+    fn run(
+        &self,
+        worker: &mut Worker,
+        keys: &[u64],
+        values: &[u32],
+        _: Scoring,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Found {
+        let m = if keys.is_empty() {
+            0
+        } else {
+            values.len() / keys.len()
+        };
+        let set = |i: usize| &values[i * m..(i + 1) * m];
+        let mut found = Found::default();
+        let mut candidates = Vec::new();
+        for part in 0..self.parts {
+            let postings = self.postings(keys, set, part);
+            let peers = worker.peers();
+            let lists = shuffle(worker, postings, move |p: &Posting| owner(p.0, peers));
+            self.pair_lists(lists, &mut found, &mut candidates);
+            progress(u64::from(part) + 1, u64::from(self.parts));
+        }
+        found.pairs = self.verify(worker, keys, set, candidates);
+        found
+    }
+}
+
+impl IndexRounds {
+    /// This worker's postings of part `part`: each set's prefix signatures.
+    fn postings<'v>(
+        &self,
+        keys: &[u64],
+        set: impl Fn(usize) -> &'v [u32],
+        part: u32,
+    ) -> Vec<Posting> {
+        let mut out = Vec::new();
+        for (i, &key) in keys.iter().enumerate() {
+            let n = SpotSig::signatures(set(i)).count();
+            let prefix = SpotSig::signatures(set(i)).take(prefix_len(n, self.threshold));
+            for s in prefix.filter(|&s| self.parts == 1 || in_part(s, self.parts) == part) {
+                out.push((s, n as u32, key));
+            }
+        }
+        out
+    }
+
+    /// Every pair of sets in a list whose lengths meet, into `candidates` (with repeats).
+    fn pair_lists(&self, mut lists: Vec<Posting>, found: &mut Found, candidates: &mut Vec<Pair>) {
+        lists.sort_unstable();
+        for list in lists.chunk_by(|x, y| x.0 == y.0) {
+            found.largest_group = found.largest_group.max(list.len() as u64);
+            for (i, &(_, short, a)) in list.iter().enumerate() {
+                for &(_, long, b) in &list[i + 1..] {
+                    if !lengths_meet(short as usize, long as usize, self.threshold) {
+                        break;
+                    }
+                    found.comparisons += 1;
+                    candidates.push(Pair::new(a, b, 0));
+                }
+            }
+        }
+    }
+
+    /// The candidates once each, with the Jaccard of their sets computed at the owner of their
+    /// second side; those at the threshold.
+    fn verify<'v>(
+        &self,
+        worker: &mut Worker,
+        keys: &[u64],
+        set: impl Fn(usize) -> &'v [u32],
+        candidates: Vec<Pair>,
+    ) -> Vec<Pair> {
+        let peers = worker.peers();
+        let of = |key: u64| {
+            let i = keys
+                .binary_search(&key)
+                .expect("a set's key is its owner's");
+            set(i)
+        };
+        let mut at_a = shuffle(worker, candidates, move |p: &Pair| owner(p.a, peers));
+        at_a.sort_unstable_by_key(|p| (p.a, p.b));
+        at_a.dedup_by_key(|p| (p.a, p.b));
+        let with_a: Vec<(Pair, Vec<u32>)> = at_a.into_iter().map(|p| (p, kept(of(p.a)))).collect();
+        let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.b, peers));
+        let threshold = self.threshold;
+        at_b.into_iter()
+            .filter(|(p, a)| spot_jaccard(a, of(p.b)) >= threshold)
+            .map(|(p, _)| Pair::scored(p.a, p.b, Score::at_distance(0)))
+            .collect()
+    }
+}
+
+/// A set's values without their padding (what travels with a pair).
+fn kept(values: &[u32]) -> Vec<u32> {
+    let n = SpotSig::signatures(values).count();
+    let mut v = values[..2 * n].to_vec();
+    v.extend([u32::MAX, u32::MAX]);
+    v
+}
+
+/// The part of a round a signature's list is in.
+fn in_part(signature: u64, parts: u32) -> u32 {
+    (crate::hashing::mix64(signature ^ 0x9e37_79b9_7f4a_7c15) % u64::from(parts)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_at_the_threshold_shares_a_prefix_signature() {
+        // Sets of n signatures sharing exactly ceil(τ n) of them, the shared ones placed last:
+        // the prefixes still meet.
+        for threshold in [0.5, 0.7, 0.8, 0.9, 1.0] {
+            for n in 1..60usize {
+                let overlap = (threshold * n as f64).ceil() as usize;
+                let p = prefix_len(n, threshold);
+                assert!(
+                    p + overlap > n,
+                    "{threshold} {n}: prefix {p}, overlap {overlap}"
+                );
+            }
+        }
+        assert!(lengths_meet(8, 10, 0.8) && !lengths_meet(7, 10, 0.8));
+    }
+}
