@@ -130,7 +130,7 @@ fn audit_of(dir: &Path, job: &str, store: &str, out: &str) -> BTreeSet<(String, 
     audit_pairs(&dir.join(out))
 }
 
-const JOBS: [(&str, &str); 6] = [
+const JOBS: [(&str, &str); 7] = [
     ("simhash", "method = \"simhash\"\n[simhash]\nk = 3\n"),
     ("segments", "method = \"segments\"\n"),
     (
@@ -147,6 +147,7 @@ const JOBS: [(&str, &str); 6] = [
          \"w46\", \"w47\", \"w48\", \"w49\", \"w50\", \"w51\", \"w52\", \"w53\", \"w54\", \
          \"w55\", \"w56\", \"w57\", \"w58\", \"w59\"]\nthreshold = 0.5\n",
     ),
+    ("containment", "method = \"containment\"\n"),
     ("minhash-exact", "method = \"minhash\"\n"),
     (
         "minhash-estimate",

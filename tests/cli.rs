@@ -300,6 +300,61 @@ fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
     assert!(partial >= 5, "partial copies in the sample: {partial}");
 }
 
+/// The containment sample job reports only pairs of the containment truth, with their exact
+/// containment, and nearly all of them.
+#[test]
+fn containment_job_finds_the_partial_copies_of_the_containment_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("containment.tsv");
+    run_ok(
+        neardup()
+            .args(["truth", "--input", "data-samples/docs.jsonl", "--measure"])
+            .args(["containment", "--out"])
+            .arg(&truth)
+            .current_dir(root()),
+    );
+    let out = dir.path().join("out");
+    run_ok(
+        neardup()
+            .args(["run", "jobs/containment.toml", "--out-dir"])
+            .arg(&out)
+            .current_dir(root()),
+    );
+    let rows = |path: &Path| -> BTreeMap<(String, String), String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Vec<&str> = l.split('\t').collect();
+                ((v[0].to_string(), v[1].to_string()), v[2].to_string())
+            })
+            .collect()
+    };
+    let (want, got) = (rows(&truth), rows(&out.join("pairs.tsv")));
+    for (p, c) in &got {
+        assert_eq!(
+            want.get(p),
+            Some(c),
+            "{p:?}: not a partial copy, or not its containment"
+        );
+    }
+    let partial = got
+        .keys()
+        .filter(|p| !expected_pairs().contains_key(*p))
+        .count();
+    assert!(
+        partial >= 5,
+        "partial copies found besides near-duplicates: {partial}"
+    );
+    assert!(
+        got.len() * 10 >= want.len() * 9,
+        "{} of {}",
+        got.len(),
+        want.len()
+    );
+    assert_eq!(summary(&out.join("summary.json"))["method"], "containment");
+}
+
 #[test]
 fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     let dir = tempfile::tempdir().unwrap();

@@ -787,3 +787,118 @@ fn ids_of(path: &Path) -> Vec<(String, String)> {
         .map(|(a, b, _)| (a, b))
         .collect()
 }
+
+/// `n` base texts and, for most, a page that quotes one: the base inside random words, 1 to 6
+/// times its length in all; some quotes lose a word or two.
+fn quoted_pages(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng(seed | 1);
+    let word = |rng: &mut Rng| format!("w{}", rng.below(3000));
+    let words = |rng: &mut Rng, len: usize| (0..len).map(|_| word(rng)).collect::<Vec<_>>();
+    let mut docs = Vec::new();
+    for i in 0..n {
+        let len = 40 + rng.below(200) as usize;
+        let base = words(&mut rng, len);
+        docs.push((format!("q{i:04}"), base.join(" ")));
+        if rng.below(4) == 0 {
+            continue;
+        }
+        let mut quote = base.clone();
+        for _ in 0..rng.below(3) {
+            let at = rng.below(quote.len() as u64) as usize;
+            quote[at] = word(&mut rng);
+        }
+        let extra = len * rng.below(6) as usize;
+        let before = rng.below(extra as u64 + 1) as usize;
+        let page = [
+            words(&mut rng, before),
+            quote,
+            words(&mut rng, extra - before),
+        ]
+        .concat();
+        docs.push((format!("p{i:04}"), page.join(" ")));
+    }
+    docs
+}
+
+/// Every pair of `docs` whose smaller shingle set has >= 0.8 of its shingles in the other.
+fn containment_truth(docs: &[(String, String)]) -> Vec<(String, String)> {
+    use neardup::text::{shingle_set_of, Measure, Scratch};
+    let mut scratch = Scratch::default();
+    let sets: Vec<Vec<u64>> = docs
+        .iter()
+        .map(|(_, t)| shingle_set_of(t, 5, &mut scratch))
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            if Measure::Containment.between(&sets[i], &sets[j]) >= 0.8 {
+                let (a, b) = (&docs[i].0, &docs[j].0);
+                out.push((a.min(b).clone(), a.max(b).clone()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_workers_and_two_processes(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = quoted_pages(41, 300);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let truth = containment_truth(&docs);
+    assert!(truth.len() > 150, "partial copies planted: {}", truth.len());
+    let out = dir.path().join("pairs.tsv");
+    let job = format!(
+        "method = \"containment\"\n[input]\npaths = [{input:?}]\n\
+         [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+    );
+    let method = plan_of(dir.path(), &job, 1).method;
+    let candidates = compared_pairs(method.as_ref(), &docs);
+    let want: Vec<_> = candidates
+        .iter()
+        .filter(|p| truth.binary_search(p).is_ok())
+        .cloned()
+        .collect();
+    assert!(
+        want.len() as f64 >= 0.9 * truth.len() as f64,
+        "LSH Ensemble finds most partial copies: {} of {}",
+        want.len(),
+        truth.len()
+    );
+    for workers in [1, 2, 4] {
+        execute(plan_of(dir.path(), &job, workers)).unwrap();
+        let rows = common::pair_rows(&out);
+        // The similarity column is the containment.
+        assert!(rows
+            .iter()
+            .all(|(_, _, c)| c.parse::<f64>().unwrap() >= 0.8));
+        let got: Vec<_> = rows.into_iter().map(|(a, b, _)| (a, b)).collect();
+        assert_sorted_unique(&got);
+        assert_eq!(got, want, "{workers} worker(s)");
+    }
+    let path = dir.path().join("job.toml");
+    std::fs::write(&path, &job).unwrap();
+    let args = vec!["run".to_string(), path.display().to_string()];
+    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+    assert_eq!(ids_of(&out), want, "two processes");
+}
+
+#[test]
+fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
+    let e = job_error("method = \"containment\"\n[containment]\nthreshold = 1.5");
+    assert!(
+        e.contains("[containment] threshold must be in (0, 1]"),
+        "{e}"
+    );
+    let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
+    assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
+    let e = job_error("method = \"containment\"\n[containment]\nmax_ratio = 0");
+    assert!(e.contains("max_ratio must be between 1 and 64"), "{e}");
+    let e = job_error(
+        "method = \"containment\"\n[containment]\nthreshold = 0.3\nhashes = 16\nmax_ratio = 64",
+    );
+    assert!(e.contains("raise hashes or lower max_ratio"), "{e}");
+}

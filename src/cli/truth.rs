@@ -18,6 +18,7 @@ use neardup::source::html::Boilerplate;
 use neardup::source::{Item, SkipReason};
 use neardup::stages::read::document_text;
 use neardup::summary::Counters;
+pub use neardup::text::Measure;
 
 use super::{CorpusArgs, EXIT_PARTIAL};
 
@@ -26,26 +27,6 @@ pub use neardup::text::{jaccard, shingle_set_of, TRUTH_SHINGLE};
 /// The truth's shingle set of `text`: sorted, distinct 5-token shingle hashes.
 pub fn shingle_set(text: &str) -> Vec<u64> {
     shingle_set_of(text, TRUTH_SHINGLE, &mut neardup::text::Scratch::default())
-}
-
-/// What the truth measures of two shingle sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Measure {
-    /// |A ∩ B| / |A ∪ B|: near-duplicates.
-    Jaccard,
-    /// |A ∩ B| / the smaller of |A| and |B|: partial copies (one page holds most of another).
-    Containment,
-}
-
-impl Measure {
-    /// The measure of two sets of `a` and `b` shingles sharing `common`.
-    pub fn of(self, common: usize, a: usize, b: usize) -> f64 {
-        let over = match self {
-            Measure::Jaccard => a + b - common,
-            Measure::Containment => a.min(b),
-        };
-        common as f64 / over as f64
-    }
 }
 
 /// Every pair of documents whose `measure` is >= `threshold`: `(id_a, id_b, value)` with

@@ -480,6 +480,7 @@ fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>
         threshold,
         shingle,
         mode,
+        measure: crate::text::Measure::Jaccard,
     }))
 }
 
@@ -567,6 +568,10 @@ impl JobSpec {
             "[output] documents hashes each document's text: a fingerprints file has none"
         );
         let method = method_of(entry, &self.sections, features, verify, base)?;
+        let verify = verify.map(|v| Verification {
+            measure: method.measure(),
+            ..v
+        });
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match outputs.finds_pairs() {
             false => None,

@@ -9,6 +9,8 @@ pub struct Verification {
     pub shingle: usize,
     /// Exact, or estimated from signatures.
     pub mode: VerifyMode,
+    /// What the similarity measures: Jaccard, or the containment method's containment.
+    pub measure: crate::text::Measure,
 }
 
 /// Where a pair's similarity comes from.

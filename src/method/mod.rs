@@ -10,9 +10,11 @@
 //! it with [`exact`], the smallest.
 
 pub mod bands;
+pub mod containment;
 pub mod exact;
 pub mod imatch;
 pub mod minhash;
+pub mod once;
 pub mod segments;
 pub mod simhash;
 pub mod spotsig;
@@ -81,6 +83,12 @@ pub trait Method: Debug + Send + Sync {
     /// fingerprints file can be read instead of documents.
     fn fingerprints(&self) -> bool {
         false
+    }
+
+    /// What a verified pair's similarity measures: the Jaccard similarity, or (the containment
+    /// method) the containment of the smaller document in the larger.
+    fn measure(&self) -> crate::text::Measure {
+        crate::text::Measure::Jaccard
     }
 
     /// True if the sketches estimate the Jaccard similarity (`[verify] mode = "estimate"`).
@@ -313,6 +321,7 @@ pub const REGISTRY: &[Entry] = &[
     segments::ENTRY,
     imatch::ENTRY,
     spotsig::ENTRY,
+    containment::ENTRY,
 ];
 
 /// The method named `name`, or an error listing the names.

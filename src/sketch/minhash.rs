@@ -158,7 +158,7 @@ impl MinHasher {
 /// Optimal densification: every empty bin takes the value of the first non-empty bin on its own
 /// probe sequence `probe(i, 1), probe(i, 2), ...`, which depends only on `i` and the attempt, so
 /// two documents with the same non-empty bins fill their empty ones alike.
-fn densify(bins: &mut [u32], filled: &mut Vec<u32>) {
+pub fn densify(bins: &mut [u32], filled: &mut Vec<u32>) {
     let m = bins.len() as u64;
     if !bins.contains(&EMPTY) {
         return;

@@ -15,7 +15,8 @@
 //! So a set travels once to its owner and once per pair it is in, never once per table, and memory
 //! holds only the sets of documents in candidate pairs.
 //!
-//! Morally: `pairs.filter(|(a, b)| jaccard(set(text(a)), set(text(b))) >= threshold)`.
+//! Morally: `pairs.filter(|(a, b)| measure(set(text(a)), set(text(b))) >= threshold)`, the measure the
+//! method's (Jaccard, or the containment method's containment).
 
 use timely::worker::Worker;
 
@@ -27,7 +28,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
 use crate::source::Location;
-use crate::text::{jaccard, shingle_set_of, Scratch};
+use crate::text::{shingle_set_of, Scratch};
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -157,7 +158,7 @@ pub fn verify(
                 continue;
             };
             stats.candidates += 1;
-            let j = jaccard(&set_a, &sets[i].1);
+            let j = v.measure.between(&set_a, &sets[i].1);
             if j >= v.threshold {
                 kept.push(Pair {
                     score: p.score.verified(j),

@@ -786,6 +786,53 @@ pub fn shingle_set_of(text: &str, n: usize, scratch: &mut Scratch) -> Vec<u64> {
     set
 }
 
+/// What a pair's similarity measures of two shingle sets (the truth's, and verification's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Measure {
+    /// |A ∩ B| / |A ∪ B|: near-duplicates.
+    Jaccard,
+    /// |A ∩ B| / the smaller of |A| and |B|: partial copies (one page holds most of another).
+    Containment,
+}
+
+impl Measure {
+    /// The measure of two sets of `a` and `b` shingles sharing `common`.
+    pub fn of(self, common: usize, a: usize, b: usize) -> f64 {
+        let over = match self {
+            Measure::Jaccard => a + b - common,
+            Measure::Containment => a.min(b),
+        };
+        common as f64 / over as f64
+    }
+}
+
+impl Measure {
+    /// The measure of two sorted, distinct sets.
+    pub fn between(self, a: &[u64], b: &[u64]) -> f64 {
+        if a.is_empty() || b.is_empty() {
+            return 0.0;
+        }
+        self.of(common(a, b), a.len(), b.len())
+    }
+}
+
+/// How many values two sorted, distinct sets share.
+pub fn common(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Exact Jaccard similarity of two sorted, distinct sets (0 for two empty sets).
 pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     if a.is_empty() && b.is_empty() {

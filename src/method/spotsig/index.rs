@@ -21,6 +21,7 @@ use timely::worker::Worker;
 use super::SpotSig;
 use crate::candidates::{Pair, Score};
 use crate::exchange::{owner, shuffle};
+use crate::method::once::{once_where, Test};
 use crate::method::{Found, Probe, Rounds, Scoring, Sections};
 
 /// Bytes one posting takes in a round, with the sort's room.
@@ -128,7 +129,7 @@ impl Rounds for IndexRounds {
             self.pair_lists(lists, &mut found, &mut candidates);
             progress(u64::from(part) + 1, u64::from(self.parts));
         }
-        found.pairs = self.verify(worker, keys, set, candidates);
+        found.pairs = self.verify(worker, (keys, values, m), candidates);
         found
     }
 }
@@ -171,30 +172,18 @@ impl IndexRounds {
 
     /// The candidates once each, with the Jaccard of their sets computed at the owner of their
     /// second side; those at the threshold.
-    fn verify<'v>(
+    fn verify(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        set: impl Fn(usize) -> &'v [u32],
+        sketches: (&[u64], &[u32], usize),
         candidates: Vec<Pair>,
     ) -> Vec<Pair> {
-        let peers = worker.peers();
-        let of = |key: u64| {
-            let i = keys
-                .binary_search(&key)
-                .expect("a set's key is its owner's");
-            set(i)
-        };
-        let mut at_a = shuffle(worker, candidates, move |p: &Pair| owner(p.a, peers));
-        at_a.sort_unstable_by_key(|p| (p.a, p.b));
-        at_a.dedup_by_key(|p| (p.a, p.b));
-        let with_a: Vec<(Pair, Vec<u32>)> = at_a.into_iter().map(|p| (p, kept(of(p.a)))).collect();
-        let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.b, peers));
         let threshold = self.threshold;
-        at_b.into_iter()
-            .filter(|(p, a)| spot_jaccard(a, of(p.b)) >= threshold)
-            .map(|(p, _)| Pair::scored(p.a, p.b, Score::at_distance(0)))
-            .collect()
+        let test = Test {
+            ship: kept,
+            keep: |a: &[u32], b: &[u32]| spot_jaccard(a, b) >= threshold,
+        };
+        once_where(worker, sketches, candidates, test, Score::at_distance(0))
     }
 }
 
