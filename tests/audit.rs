@@ -429,7 +429,8 @@ fn the_recrawl_walkthrough_runs_as_docs_recrawl_md_says() {
         let old = id.trim_start_matches("w2-");
         if stored.get(old) == Some(&text) {
             unchanged += 1;
-            assert!(matches.contains(&format!("{id}\t{old}\t1.0000\n")), "{id}");
+            let line = format!("{id}\t{old}\t1.0000\texact\n");
+            assert!(matches.contains(&line), "{id}");
             let changes = std::fs::read_to_string(d.join("out/recrawl-audit/changes.tsv")).unwrap();
             assert!(
                 changes.contains(&format!("\t{id}\t{old}\tunchanged\t1.0000\t\n")),

@@ -902,3 +902,110 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     );
     assert!(e.contains("raise hashes or lower max_ratio"), "{e}");
 }
+
+/// The kind column of the pairs `method` finds among data-samples/kinds.jsonl's planted pages (a
+/// page, its copy, the same article in another site's template, an edited version, a digest
+/// that quotes it, another article in the first template), by pair.
+fn planted_kinds(method: &str) -> BTreeMap<(String, String), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
+    let out = dir.path().join("pairs.tsv");
+    let job = format!(
+        "method = {method:?}\n[input]\npaths = [{input:?}]\nhtml_field = \"html\"\n\
+         [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+    );
+    execute(plan_of(dir.path(), &job, 2)).unwrap();
+    std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split('\t').collect();
+            assert_eq!(v.len(), 4, "id_a, id_b, similarity, kind: {l}");
+            ((v[0].to_string(), v[1].to_string()), v[3].to_string())
+        })
+        .collect()
+}
+
+fn kind_of(kinds: &BTreeMap<(String, String), String>, a: &str, b: &str) -> Option<String> {
+    kinds.get(&(a.to_string(), b.to_string())).cloned()
+}
+
+#[test]
+fn kind_exact_is_a_page_byte_for_byte() {
+    for method in ["minhash", "containment"] {
+        let k = planted_kinds(method);
+        let kind = kind_of(&k, "dam-herald", "dam-herald-copy");
+        assert_eq!(kind.as_deref(), Some("exact"), "{method}");
+    }
+}
+
+#[test]
+fn kind_same_content_is_the_article_in_another_template() {
+    for method in ["minhash", "containment"] {
+        let k = planted_kinds(method);
+        for page in ["dam-herald", "dam-herald-copy"] {
+            let kind = kind_of(&k, "dam-gazette", page);
+            assert_eq!(kind.as_deref(), Some("same_content"), "{method}, {page}");
+        }
+    }
+}
+
+#[test]
+fn kind_near_is_an_edited_article() {
+    for method in ["minhash", "containment"] {
+        let k = planted_kinds(method);
+        for page in ["dam-herald", "dam-herald-copy"] {
+            let kind = kind_of(&k, page, "dam-herald-edited");
+            assert_eq!(kind.as_deref(), Some("near"), "{method}, {page}");
+        }
+        let kind = kind_of(&k, "dam-gazette", "dam-herald-edited");
+        assert_eq!(kind.as_deref(), Some("near"), "{method}");
+    }
+}
+
+#[test]
+fn kind_partial_is_a_page_quoted_in_a_longer_one_and_only_containment_finds_it() {
+    let k = planted_kinds("containment");
+    for page in [
+        "dam-herald",
+        "dam-herald-copy",
+        "dam-gazette",
+        "dam-herald-edited",
+    ] {
+        let kind = kind_of(&k, page, "digest");
+        assert_eq!(kind.as_deref(), Some("partial"), "{page}");
+    }
+    assert_eq!(
+        kind_of(&k, "bus-herald", "digest").as_deref(),
+        Some("partial")
+    );
+    // Jaccard methods do not report partial copies.
+    let k = planted_kinds("minhash");
+    assert!(
+        k.iter()
+            .all(|(p, kind)| kind != "partial" && p.1 != "digest"),
+        "{k:?}"
+    );
+}
+
+#[test]
+fn a_template_with_another_article_is_not_a_pair() {
+    for method in ["minhash", "containment", "spotsig", "simhash"] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
+        let out = dir.path().join("pairs.tsv");
+        let job = format!(
+            "method = {method:?}\n[input]\npaths = [{input:?}]\nhtml_field = \"html\"\n\
+             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        execute(plan_of(dir.path(), &job, 1)).unwrap();
+        let pairs = ids_of(&out);
+        assert!(!pairs.is_empty(), "{method}");
+        assert!(
+            pairs
+                .iter()
+                .all(|(a, b)| a != "bus-herald" || b == "digest"),
+            "{method}: {pairs:?}"
+        );
+    }
+}

@@ -290,6 +290,7 @@ fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
     let (k, threshold) = (10u32, 0.6);
     let mut fp = Fingerprinter::new(FeatureConfig::default());
     let mut scratch = Scratch::default();
+    let texts = texts_by_id(&bytes);
     let all: Vec<(String, u64, Vec<u64>)> = std::str::from_utf8(&bytes)
         .unwrap()
         .lines()
@@ -310,7 +311,8 @@ fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
             let s = jaccard(&all[i].2, &all[j].2);
             if d <= k && s >= threshold {
                 let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
-                want.push(format!("{}\t{}\t{d}\t{s:.4}", all[a].0, all[b].0));
+                let kind = kind(&texts, &all[a].0, &all[b].0, s);
+                want.push(format!("{}\t{}\t{d}\t{s:.4}\t{kind}", all[a].0, all[b].0));
             }
         }
     }
@@ -449,6 +451,7 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     use neardup::text::jaccard;
     let dir = tempfile::tempdir().unwrap();
     let all = minhash_twin(dir.path(), 34, 500);
+    let texts = texts_by_id(&std::fs::read(dir.path().join("docs.jsonl")).unwrap());
     let (bands, rows, threshold) = (20, 5, 0.7);
     let keys: Vec<Vec<u64>> = all
         .iter()
@@ -464,7 +467,8 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
             let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
             let s = jaccard(&all[a].2, &all[b].2);
             if s >= threshold {
-                exact.push(format!("{}\t{}\t{s:.4}", all[a].0, all[b].0));
+                let kind = kind(&texts, &all[a].0, &all[b].0, s);
+                exact.push(format!("{}\t{}\t{s:.4}\t{kind}", all[a].0, all[b].0));
             }
             let e = estimate(&all[a].1, &all[b].1);
             if e >= threshold {
@@ -482,7 +486,7 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     assert!(exact.len() > 30 && estimated.len() > 30);
     let ids = |v: &[String]| -> Vec<String> {
         v.iter()
-            .map(|l| l.rsplit_once('\t').unwrap().0.to_string())
+            .map(|l| l.split('\t').take(2).collect::<Vec<_>>().join("\t"))
             .collect()
     };
     assert_ne!(ids(&exact), ids(&estimated), "estimates are not exact");
@@ -740,5 +744,35 @@ fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers() {
         let c = summary.clusters.unwrap();
         assert_eq!(c.chained_clusters, 0);
         assert!(c.split_components >= 20, "every chain is cut");
+    }
+}
+
+/// The text of each document of a JSON Lines corpus, by id.
+fn texts_by_id(bytes: &[u8]) -> std::collections::HashMap<String, String> {
+    std::str::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = v["id"].as_str().unwrap().to_string();
+            (id, v["text"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// The kind of a verified pair by brute force: the same text byte for byte, else the same
+/// shingle set (`jaccard` 1), else near.
+fn kind(
+    texts: &std::collections::HashMap<String, String>,
+    a: &str,
+    b: &str,
+    jaccard: f64,
+) -> &'static str {
+    if texts[a] == texts[b] {
+        "exact"
+    } else if jaccard >= 1.0 {
+        "same_content"
+    } else {
+        "near"
     }
 }

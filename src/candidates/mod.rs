@@ -28,6 +28,54 @@ pub struct Score {
     jaccard_bits: Option<u64>,
     /// True if `jaccard_bits` is an estimate.
     estimated: bool,
+    /// What kind of duplicate the pair is, once verification has read both documents.
+    kind: Option<Kind>,
+}
+
+/// The kind of a duplicate pair, from what verification reads of both documents (the four kinds of
+/// web duplicates but one: a template shared by pages of other content is not a pair of the
+/// content methods, and no method lists such pairs yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    /// The same bytes: the record's text field, or an HTML page, byte for byte.
+    Exact,
+    /// The same content in another form: other bytes (another template, other markup, case,
+    /// spacing or punctuation), the same set of shingles of the extracted words.
+    SameContent,
+    /// A near-duplicate: Jaccard at least the threshold, the content edited.
+    Near,
+    /// A partial copy: the smaller document's shingles are in the other at least to the
+    /// threshold, their Jaccard below it (the containment method's pairs).
+    Partial,
+}
+
+impl Kind {
+    /// Every kind, in report order.
+    pub const ALL: [Kind; 4] = [Kind::Exact, Kind::SameContent, Kind::Near, Kind::Partial];
+
+    /// The stable name outputs write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Exact => "exact",
+            Kind::SameContent => "same_content",
+            Kind::Near => "near",
+            Kind::Partial => "partial",
+        }
+    }
+
+    /// The kind of a verified pair: equal bytes, else equal shingle sets (`jaccard` 1), else
+    /// near at `threshold`, else partial.
+    pub fn of(same_bytes: bool, jaccard: f64, threshold: f64) -> Kind {
+        if same_bytes {
+            Kind::Exact
+        } else if jaccard >= 1.0 {
+            Kind::SameContent
+        } else if jaccard >= threshold {
+            Kind::Near
+        } else {
+            Kind::Partial
+        }
+    }
 }
 
 impl Score {
@@ -39,6 +87,19 @@ impl Score {
     /// True if the similarity is an estimate from signatures, not the exact Jaccard.
     pub fn is_estimate(&self) -> bool {
         self.estimated
+    }
+
+    /// The pair's kind, once verified.
+    pub fn kind(&self) -> Option<Kind> {
+        self.kind
+    }
+
+    /// This score with the exact similarity and kind of a verified pair.
+    pub fn verified_as(self, similarity: f64, kind: Kind) -> Score {
+        Score {
+            kind: Some(kind),
+            ..self.verified(similarity)
+        }
     }
 
     /// This score with the exact similarity of a verified pair.
@@ -78,6 +139,7 @@ impl Score {
             distance,
             jaccard_bits: None,
             estimated: false,
+            kind: None,
         }
     }
 }

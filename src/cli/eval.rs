@@ -10,6 +10,7 @@ use clap::Args;
 
 use serde::Serialize;
 
+use neardup::candidates::Kind;
 use neardup::config::job::InputSpec;
 use neardup::config::{JobSpec, Overrides};
 use neardup::error::{Error, IoContext, Result};
@@ -62,6 +63,26 @@ fn jaccard(text: &str) -> Option<f64> {
         .filter(|j| j.is_finite() && (0.0..=1.0).contains(j))
 }
 
+/// A kind column of a pairs file (`exact`, `same_content`, `near`, `partial`).
+fn is_kind(text: &str) -> bool {
+    Kind::ALL.iter().any(|k| k.name() == text)
+}
+
+/// The kind a pairs line ends with (TSV) or has (JSON Lines), if any.
+fn kind_of(line: &str) -> Option<String> {
+    if line.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        return v["kind"]
+            .as_str()
+            .filter(|k| is_kind(k))
+            .map(str::to_string);
+    }
+    line.rsplit('\t')
+        .next()
+        .filter(|k| is_kind(k))
+        .map(str::to_string)
+}
+
 /// A score column of a pairs file: a Jaccard similarity, or a Hamming distance `0..=64`.
 fn is_score(text: &str) -> bool {
     jaccard(text).is_some() || text.parse::<u8>().is_ok_and(|d| d <= 64)
@@ -111,7 +132,11 @@ fn tsv_pair(line: &str) -> std::result::Result<(String, String), String> {
     if cols.len() < 2 {
         return Err("expected id_a<TAB>id_b[<TAB>distance][<TAB>jaccard]".into());
     }
-    if let Some(bad) = cols[2..].iter().find(|c| !is_score(c)) {
+    let scores = match cols.last() {
+        Some(last) if cols.len() > 2 && is_kind(last) => &cols[2..cols.len() - 1],
+        _ => &cols[2..],
+    };
+    if let Some(bad) = scores.iter().find(|c| !is_score(c)) {
         return Err(format!(
             "column {bad:?} is neither a similarity in 0..=1 nor a Hamming distance 0..=64"
         ));
@@ -131,7 +156,12 @@ fn tsv_id(col: &str) -> std::result::Result<String, String> {
 /// `{"id_a","id_b",...}`, as `neardup pairs` and `run` write them. A first line `id_a<TAB>id_b...`
 /// is a header and skipped; a similarity outside `0..=1` (NaN, 1.5, -3), a distance outside
 /// `0..=64`, an empty id or a document paired with itself is an error naming the line.
-pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
+/// The pairs of each kind, by the kind's name.
+pub type ByKind = BTreeMap<String, BTreeSet<IdPair>>;
+
+/// The pairs of a pairs file and, for those with a kind column, the pairs of each kind.
+pub fn read_found(path: &Path) -> Result<(BTreeSet<IdPair>, ByKind)> {
+    let mut kinds = ByKind::new();
     let mut out = BTreeSet::new();
     for (i, line) in lines(path)?.iter().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -146,9 +176,35 @@ pub fn read_pairs(path: &Path) -> Result<BTreeSet<IdPair>> {
         let pair = parsed
             .and_then(|(a, b)| pair_ids(a, b))
             .map_err(|e| at(path, i + 1, format!("{e}: {line:?}")))?;
+        if let Some(kind) = kind_of(line) {
+            kinds.entry(kind).or_default().insert(pair.clone());
+        }
         out.insert(pair);
     }
-    Ok(out)
+    Ok((out, kinds))
+}
+
+/// The precision of the pairs of each kind against the truth, as a Markdown table (empty when
+/// the pairs have no kind column).
+fn kinds_table(
+    kinds: &BTreeMap<String, BTreeSet<IdPair>>,
+    truth: &BTreeMap<IdPair, f64>,
+) -> String {
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nBy kind (the pairs' kind column):\n\n| kind | found | true pos. | precision |\n|---|---|---|---|\n",
+    );
+    for kind in Kind::ALL.iter().map(|k| k.name()) {
+        let Some(found) = kinds.get(kind) else {
+            continue;
+        };
+        let tp = found.iter().filter(|p| truth.contains_key(*p)).count() as u64;
+        let precision = fmt(ratio(tp, found.len() as u64));
+        s += &format!("| {kind} | {} | {tp} | {precision} |\n", found.len());
+    }
+    s
 }
 
 /// One truth line `id_a<TAB>id_b<TAB>jaccard`.
@@ -575,7 +631,7 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         .as_ref()
         .map(|path| neardup::output::prepare_file(path, &read))
         .transpose()?;
-    let found = read_pairs(&s.pairs)?;
+    let (found, kinds) = read_found(&s.pairs)?;
     let truth_pairs = read_truth(&s.truth)?;
     let sets = docs
         .map(|plan| document_sets(&plan.inputs, plan.content.boilerplate))
@@ -591,7 +647,7 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         sets.as_ref(),
         group_of.as_ref(),
     );
-    print!("{}", report.table());
+    print!("{}{}", report.table(), kinds_table(&kinds, &truth_pairs));
     if let Some(output) = output {
         let text = serde_json::to_string_pretty(&report)?;
         output.commit_file(|w| writeln!(w, "{text}"))?;
@@ -639,7 +695,8 @@ mod tests {
         // The escaped forms, as `neardup run` writes ids with a newline and a tab.
         let (a, b) = (r"pages/c\nd.html", r"x\ty");
         std::fs::write(&path, format!("{a}\t{b}\t0.9\n")).unwrap();
-        let pairs = read_pairs(&path).unwrap();
+        let (pairs, kinds) = read_found(&path).unwrap();
+        assert!(kinds.is_empty());
         assert_eq!(pairs.len(), 1);
         assert!(
             pairs.contains(&ordered("pages/c\nd.html", "x\ty")),

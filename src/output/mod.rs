@@ -152,6 +152,7 @@ pub mod tables {
         ("distance", Int, false),
         ("jaccard", Float, true),
         ("jaccard_estimate", Float, true),
+        ("kind", Text, true),
     ];
     /// MinHash pairs: ids, and the exact Jaccard similarity (verified) or its estimate.
     pub const PAIRS_MINHASH: Table = &[
@@ -159,6 +160,7 @@ pub mod tables {
         ("id_b", Text, false),
         ("jaccard", Float, true),
         ("jaccard_estimate", Float, true),
+        ("kind", Text, true),
     ];
     /// Fingerprints.
     pub const FINGERPRINTS: Table = &[
@@ -250,6 +252,8 @@ struct PairLine<'a> {
     jaccard: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     jaccard_estimate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
 }
 
 /// A similarity as written: four decimals, the form `neardup truth` writes.
@@ -281,8 +285,11 @@ pub fn write_pairs<'n>(
             if with_distance {
                 write!(out, "\t{}", p.score.distance)?;
             }
-            match p.score.jaccard() {
-                Some(j) => writeln!(out, "\t{}", jaccard_text(j)),
+            if let Some(j) = p.score.jaccard() {
+                write!(out, "\t{}", jaccard_text(j))?;
+            }
+            match p.score.kind() {
+                Some(kind) => writeln!(out, "\t{}", kind.name()),
                 None => writeln!(out),
             }
         },
@@ -297,6 +304,7 @@ pub fn write_pairs<'n>(
                     distance: with_distance.then_some(p.score.distance),
                     jaccard: j.filter(|_| !estimated).map(number),
                     jaccard_estimate: j.filter(|_| estimated).map(number),
+                    kind: p.score.kind().map(|k| k.name()),
                 },
             )
         },

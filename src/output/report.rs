@@ -265,9 +265,18 @@ fn pairs(p: &PairSummary, body: &mut String) {
             "Hamming distance",
         )
     };
+    let kinds: Vec<String> = p
+        .by_kind
+        .iter()
+        .map(|(k, n)| format!("{} {}", num(*n), k.replace('_', " ")))
+        .collect();
+    let kinds = match kinds.is_empty() {
+        true => String::new(),
+        false => format!(" By kind: {}.", kinds.join(", ")),
+    };
     let _ = write!(
         body,
-        "<h2>Pairs</h2><p>{} pairs.</p>{}",
+        "<h2>Pairs</h2><p>{} pairs.{kinds}</p>{}",
         num(p.total),
         vbars(&bins, "#54a24b", title)
     );

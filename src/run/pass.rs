@@ -8,7 +8,7 @@ use timely::worker::Worker;
 
 use super::audit;
 use super::clock::{Clock, Phase};
-use super::report::{places_and_notes, similarity_histogram, Books, Figures};
+use super::report::{kind_counts, places_and_notes, similarity_histogram, Books, Figures};
 use crate::candidates::Pair;
 use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
@@ -449,6 +449,7 @@ impl<'a> Pass<'a> {
                 }),
         };
         self.figures.by_similarity = similarity_histogram(worker, &pairs);
+        self.figures.by_kind = kind_counts(worker, &pairs);
         self.clock.stage("verify", worker);
         pairs
     }

@@ -232,6 +232,29 @@ pub fn similarity_histogram(
         .collect()
 }
 
+/// The verified pairs by kind, over all workers: `kind name -> pairs` for each kind that has
+/// pairs; empty when the pairs have no kind (not verified).
+pub fn kind_counts(
+    worker: &mut Worker,
+    pairs: &[crate::candidates::Pair],
+) -> std::collections::BTreeMap<String, u64> {
+    use crate::candidates::Kind;
+    let mut counts = vec![0u64; Kind::ALL.len()];
+    for kind in pairs.iter().filter_map(|p| p.score.kind()) {
+        counts[Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0)] += 1;
+    }
+    let mut total = vec![0u64; Kind::ALL.len()];
+    for part in all_gather(worker, counts) {
+        total.iter_mut().zip(part).for_each(|(t, n)| *t += n);
+    }
+    Kind::ALL
+        .iter()
+        .zip(total)
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (k.name().to_string(), n))
+        .collect()
+}
+
 /// What the stages found, for the summary: each stage's own figures.
 #[derive(Default)]
 pub struct Figures {
@@ -251,6 +274,8 @@ pub struct Figures {
     pub verify: Option<verify::VerifyStats>,
     /// Pairs by similarity percent, over all workers.
     pub by_similarity: Vec<(u32, u64)>,
+    /// Verified pairs by kind, over all workers.
+    pub by_kind: std::collections::BTreeMap<String, u64>,
     /// Clusters, over all workers.
     pub clusters: Option<cluster::ClusterStats>,
     /// Documents kept and dropped per input file.
@@ -317,6 +342,7 @@ fn summarize(
         layout: layout_summary,
         bands: mut bands_summary,
         by_similarity,
+        by_kind,
         clusters: cluster_stats,
         by_file,
         largest,
@@ -338,6 +364,7 @@ fn summarize(
         comparisons: t.comparisons,
         largest_group: t.largest_group,
         by_similarity,
+        by_kind,
     });
     let clusters_summary = plan
         .clusters

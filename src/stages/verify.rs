@@ -22,13 +22,15 @@ use timely::worker::Worker;
 
 use super::read::document_text;
 use super::reread;
-use crate::candidates::Pair;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
-use crate::source::Location;
-use crate::text::{shingle_set_of, Scratch};
+use crate::source::{Body, Document, Location};
+use crate::text::{common, shingle_set_of, Measure, Scratch};
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -55,18 +57,32 @@ fn pairs_per_round(budget: u64, mean_set: u64, peers: u64) -> u64 {
 /// budget, 2.0 s in 30 rounds of 256 MiB; docs/PERFORMANCE.md).
 const ROUND_BYTES: u64 = 128 << 20;
 
+/// What verification reads of a document: its rank, the hash of its bytes as read (for the
+/// pair's kind) and its shingle set.
+type ReadSet = (u64, u64, Vec<u64>);
+
+/// The hash of a document's bytes as read: a text field's, or an HTML page's before decoding.
+fn raw_hash(doc: &Document<'_>) -> u64 {
+    match &doc.body {
+        Body::Text(t) => xxh3_64(t.as_bytes()),
+        Body::Html { bytes, .. } => xxh3_64(bytes),
+        Body::Simhash(h) => *h,
+    }
+}
+
 /// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`.
 fn read_sets(
     inputs: &Inputs,
     content: &ContentOptions,
     shingle: usize,
     requests: Vec<(u64, Location)>,
-) -> Result<Vec<(u64, Vec<u64>)>> {
+) -> Result<Vec<ReadSet>> {
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
     reread::read_again(inputs, requests, |rank, doc| {
         let text = document_text(doc, content.boilerplate)?;
-        sets.push((rank, shingle_set_of(&text, shingle, &mut scratch)));
+        let set = shingle_set_of(&text, shingle, &mut scratch);
+        sets.push((rank, raw_hash(doc), set));
         Ok(())
     })?;
     Ok(sets)
@@ -76,20 +92,34 @@ fn read_sets(
 /// whose first rank it owns.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 enum AtOwner {
-    Set(u64, Vec<u64>),
+    Set(u64, u64, Vec<u64>),
     Pair(Pair),
 }
 
 /// The sets and the pairs among `records`.
-fn split(records: Vec<AtOwner>) -> (Vec<(u64, Vec<u64>)>, Vec<Pair>) {
+fn split(records: Vec<AtOwner>) -> (Vec<ReadSet>, Vec<Pair>) {
     let (mut sets, mut pairs) = (Vec::new(), Vec::new());
     for r in records {
         match r {
-            AtOwner::Set(rank, set) => sets.push((rank, set)),
+            AtOwner::Set(rank, raw, set) => sets.push((rank, raw, set)),
             AtOwner::Pair(p) => pairs.push(p),
         }
     }
     (sets, pairs)
+}
+
+/// The score and kind of a pair whose documents have the bytes hashes and shingle sets `a` and
+/// `b`, if its similarity (the measure `v` asks for) reaches the threshold.
+fn scored(v: Verification, score: Score, a: (u64, &[u64]), b: (u64, &[u64])) -> Option<Score> {
+    let common = common(a.1, b.1);
+    let (na, nb) = (a.1.len(), b.1.len());
+    let similarity = v.measure.of(common, na, nb);
+    if na == 0 || nb == 0 || similarity < v.threshold {
+        return None;
+    }
+    let jaccard = Measure::Jaccard.of(common, na, nb);
+    let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
+    Some(score.verified_as(similarity, kind))
 }
 
 /// Verifies this worker's share of the candidate `pairs` (every worker calls it together): returns
@@ -120,19 +150,19 @@ pub fn verify(
     let owner_of = owner.clone();
     let records = sets
         .into_iter()
-        .map(|(r, set)| AtOwner::Set(r, set))
+        .map(|(r, raw, set)| AtOwner::Set(r, raw, set))
         .chain(pairs.into_iter().map(AtOwner::Pair));
     let (mut sets, pairs) = split(shuffle(worker, records, move |x| match x {
-        AtOwner::Set(r, _) => owner_of(*r),
+        AtOwner::Set(r, _, _) => owner_of(*r),
         AtOwner::Pair(p) => owner_of(p.a),
     }));
-    sets.sort_unstable_by_key(|(r, _)| *r);
-    let set_of = |sets: &[(u64, Vec<u64>)], r: u64| -> Option<usize> {
-        sets.binary_search_by_key(&r, |(x, _)| *x).ok()
+    sets.sort_unstable_by_key(|(r, _, _)| *r);
+    let set_of = |sets: &[ReadSet], r: u64| -> Option<usize> {
+        sets.binary_search_by_key(&r, |(x, _, _)| *x).ok()
     };
     // 4. Each pair takes a copy of `a`'s set to `b`'s owner, in rounds whose copies fit the
     //    budget: a cluster of a thousand near-copies is half a million pairs, each with its copy.
-    let total_bytes: u64 = sets.iter().map(|(_, s)| 8 * s.len() as u64 + 32).sum();
+    let total_bytes: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64 + 40).sum();
     let (bytes, count, most_pairs) =
         all_gather(worker, (total_bytes, sets.len() as u64, pairs.len() as u64))
             .into_iter()
@@ -146,24 +176,20 @@ pub fn verify(
     let mut kept = Vec::new();
     let mut pairs = pairs.into_iter();
     for _ in 0..rounds {
-        let with_a: Vec<(Pair, Vec<u64>)> = pairs
+        let with_a: Vec<(Pair, u64, Vec<u64>)> = pairs
             .by_ref()
             .take(per_round as usize)
-            .filter_map(|p| set_of(&sets, p.a).map(|i| (p, sets[i].1.clone())))
+            .filter_map(|p| set_of(&sets, p.a).map(|i| (p, sets[i].1, sets[i].2.clone())))
             .collect();
         let owner_of = owner.clone();
-        let at_b = shuffle(worker, with_a, move |(p, _)| owner_of(p.b));
-        for (p, set_a) in at_b {
+        let at_b = shuffle(worker, with_a, move |(p, _, _)| owner_of(p.b));
+        for (p, raw_a, set_a) in at_b {
             let Some(i) = set_of(&sets, p.b) else {
                 continue;
             };
             stats.candidates += 1;
-            let j = v.measure.between(&set_a, &sets[i].1);
-            if j >= v.threshold {
-                kept.push(Pair {
-                    score: p.score.verified(j),
-                    ..p
-                });
+            if let Some(score) = scored(v, p.score, (raw_a, &set_a), (sets[i].1, &sets[i].2)) {
+                kept.push(Pair { score, ..p });
             }
         }
     }

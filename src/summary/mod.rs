@@ -132,6 +132,10 @@ pub struct PairSummary {
     /// (floor) that has pairs; empty for unscored (simhash) pairs, which have `by_distance`.
     #[serde(default)]
     pub by_similarity: Vec<(u32, u64)>,
+    /// Verified pairs by kind (`exact`, `same_content`, `near`, `partial`); absent when the pairs
+    /// were not verified.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub by_kind: std::collections::BTreeMap<String, u64>,
 }
 
 /// Verification of the candidate pairs.

@@ -45,7 +45,7 @@ pub const DEFAULT_HASHES: usize = 128;
 /// Default largest size ratio of the larger document to the smaller one looked for.
 pub const DEFAULT_MAX_RATIO: u32 = 8;
 /// Default probability that a pair at the partition bounds is a candidate.
-pub const DEFAULT_RECALL: f64 = 0.99;
+pub const DEFAULT_RECALL: f64 = 0.9;
 
 /// `[containment]` as written.
 #[derive(Debug, Default, Deserialize)]
