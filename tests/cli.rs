@@ -194,6 +194,30 @@ fn spotsig_job_finds_the_expected_pairs() {
     assert!(skipped.is_some_and(|n| n > 0 && n < 10), "{s}");
 }
 
+/// The layout sample job lists the pages of one template, each pair with its kind.
+#[test]
+fn layout_job_lists_the_pages_of_one_template_with_their_kinds() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(
+        neardup()
+            .args(["run", "jobs/layout.toml", "--out-dir"])
+            .arg(dir.path())
+            .current_dir(root()),
+    );
+    let text = std::fs::read_to_string(dir.path().join("pairs.tsv")).unwrap();
+    let kinds: BTreeSet<&str> = text.lines().filter_map(|l| l.rsplit('\t').next()).collect();
+    assert!(
+        kinds.contains("layout_only") && kinds.contains("exact"),
+        "{text}"
+    );
+    let s = summary(&dir.path().join("summary.json"));
+    assert_eq!(s["method"], "layout");
+    assert!(
+        s["pairs"]["by_kind"]["layout_only"].as_u64() > Some(0),
+        "{s}"
+    );
+}
+
 /// The I-Match sample job reports only true pairs with their exact Jaccard; its lexicon is what
 /// `neardup lexicon` writes from the sample.
 #[test]

@@ -32,9 +32,8 @@ pub struct Score {
     kind: Option<Kind>,
 }
 
-/// The kind of a duplicate pair, from what verification reads of both documents (the four kinds of
-/// web duplicates but one: a template shared by pages of other content is not a pair of the
-/// content methods, and no method lists such pairs yet).
+/// The kind of a pair, from what verification reads of both documents: the four kinds of web
+/// duplicates and the near-duplicates besides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     /// The same bytes: the record's text field, or an HTML page, byte for byte.
@@ -47,11 +46,20 @@ pub enum Kind {
     /// A partial copy: the smaller document's shingles are in the other at least to the
     /// threshold, their Jaccard below it (the containment method's pairs).
     Partial,
+    /// The same layout with other content: pages sharing a template whose words are not
+    /// near-duplicates (the layout method's pairs; not duplicates).
+    LayoutOnly,
 }
 
 impl Kind {
     /// Every kind, in report order.
-    pub const ALL: [Kind; 4] = [Kind::Exact, Kind::SameContent, Kind::Near, Kind::Partial];
+    pub const ALL: [Kind; 5] = [
+        Kind::Exact,
+        Kind::SameContent,
+        Kind::Near,
+        Kind::Partial,
+        Kind::LayoutOnly,
+    ];
 
     /// The stable name outputs write.
     pub fn name(self) -> &'static str {
@@ -60,6 +68,7 @@ impl Kind {
             Kind::SameContent => "same_content",
             Kind::Near => "near",
             Kind::Partial => "partial",
+            Kind::LayoutOnly => "layout_only",
         }
     }
 

@@ -481,6 +481,7 @@ fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>
         shingle,
         mode,
         measure: crate::text::Measure::Jaccard,
+        list_layout: false,
     }))
 }
 
@@ -570,8 +571,10 @@ impl JobSpec {
         let method = method_of(entry, &self.sections, features, verify, base)?;
         let verify = verify.map(|v| Verification {
             measure: method.measure(),
+            list_layout: method.lists_layout(),
             ..v
         });
+        check_listing(method.as_ref(), clusters.is_some())?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match outputs.finds_pairs() {
             false => None,
@@ -780,6 +783,20 @@ fn check_verification(
 
 /// The method `entry` names, built from its section; every other section must name a method,
 /// and a section of a method the job does not use is an error.
+/// An error if a method that lists pairs which are not duplicates (the layout method) would make
+/// clusters (and so a corpus or a store) of them.
+fn check_listing(method: &dyn Method, clusters: bool) -> Result<()> {
+    ensure!(
+        !method.lists_layout() || !clusters,
+        Config,
+        "method = \"{}\" lists pages that share a template, which are not duplicates: it \
+         makes no clusters, corpus or store; leave out [clusters], the cluster and corpus \
+         outputs and --store",
+        method.name()
+    );
+    Ok(())
+}
+
 fn method_of(
     entry: &method::Entry,
     sections: &BTreeMap<String, toml::Value>,

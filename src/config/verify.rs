@@ -11,6 +11,8 @@ pub struct Verification {
     pub mode: VerifyMode,
     /// What the similarity measures: Jaccard, or the containment method's containment.
     pub measure: crate::text::Measure,
+    /// Keep the pairs below the threshold too, as kind `layout_only` (the layout method).
+    pub list_layout: bool,
 }
 
 /// Where a pair's similarity comes from.

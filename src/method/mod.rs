@@ -13,6 +13,7 @@ pub mod bands;
 pub mod containment;
 pub mod exact;
 pub mod imatch;
+pub mod layout;
 pub mod minhash;
 pub mod once;
 pub mod segments;
@@ -89,6 +90,12 @@ pub trait Method: Debug + Send + Sync {
     /// method) the containment of the smaller document in the larger.
     fn measure(&self) -> crate::text::Measure {
         crate::text::Measure::Jaccard
+    }
+
+    /// True if verification lists the pairs whose content is not a near-duplicate too, as kind
+    /// `layout_only` (the layout method: its pairs share a template, whatever their words).
+    fn lists_layout(&self) -> bool {
+        false
     }
 
     /// True if the sketches estimate the Jaccard similarity (`[verify] mode = "estimate"`).
@@ -322,6 +329,7 @@ pub const REGISTRY: &[Entry] = &[
     imatch::ENTRY,
     spotsig::ENTRY,
     containment::ENTRY,
+    layout::ENTRY,
 ];
 
 /// The method named `name`, or an error listing the names.

@@ -114,10 +114,11 @@ fn scored(v: Verification, score: Score, a: (u64, &[u64]), b: (u64, &[u64])) -> 
     let common = common(a.1, b.1);
     let (na, nb) = (a.1.len(), b.1.len());
     let similarity = v.measure.of(common, na, nb);
-    if na == 0 || nb == 0 || similarity < v.threshold {
-        return None;
-    }
     let jaccard = Measure::Jaccard.of(common, na, nb);
+    if na == 0 || nb == 0 || similarity < v.threshold {
+        let layout = v.list_layout && a.0 != b.0;
+        return layout.then(|| score.verified_as(jaccard, Kind::LayoutOnly));
+    }
     let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
     Some(score.verified_as(similarity, kind))
 }

@@ -117,6 +117,19 @@ pub struct BandsSummary {
     pub kept: u64,
 }
 
+/// The summary's line of pairs: how many, and of which kinds.
+fn pairs_line(p: &PairSummary) -> String {
+    let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    match kinds.is_empty() {
+        true => format!("\n  {} near-duplicate pairs", p.total),
+        false => format!(
+            "\n  {} near-duplicate pairs ({})",
+            p.total,
+            kinds.join(", ")
+        ),
+    }
+}
+
 /// Pair statistics.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct PairSummary {
@@ -470,7 +483,7 @@ impl Summary {
             );
         }
         if let Some(p) = &self.pairs {
-            s += &format!("\n  {} near-duplicate pairs", p.total);
+            s += &pairs_line(p);
         }
         if let Some(c) = &self.clusters {
             s += &format!(
