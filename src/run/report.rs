@@ -424,6 +424,7 @@ impl Totals {
             largest_group: 0,
             verification: plan.verify.map(|v| VerifySummary {
                 mode: v.mode.name().into(),
+                measure: v.measure.name().into(),
                 threshold: v.threshold,
                 shingle: v.shingle,
                 ..Default::default()

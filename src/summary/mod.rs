@@ -156,7 +156,10 @@ pub struct PairSummary {
 pub struct VerifySummary {
     /// `exact` (the records read again) or `estimate` (MinHash signatures).
     pub mode: String,
-    /// Smallest Jaccard kept.
+    /// What is compared with the threshold: `jaccard`, or `containment` (the containment method).
+    #[serde(default)]
+    pub measure: String,
+    /// Smallest Jaccard (or containment) kept.
     pub threshold: f64,
     /// Tokens per shingle of the compared sets.
     pub shingle: usize,
@@ -478,8 +481,8 @@ impl Summary {
         } else if let Some(v) = &self.verification {
             s += &format!(
                 "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
-                 {} records read again): {} with Jaccard >= {} of {}-token shingles",
-                v.candidates, v.records_read, v.kept, v.threshold, v.shingle
+                 {} records read again): {} with {} >= {} of {}-token shingles",
+                v.candidates, v.records_read, v.kept, v.measure, v.threshold, v.shingle
             );
         }
         if let Some(p) = &self.pairs {

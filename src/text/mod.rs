@@ -807,6 +807,14 @@ impl Measure {
 }
 
 impl Measure {
+    /// `jaccard` or `containment`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Jaccard => "jaccard",
+            Measure::Containment => "containment",
+        }
+    }
+
     /// The measure of two sorted, distinct sets.
     pub fn between(self, a: &[u64], b: &[u64]) -> f64 {
         if a.is_empty() || b.is_empty() {
