@@ -1169,3 +1169,43 @@ fn the_layout_method_refuses_clusters_and_skips_text_without_markup() {
     let e = job_error("method = \"layout\"");
     assert!(e.contains("no_features") && e.contains("no markup"), "{e}");
 }
+
+#[test]
+fn the_exact_prepass_sketches_each_body_once_and_changes_no_output_at_1_2_and_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &planted(61, 300));
+    for method in ["simhash", "minhash", "segments", "containment"] {
+        let run = |prepass: bool, workers: usize| {
+            let out = dir.path().join(format!("out-{method}-{prepass}-{workers}"));
+            let job = format!(
+                "method = {method:?}\n[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
+                 exact_prepass = {prepass}\n[output]\ndir = {out:?}\nclusters = \"clusters.tsv\"\n"
+            );
+            let summary = execute(plan_of(dir.path(), &job, workers))
+                .unwrap()
+                .unwrap();
+            let read = |f: &str| std::fs::read(out.join(f)).unwrap();
+            (read("pairs.tsv"), read("clusters.tsv"), summary.documents)
+        };
+        let (pairs, clusters, docs) = run(false, 1);
+        assert_eq!(docs.exact_prepass_copies, 0);
+        for workers in [1, 2, 4] {
+            let (p, c, d) = run(true, workers);
+            assert_eq!(
+                (&p, &c),
+                (&pairs, &clusters),
+                "{method}, {workers} worker(s)"
+            );
+            assert_eq!((d.read, d.processed), (docs.read, docs.processed));
+            if workers == 1 {
+                // planted() copies a third of its texts byte for byte.
+                assert!(
+                    d.exact_prepass_copies > 50,
+                    "{method}: {}",
+                    d.exact_prepass_copies
+                );
+            }
+        }
+    }
+}

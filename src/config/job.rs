@@ -115,6 +115,8 @@ pub struct ContentSpec {
     pub min_tokens: Option<usize>,
     /// Keep only documents whose declared language is one of these primary tags.
     pub languages: Option<Vec<String>>,
+    /// Sketch each distinct record body once per worker (the exact pre-pass).
+    pub exact_prepass: Option<bool>,
 }
 
 /// `[verify]`: candidate pairs re-scored by the Jaccard similarity of their documents' shingle
@@ -670,6 +672,7 @@ fn content(c: ContentSpec) -> Result<ContentOptions> {
         },
         min_tokens: c.min_tokens.unwrap_or(DEFAULT_MIN_TOKENS),
         languages: c.languages.unwrap_or_default(),
+        exact_prepass: c.exact_prepass.unwrap_or(false),
     })
 }
 

@@ -38,6 +38,9 @@ pub struct ContentOptions {
     /// If not empty, documents that declare a language (HTML `lang`, JSONL language field) outside
     /// this list of primary tags (`en`, `zh`) are skipped as `language`; undeclared ones are kept.
     pub languages: Vec<String>,
+    /// The exact pre-pass: a worker sketches a record's body once, and a later record with the
+    /// same bytes (and declared language) takes that sketch without being read again.
+    pub exact_prepass: bool,
 }
 
 impl Default for ContentOptions {
@@ -46,6 +49,7 @@ impl Default for ContentOptions {
             boilerplate: Boilerplate::default(),
             min_tokens: DEFAULT_MIN_TOKENS,
             languages: Vec::new(),
+            exact_prepass: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
+use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64};
 
 use super::keep::{self, KeepKey};
 use crate::config::{ContentOptions, Inputs, KeepPolicy};
@@ -266,6 +268,8 @@ impl From<Skipped> for SkipNote {
 /// What one worker keeps while reading: the documents so far and their accounting.
 struct Reader {
     acceptor: Acceptor<Box<dyn Sketcher<Sketch = u64>>>,
+    /// The exact pre-pass: each distinct body's sketch, token count and first document.
+    prepass: Option<HashMap<u128, (u64, usize, usize)>>,
     keep_urls: bool,
     /// The keep policy, when clusters are made.
     keep: Option<KeepPolicy>,
@@ -286,6 +290,8 @@ impl Reader {
             } else {
                 acceptor
             },
+            // The documents output keeps each text's hash, which a copy would not compute.
+            prepass: (content.exact_prepass && !extras.content).then(HashMap::new),
             keep_urls: extras.urls,
             keep: extras.keep,
             facts: extras.facts,
@@ -297,6 +303,30 @@ impl Reader {
                 .map(|f| f.path.display().to_string())
                 .collect(),
         }
+    }
+
+    /// The sketch of a document and its token count, and with the exact pre-pass, the earlier
+    /// document of this worker whose body had the same bytes, if any, whose sketch it takes.
+    fn sketch(&mut self, doc: &Document<'_>) -> (Result<(u64, usize), Skip>, Option<usize>) {
+        let Some(seen) = self.prepass.as_mut() else {
+            return (self.acceptor.accept(doc), None);
+        };
+        let body: &[u8] = match &doc.body {
+            Body::Text(t) => t.as_bytes(),
+            Body::Html { bytes, .. } => bytes,
+            Body::Simhash(_) => return (self.acceptor.accept(doc), None),
+        };
+        let lang = doc.lang.as_deref().unwrap_or_default();
+        let digest = xxh3_128_with_seed(body, xxh3_64(lang.as_bytes()));
+        if let Some(&(key, tokens, i)) = seen.get(&digest) {
+            self.counters.prepass_copies += 1;
+            return (Ok((key, tokens)), Some(i));
+        }
+        let sketched = self.acceptor.accept(doc);
+        if let Ok((key, tokens)) = sketched {
+            seen.insert(digest, (key, tokens, self.out.keys.len()));
+        }
+        (sketched, None)
     }
 
     /// Counts, sketches and keeps one item read; returns its bytes.
@@ -317,7 +347,9 @@ impl Reader {
             Item::Document(doc) => {
                 let bytes = doc.attributes.bytes;
                 counters.bytes += bytes;
-                match self.acceptor.accept(&doc) {
+                let (sketched, earlier) = self.sketch(&doc);
+                let counters = &mut self.counters;
+                match sketched {
                     Err(skip) => counters.skip(SkipNote {
                         at: doc.location,
                         reason: skip.reason,
@@ -350,7 +382,13 @@ impl Reader {
                         counters.read += 1;
                         counters.processed += 1;
                         out.keys.push(key);
-                        out.values.extend_from_slice(self.acceptor.values());
+                        match earlier {
+                            Some(i) => {
+                                let m = self.acceptor.values().len();
+                                out.values.extend_from_within(i * m..(i + 1) * m);
+                            }
+                            None => out.values.extend_from_slice(self.acceptor.values()),
+                        }
                         out.at.push(doc.location);
                         if self.keep_urls {
                             out.urls.push(doc.url.map(Cow::into_owned));

@@ -141,6 +141,9 @@ pub struct Counters {
     pub blank_lines: u64,
     /// Records without an id, given `PATH@OFFSET` as id.
     pub generated_ids: u64,
+    /// Documents the exact pre-pass gave an earlier document's sketch (same bytes, same worker).
+    #[serde(default)]
+    pub prepass_copies: u64,
     /// Bytes of input lines read.
     pub bytes: u64,
     /// Every skipped record when `listing`, else the first [`MESSAGES_PER_REASON`] per reason.
@@ -225,6 +228,7 @@ impl Counters {
         }
         self.blank_lines += other.blank_lines;
         self.generated_ids += other.generated_ids;
+        self.prepass_copies += other.prepass_copies;
         self.bytes += other.bytes;
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);

@@ -27,6 +27,10 @@ pub struct DocumentSummary {
     pub blank_lines: u64,
     /// Records given a generated `PATH@OFFSET` id.
     pub generated_ids: u64,
+    /// Documents that took the sketch of an earlier one with the same bytes (`[content]
+    /// exact_prepass`), sketched once per worker.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exact_prepass_copies: u64,
     /// Input bytes read (decompressed).
     pub bytes: u64,
     /// The first skip messages (at most ten per reason, in input order).
@@ -46,10 +50,15 @@ impl DocumentSummary {
                 .collect(),
             blank_lines: c.blank_lines,
             generated_ids: c.generated_ids,
+            exact_prepass_copies: c.prepass_copies,
             bytes: c.bytes,
             sample_messages: messages.into_iter().take(50).collect(),
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Fingerprint statistics.
