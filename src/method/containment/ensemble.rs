@@ -264,9 +264,7 @@ impl Rounds for EnsembleRounds {
             let peers = worker.peers();
             let groups = shuffle(worker, records, move |r: &Record| owner(r.0, peers));
             pair_groups(groups, &mut found, &mut candidates);
-            // A pair sharing many bands is many candidates: once each from here on.
-            candidates.sort_unstable_by_key(|p| (p.a, p.b));
-            candidates.dedup_by_key(|p| (p.a, p.b));
+            once_here(&mut candidates);
             progress(u64::from(part) + 1, u64::from(self.parts));
         }
         let e = Arc::clone(&self.ensemble);
@@ -275,6 +273,10 @@ impl Rounds for EnsembleRounds {
             keep: move |a: &[u32], b: &[u32]| e.may_reach(a, b),
         };
         let score = Score::at_distance(0);
+        let candidates = candidates
+            .into_iter()
+            .map(|(a, b)| Pair::new(a, b, 0))
+            .collect();
         found.pairs = once_where(worker, (keys, values, m), candidates, test, score);
         found
     }
@@ -282,14 +284,19 @@ impl Rounds for EnsembleRounds {
 
 /// Every candidate of the groups that met here, with repeats: all pairs of a gap-0 group, every
 /// smaller with every larger document of another gap's.
-fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut Vec<Pair>) {
+fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut Vec<(u64, u64)>) {
     groups.sort_unstable();
+    let mut deduplicated = out.len();
     for group in groups.chunk_by(|x, y| x.0 == y.0) {
+        if out.len() > 2 * deduplicated.max(1 << 20) {
+            once_here(out);
+            deduplicated = out.len();
+        }
         found.largest_group = found.largest_group.max(group.len() as u64);
         if group[0].1 == Side::Same as u8 {
             for (i, x) in group.iter().enumerate() {
                 for y in &group[i + 1..] {
-                    out.push(Pair::new(x.2, y.2, 0));
+                    out.push(ordered(x.2, y.2));
                 }
             }
             let n = group.len() as u64;
@@ -299,10 +306,22 @@ fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut Vec<Pair>) 
         let (smaller, larger) =
             group.split_at(group.partition_point(|r| r.1 == Side::Smaller as u8));
         for x in smaller {
-            out.extend(larger.iter().map(|y| Pair::new(x.2, y.2, 0)));
+            out.extend(larger.iter().map(|y| ordered(x.2, y.2)));
         }
         found.comparisons += (smaller.len() * larger.len()) as u64;
     }
+}
+
+/// A pair of sketch keys, smaller first.
+fn ordered(x: u64, y: u64) -> (u64, u64) {
+    (x.min(y), x.max(y))
+}
+
+/// Candidates once each: a pair sharing many bands is many candidates. Also called while groups
+/// are paired, whenever the candidates have doubled, so repeats never pile up.
+fn once_here(candidates: &mut Vec<(u64, u64)>) {
+    candidates.sort_unstable();
+    candidates.dedup();
 }
 
 /// The part of a round a record key is in.
