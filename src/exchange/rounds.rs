@@ -28,7 +28,7 @@ pub struct RoundsOutput {
 
 /// The part of a round a record belongs to, from its route (so a group is never split).
 #[inline]
-fn part_of(route: u64, parts: u32) -> u64 {
+pub fn part_of(route: u64, parts: u32) -> u64 {
     mix64(route ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
 }
 

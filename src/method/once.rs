@@ -1,13 +1,67 @@
-//! Candidate pairs of distinct sketches, found with repeats by a method's own index, kept once
-//! each and only when a test of the two sketches' values passes: the pairs go to the owner of
-//! their first side (deduplicated there), then with that side's values to the owner of the
-//! second, which tests them. Every worker calls it together; the sketches `keys` (ascending,
-//! `m` values each in `values`) are those this worker owns.
+//! What the index methods (SpotSig's inverted index, containment's LSH Ensemble) share. Their
+//! postings are made and exchanged in parts ([`in_parts`]), so one part's postings are in memory at
+//! a time. Their candidate pairs of distinct sketches come with repeats and are gathered in
+//! [`KeyPairs`]. [`once_where`] then keeps each pair once, and only when a test of the two
+//! sketches' values passes: a pair goes to the owner of its first side (deduplicated there), then
+//! with that side's values to the owner of the second, which tests it. Every worker calls them
+//! together; the sketches `keys` (ascending, `m` values each in `values`) are those this worker
+//! owns.
 
 use timely::worker::Worker;
+use timely::ExchangeData;
 
 use crate::candidates::{Pair, Score};
+use crate::exchange::rounds::part_of;
 use crate::exchange::{owner, shuffle};
+
+/// Candidate pairs of sketch keys, smaller first, found with repeats: sorted and deduplicated
+/// whenever they have doubled since the last time, so repeats never pile up.
+#[derive(Default)]
+pub struct KeyPairs {
+    pairs: Vec<(u64, u64)>,
+    distinct: usize,
+}
+
+impl KeyPairs {
+    /// Adds the pair of `x` and `y`.
+    #[inline]
+    pub fn push(&mut self, x: u64, y: u64) {
+        self.pairs.push((x.min(y), x.max(y)));
+        if self.pairs.len() > 2 * self.distinct.max(1 << 20) {
+            self.once();
+        }
+    }
+
+    /// Each pair once.
+    fn once(&mut self) {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        self.distinct = self.pairs.len();
+    }
+}
+
+/// Runs `parts` parts: in part j every record `records` emits whose key falls in part j is sent
+/// to the owner of its key, and `take` gets what this worker received; `progress(done, parts)`
+/// after each part.
+pub fn in_parts<R: ExchangeData + Clone>(
+    worker: &mut Worker,
+    parts: u32,
+    (records, key): (impl Fn(&mut dyn FnMut(R)), fn(&R) -> u64),
+    mut take: impl FnMut(Vec<R>),
+    progress: &mut dyn FnMut(u64, u64),
+) {
+    let peers = worker.peers();
+    for part in 0..parts {
+        let mut mine = Vec::new();
+        records(&mut |r: R| {
+            if parts == 1 || part_of(key(&r), parts) == u64::from(part) {
+                mine.push(r);
+            }
+        });
+        take(shuffle(worker, mine, move |r: &R| owner(key(r), peers)));
+        progress(u64::from(part) + 1, u64::from(parts));
+    }
+}
 
 /// How [`once_where`] tests a pair: `ship` makes what travels of the first side's values (all,
 /// or less: SpotSig drops its padding), `keep(shipped, values of b)` decides.
@@ -22,7 +76,7 @@ pub struct Test<S, K> {
 pub fn once_where<S, K>(
     worker: &mut Worker,
     (keys, values, m): (&[u64], &[u32], usize),
-    mut candidates: Vec<Pair>,
+    mut candidates: KeyPairs,
     test: Test<S, K>,
     score: Score,
 ) -> Vec<Pair>
@@ -37,18 +91,19 @@ where
             .expect("a sketch's key is its owner's");
         &values[i * m..(i + 1) * m]
     };
-    candidates.sort_unstable_by_key(|p| (p.a, p.b));
-    candidates.dedup_by_key(|p| (p.a, p.b));
-    let mut at_a = shuffle(worker, candidates, move |p: &Pair| owner(p.a, peers));
-    at_a.sort_unstable_by_key(|p| (p.a, p.b));
-    at_a.dedup_by_key(|p| (p.a, p.b));
-    let with_a: Vec<(Pair, Vec<u32>)> = at_a
+    candidates.once();
+    let mut at_a = shuffle(worker, candidates.pairs, move |p: &(u64, u64)| {
+        owner(p.0, peers)
+    });
+    at_a.sort_unstable();
+    at_a.dedup();
+    let with_a: Vec<((u64, u64), Vec<u32>)> = at_a
         .into_iter()
-        .map(|p| (p, (test.ship)(of(p.a))))
+        .map(|p| (p, (test.ship)(of(p.0))))
         .collect();
-    let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.b, peers));
+    let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.1, peers));
     at_b.into_iter()
-        .filter(|(p, a)| (test.keep)(a, of(p.b)))
-        .map(|(p, _)| Pair::scored(p.a, p.b, score))
+        .filter(|(p, a)| (test.keep)(a, of(p.1)))
+        .map(|((a, b), _)| Pair::scored(a, b, score))
         .collect()
 }

@@ -54,6 +54,17 @@ pub enum Body<'a> {
     Simhash(u64),
 }
 
+impl Body<'_> {
+    /// The body's bytes as read: a text's, or an HTML page's before decoding; a simhash has none.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Body::Text(t) => Some(t.as_bytes()),
+            Body::Html { bytes, .. } => Some(bytes),
+            Body::Simhash(_) => None,
+        }
+    }
+}
+
 /// Facts about a record that later stages may choose by.
 #[derive(Clone, Debug, Default)]
 pub struct Attributes<'a> {

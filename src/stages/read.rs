@@ -311,10 +311,8 @@ impl Reader {
         let Some(seen) = self.prepass.as_mut() else {
             return (self.acceptor.accept(doc), None);
         };
-        let body: &[u8] = match &doc.body {
-            Body::Text(t) => t.as_bytes(),
-            Body::Html { bytes, .. } => bytes,
-            Body::Simhash(_) => return (self.acceptor.accept(doc), None),
+        let Some(body) = doc.body.bytes() else {
+            return (self.acceptor.accept(doc), None);
         };
         let lang = doc.lang.as_deref().unwrap_or_default();
         let digest = xxh3_128_with_seed(body, xxh3_64(lang.as_bytes()));

@@ -29,7 +29,7 @@ use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
-use crate::source::{Body, Document, Location};
+use crate::source::{Document, Location};
 use crate::text::{common, shingle_set_of, Measure, Scratch};
 
 /// What verifying cost and found, on this worker.
@@ -63,11 +63,7 @@ type ReadSet = (u64, u64, Vec<u64>);
 
 /// The hash of a document's bytes as read: a text field's, or an HTML page's before decoding.
 fn raw_hash(doc: &Document<'_>) -> u64 {
-    match &doc.body {
-        Body::Text(t) => xxh3_64(t.as_bytes()),
-        Body::Html { bytes, .. } => xxh3_64(bytes),
-        Body::Simhash(h) => *h,
-    }
+    doc.body.bytes().map_or(0, xxh3_64)
 }
 
 /// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`.

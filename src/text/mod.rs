@@ -826,15 +826,26 @@ impl Measure {
 
 /// How many values two sorted, distinct sets share.
 pub fn common(a: &[u64], b: &[u64]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
+    common_of(a.iter().copied(), b.iter().copied())
+}
+
+/// How many values two ascending, distinct sequences share (sets kept in some other form, such
+/// as SpotSig's signatures in pairs of `u32`).
+pub fn common_of(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>) -> usize {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    let mut n = 0;
+    while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+        match x.cmp(y) {
+            std::cmp::Ordering::Less => {
+                a.next();
+            }
+            std::cmp::Ordering::Greater => {
+                b.next();
+            }
             std::cmp::Ordering::Equal => {
                 n += 1;
-                i += 1;
-                j += 1;
+                a.next();
+                b.next();
             }
         }
     }

@@ -20,11 +20,10 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
-use crate::candidates::{Pair, Score};
+use crate::candidates::Score;
 use crate::error::Result;
-use crate::exchange::{owner, shuffle};
 use crate::hashing::mix64;
-use crate::method::once::{once_where, Test};
+use crate::method::once::{in_parts, once_where, KeyPairs, Test};
 use crate::method::{Found, Probe, Rounds, Scoring, Sections};
 use crate::sketch::minhash::{band_key, estimate};
 
@@ -250,33 +249,28 @@ impl Rounds for EnsembleRounds {
     ) -> Found {
         let m = self.ensemble.hashes + 1;
         let mut found = Found::default();
-        let mut candidates = Vec::new();
-        for part in 0..self.parts {
-            let mut records: Vec<Record> = Vec::new();
+        let mut candidates = KeyPairs::default();
+        let records = |emit: &mut dyn FnMut(Record)| {
             for (i, &key) in keys.iter().enumerate() {
+                let values = &values[i * m..(i + 1) * m];
                 self.ensemble
-                    .records(&values[i * m..(i + 1) * m], |k, side| {
-                        if self.parts == 1 || in_part(k, self.parts) == part {
-                            records.push((k, side as u8, key));
-                        }
-                    });
+                    .records(values, |k, side| emit((k, side as u8, key)));
             }
-            let peers = worker.peers();
-            let groups = shuffle(worker, records, move |r: &Record| owner(r.0, peers));
-            pair_groups(groups, &mut found, &mut candidates);
-            once_here(&mut candidates);
-            progress(u64::from(part) + 1, u64::from(self.parts));
-        }
+        };
+        let take = |groups| pair_groups(groups, &mut found, &mut candidates);
+        in_parts(
+            worker,
+            self.parts,
+            (records, |r: &Record| r.0),
+            take,
+            progress,
+        );
         let e = Arc::clone(&self.ensemble);
         let test = Test {
             ship: |v: &[u32]| v.to_vec(),
             keep: move |a: &[u32], b: &[u32]| e.may_reach(a, b),
         };
         let score = Score::at_distance(0);
-        let candidates = candidates
-            .into_iter()
-            .map(|(a, b)| Pair::new(a, b, 0))
-            .collect();
         found.pairs = once_where(worker, (keys, values, m), candidates, test, score);
         found
     }
@@ -284,19 +278,14 @@ impl Rounds for EnsembleRounds {
 
 /// Every candidate of the groups that met here, with repeats: all pairs of a gap-0 group, every
 /// smaller with every larger document of another gap's.
-fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut Vec<(u64, u64)>) {
+fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut KeyPairs) {
     groups.sort_unstable();
-    let mut deduplicated = out.len();
     for group in groups.chunk_by(|x, y| x.0 == y.0) {
-        if out.len() > 2 * deduplicated.max(1 << 20) {
-            once_here(out);
-            deduplicated = out.len();
-        }
         found.largest_group = found.largest_group.max(group.len() as u64);
         if group[0].1 == Side::Same as u8 {
             for (i, x) in group.iter().enumerate() {
                 for y in &group[i + 1..] {
-                    out.push(ordered(x.2, y.2));
+                    out.push(x.2, y.2);
                 }
             }
             let n = group.len() as u64;
@@ -306,27 +295,12 @@ fn pair_groups(mut groups: Vec<Record>, found: &mut Found, out: &mut Vec<(u64, u
         let (smaller, larger) =
             group.split_at(group.partition_point(|r| r.1 == Side::Smaller as u8));
         for x in smaller {
-            out.extend(larger.iter().map(|y| ordered(x.2, y.2)));
+            for y in larger {
+                out.push(x.2, y.2);
+            }
         }
         found.comparisons += (smaller.len() * larger.len()) as u64;
     }
-}
-
-/// A pair of sketch keys, smaller first.
-fn ordered(x: u64, y: u64) -> (u64, u64) {
-    (x.min(y), x.max(y))
-}
-
-/// Candidates once each: a pair sharing many bands is many candidates. Also called while groups
-/// are paired, whenever the candidates have doubled, so repeats never pile up.
-fn once_here(candidates: &mut Vec<(u64, u64)>) {
-    candidates.sort_unstable();
-    candidates.dedup();
-}
-
-/// The part of a round a record key is in.
-fn in_part(key: u64, parts: u32) -> u32 {
-    (mix64(key ^ 0x9e37_79b9_7f4a_7c15) % u64::from(parts)) as u32
 }
 
 #[cfg(test)]

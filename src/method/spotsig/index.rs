@@ -19,10 +19,10 @@
 use timely::worker::Worker;
 
 use super::SpotSig;
-use crate::candidates::{Pair, Score};
-use crate::exchange::{owner, shuffle};
-use crate::method::once::{once_where, Test};
+use crate::candidates::Score;
+use crate::method::once::{in_parts, once_where, KeyPairs, Test};
 use crate::method::{Found, Probe, Rounds, Scoring, Sections};
+use crate::text::{common_of, Measure};
 
 /// Bytes one posting takes in a round, with the sort's room.
 pub const BYTES_PER_POSTING: u64 = 48;
@@ -39,11 +39,26 @@ fn lengths_meet(short: usize, long: usize, threshold: f64) -> bool {
     short as f64 / long as f64 >= threshold
 }
 
+/// A sketch's number of signatures and its prefix signatures at `threshold`.
+fn prefix(values: &[u32], threshold: f64) -> (usize, impl Iterator<Item = u64> + '_) {
+    let n = SpotSig::signatures(values).count();
+    (
+        n,
+        SpotSig::signatures(values).take(prefix_len(n, threshold)),
+    )
+}
+
 /// The Jaccard similarity of two sketches' signature sets (values as a sketch keeps them).
 pub fn spot_jaccard(a: &[u32], b: &[u32]) -> f64 {
-    let a: Vec<u64> = SpotSig::signatures(a).collect();
-    let b: Vec<u64> = SpotSig::signatures(b).collect();
-    crate::text::jaccard(&a, &b)
+    let (na, nb) = (
+        SpotSig::signatures(a).count(),
+        SpotSig::signatures(b).count(),
+    );
+    if na == 0 || nb == 0 {
+        return 0.0;
+    }
+    let common = common_of(SpotSig::signatures(a), SpotSig::signatures(b));
+    Measure::Jaccard.of(common, na, nb)
 }
 
 /// The prefix signatures of each sketch, as probe keys.
@@ -60,8 +75,7 @@ impl Probe for SpotProbe {
     }
 
     fn keys(&self, _: u64, values: &[u32], out: &mut Vec<u64>) {
-        let n = SpotSig::signatures(values).count();
-        let prefix = SpotSig::signatures(values).take(prefix_len(n, self.threshold));
+        let (_, prefix) = prefix(values, self.threshold);
         out.extend(prefix.map(|s| crate::method::probe_key(0, s)));
     }
 }
@@ -69,6 +83,8 @@ impl Probe for SpotProbe {
 /// The index's rounds: one, split into parts by signature when the postings do not fit.
 pub struct IndexRounds {
     threshold: f64,
+    /// Values per sketch (two a signature).
+    values: usize,
     parts: u32,
     reasoning: String,
 }
@@ -85,6 +101,7 @@ impl IndexRounds {
         let (parts, memory) = crate::method::parts(postings, BYTES_PER_POSTING, processes, budget);
         IndexRounds {
             threshold,
+            values: 2 * max_signatures,
             parts,
             reasoning: format!(
                 "spotsig: spot-set Jaccard >= {threshold}, the prefix signatures of each set \
@@ -114,47 +131,37 @@ impl Rounds for IndexRounds {
         _: Scoring,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Found {
-        let m = if keys.is_empty() {
-            0
-        } else {
-            values.len() / keys.len()
-        };
-        let set = |i: usize| &values[i * m..(i + 1) * m];
+        let m = self.values;
         let mut found = Found::default();
-        let mut candidates = Vec::new();
-        for part in 0..self.parts {
-            let postings = self.postings(keys, set, part);
-            let peers = worker.peers();
-            let lists = shuffle(worker, postings, move |p: &Posting| owner(p.0, peers));
-            self.pair_lists(lists, &mut found, &mut candidates);
-            progress(u64::from(part) + 1, u64::from(self.parts));
-        }
-        found.pairs = self.verify(worker, (keys, values, m), candidates);
+        let mut candidates = KeyPairs::default();
+        let postings = |emit: &mut dyn FnMut(Posting)| {
+            for (i, &key) in keys.iter().enumerate() {
+                let (n, prefix) = prefix(&values[i * m..(i + 1) * m], self.threshold);
+                prefix.for_each(|s| emit((s, n as u32, key)));
+            }
+        };
+        let take = |lists| self.pair_lists(lists, &mut found, &mut candidates);
+        in_parts(
+            worker,
+            self.parts,
+            (postings, |p: &Posting| p.0),
+            take,
+            progress,
+        );
+        let threshold = self.threshold;
+        let test = Test {
+            ship: kept,
+            keep: |a: &[u32], b: &[u32]| spot_jaccard(a, b) >= threshold,
+        };
+        let score = Score::at_distance(0);
+        found.pairs = once_where(worker, (keys, values, m), candidates, test, score);
         found
     }
 }
 
 impl IndexRounds {
-    /// This worker's postings of part `part`: each set's prefix signatures.
-    fn postings<'v>(
-        &self,
-        keys: &[u64],
-        set: impl Fn(usize) -> &'v [u32],
-        part: u32,
-    ) -> Vec<Posting> {
-        let mut out = Vec::new();
-        for (i, &key) in keys.iter().enumerate() {
-            let n = SpotSig::signatures(set(i)).count();
-            let prefix = SpotSig::signatures(set(i)).take(prefix_len(n, self.threshold));
-            for s in prefix.filter(|&s| self.parts == 1 || in_part(s, self.parts) == part) {
-                out.push((s, n as u32, key));
-            }
-        }
-        out
-    }
-
     /// Every pair of sets in a list whose lengths meet, into `candidates` (with repeats).
-    fn pair_lists(&self, mut lists: Vec<Posting>, found: &mut Found, candidates: &mut Vec<Pair>) {
+    fn pair_lists(&self, mut lists: Vec<Posting>, found: &mut Found, candidates: &mut KeyPairs) {
         lists.sort_unstable();
         for list in lists.chunk_by(|x, y| x.0 == y.0) {
             found.largest_group = found.largest_group.max(list.len() as u64);
@@ -164,26 +171,10 @@ impl IndexRounds {
                         break;
                     }
                     found.comparisons += 1;
-                    candidates.push(Pair::new(a, b, 0));
+                    candidates.push(a, b);
                 }
             }
         }
-    }
-
-    /// The candidates once each, with the Jaccard of their sets computed at the owner of their
-    /// second side; those at the threshold.
-    fn verify(
-        &self,
-        worker: &mut Worker,
-        sketches: (&[u64], &[u32], usize),
-        candidates: Vec<Pair>,
-    ) -> Vec<Pair> {
-        let threshold = self.threshold;
-        let test = Test {
-            ship: kept,
-            keep: |a: &[u32], b: &[u32]| spot_jaccard(a, b) >= threshold,
-        };
-        once_where(worker, sketches, candidates, test, Score::at_distance(0))
     }
 }
 
@@ -193,11 +184,6 @@ fn kept(values: &[u32]) -> Vec<u32> {
     let mut v = values[..2 * n].to_vec();
     v.extend([u32::MAX, u32::MAX]);
     v
-}
-
-/// The part of a round a signature's list is in.
-fn in_part(signature: u64, parts: u32) -> u32 {
-    (crate::hashing::mix64(signature ^ 0x9e37_79b9_7f4a_7c15) % u64::from(parts)) as u32
 }
 
 #[cfg(test)]
