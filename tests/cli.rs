@@ -301,12 +301,17 @@ fn expected_pairs_are_the_exact_jaccard_truth_of_the_sample() {
     );
 }
 
-/// Containment is never below Jaccard, so the containment truth holds every near-duplicate pair,
-/// and the sample's truncated and appended-to pages besides.
-#[test]
-fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("containment.tsv");
+/// The similarity column of each pair of a pairs or truth file, as written.
+fn similarities(path: &Path) -> BTreeMap<(String, String), String> {
+    pair_rows(path)
+        .into_iter()
+        .map(|(a, b, similarity)| ((a, b), similarity))
+        .collect()
+}
+
+/// `neardup truth --measure containment` of the sample, written into `dir`.
+fn sample_containment_truth(dir: &Path) -> BTreeMap<(String, String), String> {
+    let out = dir.join("containment.tsv");
     run_ok(
         neardup()
             .args(["truth", "--input", "data-samples/docs.jsonl", "--measure"])
@@ -314,17 +319,19 @@ fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
             .arg(&out)
             .current_dir(root()),
     );
-    let contained: BTreeMap<(String, String), f64> = std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Vec<&str> = l.split('\t').collect();
-            ((v[0].to_string(), v[1].to_string()), v[2].parse().unwrap())
-        })
-        .collect();
+    similarities(&out)
+}
+
+/// Containment is never below Jaccard, so the containment truth holds every near-duplicate pair,
+/// and the sample's truncated and appended-to pages besides.
+#[test]
+fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let contained = sample_containment_truth(dir.path());
     let expected = expected_pairs();
     for (p, j) in &expected {
-        assert!(contained.get(p).is_some_and(|c| c >= j), "{p:?}");
+        let c = contained.get(p).map(|c| c.parse::<f64>().unwrap());
+        assert!(c.is_some_and(|c| c >= *j), "{p:?}");
     }
     let partial = contained.len() - expected.len();
     assert!(partial >= 5, "partial copies in the sample: {partial}");
@@ -335,14 +342,7 @@ fn the_containment_truth_holds_every_jaccard_pair_and_the_partial_copies() {
 #[test]
 fn containment_job_finds_the_partial_copies_of_the_containment_truth() {
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("containment.tsv");
-    run_ok(
-        neardup()
-            .args(["truth", "--input", "data-samples/docs.jsonl", "--measure"])
-            .args(["containment", "--out"])
-            .arg(&truth)
-            .current_dir(root()),
-    );
+    let want = sample_containment_truth(dir.path());
     let out = dir.path().join("out");
     run_ok(
         neardup()
@@ -350,17 +350,7 @@ fn containment_job_finds_the_partial_copies_of_the_containment_truth() {
             .arg(&out)
             .current_dir(root()),
     );
-    let rows = |path: &Path| -> BTreeMap<(String, String), String> {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let v: Vec<&str> = l.split('\t').collect();
-                ((v[0].to_string(), v[1].to_string()), v[2].to_string())
-            })
-            .collect()
-    };
-    let (want, got) = (rows(&truth), rows(&out.join("pairs.tsv")));
+    let got = similarities(&out.join("pairs.tsv"));
     for (p, c) in &got {
         assert_eq!(
             want.get(p),

@@ -373,7 +373,12 @@ fn near_copies(seed: u64, n: usize) -> Vec<(String, String)> {
 
 /// Every pair of `docs` with exact Jaccard >= 0.8 over 5-token shingles (the truth), sorted.
 fn truth_pairs(docs: &[(String, String)]) -> Vec<(String, String)> {
-    use neardup::text::{jaccard, shingle_set_of, Scratch};
+    truth_by(docs, neardup::text::Measure::Jaccard)
+}
+
+/// Every pair of `docs` whose `measure` of their 5-token shingle sets is >= 0.8, sorted.
+fn truth_by(docs: &[(String, String)], measure: neardup::text::Measure) -> Vec<(String, String)> {
+    use neardup::text::{shingle_set_of, Scratch};
     let mut scratch = Scratch::default();
     let sets: Vec<Vec<u64>> = docs
         .iter()
@@ -382,7 +387,7 @@ fn truth_pairs(docs: &[(String, String)]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for i in 0..docs.len() {
         for j in i + 1..docs.len() {
-            if jaccard(&sets[i], &sets[j]) >= 0.8 {
+            if measure.between(&sets[i], &sets[j]) >= 0.8 {
                 let (a, b) = (&docs[i].0, &docs[j].0);
                 out.push((a.min(b).clone(), a.max(b).clone()));
             }
@@ -390,6 +395,51 @@ fn truth_pairs(docs: &[(String, String)]) -> Vec<(String, String)> {
     }
     out.sort();
     out
+}
+
+/// The pairs of `truth` among those the method of `job` compares as a pair by brute force over
+/// every two documents' sketches: what a verified run of `job` must report.
+fn true_candidates(
+    dir: &Path,
+    job: &str,
+    docs: &[(String, String)],
+    truth: &[(String, String)],
+) -> Vec<(String, String)> {
+    let method = plan_of(dir, job, 1).method;
+    compared_pairs(method.as_ref(), docs)
+        .into_iter()
+        .filter(|p| truth.binary_search(p).is_ok())
+        .collect()
+}
+
+/// Runs `job` (in `dir`, its pairs written to `out`) at 1, 2 and 4 workers and on two processes:
+/// each time the pairs are `want`, sorted and each once, and their rows pass `check`.
+fn assert_runs_report(
+    (dir, job, out): (&Path, &str, &Path),
+    want: &[(String, String)],
+    what: &str,
+    check: impl Fn(&[(String, String, String)]),
+) {
+    let ids = |rows: &[(String, String, String)]| -> Vec<(String, String)> {
+        rows.iter()
+            .map(|(a, b, _)| (a.clone(), b.clone()))
+            .collect()
+    };
+    for workers in [1, 2, 4] {
+        execute(plan_of(dir, job, workers)).unwrap();
+        let rows = common::pair_rows(out);
+        check(&rows);
+        let got = ids(&rows);
+        assert_sorted_unique(&got);
+        assert_eq!(got, want, "{what}, {workers} worker(s)");
+    }
+    let path = dir.join("two-processes.toml");
+    std::fs::write(&path, job).unwrap();
+    let args = vec!["run".to_string(), path.display().to_string()];
+    assert!(run_cluster(&args, dir) || run_cluster(&args, dir));
+    let rows = common::pair_rows(out);
+    check(&rows);
+    assert_eq!(ids(&rows), want, "{what}, two processes");
 }
 
 #[test]
@@ -408,27 +458,8 @@ fn segments_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_
             "method = \"segments\"\n[segments]\nsplit = {split:?}\n[input]\npaths = [{input:?}]\n\
              [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
         );
-        let method = plan_of(dir.path(), &job, 1).method;
-        let candidates = compared_pairs(method.as_ref(), &docs);
-        let want: Vec<_> = candidates
-            .iter()
-            .filter(|p| truth.binary_search(p).is_ok())
-            .cloned()
-            .collect();
-        let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
-            rows.into_iter().map(|(a, b, _)| (a, b)).collect()
-        };
-        for workers in [1, 2, 4] {
-            execute(plan_of(dir.path(), &job, workers)).unwrap();
-            let got = ids(common::pair_rows(&out));
-            assert_sorted_unique(&got);
-            assert_eq!(got, want, "{split}, {workers} worker(s)");
-        }
-        let path = dir.path().join(format!("job-{split}.toml"));
-        std::fs::write(&path, &job).unwrap();
-        let args = vec!["run".to_string(), path.display().to_string()];
-        assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
-        assert_eq!(ids(common::pair_rows(&out)), want, "{split}, two processes");
+        let want = true_candidates(dir.path(), &job, &docs, &truth);
+        assert_runs_report((dir.path(), &job, &out), &want, split, |_| {});
         recall.insert(split, want.len() as f64 / truth.len() as f64);
     }
     // Content-defined segments survive the insertions that shift every position segment.
@@ -515,31 +546,9 @@ fn imatch_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_an
             "method = \"imatch\"\n[imatch]\nlexicon = \"lexicon.txt\"\nlexicons = {lexicons}\n\
              [input]\npaths = [\"docs.jsonl\"]\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
         );
-        let method = plan_of(d, &job, 1).method;
-        let want: Vec<_> = compared_pairs(method.as_ref(), &docs)
-            .into_iter()
-            .filter(|p| truth.binary_search(p).is_ok())
-            .collect();
-        let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
-            rows.into_iter().map(|(a, b, _)| (a, b)).collect()
-        };
-        for workers in [1, 2, 4] {
-            execute(plan_of(d, &job, workers)).unwrap();
-            assert_eq!(
-                ids(common::pair_rows(&out)),
-                want,
-                "{lexicons}, {workers} worker(s)"
-            );
-        }
-        let path = d.join(format!("job-{lexicons}.toml"));
-        std::fs::write(&path, &job).unwrap();
-        let args = vec!["run".to_string(), path.display().to_string()];
-        assert!(run_cluster(&args, d) || run_cluster(&args, d));
-        assert_eq!(
-            ids(common::pair_rows(&out)),
-            want,
-            "{lexicons}, two processes"
-        );
+        let want = true_candidates(d, &job, &docs, &truth);
+        let what = format!("{lexicons} lexicon(s)");
+        assert_runs_report((d, &job, &out), &want, &what, |_| {});
         recall.insert(lexicons, want.len() as f64 / truth.len() as f64);
     }
     // Every edit here changes a lexicon term, so one lexicon separates every edited copy (the
@@ -701,34 +710,15 @@ fn spotsig_verified_pairs_are_the_true_pairs_among_candidates_at_1_2_4_workers_a
          [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n",
         spotsig_section(0.6)
     );
-    let method = plan_of(dir.path(), &job, 1).method;
     // Brute force: every two sketches' spot sets compared.
-    let candidates = compared_pairs(method.as_ref(), &docs);
-    let want: Vec<_> = candidates
-        .iter()
-        .filter(|p| truth.binary_search(p).is_ok())
-        .cloned()
-        .collect();
+    let want = true_candidates(dir.path(), &job, &docs, &truth);
     assert!(
         want.len() as f64 >= 0.8 * truth.len() as f64,
         "spots find most true pairs: {} of {}",
         want.len(),
         truth.len()
     );
-    let ids = |rows: Vec<(String, String, String)>| -> Vec<(String, String)> {
-        rows.into_iter().map(|(a, b, _)| (a, b)).collect()
-    };
-    for workers in [1, 2, 4] {
-        execute(plan_of(dir.path(), &job, workers)).unwrap();
-        let got = ids(common::pair_rows(&out));
-        assert_sorted_unique(&got);
-        assert_eq!(got, want, "{workers} worker(s)");
-    }
-    let path = dir.path().join("job.toml");
-    std::fs::write(&path, &job).unwrap();
-    let args = vec!["run".to_string(), path.display().to_string()];
-    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
-    assert_eq!(ids(common::pair_rows(&out)), want, "two processes");
+    assert_runs_report((dir.path(), &job, &out), &want, "spotsig", |_| {});
 }
 
 #[test]
@@ -821,27 +811,6 @@ fn quoted_pages(seed: u64, n: usize) -> Vec<(String, String)> {
     docs
 }
 
-/// Every pair of `docs` whose smaller shingle set has >= 0.8 of its shingles in the other.
-fn containment_truth(docs: &[(String, String)]) -> Vec<(String, String)> {
-    use neardup::text::{shingle_set_of, Measure, Scratch};
-    let mut scratch = Scratch::default();
-    let sets: Vec<Vec<u64>> = docs
-        .iter()
-        .map(|(_, t)| shingle_set_of(t, 5, &mut scratch))
-        .collect();
-    let mut out = Vec::new();
-    for i in 0..docs.len() {
-        for j in i + 1..docs.len() {
-            if Measure::Containment.between(&sets[i], &sets[j]) >= 0.8 {
-                let (a, b) = (&docs[i].0, &docs[j].0);
-                out.push((a.min(b).clone(), a.max(b).clone()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_workers_and_two_processes(
 ) {
@@ -849,42 +818,27 @@ fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_worke
     let docs = quoted_pages(41, 300);
     let input = dir.path().join("docs.jsonl");
     write_docs(&input, &docs);
-    let truth = containment_truth(&docs);
+    let truth = truth_by(&docs, neardup::text::Measure::Containment);
     assert!(truth.len() > 150, "partial copies planted: {}", truth.len());
     let out = dir.path().join("pairs.tsv");
     let job = format!(
         "method = \"containment\"\n[input]\npaths = [{input:?}]\n\
          [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
     );
-    let method = plan_of(dir.path(), &job, 1).method;
-    let candidates = compared_pairs(method.as_ref(), &docs);
-    let want: Vec<_> = candidates
-        .iter()
-        .filter(|p| truth.binary_search(p).is_ok())
-        .cloned()
-        .collect();
+    let want = true_candidates(dir.path(), &job, &docs, &truth);
     assert!(
         want.len() as f64 >= 0.9 * truth.len() as f64,
         "LSH Ensemble finds most partial copies: {} of {}",
         want.len(),
         truth.len()
     );
-    for workers in [1, 2, 4] {
-        execute(plan_of(dir.path(), &job, workers)).unwrap();
-        let rows = common::pair_rows(&out);
-        // The similarity column is the containment.
+    // The similarity column is the containment.
+    let containment = |rows: &[(String, String, String)]| {
         assert!(rows
             .iter()
             .all(|(_, _, c)| c.parse::<f64>().unwrap() >= 0.8));
-        let got: Vec<_> = rows.into_iter().map(|(a, b, _)| (a, b)).collect();
-        assert_sorted_unique(&got);
-        assert_eq!(got, want, "{workers} worker(s)");
-    }
-    let path = dir.path().join("job.toml");
-    std::fs::write(&path, &job).unwrap();
-    let args = vec!["run".to_string(), path.display().to_string()];
-    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
-    assert_eq!(ids_of(&out), want, "two processes");
+    };
+    assert_runs_report((dir.path(), &job, &out), &want, "containment", containment);
 }
 
 #[test]

@@ -83,14 +83,14 @@ pub fn run_job(dir: &Path, toml: &str) -> std::process::Output {
 /// The rows of a pairs file (`id_a<TAB>id_b<TAB>score[<TAB>kind]`), each checked to have three
 /// columns, or four whose last is a pair's kind.
 pub fn pair_rows(path: &Path) -> Vec<(String, String, String)> {
-    const KINDS: [&str; 4] = ["exact", "same_content", "near", "partial"];
+    use neardup::candidates::Kind;
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
             let f: Vec<&str> = l.split('\t').collect();
             assert!(
-                f.len() == 3 || (f.len() == 4 && KINDS.contains(&f[3])),
+                f.len() == 3 || (f.len() == 4 && Kind::ALL.iter().any(|k| k.name() == f[3])),
                 "{l}"
             );
             (f[0].to_string(), f[1].to_string(), f[2].to_string())
