@@ -42,7 +42,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         inputs: a.input,
         job_file: Some(job.to_path_buf()),
         store: a.store,
-        ..a.cluster.overrides("run")
+        ..a.cluster.overrides("run")?
     };
     let plan = spec.validate(base, overrides).map_err(|e| match e {
         // Only a setting is the job's fault; an input or output names itself.
@@ -106,7 +106,7 @@ pub fn fingerprint(a: FingerprintArgs) -> anyhow::Result<ExitCode> {
     spec.output.fingerprints = flag_path(Some(a.out));
     spec.output.skipped = flag_path(a.skipped);
     spec.output.summary = flag_path(a.summary).unwrap_or_default();
-    let plan = spec.validate(Path::new("."), a.cluster.overrides("fingerprint"))?;
+    let plan = spec.validate(Path::new("."), a.cluster.overrides("fingerprint")?)?;
     finish(execute_showing(plan, true)?)
 }
 
@@ -155,6 +155,6 @@ pub fn pairs(a: PairsArgs) -> anyhow::Result<ExitCode> {
     spec.output.pairs = a.out.to_string_lossy().into_owned();
     spec.output.exact_groups = flag_path(a.collapse_exact);
     spec.output.summary = flag_path(a.summary).unwrap_or_default();
-    let plan = spec.validate(Path::new("."), a.cluster.overrides("pairs"))?;
+    let plan = spec.validate(Path::new("."), a.cluster.overrides("pairs")?)?;
     finish(execute_showing(plan, true)?)
 }

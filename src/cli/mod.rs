@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use neardup::config::job::InputSpec;
+use neardup::config::launch::Launcher;
 use neardup::config::{Overrides, DEFAULT_MAX_RECORD_BYTES};
 use neardup::summary::Summary;
 
@@ -155,6 +156,11 @@ pub struct ClusterArgs {
     /// One host:port per line, in process order (default localhost:2101+i).
     #[arg(long)]
     hostfile: Option<PathBuf>,
+    /// Read the processes, this one's index and the addresses from the launcher: auto (Slurm,
+    /// Kubernetes, else --hostfile with NEARDUP_PROCESS or this host's line, else one process),
+    /// slurm, kubernetes or hostfile. docs/CLUSTER.md has the recipes.
+    #[arg(long, value_name = "LAUNCHER", conflicts_with_all = ["processes", "process"])]
+    cluster: Option<String>,
     /// Seconds a process waits for the other processes of the cluster (run: default from the
     /// job, else 60).
     #[arg(long, value_name = "SECS")]
@@ -163,16 +169,18 @@ pub struct ClusterArgs {
 
 impl ClusterArgs {
     /// The command line's part of a plan.
-    pub fn overrides(&self, command: &str) -> Overrides {
-        Overrides {
+    pub fn overrides(&self, command: &str) -> anyhow::Result<Overrides> {
+        let cluster = self.cluster.as_deref().map(Launcher::parse).transpose()?;
+        Ok(Overrides {
             command: command.into(),
             workers: self.workers,
             processes: self.processes,
             process: self.process,
             hostfile: self.hostfile.clone(),
+            cluster,
             connect_timeout_s: self.connect_timeout,
             ..Overrides::default()
-        }
+        })
     }
 }
 

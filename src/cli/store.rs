@@ -86,7 +86,7 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
         out_dir: a.out_dir,
         inputs: a.input,
         job_file: Some(job.to_path_buf()),
-        ..a.cluster.overrides("audit")
+        ..a.cluster.overrides("audit")?
     };
     let append = a.append.map(|w| match w {
         AppendArg::Kept => Append::Kept,

@@ -30,6 +30,10 @@ pub struct Exec {
     pub process: usize,
     /// File with one `host:port` per line, in process order (default: `localhost:2101+i`).
     pub hostfile: Option<PathBuf>,
+    /// Every process's `host:port` as a launcher gave them (`--cluster`), over the hostfile.
+    pub addresses: Option<Vec<String>>,
+    /// The launcher the place was read from (`--cluster`), for the start-up message.
+    pub launcher: Option<&'static str>,
     /// How long a process waits for the others to connect.
     pub connect_timeout: Duration,
 }
@@ -41,6 +45,8 @@ impl Default for Exec {
             processes: 1,
             process: 0,
             hostfile: None,
+            addresses: None,
+            launcher: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
@@ -117,6 +123,9 @@ impl Exec {
 
     /// The cluster's addresses, one per process.
     pub fn addresses(&self) -> Result<Vec<String>> {
+        if let Some(given) = &self.addresses {
+            return Ok(given.clone());
+        }
         Ok(match &self.hostfile {
             Some(path) => {
                 let hosts = read_hostfile(path)?;
@@ -164,8 +173,9 @@ impl Exec {
             self.connect_timeout,
             checks,
         )?;
+        let by = self.launcher.map_or(String::new(), |l| format!(", placed by {l}"));
         eprintln!(
-            "neardup: process {} of {} connected to its peers ({} worker(s) each)",
+            "neardup: process {} of {} connected to its peers ({} worker(s) each{by})",
             self.process, self.processes, self.workers
         );
         let locals = ProcessBuilder::new_typed_vector(

@@ -332,6 +332,8 @@ pub struct Overrides {
     pub process: usize,
     /// The cluster's hostfile.
     pub hostfile: Option<PathBuf>,
+    /// `--cluster`: the launcher that gives the processes, this one's index and the addresses.
+    pub cluster: Option<super::launch::Launcher>,
     /// Seconds to wait for the other processes, over `[run] connect_timeout_s`.
     pub connect_timeout_s: Option<f64>,
     /// Output directory, over `[output] dir`.
@@ -591,7 +593,7 @@ impl JobSpec {
         let verify = verify.filter(|_| pairs.is_some());
         let exec = exec(&o, &self.run)?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
-        protected.extend(exec.hostfile.iter().cloned());
+        protected.extend(o.hostfile.iter().cloned());
         let source = (format.build)(fields);
         let files = input_files(&paths, source.as_ref(), given_by)?;
         let mut plan = Plan {
@@ -834,6 +836,7 @@ fn method_of(
         table: sections.get(entry.name).unwrap_or(&empty),
         features,
         verify_threshold: verify.map(|v| v.threshold),
+        verify_exact: verify.is_some_and(|v| v.mode == VerifyMode::Exact),
         base,
     })
 }
@@ -880,6 +883,18 @@ fn exec(o: &Overrides, run: &RunSpec) -> Result<Exec> {
     };
     if let Some(t) = o.connect_timeout_s.or(run.connect_timeout_s) {
         exec.connect_timeout = connect_timeout(t)?;
+    }
+    if let Some(launcher) = o.cluster {
+        let env = super::launch::Environment::current();
+        let place = super::launch::place(launcher, o.hostfile.as_deref(), &env)?;
+        exec.processes = place.processes;
+        exec.process = place.process;
+        exec.launcher = Some(place.launcher);
+        if place.processes == 1 {
+            exec.hostfile = None;
+        } else {
+            exec.addresses = Some(place.addresses);
+        }
     }
     exec.validate()?;
     Ok(exec)

@@ -6,6 +6,7 @@ mod audit;
 pub mod clusters;
 pub mod exec;
 pub mod job;
+pub mod launch;
 pub mod verify;
 
 use std::path::PathBuf;

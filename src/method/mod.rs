@@ -279,6 +279,9 @@ pub struct Section<'a> {
     pub features: Option<FeatureConfig>,
     /// `[verify] threshold`, when verification is on.
     pub verify_threshold: Option<f64>,
+    /// Verification reads the records again and scores them exactly (`[verify] mode = "exact"`):
+    /// a sketch's values need only find the candidates, not estimate them.
+    pub verify_exact: bool,
     /// The job file's folder: relative paths of the section are relative to it.
     pub base: &'a std::path::Path,
 }

@@ -1,0 +1,515 @@
+//! `--cluster`: a process of a cluster learns its place (how many processes, which one it is,
+//! every process's address) from what started it: Slurm's variables, a Kubernetes StatefulSet's
+//! pod name, or a hostfile and this machine's name. docs/CLUSTER.md has the recipes.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::{bail, ensure};
+
+/// Port a process listens on when the launcher names only hosts (`NEARDUP_PORT` overrides it);
+/// the processes of one host listen on consecutive ports from it.
+pub const DEFAULT_PORT: u16 = 2101;
+
+/// What started the processes of a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launcher {
+    /// The first of Slurm, Kubernetes and a hostfile whose variables are present; one process if
+    /// none is.
+    Auto,
+    /// `srun`: `SLURM_PROCID`, `SLURM_NTASKS`, `SLURM_JOB_NODELIST`, `SLURM_TASKS_PER_NODE`.
+    Slurm,
+    /// A StatefulSet behind a headless service: the pod ordinal, `NEARDUP_PROCESSES`,
+    /// `NEARDUP_SERVICE`.
+    Kubernetes,
+    /// `--hostfile`: every line a process; this one is `NEARDUP_PROCESS`, or the line naming
+    /// this machine.
+    Hostfile,
+}
+
+impl Launcher {
+    /// The `--cluster` value.
+    pub fn parse(name: &str) -> Result<Launcher> {
+        Ok(match name {
+            "auto" => Launcher::Auto,
+            "slurm" => Launcher::Slurm,
+            "kubernetes" | "k8s" => Launcher::Kubernetes,
+            "hostfile" => Launcher::Hostfile,
+            _ => bail!(
+                Config,
+                "--cluster {name:?}: expected auto, slurm, kubernetes or hostfile"
+            ),
+        })
+    }
+}
+
+/// A process's place in its cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The launcher it was read from (`slurm`, `kubernetes`, `hostfile`, `none`).
+    pub launcher: &'static str,
+    /// Processes in the cluster.
+    pub processes: usize,
+    /// This process's index.
+    pub process: usize,
+    /// Every process's `host:port`, in process order.
+    pub addresses: Vec<String>,
+}
+
+/// The variables and host name a place is read from (the process's own, or a test's).
+#[derive(Clone, Debug, Default)]
+pub struct Environment {
+    /// Environment variables.
+    pub vars: HashMap<String, String>,
+    /// This machine's host name.
+    pub hostname: Option<String>,
+}
+
+impl Environment {
+    /// This process's environment and host name.
+    pub fn current() -> Environment {
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .or_else(|| std::env::var("HOSTNAME").ok());
+        Environment {
+            vars: std::env::vars().collect(),
+            hostname,
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn number(&self, name: &str) -> Result<Option<usize>> {
+        match self.var(name) {
+            None => Ok(None),
+            Some(v) => match v.parse() {
+                Ok(n) => Ok(Some(n)),
+                Err(_) => bail!(Config, "{name}={v:?} is not a number"),
+            },
+        }
+    }
+
+    fn port(&self) -> Result<u16> {
+        match self.var("NEARDUP_PORT") {
+            None => Ok(DEFAULT_PORT),
+            Some(v) => match v.parse::<u16>() {
+                Ok(p) if p > 0 => Ok(p),
+                _ => bail!(Config, "NEARDUP_PORT={v:?} is not a port"),
+            },
+        }
+    }
+}
+
+/// The place `launcher` gives this process; `Auto` with no launcher found is one process
+/// (`launcher: "none"`).
+pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> Result<Place> {
+    match launcher {
+        Launcher::Slurm => slurm(env),
+        Launcher::Kubernetes => kubernetes(env),
+        Launcher::Hostfile => match hostfile {
+            Some(path) => from_hostfile(path, env),
+            None => bail!(Config, "--cluster hostfile needs --hostfile FILE"),
+        },
+        Launcher::Auto => {
+            if env.var("SLURM_PROCID").is_some() && env.var("SLURM_NTASKS").is_some() {
+                slurm(env)
+            } else if env.var("KUBERNETES_SERVICE_HOST").is_some()
+                && env.var("NEARDUP_SERVICE").is_some()
+            {
+                kubernetes(env)
+            } else if let Some(path) = hostfile {
+                from_hostfile(path, env)
+            } else {
+                Ok(Place {
+                    launcher: "none",
+                    processes: 1,
+                    process: 0,
+                    addresses: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+/// Slurm: the task's index and count, and the step's nodes with the tasks of each (block
+/// distribution, srun's default: tasks fill the first node, then the next). A node's tasks listen
+/// on consecutive ports from `NEARDUP_PORT`.
+fn slurm(env: &Environment) -> Result<Place> {
+    let need = |name: &str| -> Result<usize> {
+        match env.number(name)? {
+            Some(n) => Ok(n),
+            None => bail!(Config, "--cluster slurm: {name} is not set (run under srun)"),
+        }
+    };
+    let process = need("SLURM_PROCID")?;
+    let processes = env
+        .number("SLURM_STEP_NUM_TASKS")?
+        .map_or_else(|| need("SLURM_NTASKS"), Ok)?;
+    let nodes = env
+        .var("SLURM_STEP_NODELIST")
+        .or_else(|| env.var("SLURM_JOB_NODELIST"));
+    let Some(nodes) = nodes else {
+        bail!(Config, "--cluster slurm: SLURM_JOB_NODELIST is not set")
+    };
+    let nodes = expand_nodelist(nodes)?;
+    let per_node = match env
+        .var("SLURM_STEP_TASKS_PER_NODE")
+        .or_else(|| env.var("SLURM_TASKS_PER_NODE"))
+    {
+        Some(t) => expand_tasks_per_node(t)?,
+        None => vec![processes.div_ceil(nodes.len()); nodes.len()],
+    };
+    let addresses = block_addresses(&nodes, &per_node, processes, env.port()?)?;
+    ensure!(
+        process < processes,
+        Config,
+        "SLURM_PROCID={process} is out of range for {processes} tasks"
+    );
+    check_slurm_node(env, &addresses[process], process)?;
+    Ok(Place {
+        launcher: "slurm",
+        processes,
+        process,
+        addresses,
+    })
+}
+
+/// The address of each task under block distribution: node i runs `per_node[i]` consecutive
+/// tasks, on ports `port`, `port + 1`, ...
+fn block_addresses(
+    nodes: &[String],
+    per_node: &[usize],
+    processes: usize,
+    port: u16,
+) -> Result<Vec<String>> {
+    ensure!(
+        nodes.len() == per_node.len(),
+        Config,
+        "Slurm lists {} node(s) but tasks per node for {}",
+        nodes.len(),
+        per_node.len()
+    );
+    let mut addresses = Vec::with_capacity(processes);
+    for (node, &tasks) in nodes.iter().zip(per_node) {
+        for local in 0..tasks {
+            addresses.push(format!("{node}:{}", port as usize + local));
+        }
+    }
+    ensure!(
+        addresses.len() >= processes,
+        Config,
+        "Slurm's nodes hold {} task(s), fewer than the {processes} of the step",
+        addresses.len()
+    );
+    addresses.truncate(processes);
+    Ok(addresses)
+}
+
+/// A task that is not on the node block distribution puts it on (srun `--distribution=cyclic`)
+/// would listen on another machine's address: refused with the fix.
+fn check_slurm_node(env: &Environment, address: &str, process: usize) -> Result<()> {
+    let Some(here) = env.var("SLURMD_NODENAME") else {
+        return Ok(());
+    };
+    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+    ensure!(
+        host == here,
+        Config,
+        "Slurm task {process} runs on {here}, but block distribution puts it on {host}: run srun \
+         with --distribution=block (its default)"
+    );
+    Ok(())
+}
+
+/// Expands a Slurm host list: `node[01-03,07],login1` -> node01, node02, node03, node07, login1.
+/// Brackets may appear several times in one name (`rack[1-2]-n[1-2]`); zero padding is kept.
+pub fn expand_nodelist(list: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for item in split_top_level(list) {
+        expand_name(item, &mut out).map_err(|e| match e {
+            crate::error::Error::Config(m) => {
+                crate::error::Error::Config(format!("Slurm node list {list:?}: {m}"))
+            }
+            e => e,
+        })?;
+    }
+    Ok(out)
+}
+
+/// The items of a comma-separated list whose brackets may hold commas.
+fn split_top_level(list: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&list[start..]);
+    items.into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
+/// Appends the names of one item (`prefix[ranges]rest`) to `out`.
+fn expand_name(item: &str, out: &mut Vec<String>) -> Result<()> {
+    let Some(open) = item.find('[') else {
+        out.push(item.trim().to_string());
+        return Ok(());
+    };
+    let Some(close) = item[open..].find(']').map(|c| open + c) else {
+        bail!(Config, "unclosed '[' in {item:?}")
+    };
+    let (prefix, ranges, rest) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
+    for range in ranges.split(',') {
+        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+        let width = lo.len();
+        let (Ok(a), Ok(b)) = (lo.parse::<u64>(), hi.parse::<u64>()) else {
+            bail!(Config, "bad range {range:?}")
+        };
+        ensure!(a <= b, Config, "range {range:?} runs backwards");
+        for n in a..=b {
+            expand_name(&format!("{prefix}{n:0width$}{rest}"), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Expands Slurm's tasks per node: `2(x3),1` -> 2, 2, 2, 1.
+pub fn expand_tasks_per_node(list: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (count, times) = match item.split_once("(x") {
+            Some((c, t)) => (c, t.trim_end_matches(')')),
+            None => (item, "1"),
+        };
+        let (Ok(count), Ok(times)) = (count.parse::<usize>(), times.parse::<usize>()) else {
+            bail!(Config, "Slurm tasks per node {list:?}: bad item {item:?}")
+        };
+        out.extend(std::iter::repeat_n(count, times));
+    }
+    Ok(out)
+}
+
+/// Kubernetes: a StatefulSet's pods are `<set>-<ordinal>` (`NEARDUP_POD_NAME`, else the host
+/// name), reachable as `<set>-<i>.<service>` through the headless service `NEARDUP_SERVICE`;
+/// `NEARDUP_PROCESSES` is the set's replicas.
+fn kubernetes(env: &Environment) -> Result<Place> {
+    let pod = env
+        .var("NEARDUP_POD_NAME")
+        .map(str::to_string)
+        .or_else(|| env.hostname.clone());
+    let Some(pod) = pod else {
+        bail!(
+            Config,
+            "--cluster kubernetes: no pod name (set NEARDUP_POD_NAME from metadata.name)"
+        )
+    };
+    let Some((set, ordinal)) = pod.rsplit_once('-').and_then(|(s, o)| Some((s, o.parse().ok()?)))
+    else {
+        bail!(
+            Config,
+            "--cluster kubernetes: pod name {pod:?} is not <statefulset>-<ordinal>"
+        )
+    };
+    let Some(processes) = env.number("NEARDUP_PROCESSES")? else {
+        bail!(
+            Config,
+            "--cluster kubernetes: set NEARDUP_PROCESSES to the StatefulSet's replicas"
+        )
+    };
+    let Some(service) = env.var("NEARDUP_SERVICE") else {
+        bail!(
+            Config,
+            "--cluster kubernetes: set NEARDUP_SERVICE to the headless service's name"
+        )
+    };
+    let domain = match env.var("NEARDUP_NAMESPACE") {
+        Some(ns) => format!("{service}.{ns}.svc"),
+        None => service.to_string(),
+    };
+    let port = env.port()?;
+    ensure!(
+        ordinal < processes,
+        Config,
+        "pod {pod} has ordinal {ordinal}, but NEARDUP_PROCESSES = {processes}"
+    );
+    Ok(Place {
+        launcher: "kubernetes",
+        processes,
+        process: ordinal,
+        addresses: (0..processes)
+            .map(|i| format!("{set}-{i}.{domain}:{port}"))
+            .collect(),
+    })
+}
+
+/// A hostfile: a process a line; this one is `NEARDUP_PROCESS`, else the one line whose host is
+/// this machine's name.
+fn from_hostfile(path: &Path, env: &Environment) -> Result<Place> {
+    let addresses = super::exec::read_hostfile(path)?;
+    let processes = addresses.len();
+    ensure!(
+        processes >= 1,
+        Config,
+        "hostfile {} lists no host",
+        path.display()
+    );
+    let process = match env.number("NEARDUP_PROCESS")? {
+        Some(p) => p,
+        None => line_of_this_host(path, &addresses, env)?,
+    };
+    ensure!(
+        process < processes,
+        Config,
+        "NEARDUP_PROCESS={process} is out of range for the {processes} line(s) of hostfile {}",
+        path.display()
+    );
+    Ok(Place {
+        launcher: "hostfile",
+        processes,
+        process,
+        addresses,
+    })
+}
+
+/// The index of the one hostfile line naming this machine (its full or short name).
+fn line_of_this_host(path: &Path, addresses: &[String], env: &Environment) -> Result<usize> {
+    let Some(name) = env.hostname.as_deref() else {
+        bail!(
+            Config,
+            "this machine's name is unknown: set NEARDUP_PROCESS to its line of hostfile {}",
+            path.display()
+        )
+    };
+    let short = name.split('.').next().unwrap_or(name);
+    let lines: Vec<usize> = (0..addresses.len())
+        .filter(|&i| {
+            let host = addresses[i].rsplit_once(':').map_or("", |(h, _)| h);
+            host == name || host == short || host.split('.').next() == Some(short)
+        })
+        .collect();
+    match lines[..] {
+        [one] => Ok(one),
+        [] => bail!(
+            Config,
+            "no line of hostfile {} names this machine ({name}): set NEARDUP_PROCESS",
+            path.display()
+        ),
+        _ => bail!(
+            Config,
+            "lines {} of hostfile {} all name this machine ({name}): set NEARDUP_PROCESS to tell \
+             its processes apart",
+            lines
+                .iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            path.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &[(&str, &str)], hostname: Option<&str>) -> Environment {
+        Environment {
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            hostname: hostname.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn slurm_node_lists_expand_with_padding_ranges_and_several_brackets() {
+        let l = expand_nodelist("node[01-03,07],login1,rack[1-2]-n[8-9]").unwrap();
+        let want = [
+            "node01", "node02", "node03", "node07", "login1", "rack1-n8", "rack1-n9", "rack2-n8",
+            "rack2-n9",
+        ];
+        assert_eq!(l, want);
+        assert!(expand_nodelist("node[3-1]").is_err());
+        assert!(expand_nodelist("node[1-").is_err());
+        assert_eq!(expand_tasks_per_node("2(x3),1").unwrap(), [2, 2, 2, 1]);
+        assert!(expand_tasks_per_node("2(xa)").is_err());
+    }
+
+    #[test]
+    fn slurm_tasks_are_placed_by_block_distribution_with_a_port_per_task_of_a_node() {
+        let vars = [
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "5"),
+            ("SLURM_JOB_NODELIST", "cn[7-9]"),
+            ("SLURM_TASKS_PER_NODE", "2(x2),1"),
+            ("SLURMD_NODENAME", "cn8"),
+            ("NEARDUP_PORT", "4000"),
+        ];
+        let p = place(Launcher::Auto, None, &env(&vars, None)).unwrap();
+        assert_eq!(p.launcher, "slurm");
+        assert_eq!((p.processes, p.process), (5, 3));
+        let want = ["cn7:4000", "cn7:4001", "cn8:4000", "cn8:4001", "cn9:4000"];
+        assert_eq!(p.addresses, want);
+        // Cyclic distribution puts task 3 elsewhere: refused with the fix.
+        let mut cyclic = vars.to_vec();
+        cyclic[4] = ("SLURMD_NODENAME", "cn7");
+        let err = place(Launcher::Slurm, None, &env(&cyclic, None))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--distribution=block"), "{err}");
+        let err = place(Launcher::Slurm, None, &env(&[], None)).unwrap_err();
+        assert!(err.to_string().contains("SLURM_PROCID"), "{err}");
+    }
+
+    #[test]
+    fn a_kubernetes_pod_takes_its_ordinal_and_names_its_peers_through_the_headless_service() {
+        let vars = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("NEARDUP_SERVICE", "neardup"),
+            ("NEARDUP_PROCESSES", "3"),
+        ];
+        let p = place(Launcher::Auto, None, &env(&vars, Some("dedup-worker-2"))).unwrap();
+        assert_eq!((p.launcher, p.processes, p.process), ("kubernetes", 3, 2));
+        assert_eq!(p.addresses[0], "dedup-worker-0.neardup:2101");
+        assert_eq!(p.addresses[2], "dedup-worker-2.neardup:2101");
+        let err = place(Launcher::Kubernetes, None, &env(&vars, Some("dedup-worker-5")));
+        assert!(err.unwrap_err().to_string().contains("ordinal 5"));
+        let err = place(Launcher::Kubernetes, None, &env(&vars, Some("laptop")));
+        assert!(err.unwrap_err().to_string().contains("<statefulset>-<ordinal>"));
+    }
+
+    #[test]
+    fn a_hostfile_process_is_its_variable_or_the_one_line_naming_this_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        std::fs::write(&path, "alpha.lan:2101\nbeta:2101\nbeta:2102\n").unwrap();
+        let mine = |vars: &[(&str, &str)], host: &str| {
+            place(Launcher::Auto, Some(&path), &env(vars, Some(host)))
+        };
+        let p = mine(&[], "alpha").unwrap();
+        assert_eq!((p.launcher, p.processes, p.process), ("hostfile", 3, 0));
+        assert_eq!(mine(&[("NEARDUP_PROCESS", "2")], "beta").unwrap().process, 2);
+        let err = mine(&[], "beta").unwrap_err().to_string();
+        assert!(err.contains("lines 2, 3") && err.contains("NEARDUP_PROCESS"), "{err}");
+        let err = mine(&[], "gamma").unwrap_err().to_string();
+        assert!(err.contains("no line"), "{err}");
+        let err = mine(&[("NEARDUP_PROCESS", "3")], "x").unwrap_err().to_string();
+        assert!(err.contains("out of range"), "{err}");
+        // No launcher at all: one process.
+        let p = place(Launcher::Auto, None, &env(&[], Some("alpha"))).unwrap();
+        assert_eq!((p.processes, p.launcher), (1, "none"));
+    }
+}

@@ -1,0 +1,193 @@
+//! Issue 20, item 3: `--cluster auto` places each process from what launched it. Four processes on
+//! loopback, placed by a generated hostfile and `NEARDUP_PROCESS`, and four placed by Slurm's
+//! variables (as `srun -n 4` on one node sets them), each write outputs byte-identical to one
+//! process.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// The sample job's outputs compared (the summary and report hold times).
+const FILES: [&str; 5] = [
+    "pairs.tsv",
+    "clusters.tsv",
+    "keep.txt",
+    "drop.tsv",
+    "corpus/docs.jsonl",
+];
+
+fn neardup() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    // A test run under a launcher must not be placed by it.
+    for var in ["SLURM_PROCID", "SLURM_NTASKS", "KUBERNETES_SERVICE_HOST"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs the sample job as `n` processes, process `i` given `env(i)` and `--cluster auto` plus
+/// `extra`; true if all finished successfully within two minutes.
+fn cluster(
+    n: usize,
+    out: &Path,
+    extra: &[&str],
+    env: impl Fn(usize) -> Vec<(String, String)>,
+) -> bool {
+    let job = root().join("jobs/sample.toml");
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            neardup()
+                .arg("run")
+                .arg(&job)
+                .arg("--out-dir")
+                .arg(out)
+                .args(["--cluster", "auto", "-w", "1", "--connect-timeout", "60"])
+                .args(extra)
+                .envs(env(i))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut ok = true;
+    for mut c in children {
+        while c.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let status = c.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(c.stderr.as_mut().unwrap(), &mut err).unwrap();
+        if !status.success() {
+            eprintln!("{err}");
+            ok = false;
+        } else {
+            assert!(err.contains("placed by"), "{err}");
+        }
+    }
+    ok
+}
+
+/// The sample job at one process and one worker.
+fn single(out: &Path) {
+    let job = root().join("jobs/sample.toml");
+    let status = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(out)
+        .args(["-w", "1"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn assert_same_outputs(a: &Path, b: &Path) {
+    for f in FILES {
+        let (x, y) = (std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap());
+        assert!(x == y, "{f} differs between {} and {}", a.display(), b.display());
+    }
+    assert!(!std::fs::read(a.join("pairs.tsv")).unwrap().is_empty());
+}
+
+/// `n` consecutive free ports on 127.0.0.1, from a base that is free at the time of asking.
+fn consecutive_ports(n: u16) -> u16 {
+    for _ in 0..200 {
+        let base = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if base > u16::MAX - n {
+            continue;
+        }
+        let free = (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok());
+        if free {
+            return base;
+        }
+    }
+    panic!("no {n} consecutive free ports");
+}
+
+#[test]
+fn four_processes_from_a_generated_hostfile_write_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    single(&one);
+    let out = dir.path().join("four");
+    let run = || {
+        let hosts = hostfile(dir.path(), 4);
+        let hosts = hosts.to_str().unwrap().to_string();
+        cluster(4, &out, &["--hostfile", &hosts], |i| {
+            vec![("NEARDUP_PROCESS".into(), i.to_string())]
+        })
+    };
+    // Ports freed by hostfile() may be taken before the cluster binds them: one retry.
+    assert!(run() || run(), "the four-process cluster failed");
+    assert_same_outputs(&out, &one);
+}
+
+#[test]
+fn four_slurm_tasks_on_one_node_place_themselves_and_write_what_one_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    single(&one);
+    let out = dir.path().join("slurm");
+    let run = || {
+        let port = consecutive_ports(4).to_string();
+        cluster(4, &out, &[], |i| {
+            [
+                ("SLURM_PROCID", i.to_string()),
+                ("SLURM_NTASKS", "4".into()),
+                ("SLURM_JOB_NODELIST", "127.0.0.1".into()),
+                ("SLURM_TASKS_PER_NODE", "4".into()),
+                ("SLURMD_NODENAME", "127.0.0.1".into()),
+                ("NEARDUP_PORT", port.clone()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+        })
+    };
+    assert!(run() || run(), "the four Slurm tasks failed");
+    assert_same_outputs(&out, &one);
+}
+
+#[test]
+fn cluster_auto_refuses_a_process_count_and_explains_a_hostfile_it_cannot_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = root().join("jobs/sample.toml");
+    let both = neardup()
+        .arg("run")
+        .arg(&job)
+        .args(["--cluster", "auto", "--processes", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(both.status.code(), Some(2), "a usage error");
+    let hosts = dir.path().join("hosts.txt");
+    std::fs::write(&hosts, "127.0.0.1:7001\n127.0.0.1:7002\n").unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(dir.path().join("out"))
+        .args(["--cluster", "auto", "--hostfile"])
+        .arg(&hosts)
+        .env_remove("NEARDUP_PROCESS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NEARDUP_PROCESS") && err.contains("hosts.txt"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}
