@@ -91,8 +91,16 @@ fn single(out: &Path) {
 
 fn assert_same_outputs(a: &Path, b: &Path) {
     for f in FILES {
-        let (x, y) = (std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap());
-        assert!(x == y, "{f} differs between {} and {}", a.display(), b.display());
+        let (x, y) = (
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+        );
+        assert!(
+            x == y,
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
     }
     assert!(!std::fs::read(a.join("pairs.tsv")).unwrap().is_empty());
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first: a module may import its own layer's modules and lower layers' only.
 const LAYERS: &[&[&str]] = &[
-    &["error", "hashing", "progress"],
-    &["text"],
+    &["error", "fault", "hashing", "progress"],
+    &["text", "spill"],
     &["sketch"],
     &["source", "candidates"],
     &["exchange", "summary"],

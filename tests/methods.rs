@@ -339,7 +339,9 @@ fn every_method_reports_exactly_the_pairs_its_compare_accepts_at_1_2_and_4_worke
     let mut sketcher = simhash.sketcher();
     let (fingerprint, _) = neardup::method::Sketch::of(&mut *sketcher, "a few words").unwrap();
     let e = minhash.check(&fingerprint).unwrap_err().to_string();
-    assert!(e.contains("minhash sketch has 128 values"), "{e}");
+    // Verified by default: the values are 21 band keys of two values each, not 128 hashes.
+    let n = minhash.values();
+    assert!(e.contains(&format!("minhash sketch has {n} values")), "{e}");
 }
 
 /// `n` base texts of random words and, for some, near-copies: a few words replaced, or words
@@ -1162,4 +1164,41 @@ fn the_exact_prepass_sketches_each_body_once_and_changes_no_output_at_1_2_and_4_
             }
         }
     }
+}
+
+/// Issue 20: verification's shingle sets spilled to the scratch directory at every chunk (`spill =
+/// "always"`, the least budget) give the true pairs among MinHash's candidates at 1, 2 and 4
+/// workers and two processes, as a run that holds them; the scratch directory is gone after.
+#[test]
+fn spilled_verification_reports_the_true_pairs_at_1_2_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = near_copies(33, 400);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let truth = truth_pairs(&docs);
+    assert!(truth.len() > 150, "near copies planted: {}", truth.len());
+    let scratch = dir.path().join("scratch");
+    let out = dir.path().join("pairs.tsv");
+    let job = |spill: &str| {
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\nmemory_budget_mib = 16\n\
+             scratch = {scratch:?}\nspill = {spill:?}\n[output]\ndir = \"\"\npairs = {out:?}\n\
+             summary = \"\"\n"
+        )
+    };
+    let want = true_candidates(dir.path(), &job("never"), &docs, &truth);
+    assert!(want.len() * 10 >= truth.len() * 9, "MinHash finds most");
+    assert_runs_report((dir.path(), &job("never"), &out), &want, "held", |_| {});
+    assert_runs_report((dir.path(), &job("always"), &out), &want, "spilled", |_| {});
+    let summary = execute(plan_of(dir.path(), &job("always"), 2))
+        .unwrap()
+        .unwrap();
+    let spilled = summary.verification.unwrap().spilled_bytes;
+    assert!(
+        spilled > 8 * 60 * 100,
+        "the sets went to disk: {spilled} bytes"
+    );
+    assert_eq!(summary.spilled_bytes_by_stage["verify"], spilled);
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "scratch directories left: {left:?}");
 }

@@ -55,18 +55,28 @@ impl Plan {
     }
 
     /// Takes the method a store keeps when verification is exact ([`crate::method::Method::for_store`]:
-    /// MinHash's band keys), unless the run's store already holds the method as it is (a store
-    /// made before band keys were kept, which still appends and audits as it was made).
+    /// MinHash's band keys), unless the run's store holds the method's whole values (a store made
+    /// by an estimating run, or before band keys were kept, which still appends and audits as it
+    /// was made).
     pub fn fit_store(&mut self) {
         let Some(dir) = &self.store else { return };
         if !self.verify.is_some_and(|v| v.mode == VerifyMode::Exact) {
             return;
         }
+        let held = Store::open(dir)
+            .ok()
+            .map(|s| s.manifest().parameters.clone());
+        if let Some(whole) = self.method.with_whole_values() {
+            let keys = std::mem::replace(&mut self.method, whole);
+            if held.as_ref() == Some(&self.store_parameters()) {
+                return;
+            }
+            self.method = keys;
+        }
         let Some(stored) = self.method.for_store() else {
             return;
         };
-        let held = Store::open(dir).ok();
-        if held.is_some_and(|s| s.manifest().parameters == self.store_parameters()) {
+        if held.as_ref() == Some(&self.store_parameters()) {
             return;
         }
         self.method = stored;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::error::{IoContext, Result};
 use crate::exchange::processes;
+use crate::spill::SpillMode;
 use crate::{bail, ensure};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::ProcessBuilder;
@@ -36,6 +37,10 @@ pub struct Exec {
     pub launcher: Option<&'static str>,
     /// How long a process waits for the others to connect.
     pub connect_timeout: Duration,
+    /// Where this process's scratch directory goes (`None`: the system's temporary directory).
+    pub scratch: Option<PathBuf>,
+    /// When stages spill.
+    pub spill: SpillMode,
 }
 
 impl Default for Exec {
@@ -48,6 +53,8 @@ impl Default for Exec {
             addresses: None,
             launcher: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            scratch: None,
+            spill: SpillMode::default(),
         }
     }
 }
@@ -121,6 +128,11 @@ impl Exec {
         Ok(())
     }
 
+    /// The folder this process's scratch directory is made in.
+    pub fn scratch_parent(&self) -> PathBuf {
+        self.scratch.clone().unwrap_or_else(std::env::temp_dir)
+    }
+
     /// The cluster's addresses, one per process.
     pub fn addresses(&self) -> Result<Vec<String>> {
         if let Some(given) = &self.addresses {
@@ -173,7 +185,9 @@ impl Exec {
             self.connect_timeout,
             checks,
         )?;
-        let by = self.launcher.map_or(String::new(), |l| format!(", placed by {l}"));
+        let by = self
+            .launcher
+            .map_or(String::new(), |l| format!(", placed by {l}"));
         eprintln!(
             "neardup: process {} of {} connected to its peers ({} worker(s) each{by})",
             self.process, self.processes, self.workers

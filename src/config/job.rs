@@ -22,6 +22,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::method::{self, Method, DEFAULT_THRESHOLD};
 use crate::source::html::Boilerplate;
 use crate::source::{self, discover, Fields, InputFile, RecordFields, SkipReason, Source};
+use crate::spill::SpillMode;
 use crate::text::{FeatureConfig, FeatureKind, DEFAULT_SHINGLE};
 use crate::{bail, ensure};
 
@@ -164,6 +165,14 @@ pub struct RunSpec {
     pub workers: Option<usize>,
     /// Seconds a cluster process waits for the others (default 60).
     pub connect_timeout_s: Option<f64>,
+    /// Memory a process may use (MiB, default 4096): the pair rounds and the stages that spill
+    /// plan from it.
+    pub memory_budget_mib: Option<u64>,
+    /// Where a stage over its share of the budget spills (default: the system's temporary
+    /// directory), relative to the job file's folder.
+    pub scratch: Option<PathBuf>,
+    /// `auto` (spill over budget), `always` or `never`.
+    pub spill: Option<String>,
 }
 
 /// `[output]`
@@ -583,15 +592,11 @@ impl JobSpec {
         let pairs = match outputs.finds_pairs() {
             false => None,
             true => Some(PairStage {
-                memory_budget: memory_budget(
-                    method
-                        .memory_budget_mib()
-                        .unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
-                )?,
+                memory_budget: memory_budget(budget_mib(&self.run, method.as_ref())?)?,
             }),
         };
         let verify = verify.filter(|_| pairs.is_some());
-        let exec = exec(&o, &self.run)?;
+        let exec = exec(&o, &self.run, base)?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
         protected.extend(o.hostfile.iter().cloned());
         let source = (format.build)(fields);
@@ -872,13 +877,36 @@ fn check_method(
     Ok(())
 }
 
-/// `[run]` and the command line: threads, processes, the cluster's addresses.
-fn exec(o: &Overrides, run: &RunSpec) -> Result<Exec> {
+/// The process's memory budget in MiB: `[run] memory_budget_mib`, or the method section's (the
+/// older place), not both.
+fn budget_mib(run: &RunSpec, method: &dyn Method) -> Result<u64> {
+    Ok(match (run.memory_budget_mib, method.memory_budget_mib()) {
+        (Some(a), Some(b)) if a != b => bail!(
+            Config,
+            "memory_budget_mib is set twice ({a} in [run], {b} in [{}]): set it once, in [run]",
+            method.name()
+        ),
+        (a, b) => a.or(b).unwrap_or(DEFAULT_MEMORY_BUDGET_MIB),
+    })
+}
+
+/// `[run]` and the command line: threads, processes, the cluster's addresses, the scratch.
+fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
+    let spill = match run.spill.as_deref() {
+        None => SpillMode::default(),
+        Some(s) => SpillMode::parse(s).ok_or_else(|| {
+            Error::Config(format!(
+                "[run] spill must be \"auto\", \"always\" or \"never\", got {s:?}"
+            ))
+        })?,
+    };
     let mut exec = Exec {
         workers: o.workers.or(run.workers).unwrap_or(1),
         processes: o.processes.max(1),
         process: o.process,
         hostfile: o.hostfile.clone(),
+        scratch: run.scratch.as_ref().map(|p| resolve(base, p)),
+        spill,
         ..Exec::default()
     };
     if let Some(t) = o.connect_timeout_s.or(run.connect_timeout_s) {

@@ -145,7 +145,10 @@ fn slurm(env: &Environment) -> Result<Place> {
     let need = |name: &str| -> Result<usize> {
         match env.number(name)? {
             Some(n) => Ok(n),
-            None => bail!(Config, "--cluster slurm: {name} is not set (run under srun)"),
+            None => bail!(
+                Config,
+                "--cluster slurm: {name} is not set (run under srun)"
+            ),
         }
     };
     let process = need("SLURM_PROCID")?;
@@ -315,7 +318,9 @@ fn kubernetes(env: &Environment) -> Result<Place> {
             "--cluster kubernetes: no pod name (set NEARDUP_POD_NAME from metadata.name)"
         )
     };
-    let Some((set, ordinal)) = pod.rsplit_once('-').and_then(|(s, o)| Some((s, o.parse().ok()?)))
+    let Some((set, ordinal)) = pod
+        .rsplit_once('-')
+        .and_then(|(s, o)| Some((s, o.parse().ok()?)))
     else {
         bail!(
             Config,
@@ -485,10 +490,17 @@ mod tests {
         assert_eq!((p.launcher, p.processes, p.process), ("kubernetes", 3, 2));
         assert_eq!(p.addresses[0], "dedup-worker-0.neardup:2101");
         assert_eq!(p.addresses[2], "dedup-worker-2.neardup:2101");
-        let err = place(Launcher::Kubernetes, None, &env(&vars, Some("dedup-worker-5")));
+        let err = place(
+            Launcher::Kubernetes,
+            None,
+            &env(&vars, Some("dedup-worker-5")),
+        );
         assert!(err.unwrap_err().to_string().contains("ordinal 5"));
         let err = place(Launcher::Kubernetes, None, &env(&vars, Some("laptop")));
-        assert!(err.unwrap_err().to_string().contains("<statefulset>-<ordinal>"));
+        assert!(err
+            .unwrap_err()
+            .to_string()
+            .contains("<statefulset>-<ordinal>"));
     }
 
     #[test]
@@ -501,12 +513,20 @@ mod tests {
         };
         let p = mine(&[], "alpha").unwrap();
         assert_eq!((p.launcher, p.processes, p.process), ("hostfile", 3, 0));
-        assert_eq!(mine(&[("NEARDUP_PROCESS", "2")], "beta").unwrap().process, 2);
+        assert_eq!(
+            mine(&[("NEARDUP_PROCESS", "2")], "beta").unwrap().process,
+            2
+        );
         let err = mine(&[], "beta").unwrap_err().to_string();
-        assert!(err.contains("lines 2, 3") && err.contains("NEARDUP_PROCESS"), "{err}");
+        assert!(
+            err.contains("lines 2, 3") && err.contains("NEARDUP_PROCESS"),
+            "{err}"
+        );
         let err = mine(&[], "gamma").unwrap_err().to_string();
         assert!(err.contains("no line"), "{err}");
-        let err = mine(&[("NEARDUP_PROCESS", "3")], "x").unwrap_err().to_string();
+        let err = mine(&[("NEARDUP_PROCESS", "3")], "x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("out of range"), "{err}");
         // No launcher at all: one process.
         let p = place(Launcher::Auto, None, &env(&[], Some("alpha"))).unwrap();

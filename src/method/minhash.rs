@@ -264,6 +264,15 @@ impl Method for MinHash {
         }))
     }
 
+    fn with_whole_values(&self) -> Option<Arc<dyn Method>> {
+        self.banded.then(|| {
+            Arc::new(MinHash {
+                banded: false,
+                ..self.clone()
+            }) as Arc<dyn Method>
+        })
+    }
+
     fn identical(&self, estimating: bool) -> Score {
         let s = Score::at_distance(0);
         if estimating {

@@ -115,6 +115,12 @@ pub trait Method: Debug + Send + Sync {
         None
     }
 
+    /// This method keeping its whole sketch values, if it keeps less under exact verification
+    /// (MinHash's band keys): what a store made by an estimating run holds.
+    fn with_whole_values(&self) -> Option<Arc<dyn Method>> {
+        None
+    }
+
     /// The score of two documents with identical sketches (`estimating`: the run reports
     /// estimated similarities).
     fn identical(&self, estimating: bool) -> Score {

@@ -6,7 +6,7 @@ pub mod audit;
 pub mod cleanup;
 pub mod commit;
 pub mod corpus;
-pub mod fault;
+pub use crate::fault;
 pub mod journal;
 pub mod owned;
 pub mod paths;

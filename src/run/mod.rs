@@ -20,6 +20,7 @@ use crate::config::Plan;
 use crate::error::{Error, Result};
 use crate::output::OutputSet;
 use crate::progress::{Progress, Reporter};
+use crate::spill::Scratch;
 use crate::stages::rank::RankOutput;
 use crate::store::Store;
 use crate::summary::{StoreSummary, Summary};
@@ -32,10 +33,9 @@ pub fn run_worker(
     worker: &mut Worker,
     plan: &Plan,
     outputs: Option<&OutputSet>,
-    progress: &Arc<Progress>,
-    segment: &NewSegment,
+    (progress, segment, scratch): (&Arc<Progress>, &NewSegment, &Arc<Scratch>),
 ) -> WorkerResult {
-    let mut pass = Pass::new(worker.index(), plan, outputs, progress);
+    let mut pass = Pass::new(worker.index(), plan, outputs, progress, scratch);
     let (mut books, ranked) = pass.read_and_rank(worker)?;
     pass.write_fingerprints(worker, &ranked.ranked);
     pass.store(worker, &ranked);
@@ -107,11 +107,17 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let total_bytes = plan.inputs.files.iter().map(|f| f.size).sum();
     let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
     let (p, o, s) = (Arc::clone(&plan), outputs.clone(), Arc::clone(&segment));
+    let parent = plan.exec.scratch_parent();
+    let scratch = Scratch::new(
+        parent,
+        plan.exec.spill,
+        crate::output::cleanup::register_dir,
+    );
     let guards = timely::execute::execute_from(
         builders,
         others,
         timely::WorkerConfig::default(),
-        move |worker| run_worker(worker, &p, o.as_deref(), &progress, &s),
+        move |worker| run_worker(worker, &p, o.as_deref(), (&progress, &s, &scratch)),
     )
     .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
     let mut summary = None;

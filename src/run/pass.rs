@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::spill::Scratch;
+
 use timely::worker::Worker;
 
 use super::audit;
@@ -47,6 +49,8 @@ pub struct Pass<'a> {
     pub stored: Option<StoredRanks>,
     /// The new store segment and its documents, on worker 0 of a run that writes a store.
     pub segment: Option<(Vec<u8>, u64)>,
+    /// Where this process's stages spill.
+    pub scratch: Arc<Scratch>,
 }
 
 impl<'a> Pass<'a> {
@@ -56,6 +60,7 @@ impl<'a> Pass<'a> {
         plan: &'a Plan,
         outputs: Option<&'a OutputSet>,
         progress: &Arc<Progress>,
+        scratch: &Arc<Scratch>,
     ) -> Pass<'a> {
         Pass {
             plan,
@@ -64,6 +69,7 @@ impl<'a> Pass<'a> {
             figures: Figures::default(),
             stored: None,
             segment: None,
+            scratch: Arc::clone(scratch),
         }
     }
 
@@ -241,7 +247,13 @@ impl<'a> Pass<'a> {
                 threshold: 0.0,
                 ..v
             };
-            let verified = Self::exact_scores((plan, &mut self.clock), worker, ranked, pairs, all);
+            let verified = Self::exact_scores(
+                (plan, &mut self.clock, &self.scratch),
+                worker,
+                ranked,
+                pairs,
+                all,
+            );
             let verified = verified.map_or_else(Vec::new, |(kept, _)| kept);
             same = changes::scored(worker, same, verified);
         }
@@ -307,7 +319,7 @@ impl<'a> Pass<'a> {
     /// stage's figures; `None` after an error, which the clock keeps (every worker calls it
     /// together).
     fn exact_scores(
-        (plan, clock): (&Plan, &mut Clock),
+        (plan, clock, scratch): (&Plan, &mut Clock, &Arc<Scratch>),
         worker: &mut Worker,
         ranked: &Ranked,
         pairs: Vec<Pair>,
@@ -317,15 +329,17 @@ impl<'a> Pass<'a> {
             .pairs
             .as_ref()
             .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget);
-        let found = verify::verify(
-            worker,
-            &plan.inputs,
-            &plan.content,
-            ranked,
-            pairs,
-            v,
+        let reading = verify::Reading {
+            inputs: &plan.inputs,
+            content: &plan.content,
+            shingle: v.shingle,
+        };
+        let room = verify::Room {
             budget,
-        );
+            workers: plan.exec.workers,
+            scratch,
+        };
+        let found = verify::verify(worker, reading, ranked, pairs, v, room);
         clock.keep_value(found)
     }
 
@@ -442,11 +456,17 @@ impl<'a> Pass<'a> {
         let plan = self.plan;
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
-            Some(v) => Self::exact_scores((plan, &mut self.clock), worker, ranked, pairs, v)
-                .map_or_else(Vec::new, |(kept, stats)| {
-                    self.figures.verify = Some(stats);
-                    kept
-                }),
+            Some(v) => Self::exact_scores(
+                (plan, &mut self.clock, &self.scratch),
+                worker,
+                ranked,
+                pairs,
+                v,
+            )
+            .map_or_else(Vec::new, |(kept, stats)| {
+                self.figures.verify = Some(stats);
+                kept
+            }),
         };
         self.figures.by_similarity = similarity_histogram(worker, &pairs);
         self.figures.by_kind = kind_counts(worker, &pairs);

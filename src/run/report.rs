@@ -375,6 +375,7 @@ fn summarize(
         new_documents: documents.processed,
         ..a
     });
+    let spilled = spilled_by_stage(t.verification.as_ref());
     Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: plan.command.clone(),
@@ -394,9 +395,18 @@ fn summarize(
         seconds: clock.stop(),
         peak_memory_bytes_by_process: t.peak,
         peak_memory_bytes_by_stage: t.by_stage,
+        spilled_bytes_by_stage: spilled,
         dataflows_by_stage: clock.dataflows(),
         outputs: Default::default(),
     }
+}
+
+/// The bytes each stage spilled (verification's shingle sets, today the one stage that spills).
+fn spilled_by_stage(v: Option<&VerifySummary>) -> std::collections::BTreeMap<String, u64> {
+    v.filter(|v| v.spilled_bytes > 0)
+        .map(|v| ("verify".to_string(), v.spilled_bytes))
+        .into_iter()
+        .collect()
 }
 
 /// Every worker's report, added up.
@@ -441,6 +451,7 @@ impl Totals {
                 sum.kept += v.kept;
                 sum.records_read += v.records_read;
                 sum.rounds = sum.rounds.max(v.rounds);
+                sum.spilled_bytes += v.spilled_bytes;
             }
             t.counters.merge(r.counters);
             t.peak[r.process] = t.peak[r.process].max(r.peak_rss);

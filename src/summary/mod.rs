@@ -182,6 +182,9 @@ pub struct VerifySummary {
     /// set, so many pairs are scored a memory budget's worth at a time.
     #[serde(default)]
     pub rounds: u64,
+    /// Bytes of shingle sets spilled to the scratch directory (`[run] spill`), all processes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spilled_bytes: u64,
 }
 
 /// Clusters: connected components over the pairs (and exact-duplicate groups).
@@ -397,6 +400,9 @@ pub struct Summary {
     pub peak_memory_bytes_by_process: Vec<u64>,
     /// Peak resident memory during each stage, in bytes: the largest over the processes.
     pub peak_memory_bytes_by_stage: BTreeMap<String, u64>,
+    /// Bytes each stage spilled to the scratch directory, all processes (absent: none spilled).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spilled_bytes_by_stage: BTreeMap<String, u64>,
     /// Dataflows each stage built on every worker: each ends at a barrier that every worker
     /// reaches before the next begins (docs/DESIGN.md, "Barriers").
     #[serde(default)]
@@ -456,6 +462,30 @@ impl Summary {
         s
     }
 
+    /// The human summary's line on verification (and what it spilled), if any.
+    fn verification_line(&self) -> String {
+        let mut s = String::new();
+        if let Some(v) = self.verification.as_ref().filter(|v| v.mode == "estimate") {
+            s += &format!(
+                "\n  kept the pairs whose MinHash estimate is >= {}",
+                v.threshold
+            );
+        } else if let Some(v) = &self.verification {
+            s += &format!(
+                "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
+                 {} records read again): {} with {} >= {} of {}-token shingles",
+                v.candidates, v.records_read, v.kept, v.measure, v.threshold, v.shingle
+            );
+            if v.spilled_bytes > 0 {
+                s += &format!(
+                    "\n  {:.1} MiB of shingle sets spilled to the scratch directory",
+                    v.spilled_bytes as f64 / (1 << 20) as f64
+                );
+            }
+        }
+        s
+    }
+
     /// The short human summary printed on stderr.
     pub fn human(&self) -> String {
         let d = &self.documents;
@@ -482,18 +512,7 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
-        if let Some(v) = self.verification.as_ref().filter(|v| v.mode == "estimate") {
-            s += &format!(
-                "\n  kept the pairs whose MinHash estimate is >= {}",
-                v.threshold
-            );
-        } else if let Some(v) = &self.verification {
-            s += &format!(
-                "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
-                 {} records read again): {} with {} >= {} of {}-token shingles",
-                v.candidates, v.records_read, v.kept, v.measure, v.threshold, v.shingle
-            );
-        }
+        s += &self.verification_line();
         if let Some(p) = &self.pairs {
             s += &pairs_line(p);
         }

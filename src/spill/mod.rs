@@ -1,0 +1,431 @@
+//! Out of core: a run's scratch directory and the files its stages spill into when what they hold
+//! would pass the memory budget ([`Spill`]). Nothing here knows a stage: a spill file is words
+//! appended and read back at their offsets.
+//!
+//! Each process makes its own directory `neardup-scratch.<host>.<pid>` under `[run] scratch`
+//! (default: the system's temporary directory), marked by a `.neardup-scratch` file naming its
+//! host and process, and removes it when the run ends. A run killed with SIGKILL leaves it; the
+//! next run with the same scratch on that host removes every marked directory whose process is
+//! gone, and nothing else.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::error::{Error, IoContext, Result};
+
+/// Prefix of a process's scratch directory.
+const DIR_PREFIX: &str = "neardup-scratch.";
+/// The marker in a scratch directory: `host pid`.
+const MARKER: &str = ".neardup-scratch";
+/// Ending of a spill file.
+const FILE_ENDING: &str = ".spill";
+
+/// When a stage spills.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpillMode {
+    /// When what it would hold passes its share of the memory budget.
+    #[default]
+    Auto,
+    /// Always (to test a scratch directory, or to keep memory lowest).
+    Always,
+    /// Never: a run over budget holds it in memory.
+    Never,
+}
+
+impl SpillMode {
+    /// The `[run] spill` value.
+    pub fn parse(s: &str) -> Option<SpillMode> {
+        Some(match s {
+            "auto" => SpillMode::Auto,
+            "always" => SpillMode::Always,
+            "never" => SpillMode::Never,
+            _ => return None,
+        })
+    }
+
+    /// `auto`, `always` or `never`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpillMode::Auto => "auto",
+            SpillMode::Always => "always",
+            SpillMode::Never => "never",
+        }
+    }
+}
+
+/// Where a process spills, opened when a stage first spills: every worker of the process holds
+/// the same one.
+pub struct Scratch {
+    parent: PathBuf,
+    mode: SpillMode,
+    on_open: fn(&Path),
+    opened: std::sync::Mutex<Option<Arc<Spill>>>,
+}
+
+impl Scratch {
+    /// A scratch directory to be made under `parent` if a stage spills; `on_open` is told its
+    /// path (the binary removes it on an interrupt).
+    pub fn new(parent: PathBuf, mode: SpillMode, on_open: fn(&Path)) -> Arc<Scratch> {
+        Arc::new(Scratch {
+            parent,
+            mode,
+            on_open,
+            opened: Default::default(),
+        })
+    }
+
+    /// When stages spill.
+    pub fn mode(&self) -> SpillMode {
+        self.mode
+    }
+
+    /// Whether a stage that would hold `bytes` against its `share` of the budget spills.
+    pub fn wanted(&self, bytes: u64, share: u64) -> bool {
+        match self.mode {
+            SpillMode::Always => true,
+            SpillMode::Never => false,
+            SpillMode::Auto => bytes > share,
+        }
+    }
+
+    /// The process's scratch directory, made on first use.
+    pub fn spill(&self) -> Result<Arc<Spill>> {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = opened.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s = Spill::open(&self.parent)?;
+        (self.on_open)(s.dir());
+        *opened = Some(Arc::clone(&s));
+        Ok(s)
+    }
+
+    /// Bytes spilled so far by this process.
+    pub fn written(&self) -> u64 {
+        let opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        opened.as_ref().map_or(0, |s| s.written())
+    }
+}
+
+/// A process's scratch directory: made by [`Spill::open`], removed with its files when dropped.
+pub struct Spill {
+    dir: PathBuf,
+    /// Bytes written into spill files so far, by every worker of the process.
+    written: AtomicU64,
+    /// Files made so far (for unique names).
+    files: AtomicU64,
+}
+
+impl Spill {
+    /// Makes this process's scratch directory under `parent` (created if missing), after removing
+    /// the directories of this host's runs that were killed.
+    pub fn open(parent: &Path) -> Result<Arc<Spill>> {
+        std::fs::create_dir_all(parent)
+            .io_context(|| format!("creating the scratch directory {}", parent.display()))?;
+        let host = hostname();
+        remove_stale(parent, &host);
+        let dir = parent.join(format!("{DIR_PREFIX}{host}.{}", std::process::id()));
+        if dir.exists() {
+            remove_marked(&dir); // this pid's earlier run on this host: it is gone
+        }
+        std::fs::create_dir(&dir)
+            .io_context(|| format!("creating the scratch directory {}", dir.display()))?;
+        std::fs::write(dir.join(MARKER), format!("{host} {}\n", std::process::id()))
+            .io_context(|| format!("writing {}", dir.join(MARKER).display()))?;
+        Ok(Arc::new(Spill {
+            dir,
+            written: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+        }))
+    }
+
+    /// This process's scratch directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Bytes written into spill files so far by this process.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// Checks that the scratch directory's filesystem has room for `bytes` more: a clear error
+    /// naming the directory and both figures if not.
+    pub fn reserve(&self, bytes: u64, what: &str) -> Result<()> {
+        let free = free_bytes(&self.dir);
+        if free.is_some_and(|free| free < bytes) {
+            return Err(disk_full(&self.dir, bytes, free, what));
+        }
+        Ok(())
+    }
+
+    /// A new spill file named after `what` (`verify-w3`).
+    pub fn file(self: &Arc<Spill>, what: &str) -> Result<SpillFile> {
+        let n = self.files.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("{what}-{n}{FILE_ENDING}"));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .io_context(|| format!("creating the spill file {}", path.display()))?;
+        Ok(SpillFile {
+            out: BufWriter::with_capacity(1 << 20, file),
+            path,
+            len: 0,
+            spill: Arc::clone(self),
+            what: what.to_string(),
+        })
+    }
+}
+
+impl Drop for Spill {
+    fn drop(&mut self) {
+        remove_marked(&self.dir);
+    }
+}
+
+/// Words appended to a file of the scratch directory and read back at their offsets; removed when
+/// dropped.
+pub struct SpillFile {
+    out: BufWriter<File>,
+    path: PathBuf,
+    /// Words written.
+    len: u64,
+    spill: Arc<Spill>,
+    what: String,
+}
+
+impl SpillFile {
+    /// Appends `words`; returns the offset (in words) they start at.
+    pub fn append(&mut self, words: &[u64]) -> Result<u64> {
+        let at = self.len;
+        let bytes: &[u8] = bytemuck_words(words);
+        if let Err(e) = self.out.write_all(bytes) {
+            return Err(self.write_error(e, bytes.len() as u64));
+        }
+        self.len += words.len() as u64;
+        self.spill
+            .written
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        if at == 0 {
+            crate::fault::point("spill: a spill file begun");
+        }
+        Ok(at)
+    }
+
+    /// Writes out what is buffered: every appended word can be read from now on.
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| self.write_error(e, 0))
+    }
+
+    /// Reads `len` words at `offset` into `out` (replacing its contents). Call [`flush`] first.
+    ///
+    /// [`flush`]: SpillFile::flush
+    pub fn read(&self, offset: u64, len: usize, out: &mut Vec<u64>) -> Result<()> {
+        out.clear();
+        out.resize(len, 0);
+        let buf: &mut [u8] = bytemuck_words_mut(out);
+        self.out
+            .get_ref()
+            .read_exact_at(buf, offset * 8)
+            .io_context(|| format!("reading the spill file {}", self.path.display()))
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.len * 8
+    }
+
+    fn write_error(&self, e: std::io::Error, more: u64) -> Error {
+        if e.raw_os_error() == Some(libc::ENOSPC) {
+            let needed = self.bytes() + more;
+            return disk_full(
+                self.spill.dir(),
+                needed,
+                free_bytes(self.spill.dir()),
+                &self.what,
+            );
+        }
+        Error::Io {
+            context: format!("writing the spill file {}", self.path.display()),
+            cause: e,
+        }
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn disk_full(dir: &Path, needed: u64, free: Option<u64>, what: &str) -> Error {
+    let free = free.map_or("unknown".into(), |f| format!("{} MiB", f >> 20));
+    Error::Resource(format!(
+        "the scratch directory {} is full: {what} needs about {} MiB there, {free} free. Free \
+         space, point [run] scratch at a larger disk, or raise [run] memory_budget_mib; the \
+         outputs were not touched",
+        dir.display(),
+        needed.div_ceil(1 << 20)
+    ))
+}
+
+/// The words as bytes (native order: a spill file is read back by the process that wrote it).
+fn bytemuck_words(words: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding and any byte is a valid u8; the length is in bytes.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), words.len() * 8) }
+}
+
+fn bytemuck_words_mut(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: as above; every bit pattern is a valid u64.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
+}
+
+/// Free bytes of the filesystem holding `dir` (`NEARDUP_FAULT_SCRATCH_FREE` pretends, for the
+/// disk-full tests).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    if let Ok(v) = std::env::var("NEARDUP_FAULT_SCRATCH_FREE") {
+        return v.parse().ok();
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs fills the struct; c is a valid NUL-terminated path.
+    unsafe {
+        let mut s: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(c.as_ptr(), &mut s) == 0).then(|| s.f_bavail as u64 * s.f_frsize as u64)
+    }
+}
+
+fn hostname() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let clean: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    if clean.is_empty() {
+        "host".into()
+    } else {
+        clean
+    }
+}
+
+/// Removes the scratch directories under `parent` of this host's processes that are gone.
+fn remove_stale(parent: &Path, host: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
+            continue;
+        };
+        let Some((h, pid)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<i32>() else {
+            continue;
+        };
+        if h == host && pid != std::process::id() as i32 && !alive(pid) {
+            remove_marked(&entry.path());
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes a scratch directory if it holds the marker: its spill files and marker, then the
+/// directory (left in place if anything else is in it: nothing a run did not write is removed).
+fn remove_marked(dir: &Path) {
+    if !dir.join(MARKER).is_file() {
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(FILE_ENDING) && e.path().is_file() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_file(dir.join(MARKER));
+    let _ = std::fs::remove_dir(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_read_back_at_their_offsets_and_the_directory_goes_with_the_spill() {
+        let parent = tempfile::tempdir().unwrap();
+        let spill = Spill::open(parent.path()).unwrap();
+        let dir = spill.dir().to_path_buf();
+        let mut f = spill.file("test").unwrap();
+        let a = f.append(&[1, 2, 3]).unwrap();
+        let b = f.append(&[u64::MAX, 0]).unwrap();
+        f.flush().unwrap();
+        let mut out = Vec::new();
+        f.read(b, 2, &mut out).unwrap();
+        assert_eq!(out, [u64::MAX, 0]);
+        f.read(a, 3, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3]);
+        assert_eq!(spill.written(), 40);
+        drop(f);
+        drop(spill);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_killed_runs_directory_is_removed_by_the_next_and_a_foreign_file_is_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        let host = hostname();
+        // A dead process's directory (pid far beyond pid_max), with a spill file.
+        let dead = parent.path().join(format!("{DIR_PREFIX}{host}.2147483000"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(MARKER), "x").unwrap();
+        std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
+        // Another dead one holding a file neardup did not write.
+        let foreign = parent.path().join(format!("{DIR_PREFIX}{host}.2147483001"));
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join(MARKER), "x").unwrap();
+        std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+        // Another host's: left alone.
+        let other = parent
+            .path()
+            .join(format!("{DIR_PREFIX}elsewhere.2147483000"));
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join(MARKER), "x").unwrap();
+        let spill = Spill::open(parent.path()).unwrap();
+        assert!(!dead.exists());
+        assert!(foreign.join("notes.txt").exists());
+        assert!(other.exists());
+        drop(spill);
+    }
+
+    #[test]
+    fn a_full_scratch_disk_is_refused_naming_the_directory_and_the_bytes() {
+        let parent = tempfile::tempdir().unwrap();
+        let spill = Spill::open(parent.path()).unwrap();
+        assert!(spill.reserve(1 << 20, "verification").is_ok());
+        let err = spill
+            .reserve(1 << 60, "verification")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&spill.dir().display().to_string()), "{err}");
+        assert!(err.contains("MiB") && err.contains("verification"), "{err}");
+        let auto = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
+        assert_eq!(auto.written(), 0);
+        assert!(!parent.path().join("x").exists());
+    }
+}

@@ -1,0 +1,278 @@
+//! Stage *verify*: candidate pairs re-scored by the exact Jaccard similarity of the two documents'
+//! shingle sets, and kept when it reaches the threshold.
+//!
+//! The documents' texts are not kept after sketching; the records are read again, by location,
+//! and only those that appear in candidate pairs:
+//!
+//! 1. every distinct rank of the candidates goes to its rank owner, which knows the worker that
+//!    read it and where its record starts, and asks that worker for it;
+//! 2. each reader reads its wanted records again (in windows, so nearby records cost one read),
+//!    turns each into its text as the sketch saw it and then into its sorted set of n-token shingle
+//!    hashes, and sends the set to the rank's owner;
+//! 3. each pair goes to the owner of its `a`, which sends it on with `a`'s set to the owner of
+//!    `b`, where the two sets meet and the pair is scored.
+//!
+//! So a set travels once to its owner and once per pair it is in, never once per table, and memory
+//! holds only the sets of documents in candidate pairs.
+//!
+//! Morally: `pairs.filter(|(a, b)| measure(set(text(a)), set(text(b))) >= threshold)`, the measure the
+//! method's (Jaccard, or the containment method's containment).
+
+use std::sync::Arc;
+
+use timely::worker::Worker;
+
+use super::read::document_text;
+use super::reread;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::candidates::{Kind, Pair, Score};
+use crate::config::{ContentOptions, Inputs, Verification};
+use crate::error::Result;
+use crate::exchange::ranks::Ranked;
+use crate::exchange::{all_gather, shuffle};
+use crate::source::{Document, Location};
+use crate::spill::Scratch as ScratchDir;
+use crate::text::{common, shingle_set_of, Measure, Scratch};
+
+mod sets;
+use sets::{ReadSet, Sets};
+
+/// What verifying cost and found, on this worker.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct VerifyStats {
+    /// Candidate pairs scored.
+    pub candidates: u64,
+    /// Pairs kept.
+    pub kept: u64,
+    /// Records read again.
+    pub records_read: u64,
+    /// Rounds the pairs were scored in (each within the memory budget).
+    pub rounds: u64,
+    /// Bytes of shingle sets spilled to the scratch directory.
+    pub spilled_bytes: u64,
+}
+
+/// Pairs each worker sends per round of scoring: their copies of a set of `mean_set` bytes, with
+/// the pairs of every other worker, take at most half of `budget` (the rest is for the sets
+/// themselves and the copies' second hop), and never more than [`ROUND_BYTES`].
+fn pairs_per_round(budget: u64, mean_set: u64, peers: u64) -> u64 {
+    ((budget / 2).min(ROUND_BYTES) / mean_set / peers.max(1)).max(1024)
+}
+
+/// Most bytes of set copies in flight in one round of scoring, whatever the budget: larger rounds
+/// were slower, not faster (499,500 pairs of 1,000 near-copies: 3.2 s in 2 rounds of a 4 GiB
+/// budget, 2.0 s in 30 rounds of 256 MiB; docs/PERFORMANCE.md).
+const ROUND_BYTES: u64 = 128 << 20;
+
+/// The hash of a document's bytes as read: a text field's, or an HTML page's before decoding.
+fn raw_hash(doc: &Document<'_>) -> u64 {
+    doc.body.bytes().map_or(0, xxh3_64)
+}
+
+/// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`.
+fn read_sets(reading: Reading<'_>, requests: Vec<(u64, Location)>) -> Result<Vec<ReadSet>> {
+    let mut scratch = Scratch::default();
+    let mut sets = Vec::with_capacity(requests.len());
+    reread::read_again(reading.inputs, requests, |rank, doc| {
+        let text = document_text(doc, reading.content.boilerplate)?;
+        let set = shingle_set_of(&text, reading.shingle, &mut scratch);
+        sets.push((rank, raw_hash(doc), set));
+        Ok(())
+    })?;
+    Ok(sets)
+}
+
+/// The score and kind of a pair whose documents have the bytes hashes and shingle sets `a` and
+/// `b`, if its similarity (the measure `v` asks for) reaches the threshold.
+fn scored(v: Verification, score: Score, a: (u64, &[u64]), b: (u64, &[u64])) -> Option<Score> {
+    let common = common(a.1, b.1);
+    let (na, nb) = (a.1.len(), b.1.len());
+    let similarity = v.measure.of(common, na, nb);
+    let jaccard = Measure::Jaccard.of(common, na, nb);
+    if na == 0 || nb == 0 || similarity < v.threshold {
+        let layout = v.list_layout && a.0 != b.0;
+        return layout.then(|| score.verified_as(jaccard, Kind::LayoutOnly));
+    }
+    let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
+    Some(score.verified_as(similarity, kind))
+}
+
+/// How verification reads a record again: the run's inputs, the content options and the
+/// shingle length.
+#[derive(Clone, Copy)]
+pub struct Reading<'a> {
+    /// The run's inputs.
+    pub inputs: &'a Inputs,
+    /// Filters and HTML extraction, as the sketch saw them.
+    pub content: &'a ContentOptions,
+    /// Tokens per shingle.
+    pub shingle: usize,
+}
+
+/// The memory verification may take: the process's budget, shared by its workers, and where the
+/// sets spill past it.
+#[derive(Clone, Copy)]
+pub struct Room<'a> {
+    /// The process's memory budget in bytes.
+    pub budget: u64,
+    /// Workers of the process.
+    pub workers: usize,
+    /// The process's scratch directory.
+    pub scratch: &'a Arc<ScratchDir>,
+}
+
+/// Verifies this worker's share of the candidate `pairs` (every worker calls it together): returns
+/// the kept pairs, each with its Jaccard similarity, on the worker that scored it. The shingle sets
+/// a worker owns spill to `scratch` past its share of `budget`.
+pub fn verify(
+    worker: &mut Worker,
+    reading: Reading<'_>,
+    ranked: &Ranked,
+    pairs: Vec<Pair>,
+    v: Verification,
+    room: Room<'_>,
+) -> Result<(Vec<Pair>, VerifyStats)> {
+    let budget = room.budget;
+    let mut stats = VerifyStats::default();
+    // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
+    //    owner.
+    let needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
+    let mine = reread::route(worker, ranked, needed);
+    let owner = ranked.owners();
+    stats.records_read = mine.len() as u64;
+    let owner_of = owner.clone();
+    let mut pairs = shuffle(worker, pairs, move |p| owner_of(p.a));
+    pairs.sort_unstable_by_key(|p| (p.a, p.b));
+    // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
+    //    an owner past its share spills them. A failure is kept and reported after the exchanges,
+    //    which every worker must take part in.
+    let share = budget / 4 / room.workers.max(1) as u64;
+    let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
+    let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
+    if let Err(e) = sets.seal() {
+        failure.get_or_insert(e);
+    }
+    stats.spilled_bytes = sets.spilled_bytes();
+    // 3. Each pair takes a copy of `a`'s set to `b`'s owner, in rounds whose copies fit the
+    //    budget: a cluster of a thousand near-copies is half a million pairs, each with its copy.
+    let (bytes, count) = sets.size();
+    let (bytes, count, most_pairs) = all_gather(worker, (bytes, count, pairs.len() as u64))
+        .into_iter()
+        .fold((0u64, 0u64, 0u64), |acc, x| {
+            (acc.0 + x.0, acc.1 + x.1, acc.2.max(x.2))
+        });
+    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
+    let per_round = pairs_per_round(budget, mean_set, worker.peers() as u64);
+    stats.rounds = most_pairs.div_ceil(per_round).max(1);
+    let mut kept = Vec::new();
+    let mut pairs = pairs.into_iter();
+    for _ in 0..stats.rounds {
+        let round: Vec<Pair> = pairs.by_ref().take(per_round as usize).collect();
+        let r = score_round(worker, &owner, &mut sets, round, v, &mut kept);
+        match r {
+            Ok(n) => stats.candidates += n,
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    stats.kept = kept.len() as u64;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok((kept, stats)),
+    }
+}
+
+/// Reads this worker's records again in chunks, each chunk's sets sent to their owners and added
+/// to `sets` before the next is read: the sets in flight stay within a share of the budget. The
+/// chunk adapts to the sets' mean size; every worker goes on while any has records left.
+fn collect_sets(
+    worker: &mut Worker,
+    reading: Reading<'_>,
+    mut mine: Vec<(u64, Location)>,
+    owner: &(impl Fn(u64) -> u64 + Clone + 'static),
+    sets: &mut Sets,
+) -> Result<()> {
+    mine.sort_unstable_by_key(|(_, at)| *at);
+    let mut failure = None;
+    let mut per_chunk = sets.chunk_records(FIRST_SET_BYTES);
+    let mut rest = mine.into_iter();
+    loop {
+        let chunk: Vec<_> = rest.by_ref().take(per_chunk).collect();
+        let read = match failure {
+            None => read_sets(reading, chunk),
+            Some(_) => Ok(Vec::new()),
+        };
+        let read = read.unwrap_or_else(|e| {
+            failure.get_or_insert(e);
+            Vec::new()
+        });
+        let bytes: u64 = read.iter().map(|(_, _, s)| 8 * s.len() as u64 + 48).sum();
+        if !read.is_empty() {
+            per_chunk = sets.chunk_records(bytes / read.len() as u64);
+        }
+        let owner_of = owner.clone();
+        let got = shuffle(worker, read, move |(r, _, _)| owner_of(*r));
+        let more = bytes * (rest.len() as u64).div_ceil(per_chunk as u64);
+        if let Err(e) = sets.add(got, more) {
+            failure.get_or_insert(e);
+        }
+        let left = all_gather(worker, rest.len() as u64);
+        if left.iter().all(|&n| n == 0) {
+            break;
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// A guess of a set's bytes before any is read: chunks are sized by it until the first is.
+const FIRST_SET_BYTES: u64 = 4096;
+
+/// Scores one round of pairs (this worker's, sorted by `a`): each takes a copy of `a`'s set to
+/// `b`'s owner, where the kept ones join `kept`. Returns the pairs scored here.
+fn score_round(
+    worker: &mut Worker,
+    owner: &(impl Fn(u64) -> u64 + Clone + 'static),
+    sets: &mut Sets,
+    round: Vec<Pair>,
+    v: Verification,
+    kept: &mut Vec<Pair>,
+) -> Result<u64> {
+    let mut failure = None;
+    let mut with_a: Vec<(Pair, u64, Vec<u64>)> = Vec::with_capacity(round.len());
+    for p in round {
+        if let Some((_, raw, set)) = with_a.last().filter(|(q, _, _)| q.a == p.a) {
+            let copy = (p, *raw, set.clone());
+            with_a.push(copy);
+            continue;
+        }
+        match sets.get(p.a) {
+            Ok(Some((raw, set))) => with_a.push((p, raw, set.to_vec())),
+            Ok(None) => {}
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    let owner_of = owner.clone();
+    let mut at_b = shuffle(worker, with_a, move |(p, _, _)| owner_of(p.b));
+    at_b.sort_unstable_by_key(|(p, _, _)| (p.b, p.a));
+    let scored_here = at_b.len() as u64;
+    for group in at_b.chunk_by(|x, y| x.0.b == y.0.b) {
+        let b = match sets.get(group[0].0.b) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(e) => {
+                failure.get_or_insert(e);
+                continue;
+            }
+        };
+        for (p, raw_a, set_a) in group {
+            if let Some(score) = scored(v, p.score, (*raw_a, set_a), b) {
+                kept.push(Pair { score, ..*p });
+            }
+        }
+    }
+    failure.map_or(Ok(scored_here), Err)
+}
