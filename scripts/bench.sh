@@ -4,6 +4,8 @@
 #   scripts/bench.sh             full size (about 15 minutes on 2 cores, peers included)
 #   scripts/bench.sh --no-peers  without the PyPI peers (scripts/bench_peers.py)
 #   scripts/bench.sh --tiny      seconds: proves the harness works (CI runs this), figures meaningless
+#   scripts/bench.sh --scale     the scale benchmark alone (scripts/bench_scale.py: 100M short documents
+#                                with a memory budget, or NEARDUP_SCALE_N of them); not in CI
 #
 # Timings are medians of several runs of a release build; the machine may be shared, so compare
 # ratios measured in the same run. docs/PERFORMANCE.md explains what bounds each stage.
@@ -15,7 +17,8 @@ for arg in "$@"; do
     case "$arg" in
         --tiny) tiny=1; peers=0 ;;
         --no-peers) peers=0 ;;
-        *) echo "usage: $0 [--tiny] [--no-peers]" >&2; exit 2 ;;
+        --scale) cargo build --release --quiet; exec python3 scripts/bench_scale.py ;;
+        *) echo "usage: $0 [--tiny] [--no-peers] [--scale]" >&2; exit 2 ;;
     esac
 done
 cargo build --release --quiet

@@ -147,7 +147,7 @@ pub fn verify(
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner past its share spills them. A failure is kept and reported after the exchanges,
     //    which every worker must take part in.
-    let share = budget / 4 / room.workers.max(1) as u64;
+    let share = budget / 2 / room.workers.max(1) as u64;
     let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
     let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
     if let Err(e) = sets.seal() {
