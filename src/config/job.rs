@@ -918,6 +918,12 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         exec.processes = place.processes;
         exec.process = place.process;
         exec.launcher = Some(place.launcher);
+        if place.launcher == "none" {
+            eprintln!(
+                "neardup: --cluster auto found no launcher (Slurm, Kubernetes, --hostfile): one \
+                 process"
+            );
+        }
         if place.processes == 1 {
             exec.hostfile = None;
         } else {

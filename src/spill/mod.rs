@@ -2,7 +2,7 @@
 //! would pass the memory budget ([`Spill`]). Nothing here knows a stage: a spill file is words
 //! appended and read back at their offsets.
 //!
-//! Each process makes its own directory `neardup-scratch.<host>.<pid>` under `[run] scratch`
+//! Each run makes its own directory `neardup-scratch.<host>.<pid>.<n>` under `[run] scratch`
 //! (default: the system's temporary directory), marked by a `.neardup-scratch` file naming its
 //! host and process, and removes it when the run ends. A run killed with SIGKILL leaves it; the
 //! next run with the same scratch on that host removes every marked directory whose process is
@@ -21,6 +21,8 @@ use crate::error::{Error, IoContext, Result};
 const DIR_PREFIX: &str = "neardup-scratch.";
 /// The marker in a scratch directory: `host pid`.
 const MARKER: &str = ".neardup-scratch";
+/// Scratch directories this process has made.
+static RUNS: AtomicU64 = AtomicU64::new(0);
 /// Ending of a spill file.
 const FILE_ENDING: &str = ".spill";
 
@@ -128,9 +130,12 @@ impl Spill {
             .io_context(|| format!("creating the scratch directory {}", parent.display()))?;
         let host = hostname();
         remove_stale(parent, &host);
-        let dir = parent.join(format!("{DIR_PREFIX}{host}.{}", std::process::id()));
+        // Unique among this process's runs (a library may run several at once); one left by an
+        // earlier process that had this pid is gone.
+        let n = RUNS.fetch_add(1, Ordering::Relaxed);
+        let dir = parent.join(format!("{DIR_PREFIX}{host}.{}.{n}", std::process::id()));
         if dir.exists() {
-            remove_marked(&dir); // this pid's earlier run on this host: it is gone
+            remove_marked(&dir);
         }
         std::fs::create_dir(&dir)
             .io_context(|| format!("creating the scratch directory {}", dir.display()))?;
@@ -325,7 +330,9 @@ fn remove_stale(parent: &Path, host: &str) {
         let Some(rest) = name.strip_prefix(DIR_PREFIX) else {
             continue;
         };
-        let Some((h, pid)) = rest.rsplit_once('.') else {
+        // host.pid.n (a host name here has no dots)
+        let parts: Vec<&str> = rest.splitn(3, '.').collect();
+        let [h, pid, _] = parts[..] else {
             continue;
         };
         let Ok(pid) = pid.parse::<i32>() else {
@@ -386,23 +393,37 @@ mod tests {
     }
 
     #[test]
+    fn two_runs_of_one_process_spill_into_directories_of_their_own() {
+        let parent = tempfile::tempdir().unwrap();
+        let (a, b) = (Spill::open(parent.path()).unwrap(), Spill::open(parent.path()).unwrap());
+        assert_ne!(a.dir(), b.dir());
+        let mut f = b.file("x").unwrap();
+        f.append(&[7]).unwrap();
+        f.flush().unwrap();
+        drop(a);
+        let mut out = Vec::new();
+        f.read(0, 1, &mut out).unwrap();
+        assert_eq!(out, [7], "the other run's directory stays");
+    }
+
+    #[test]
     fn a_killed_runs_directory_is_removed_by_the_next_and_a_foreign_file_is_kept() {
         let parent = tempfile::tempdir().unwrap();
         let host = hostname();
         // A dead process's directory (pid far beyond pid_max), with a spill file.
-        let dead = parent.path().join(format!("{DIR_PREFIX}{host}.2147483000"));
+        let dead = parent.path().join(format!("{DIR_PREFIX}{host}.2147483000.0"));
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(MARKER), "x").unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
         // Another dead one holding a file neardup did not write.
-        let foreign = parent.path().join(format!("{DIR_PREFIX}{host}.2147483001"));
+        let foreign = parent.path().join(format!("{DIR_PREFIX}{host}.2147483001.3"));
         std::fs::create_dir(&foreign).unwrap();
         std::fs::write(foreign.join(MARKER), "x").unwrap();
         std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
         // Another host's: left alone.
         let other = parent
             .path()
-            .join(format!("{DIR_PREFIX}elsewhere.2147483000"));
+            .join(format!("{DIR_PREFIX}elsewhere.2147483000.0"));
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join(MARKER), "x").unwrap();
         let spill = Spill::open(parent.path()).unwrap();

@@ -1,6 +1,6 @@
-//! The shingle sets a worker owns in the verify stage: held in memory, or, once they pass the
-//! worker's share of the memory budget, in a spill file of the scratch directory with only an
-//! index (rank, bytes hash, offset, length: 28 bytes a set) in memory.
+//! The shingle sets a worker owns in the verify stage: held in memory up to the worker's share of
+//! the memory budget, the rest in a spill file of the scratch directory with only an index (rank,
+//! bytes hash, offset, length: 32 bytes a set) in memory.
 
 use std::sync::Arc;
 
@@ -49,28 +49,22 @@ impl Sets {
         }
     }
 
-    /// Adds received sets; spills them all once the held ones pass the share (if the scratch
-    /// allows). `more` is how many bytes of sets may still come, for the disk-space check.
+    /// Adds received sets: each is held while the held ones stay within the share, and spilled
+    /// once they would not (all of them with `spill = "always"`). `more` is how many bytes of sets
+    /// may still come, for the disk-space check.
     pub fn add(&mut self, sets: Vec<ReadSet>, more: u64) -> Result<()> {
-        for s in sets {
-            self.held_bytes += 8 * s.2.len() as u64 + 48;
-            self.held.push(s);
-        }
-        let spilling = self.file.is_some() || self.scratch.wanted(self.held_bytes, self.share);
-        if spilling && !self.held.is_empty() {
-            self.spill_held(more)?;
-        }
-        Ok(())
-    }
-
-    fn spill_held(&mut self, more: u64) -> Result<()> {
-        if self.file.is_none() {
-            let spill = self.scratch.spill()?;
-            spill.reserve(self.held_bytes + more, "verification's shingle sets")?;
-            self.file = Some(spill.file(&format!("verify-w{}", self.worker))?);
-        }
-        let file = self.file.as_mut().expect("opened");
-        for (rank, raw, set) in self.held.drain(..) {
+        let incoming: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64).sum();
+        for (rank, raw, set) in sets {
+            let bytes = 8 * set.len() as u64 + 48;
+            if !self.scratch.wanted(self.held_bytes + bytes, self.share) {
+                self.held_bytes += bytes;
+                self.held.push((rank, raw, set));
+                continue;
+            }
+            let file = match self.file.as_mut() {
+                Some(f) => f,
+                None => self.open(incoming + more)?,
+            };
             let offset = file.append(&set)?;
             let len = set.len() as u32;
             self.spilled.push(Spilled {
@@ -80,8 +74,14 @@ impl Sets {
                 len,
             });
         }
-        self.held_bytes = 0;
         Ok(())
+    }
+
+    /// Opens the spill file, once the scratch has room for the `bytes` that may come.
+    fn open(&mut self, bytes: u64) -> Result<&mut SpillFile> {
+        let spill = self.scratch.spill()?;
+        spill.reserve(bytes, "verification's shingle sets")?;
+        Ok(self.file.insert(spill.file(&format!("verify-w{}", self.worker))?))
     }
 
     /// Every set added: ready to be looked up by rank.
