@@ -395,7 +395,10 @@ mod tests {
     #[test]
     fn two_runs_of_one_process_spill_into_directories_of_their_own() {
         let parent = tempfile::tempdir().unwrap();
-        let (a, b) = (Spill::open(parent.path()).unwrap(), Spill::open(parent.path()).unwrap());
+        let (a, b) = (
+            Spill::open(parent.path()).unwrap(),
+            Spill::open(parent.path()).unwrap(),
+        );
         assert_ne!(a.dir(), b.dir());
         let mut f = b.file("x").unwrap();
         f.append(&[7]).unwrap();
@@ -411,12 +414,16 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let host = hostname();
         // A dead process's directory (pid far beyond pid_max), with a spill file.
-        let dead = parent.path().join(format!("{DIR_PREFIX}{host}.2147483000.0"));
+        let dead = parent
+            .path()
+            .join(format!("{DIR_PREFIX}{host}.2147483000.0"));
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(MARKER), "x").unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
         // Another dead one holding a file neardup did not write.
-        let foreign = parent.path().join(format!("{DIR_PREFIX}{host}.2147483001.3"));
+        let foreign = parent
+            .path()
+            .join(format!("{DIR_PREFIX}{host}.2147483001.3"));
         std::fs::create_dir(&foreign).unwrap();
         std::fs::write(foreign.join(MARKER), "x").unwrap();
         std::fs::write(foreign.join("notes.txt"), "mine").unwrap();

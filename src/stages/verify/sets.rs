@@ -81,7 +81,9 @@ impl Sets {
     fn open(&mut self, bytes: u64) -> Result<&mut SpillFile> {
         let spill = self.scratch.spill()?;
         spill.reserve(bytes, "verification's shingle sets")?;
-        Ok(self.file.insert(spill.file(&format!("verify-w{}", self.worker))?))
+        Ok(self
+            .file
+            .insert(spill.file(&format!("verify-w{}", self.worker))?))
     }
 
     /// Every set added: ready to be looked up by rank.
