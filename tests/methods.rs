@@ -1202,3 +1202,24 @@ fn spilled_verification_reports_the_true_pairs_at_1_2_4_workers_and_two_processe
     let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
     assert!(left.is_empty(), "scratch directories left: {left:?}");
 }
+
+/// Issue 20: under exact verification a MinHash document holds its 21 band keys (two values a
+/// band, 168 B), not its 128-value signature (512 B); estimate mode, which needs the signature,
+/// holds it whole.
+#[test]
+fn minhash_under_exact_verification_holds_band_keys_not_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &near_copies(5, 20));
+    let job = |mode: &str| {
+        format!("method = \"minhash\"\n[input]\npaths = [{input:?}]\n[verify]\nmode = {mode:?}\n")
+    };
+    let exact = plan_of(dir.path(), &job("exact"), 1).method;
+    let estimate = plan_of(dir.path(), &job("estimate"), 1).method;
+    assert_eq!(exact.values(), 2 * 21);
+    assert_eq!(estimate.values(), 128);
+    assert!(exact
+        .describe()
+        .iter()
+        .any(|l| l == "minhash.values = band keys"));
+}

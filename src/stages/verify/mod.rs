@@ -145,8 +145,8 @@ pub fn verify(
     let mut pairs = shuffle(worker, pairs, move |p| owner_of(p.a));
     pairs.sort_unstable_by_key(|p| (p.a, p.b));
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
-    //    an owner past its share spills them. A failure is kept and reported after the exchanges,
-    //    which every worker must take part in.
+    //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
+    //    after the exchanges, which every worker must take part in.
     let share = budget / 2 / room.workers.max(1) as u64;
     let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
     let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
