@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -44,21 +42,6 @@ fn process(p: usize, n: usize, hosts: &Path, args: &[&str], workers: usize) -> s
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits for `child` at most `secs` seconds (then kills it, so a hang fails): exit code and stderr.
-fn finish(mut child: std::process::Child, secs: u64) -> (Option<i32>, String) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut err).unwrap();
-    }
-    (status.code(), err)
 }
 
 /// Runs a 3-process cluster, process `p` with `jobs[p]` and `workers[p]`: exit code and stderr of

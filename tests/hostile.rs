@@ -305,21 +305,6 @@ fn process(p: usize, hosts: &Path, args: &[&str], workers: usize) -> std::proces
         .unwrap()
 }
 
-/// Waits for `child` at most `secs` seconds (then kills it): exit code and stderr.
-fn finish(mut child: std::process::Child, secs: u64) -> (Option<i32>, String) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        e.read_to_string(&mut err).unwrap();
-    }
-    (status.code(), err)
-}
-
 #[test]
 fn cluster_processes_with_different_settings_refuse_to_start() {
     let dir = tempfile::tempdir().unwrap();

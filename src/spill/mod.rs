@@ -105,19 +105,11 @@ impl Scratch {
         *opened = Some(Arc::clone(&s));
         Ok(s)
     }
-
-    /// Bytes spilled so far by this process.
-    pub fn written(&self) -> u64 {
-        let opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
-        opened.as_ref().map_or(0, |s| s.written())
-    }
 }
 
 /// A process's scratch directory: made by [`Spill::open`], removed with its files when dropped.
 pub struct Spill {
     dir: PathBuf,
-    /// Bytes written into spill files so far, by every worker of the process.
-    written: AtomicU64,
     /// Files made so far (for unique names).
     files: AtomicU64,
 }
@@ -143,7 +135,6 @@ impl Spill {
             .io_context(|| format!("writing {}", dir.join(MARKER).display()))?;
         Ok(Arc::new(Spill {
             dir,
-            written: AtomicU64::new(0),
             files: AtomicU64::new(0),
         }))
     }
@@ -151,11 +142,6 @@ impl Spill {
     /// This process's scratch directory.
     pub fn dir(&self) -> &Path {
         &self.dir
-    }
-
-    /// Bytes written into spill files so far by this process.
-    pub fn written(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
     }
 
     /// Checks that the scratch directory's filesystem has room for `bytes` more: a clear error
@@ -214,9 +200,6 @@ impl SpillFile {
             return Err(self.write_error(e, bytes.len() as u64));
         }
         self.len += words.len() as u64;
-        self.spill
-            .written
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         if at == 0 {
             crate::fault::point("spill: a spill file begun");
         }
@@ -386,7 +369,7 @@ mod tests {
         assert_eq!(out, [u64::MAX, 0]);
         f.read(a, 3, &mut out).unwrap();
         assert_eq!(out, [1, 2, 3]);
-        assert_eq!(spill.written(), 40);
+        assert_eq!(f.bytes(), 40);
         drop(f);
         drop(spill);
         assert!(!dir.exists());
@@ -453,7 +436,8 @@ mod tests {
         assert!(err.contains("MiB") && err.contains("verification"), "{err}");
         let auto = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
         assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
-        assert_eq!(auto.written(), 0);
-        assert!(!parent.path().join("x").exists());
+        // Nothing spilled: no directory made.
+        let made: Vec<_> = std::fs::read_dir(parent.path()).unwrap().collect();
+        assert_eq!(made.len(), 1, "only the spill opened above: {made:?}");
     }
 }

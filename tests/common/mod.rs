@@ -200,6 +200,23 @@ pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
+/// Waits for `child` at most `secs` seconds (then kills it, so a hang fails): exit code and stderr.
+pub fn finish(mut child: std::process::Child, secs: u64) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    (status.code(), err)
+}
+
 /// Runs `neardup ARGS` as a cluster of two processes (one worker each) on free localhost ports;
 /// true if both finished successfully within two minutes. Nothing may be written on stdout.
 pub fn run_cluster(args: &[String], dir: &Path) -> bool {
