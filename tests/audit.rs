@@ -130,7 +130,7 @@ fn audit_of(dir: &Path, job: &str, store: &str, out: &str) -> BTreeSet<(String, 
     audit_pairs(&dir.join(out))
 }
 
-const JOBS: [(&str, &str); 7] = [
+const JOBS: [(&str, &str); 8] = [
     ("simhash", "method = \"simhash\"\n[simhash]\nk = 3\n"),
     ("segments", "method = \"segments\"\n"),
     (
@@ -149,6 +149,10 @@ const JOBS: [(&str, &str); 7] = [
     ),
     ("containment", "method = \"containment\"\n"),
     ("minhash-exact", "method = \"minhash\"\n"),
+    (
+        "minhash-containment",
+        "method = \"minhash\"\n[minhash]\ncontainment = 0.8\n",
+    ),
     (
         "minhash-estimate",
         "method = \"minhash\"\n[verify]\nmode = \"estimate\"\n",

@@ -843,6 +843,124 @@ fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_worke
     assert_runs_report((dir.path(), &job, &out), &want, "containment", containment);
 }
 
+/// Base texts, their near copies and pages quoting them.
+fn near_and_quoted(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut docs = near_copies(seed, n);
+    docs.extend(quoted_pages(seed + 1, n));
+    docs
+}
+
+#[test]
+fn minhash_containment_reports_the_true_near_and_partial_pairs_among_candidates_at_1_2_4_workers_and_two_processes(
+) {
+    use neardup::text::Measure;
+    let dir = tempfile::tempdir().unwrap();
+    let docs = near_and_quoted(43, 200);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let near = truth_by(&docs, Measure::Jaccard);
+    let partial = truth_by(&docs, Measure::Containment);
+    let mut truth: Vec<_> = near.iter().chain(&partial).cloned().collect();
+    truth.sort();
+    truth.dedup();
+    assert!(
+        near.len() > 80 && truth.len() > near.len() + 80,
+        "near and partial copies planted: {} and {}",
+        near.len(),
+        truth.len() - near.len()
+    );
+    let out = dir.path().join("pairs.tsv");
+    let job = format!(
+        "method = \"minhash\"\n[minhash]\ncontainment = 0.8\n[input]\npaths = [{input:?}]\n\
+         [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+    );
+    let want = true_candidates(dir.path(), &job, &docs, &truth);
+    assert!(
+        want.len() as f64 >= 0.9 * truth.len() as f64,
+        "the bands and LSH Ensemble find most pairs: {} of {}",
+        want.len(),
+        truth.len()
+    );
+    // The similarity column is the Jaccard: below the threshold only for the partial copies.
+    let jaccard = |rows: &[(String, String, String)]| {
+        for (a, b, j) in rows {
+            let p = (a.clone(), b.clone());
+            let j: f64 = j.parse().unwrap();
+            assert_eq!(j >= 0.8, near.binary_search(&p).is_ok(), "{p:?} {j}");
+        }
+    };
+    assert_runs_report(
+        (dir.path(), &job, &out),
+        &want,
+        "minhash containment",
+        jaccard,
+    );
+    let kinds = planted_kinds_in(&out);
+    for (pair, kind) in &kinds {
+        let is_near = near.binary_search(pair).is_ok();
+        assert_eq!(kind == "partial", !is_near, "{pair:?} {kind}");
+    }
+}
+
+/// The kind column of a pairs file, by pair.
+fn planted_kinds_in(path: &Path) -> BTreeMap<(String, String), String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split('\t').collect();
+            ((v[0].into(), v[1].into()), v[v.len() - 1].into())
+        })
+        .collect()
+}
+
+#[test]
+fn minhash_containment_keeps_the_minhash_pairs_and_clusters_and_adds_the_partial_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = near_and_quoted(47, 150);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let run = |name: &str, section: &str| {
+        let out = dir.path().join(name);
+        let job = format!(
+            "method = \"minhash\"\n{section}[input]\npaths = [{input:?}]\n\
+             [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
+             summary = \"\"\n"
+        );
+        execute(plan_of(dir.path(), &job, 2)).unwrap();
+        let kinds = planted_kinds_in(&out.join("pairs.tsv"));
+        let clusters = std::fs::read_to_string(out.join("clusters.tsv")).unwrap();
+        (kinds, clusters)
+    };
+    let (plain, plain_clusters) = run("plain", "");
+    let (asked, asked_clusters) = run("asked", "[minhash]\ncontainment = 0.8\n");
+    let not_partial: BTreeMap<_, _> = asked
+        .iter()
+        .filter(|(_, k)| *k != "partial")
+        .map(|(p, k)| (p.clone(), k.clone()))
+        .collect();
+    assert_eq!(not_partial, plain, "the near pairs are MinHash's");
+    assert!(asked.len() > plain.len() + 50, "partial copies added");
+    assert_eq!(
+        asked_clusters, plain_clusters,
+        "partial copies join no cluster"
+    );
+}
+
+#[test]
+fn a_minhash_containment_that_cannot_work_is_refused_with_what_to_write() {
+    let e = job_error("method = \"minhash\"\n[minhash]\ncontainment = 1.5");
+    assert!(e.contains("[minhash] containment must be in (0, 1]"), "{e}");
+    let e = job_error(
+        "method = \"minhash\"\n[minhash]\ncontainment = 0.8\n[verify]\nmode = \"estimate\"",
+    );
+    assert!(e.contains("leave [verify] mode at \"exact\""), "{e}");
+    let e = job_error("method = \"minhash\"\n[minhash]\ncontainment = 0.8\nscheme = \"classic\"");
+    assert!(e.contains("needs scheme = \"oph\""), "{e}");
+    let e = job_error("method = \"minhash\"\n[minhash]\ncontainment = 0.8\nhashes = 8");
+    assert!(e.contains("needs hashes >= 16"), "{e}");
+}
+
 #[test]
 fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     let e = job_error("method = \"containment\"\n[containment]\nthreshold = 1.5");
@@ -864,11 +982,16 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
 /// page, its copy, the same article in another site's template, an edited version, a digest
 /// that quotes it, another article in the first template), by pair.
 fn planted_kinds(method: &str) -> BTreeMap<(String, String), String> {
+    planted_kinds_of(&format!("method = {method:?}\n"))
+}
+
+/// [`planted_kinds`] of the job that starts with `head` (the method and its section).
+fn planted_kinds_of(head: &str) -> BTreeMap<(String, String), String> {
     let dir = tempfile::tempdir().unwrap();
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
     let out = dir.path().join("pairs.tsv");
     let job = format!(
-        "method = {method:?}\n[input]\npaths = [{input:?}]\nhtml_field = \"html\"\n\
+        "{head}[input]\npaths = [{input:?}]\nhtml_field = \"html\"\n\
          [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
     );
     execute(plan_of(dir.path(), &job, 2)).unwrap();
@@ -942,6 +1065,11 @@ fn kind_partial_is_a_page_quoted_in_a_longer_one_and_only_containment_finds_it()
         kind_of(&k, "bus-herald", "digest").as_deref(),
         Some("partial")
     );
+    // MinHash lists them too when asked, beside its near-duplicates.
+    let asked = planted_kinds_of("method = \"minhash\"\n[minhash]\ncontainment = 0.8\n");
+    for (pair, kind) in &k {
+        assert_eq!(asked.get(pair), Some(kind), "{pair:?}");
+    }
     // Jaccard methods do not report partial copies.
     let k = planted_kinds("minhash");
     assert!(

@@ -495,6 +495,7 @@ fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>
         mode,
         measure: crate::text::Measure::Jaccard,
         list_layout: false,
+        partial: None,
     }))
 }
 
@@ -585,6 +586,7 @@ impl JobSpec {
         let verify = verify.map(|v| Verification {
             measure: method.measure(),
             list_layout: method.lists_layout(),
+            partial: method.partial(),
             ..v
         });
         check_listing(method.as_ref(), clusters.is_some())?;

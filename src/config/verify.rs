@@ -13,6 +13,9 @@ pub struct Verification {
     pub measure: crate::text::Measure,
     /// Keep the pairs below the threshold too, as kind `layout_only` (the layout method).
     pub list_layout: bool,
+    /// Keep the pairs whose containment reaches this too, as kind `partial` (`[minhash]
+    /// containment`): their similarity column stays the Jaccard.
+    pub partial: Option<f64>,
 }
 
 /// Where a pair's similarity comes from.

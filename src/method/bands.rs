@@ -40,6 +40,8 @@ pub struct BandRounds {
     pub reasoning: String,
     /// The summary's section.
     pub summary: BandsSummary,
+    /// Values a sketch has (the layout's, or more: the bands cut its first values).
+    pub stride: usize,
 }
 
 impl BandRounds {
@@ -57,11 +59,18 @@ impl BandRounds {
         summary.parts_per_band = parts;
         summary.reasoning = format!("{}; {memory}", summary.reasoning);
         BandRounds {
+            stride: layout.hashes,
             layout,
             parts,
             reasoning: summary.reasoning.clone(),
             summary,
         }
+    }
+
+    /// The rounds over sketches of `stride` values, the layout's first.
+    pub fn with_stride(self, stride: usize) -> BandRounds {
+        assert!(stride >= self.layout.hashes, "a sketch holds its bands");
+        BandRounds { stride, ..self }
     }
 }
 
@@ -93,7 +102,7 @@ impl Rounds for BandRounds {
         scoring: Scoring,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Found {
-        let m = self.layout.hashes;
+        let m = self.stride;
         let signature = |i: usize| &values[i * m..(i + 1) * m];
         let found = rounds::run(worker, &self.layout, self.parts, keys, signature, progress);
         let min_bands = self.layout.min_bands;

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::bands::{shared_bands, BandProbe, BandRounds};
+use super::containment::{self, Ensemble, EnsembleProbe, EnsembleRounds, Sizer};
+use super::union::{Union, UnionProbe};
 use super::{Entry, Method, Probe, Rounds, Section, Sketch, DEFAULT_THRESHOLD};
 use crate::candidates::bands::{self, BandLayout, DEFAULT_RECALL};
 use crate::candidates::Score;
@@ -52,6 +54,9 @@ pub struct MinhashSpec {
     pub scheme: Option<String>,
     /// Memory one band round may take per process, in MiB (rounds are split to fit).
     pub memory_budget_mib: Option<u64>,
+    /// Partial copies too: pairs whose smaller document has this share of its shingles in the
+    /// other, found by LSH Ensemble's bands beside the Jaccard bands (off by default).
+    pub containment: Option<f64>,
 }
 
 /// The MinHash method, validated.
@@ -72,6 +77,10 @@ pub struct MinHash {
     /// The values are the signature's band keys ([`crate::sketch::minhash::band_values`]), not the signature: what a
     /// store keeps when verification is exact, and what the runs that write or read it compare.
     pub banded: bool,
+    /// `[minhash] containment`: LSH Ensemble's bands for partial copies at its threshold, run
+    /// after the Jaccard bands; the values are then the signature and its number of distinct
+    /// shingles (`hashes + 1`).
+    pub partial: Option<Arc<Ensemble>>,
 }
 
 impl MinHash {
@@ -104,6 +113,7 @@ impl MinHash {
             reasoning: p.reasoning,
             memory_budget_mib: None,
             banded: false,
+            partial: None,
         }
     }
 }
@@ -131,6 +141,7 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
         })?,
     };
     let (layout, reasoning) = band_layout(&m, preset, hashes, section.verify_threshold)?;
+    let partial = partial(&m, section, hashes, scheme)?;
     Ok(Arc::new(MinHash {
         hashes,
         shingle,
@@ -139,9 +150,52 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
         reasoning,
         memory_budget_mib: m.memory_budget_mib,
         // Exact verification needs the candidates only: each document keeps its band keys (two
-        // values a band, 168 B at 21 bands) instead of its signature (512 B at 128 values).
-        banded: section.verify_exact,
+        // values a band, 168 B at 21 bands) instead of its signature (512 B at 128 values);
+        // LSH Ensemble needs the signature.
+        banded: section.verify_exact && partial.is_none(),
+        partial,
     }))
+}
+
+/// `[minhash] containment`: LSH Ensemble planned at it over the signature, when set.
+fn partial(
+    m: &MinhashSpec,
+    section: &Section<'_>,
+    hashes: usize,
+    scheme: Scheme,
+) -> Result<Option<Arc<Ensemble>>> {
+    let Some(threshold) = m.containment else {
+        return Ok(None);
+    };
+    ensure!(
+        threshold > 0.0 && threshold <= 1.0,
+        Config,
+        "[minhash] containment must be in (0, 1], got {threshold}"
+    );
+    ensure!(
+        section.verify_exact,
+        Config,
+        "[minhash] containment lists partial copies that exact verification finds: leave \
+         [verify] mode at \"exact\" (the default), or leave out containment"
+    );
+    ensure!(
+        scheme == Scheme::OnePermutation,
+        Config,
+        "[minhash] containment needs scheme = \"oph\" (the default): LSH Ensemble's bands \
+         cut one-permutation signatures"
+    );
+    ensure!(
+        hashes >= 16,
+        Config,
+        "[minhash] containment needs hashes >= 16, got {hashes}"
+    );
+    let e = containment::Ensemble::planned(
+        threshold,
+        hashes,
+        containment::DEFAULT_MAX_RATIO,
+        containment::DEFAULT_RECALL,
+    )?;
+    Ok(Some(Arc::new(e)))
 }
 
 /// `[minhash] preset`: the layout it names, if any (and then no layout key set).
@@ -224,10 +278,17 @@ impl Method for MinHash {
         if self.banded {
             lines.push("minhash.values = band keys".into());
         }
+        if let Some(e) = &self.partial {
+            lines.push(format!("minhash.containment = {}", e.threshold));
+            lines.push(format!("minhash.containment_bands = {}", e.name()));
+        }
         lines
     }
 
     fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>> {
+        if self.partial.is_some() {
+            return Box::new(Sizer::new(self.hashes, self.shingle));
+        }
         let hasher = MinHasher::new(self.hashes, self.shingle, self.scheme);
         match self.banded {
             false => Box::new(hasher),
@@ -236,7 +297,14 @@ impl Method for MinHash {
     }
 
     fn values(&self) -> usize {
-        self.round_layout().hashes
+        match self.partial {
+            Some(_) => self.hashes + 1,
+            None => self.round_layout().hashes,
+        }
+    }
+
+    fn partial(&self) -> Option<f64> {
+        self.partial.as_ref().map(|e| e.threshold)
     }
 
     /// Equal keys (equal signatures, collapsed by the run), or at least `min_bands` equal band
@@ -247,6 +315,10 @@ impl Method for MinHash {
         }
         let l = self.round_layout();
         let score = Score::at_distance(0);
+        if let Some(e) = &self.partial {
+            let banded = shared_bands(&l, &a.values, &b.values) >= l.min_bands;
+            return (banded || e.meet(&a.values, &b.values)).then_some(score);
+        }
         (shared_bands(&l, &a.values, &b.values) >= l.min_bands).then(|| match self.banded {
             false => score.estimated(estimate(&a.values, &b.values)),
             true => score,
@@ -254,12 +326,12 @@ impl Method for MinHash {
     }
 
     fn estimates(&self) -> bool {
-        !self.banded
+        !self.banded && self.partial.is_none()
     }
 
     fn for_store(&self) -> Option<Arc<dyn Method>> {
         Some(Arc::new(MinHash {
-            banded: true,
+            banded: self.partial.is_none(),
             ..self.clone()
         }))
     }
@@ -302,11 +374,23 @@ impl Method for MinHash {
         };
         let layout = self.round_layout();
         let rounds = BandRounds::planned(layout, summary, distinct, processes, budget);
-        Ok(Box::new(rounds))
+        let Some(e) = &self.partial else {
+            return Ok(Box::new(rounds));
+        };
+        let ensemble = EnsembleRounds::planned(Arc::clone(e), (distinct, processes, budget));
+        let rounds = rounds.with_stride(self.hashes + 1);
+        Ok(Box::new(Union::new(Box::new(rounds), Box::new(ensemble))))
     }
 
-    /// The band keys of the layout the rounds cut the values by.
+    /// The band keys of the layout the rounds cut the values by (and LSH Ensemble's).
     fn probe(&self, _: u64, _: u64) -> Option<Box<dyn Probe>> {
-        Some(Box::new(BandProbe(self.round_layout())))
+        let bands = Box::new(BandProbe(self.round_layout()));
+        match &self.partial {
+            None => Some(bands),
+            Some(e) => Some(Box::new(UnionProbe(
+                bands,
+                Box::new(EnsembleProbe(Arc::clone(e))),
+            ))),
+        }
     }
 }

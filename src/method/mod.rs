@@ -19,6 +19,7 @@ pub mod once;
 pub mod segments;
 pub mod simhash;
 pub mod spotsig;
+pub mod union;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -96,6 +97,12 @@ pub trait Method: Debug + Send + Sync {
     /// `layout_only` (the layout method: its pairs share a template, whatever their words).
     fn lists_layout(&self) -> bool {
         false
+    }
+
+    /// The containment at which a pair below the threshold is still reported, as kind `partial`
+    /// (`[minhash] containment`; none by default).
+    fn partial(&self) -> Option<f64> {
+        None
     }
 
     /// True if the sketches estimate the Jaccard similarity (`[verify] mode = "estimate"`).

@@ -486,6 +486,7 @@ impl<'a> Pass<'a> {
         let members = match self.plan.clusters {
             None => Vec::new(),
             Some(c) => {
+                let pairs = &*clustered(self.plan, pairs);
                 let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
                 let stored = self.stored.as_ref();
@@ -602,5 +603,18 @@ impl<'a> Pass<'a> {
             self.clock.keep(written);
         }
         books.counters.notes.clear();
+    }
+}
+
+/// The pairs that join clusters: all, but the partial copies `[minhash] containment` lists
+/// beside the near-duplicates (a page quoted in a longer one is not the same document).
+fn clustered<'p>(plan: &Plan, pairs: &'p [Pair]) -> std::borrow::Cow<'p, [Pair]> {
+    match plan.verify.and_then(|v| v.partial) {
+        None => pairs.into(),
+        Some(_) => {
+            let partial = Some(crate::candidates::Kind::Partial);
+            let near = pairs.iter().filter(|p| p.score.kind() != partial);
+            near.copied().collect::<Vec<_>>().into()
+        }
     }
 }

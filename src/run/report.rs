@@ -436,6 +436,7 @@ impl Totals {
                 mode: v.mode.name().into(),
                 measure: v.measure.name().into(),
                 threshold: v.threshold,
+                partial_containment: v.partial,
                 shingle: v.shingle,
                 ..Default::default()
             }),

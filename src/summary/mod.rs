@@ -170,6 +170,10 @@ pub struct VerifySummary {
     pub measure: String,
     /// Smallest Jaccard (or containment) kept.
     pub threshold: f64,
+    /// `[minhash] containment`: the containment of the smaller document at which a pair below
+    /// the threshold is kept too, as kind `partial`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_containment: Option<f64>,
     /// Tokens per shingle of the compared sets.
     pub shingle: usize,
     /// Candidate pairs scored.
@@ -476,6 +480,9 @@ impl Summary {
                  {} records read again): {} with {} >= {} of {}-token shingles",
                 v.candidates, v.records_read, v.kept, v.measure, v.threshold, v.shingle
             );
+            if let Some(c) = v.partial_containment {
+                s += &format!(" or containment >= {c} (partial copies)");
+            }
             if v.spilled_bytes > 0 {
                 s += &format!(
                     "\n  {:.1} MiB of shingle sets spilled to the scratch directory",

@@ -122,14 +122,7 @@ impl Method for Containment {
     }
 
     fn sketcher(&self) -> Box<dyn Sketcher<Sketch = u64>> {
-        Box::new(Sizer {
-            hashes: self.ensemble.hashes,
-            features: FeatureConfig::shingles(TRUTH_SHINGLE),
-            scratch: Scratch::default(),
-            shingles: Vec::new(),
-            bins: Vec::new(),
-            filled: Vec::new(),
-        })
+        Box::new(Sizer::new(self.ensemble.hashes, TRUTH_SHINGLE))
     }
 
     fn values(&self) -> usize {
@@ -171,6 +164,21 @@ pub struct Sizer {
     shingles: Vec<u64>,
     bins: Vec<u32>,
     filled: Vec<u32>,
+}
+
+impl Sizer {
+    /// Signatures of `hashes` values over `shingle`-token shingles (one-permutation MinHash, as
+    /// [`crate::sketch::MinHasher`]'s), each with its number of distinct shingles.
+    pub fn new(hashes: usize, shingle: usize) -> Sizer {
+        Sizer {
+            hashes,
+            features: FeatureConfig::shingles(shingle),
+            scratch: Scratch::default(),
+            shingles: Vec::new(),
+            bins: Vec::new(),
+            filled: Vec::new(),
+        }
+    }
 }
 
 impl Sketcher for Sizer {

@@ -90,12 +90,17 @@ fn scored(v: Verification, score: Score, a: (u64, &[u64]), b: (u64, &[u64])) -> 
     let (na, nb) = (a.1.len(), b.1.len());
     let similarity = v.measure.of(common, na, nb);
     let jaccard = Measure::Jaccard.of(common, na, nb);
-    if na == 0 || nb == 0 || similarity < v.threshold {
-        let layout = v.list_layout && a.0 != b.0;
-        return layout.then(|| score.verified_as(jaccard, Kind::LayoutOnly));
+    let some = na > 0 && nb > 0;
+    if some && similarity >= v.threshold {
+        let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
+        return Some(score.verified_as(similarity, kind));
     }
-    let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
-    Some(score.verified_as(similarity, kind))
+    let contained = |t| Measure::Containment.of(common, na, nb) >= t;
+    if some && v.partial.is_some_and(contained) {
+        return Some(score.verified_as(jaccard, Kind::Partial));
+    }
+    let layout = v.list_layout && a.0 != b.0;
+    layout.then(|| score.verified_as(jaccard, Kind::LayoutOnly))
 }
 
 /// How verification reads a record again: the run's inputs, the content options and the
