@@ -1298,7 +1298,7 @@ fn the_exact_prepass_sketches_each_body_once_and_changes_no_output_at_1_2_and_4_
 /// "always"`, the least budget) give the true pairs among MinHash's candidates at 1, 2 and 4
 /// workers and two processes, as a run that holds them; the scratch directory is gone after.
 #[test]
-fn spilled_verification_reports_the_true_pairs_at_1_2_4_workers_and_two_processes() {
+fn spilled_band_keys_and_sets_report_the_true_pairs_at_1_2_4_workers_and_two_processes() {
     let dir = tempfile::tempdir().unwrap();
     let docs = near_copies(33, 400);
     let input = dir.path().join("docs.jsonl");
@@ -1327,6 +1327,9 @@ fn spilled_verification_reports_the_true_pairs_at_1_2_4_workers_and_two_processe
         "the sets went to disk: {spilled} bytes"
     );
     assert_eq!(summary.spilled_bytes_by_stage["verify"], spilled);
+    // Every distinct signature's 21 band keys (a word each) waited in the scratch directory.
+    let distinct = summary.fingerprints.unwrap().distinct;
+    assert_eq!(summary.spilled_bytes_by_stage["tables"], distinct * 21 * 8);
     let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
     assert!(left.is_empty(), "scratch directories left: {left:?}");
 }

@@ -13,7 +13,7 @@ fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
 }
 
-/// A job over the sample documents that spills verification's sets at every chunk.
+/// A job over the sample documents that spills the band keys and verification's sets.
 fn spilling_job(dir: &Path, scratch: &Path) -> PathBuf {
     let body = format!(
         "method = \"minhash\"\n[input]\npaths = [{:?}]\n[run]\nscratch = {scratch:?}\n\
@@ -46,8 +46,8 @@ fn scratch_dirs(scratch: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The number of the first fault point with `label` in a run of `job`.
-fn fault_point(job: &Path, label: &str) -> String {
+/// The numbers of the fault points with `label` in a run of `job`.
+fn fault_points(job: &Path, label: &str) -> Vec<String> {
     let out = run(job, &[("NEARDUP_FAULT_LOG", "1")]);
     assert!(
         out.status.success(),
@@ -55,9 +55,12 @@ fn fault_point(job: &Path, label: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let line = err.lines().find(|l| l.contains(label)).expect("the point");
-    let n = line.split("fault point ").nth(1).unwrap();
-    n.split(':').next().unwrap().to_string()
+    let lines = err.lines().filter(|l| l.contains(label));
+    let numbers = lines.map(|line| {
+        let n = line.split("fault point ").nth(1).unwrap();
+        n.split(':').next().unwrap().to_string()
+    });
+    numbers.collect()
 }
 
 #[test]
@@ -65,11 +68,22 @@ fn a_run_killed_while_spilling_leaves_its_scratch_and_the_next_run_removes_it() 
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path().join("scratch");
     let job = spilling_job(dir.path(), &scratch);
-    let at = fault_point(&job, "spill: a spill file begun");
+    let points = fault_points(&job, "spill: a spill file begun");
+    // The band keys' files and the shingle sets' files, a worker each.
+    assert!(points.len() >= 4, "{points:?}");
     let pairs = std::fs::read(dir.path().join("out/pairs.tsv")).unwrap();
-    let killed = run(&job, &[("NEARDUP_FAULT_AT", &at)]);
+    for at in points {
+        killed_at(&job, &scratch, &at, &pairs);
+    }
+}
+
+/// A run of `job` killed at fault point `at` leaves its scratch directory, which the next run
+/// removes, keeping a file neardup did not write; the pairs are still `pairs`.
+fn killed_at(job: &Path, scratch: &Path, at: &str, pairs: &[u8]) {
+    let dir = job.parent().unwrap();
+    let killed = run(job, &[("NEARDUP_FAULT_AT", at)]);
     assert_eq!(killed.status.code(), None, "killed by SIGKILL");
-    let left = scratch_dirs(&scratch);
+    let left = scratch_dirs(scratch);
     assert_eq!(
         left.len(),
         1,
@@ -78,13 +92,11 @@ fn a_run_killed_while_spilling_leaves_its_scratch_and_the_next_run_removes_it() 
     assert!(left[0].starts_with("neardup-scratch."));
     // A file neardup did not write, beside the scratch directories, stays.
     std::fs::write(scratch.join("mine.txt"), "not neardup's").unwrap();
-    let again = run(&job, &[]);
+    let again = run(job, &[]);
     assert!(again.status.success());
-    assert_eq!(scratch_dirs(&scratch), ["mine.txt"]);
-    assert_eq!(
-        std::fs::read(dir.path().join("out/pairs.tsv")).unwrap(),
-        pairs
-    );
+    assert_eq!(scratch_dirs(scratch), ["mine.txt"]);
+    std::fs::remove_file(scratch.join("mine.txt")).unwrap();
+    assert_eq!(std::fs::read(dir.join("out/pairs.tsv")).unwrap(), pairs);
 }
 
 #[test]

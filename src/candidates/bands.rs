@@ -16,7 +16,7 @@
 
 use super::{CompareStats, Pair};
 use crate::error::Result;
-use crate::sketch::minhash::band_key;
+use crate::sketch::minhash::band_key_of;
 use crate::{bail, ensure};
 
 /// Default recall wanted at the threshold when the planner chooses the bands.
@@ -168,9 +168,10 @@ impl super::Candidates for BandLayout {
         self.bands
     }
 
+    /// The band's values are `band` (its `rows` values of the signature).
     #[inline]
-    fn record(&self, round: usize, key: u64, signature: &[u32]) -> (u64, u64) {
-        (band_key(signature, round, self.rows), key)
+    fn record(&self, round: usize, key: u64, band: &[u32]) -> (u64, u64) {
+        (band_key_of(band, round), key)
     }
 
     #[inline]

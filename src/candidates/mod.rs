@@ -178,14 +178,14 @@ pub trait Candidates {
     /// key first; for bands: the band key and the sketch's key).
     type Record: timely::ExchangeData + Clone;
 
-    /// What a distinct sketch is besides its 64-bit key: nothing more for simhash (the key is
-    /// the fingerprint), the signature's values for MinHash.
+    /// What a round reads of a distinct sketch besides its 64-bit key: nothing more for simhash
+    /// (the key is the fingerprint), the round's band of the signature for MinHash.
     type Sketch: ?Sized;
 
     /// Number of rounds (tables, bands).
     fn rounds(&self) -> usize;
 
-    /// The record the sketch `key` (with its values `sketch`) sends in `round`.
+    /// The record the sketch `key` (with what `round` reads of it, `sketch`) sends in `round`.
     fn record(&self, round: usize, key: u64, sketch: &Self::Sketch) -> Self::Record;
 
     /// A well-mixed hash of the record's key (or of a prefix every round keys on), so equal keys

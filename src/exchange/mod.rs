@@ -20,6 +20,7 @@ use timely::dataflow::InputHandle;
 use timely::worker::Worker;
 use timely::ExchangeData;
 
+use crate::error::{Error, Result};
 use crate::hashing::mix64;
 
 /// Records sent per batch before the worker steps, bounding what sits in channel buffers.
@@ -92,6 +93,18 @@ pub fn all_gather<T: ExchangeData + Clone>(worker: &mut Worker, value: T) -> Vec
     let mut got = shuffle(worker, sends, |(dest, _, _)| *dest);
     got.sort_by_key(|(_, from, _)| *from);
     got.into_iter().map(|(_, _, v)| v).collect()
+}
+
+/// `r` if every worker's is `Ok` (every worker calls it together), else an error on every worker:
+/// a worker's own, or the first other's message. What a stage uses when one worker's failure
+/// (a spill file that cannot be written) must stop all of them at the same step.
+pub fn all_ok<T>(worker: &mut Worker, r: Result<T>) -> Result<T> {
+    let failed = all_gather(worker, r.as_ref().err().map(|e| e.to_string()));
+    match (r, failed.into_iter().flatten().next()) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Some(other)) => Err(Error::Resource(other)),
+        (Ok(v), None) => Ok(v),
+    }
 }
 
 /// Where worker 0 puts the chunks of [`stream_to_leader`].

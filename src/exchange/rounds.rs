@@ -32,6 +32,47 @@ pub fn part_of(route: u64, parts: u32) -> u64 {
     mix64(route ^ 0x9e37_79b9_7f4a_7c15) % parts as u64
 }
 
+/// What the rounds read of a worker's distinct sketches, round by round.
+pub trait Sketches<S: ?Sized> {
+    /// Makes ready what `round` reads (a spilled band is read here).
+    fn round(&mut self, round: usize);
+
+    /// What `round` reads of the `i`-th sketch.
+    fn get(&self, round: usize, i: usize) -> &S;
+}
+
+/// Sketches that are their keys (simhash).
+pub struct KeysOnly;
+
+impl Sketches<()> for KeysOnly {
+    fn round(&mut self, _: usize) {}
+
+    fn get(&self, _: usize, _: usize) -> &() {
+        &()
+    }
+}
+
+/// Rows of `stride` values held in memory, round r reading values `r * width..(r + 1) * width`
+/// of each (a band of a signature).
+pub struct Rows<'a> {
+    /// The rows, one after another.
+    pub values: &'a [u32],
+    /// Values a row.
+    pub stride: usize,
+    /// Values a round reads.
+    pub width: usize,
+}
+
+impl Sketches<[u32]> for Rows<'_> {
+    fn round(&mut self, _: usize) {}
+
+    #[inline]
+    fn get(&self, round: usize, i: usize) -> &[u32] {
+        let at = i * self.stride + round * self.width;
+        &self.values[at..at + self.width]
+    }
+}
+
 /// The records of a round, as a worker sends them.
 type RecordInput<C> = InputHandle<u64, CapacityContainerBuilder<Vec<<C as Candidates>::Record>>>;
 
@@ -99,20 +140,19 @@ where
 }
 
 /// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
-/// are `keys` and the values of the i-th `sketch(i)` (round `r * parts + j` carries the records of
-/// part j of round r; more parts, less memory per round). `on_round(done, total)` is called after
-/// each.
-pub fn run<'s, C>(
+/// are `keys` and what each round reads of them `sketches` (round `r * parts + j` carries the
+/// records of part j of round r; more parts, less memory per round). `on_round(done, total)` is
+/// called after each.
+pub fn run<C>(
     worker: &mut Worker,
     candidates: &C,
     parts: u32,
     keys: &[u64],
-    sketch: impl Fn(usize) -> &'s C::Sketch,
+    sketches: &mut impl Sketches<C::Sketch>,
     mut on_round: impl FnMut(u64, u64),
 ) -> RoundsOutput
 where
     C: Candidates + Clone + 'static,
-    C::Sketch: 's,
 {
     let parts = parts.max(1);
     let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
@@ -123,8 +163,11 @@ where
     let total = candidates.rounds() as u64 * parts as u64;
     for r in 0..total {
         let (round, part) = ((r / parts as u64) as usize, r % parts as u64);
+        if part == 0 {
+            sketches.round(round);
+        }
         for (i, &key) in keys.iter().enumerate() {
-            let record = candidates.record(round, key, sketch(i));
+            let record = candidates.record(round, key, sketches.get(round, i));
             if parts > 1 && part_of(candidates.route(&record), parts) != part {
                 continue;
             }

@@ -6,11 +6,13 @@
 
 use timely::worker::Worker;
 
-use super::{Found, Probe, Rounds, Scoring, Sections};
+use super::{ColumnRounds, Found, Probe, Rounds, Scoring, Sections};
 use crate::candidates::bands::BandLayout;
 use crate::candidates::Pair;
+use crate::error::{Error, Result};
 use crate::exchange::{owner, rounds, shuffle};
 use crate::sketch::minhash::{band_key, estimate};
+use crate::spill::columns::Columns;
 use crate::summary::BandsSummary;
 
 /// Bytes one band record `(band key, signature key)` takes in a round, with the sort's room.
@@ -103,8 +105,12 @@ impl Rounds for BandRounds {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Found {
         let m = self.stride;
-        let signature = |i: usize| &values[i * m..(i + 1) * m];
-        let found = rounds::run(worker, &self.layout, self.parts, keys, signature, progress);
+        let mut rows = rounds::Rows {
+            values,
+            stride: m,
+            width: self.layout.rows,
+        };
+        let found = rounds::run(worker, &self.layout, self.parts, keys, &mut rows, progress);
         let min_bands = self.layout.min_bands;
         let (pairs, stats) = merge(worker, keys, values, m, found.pairs, min_bands, scoring);
         Found {
@@ -113,6 +119,75 @@ impl Rounds for BandRounds {
             largest_group: found.stats.largest_group,
             bands: Some(stats),
         }
+    }
+
+    /// Without estimates a round needs its band alone (and not over a longer sketch, whose
+    /// other values another scheme reads).
+    fn by_columns(&self, scoring: Scoring) -> Option<&dyn ColumnRounds> {
+        let alone = self.stride == self.layout.hashes;
+        (!scoring.estimate && alone).then_some(self as &dyn ColumnRounds)
+    }
+}
+
+impl ColumnRounds for BandRounds {
+    fn width(&self) -> usize {
+        self.layout.rows
+    }
+
+    fn run_columns(
+        &self,
+        worker: &mut Worker,
+        keys: &[u64],
+        columns: &Columns,
+        scoring: Scoring,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Found> {
+        let mut bands = Spilled {
+            columns,
+            words: Vec::new(),
+            band: Vec::new(),
+            width: self.layout.rows,
+            error: None,
+        };
+        let found = rounds::run(worker, &self.layout, self.parts, keys, &mut bands, progress);
+        let min_bands = self.layout.min_bands;
+        let m = self.stride;
+        let (pairs, stats) = merge(worker, keys, &[], m, found.pairs, min_bands, scoring);
+        if let Some(e) = bands.error {
+            return Err(e);
+        }
+        Ok(Found {
+            pairs,
+            comparisons: found.stats.comparisons,
+            largest_group: found.stats.largest_group,
+            bands: Some(stats),
+        })
+    }
+}
+
+/// The bands of spilled signatures, a band read back each round. A band that cannot be read is
+/// kept as the error and read as zeros, so the rounds go on in step with the other workers.
+struct Spilled<'a> {
+    columns: &'a Columns,
+    words: Vec<u64>,
+    band: Vec<u32>,
+    width: usize,
+    error: Option<Error>,
+}
+
+impl rounds::Sketches<[u32]> for Spilled<'_> {
+    fn round(&mut self, round: usize) {
+        let read = self.columns.group(round, &mut self.words, &mut self.band);
+        if let Err(e) = read {
+            self.band.clear();
+            self.band.resize(self.columns.rows() * self.width, 0);
+            self.error.get_or_insert(e);
+        }
+    }
+
+    #[inline]
+    fn get(&self, _: usize, i: usize) -> &[u32] {
+        &self.band[i * self.width..(i + 1) * self.width]
     }
 }
 

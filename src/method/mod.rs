@@ -31,6 +31,7 @@ use timely::worker::Worker;
 use crate::candidates::{tables, Pair, Score};
 use crate::error::{Error, Result};
 use crate::sketch::Sketcher;
+use crate::spill::columns::Columns;
 use crate::summary::{BandsSummary, LayoutSummary};
 use crate::text::FeatureConfig;
 
@@ -212,6 +213,31 @@ pub trait Rounds {
         scoring: Scoring,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Found;
+
+    /// These rounds as rounds that read their sketches' values one column group at a time, if
+    /// they can under `scoring`: then the values may be spilled ([`ColumnRounds`]).
+    fn by_columns(&self, _scoring: Scoring) -> Option<&dyn ColumnRounds> {
+        None
+    }
+}
+
+/// Rounds that read one group of `width` values of every sketch a round (a band round its band),
+/// so that the values can wait in a spill file by column group ([`Columns`]) instead of memory.
+pub trait ColumnRounds {
+    /// Values a round reads of a sketch.
+    fn width(&self) -> usize;
+
+    /// [`Rounds::run`] over values spilled by column group (every worker calls it together). A
+    /// spill file that cannot be read is the error, after the rounds (every worker takes part in
+    /// every exchange).
+    fn run_columns(
+        &self,
+        worker: &mut Worker,
+        keys: &[u64],
+        columns: &Columns,
+        scoring: Scoring,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Found>;
 }
 
 /// How pairs are scored where the sketches can estimate a similarity.

@@ -244,7 +244,14 @@ impl Rounds for TableRounds {
         _: Scoring,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Found {
-        let found = rounds::run(worker, &self.layout, self.parts, keys, |_| &(), progress);
+        let found = rounds::run(
+            worker,
+            &self.layout,
+            self.parts,
+            keys,
+            &mut rounds::KeysOnly,
+            progress,
+        );
         Found {
             pairs: found.pairs,
             comparisons: found.stats.comparisons,

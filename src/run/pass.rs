@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::spill::Scratch;
+use crate::spill::columns::Columns;
+use crate::spill::{Scratch, SpillMode};
 
 use timely::worker::Worker;
 
@@ -15,8 +16,9 @@ use crate::candidates::Pair;
 use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
+use crate::exchange;
 use crate::exchange::ranks::Ranked;
-use crate::method::Scoring;
+use crate::method::{ColumnRounds, Rounds, Scoring};
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::changes::{self, Judge};
@@ -381,22 +383,17 @@ impl<'a> Pass<'a> {
         let method = plan.method.as_ref();
         self.clock.enter(Phase::Collapse);
         let (groups, total) = collapse::collapse(worker, keyed);
-        let m = method.values();
-        let signatures = if m > 0 {
-            collapse::signatures(worker, &groups, signatures, m)
-        } else {
-            Vec::new()
-        };
         self.figures.fingerprints = Some(FingerprintSummary {
             distinct: total.distinct,
             exact_duplicate_groups: total.groups,
             documents_in_exact_groups: total.docs_in_groups,
             largest_exact_group: total.largest,
         });
-        self.clock.stage("collapse", worker);
-
         // Every worker computes the same plan from the same global count.
         let rounds = method.rounds(total.distinct, plan.exec.processes, stage.memory_budget)?;
+        let values = self.values(worker, (&groups, total.distinct), signatures, &*rounds)?;
+        self.clock.stage("collapse", worker);
+
         if worker.index() == 0 && plan.verbose {
             eprintln!("{}", rounds.reasoning());
         }
@@ -405,14 +402,16 @@ impl<'a> Pass<'a> {
         self.clock.enter(Phase::Rounds);
         let shown = Arc::clone(&self.clock.progress);
         let mut progress = move |done, total| shown.round(done, total);
-        let found = rounds.run(
-            worker,
-            &groups.fps,
-            &signatures,
-            self.scoring(),
-            &mut progress,
-        );
-        drop(signatures);
+        let scoring = self.scoring();
+        let keys = &groups.fps;
+        let found = match &values {
+            Values::Held(v) => rounds.run(worker, keys, v, scoring, &mut progress),
+            Values::Spilled(c, by) => {
+                let found = by.run_columns(worker, keys, c, scoring, &mut progress);
+                exchange::all_ok(worker, found)?
+            }
+        };
+        drop(values);
         self.figures.comparisons = found.comparisons;
         self.figures.largest_group = found.largest_group;
         self.figures.band_stats = found.bands;
@@ -426,6 +425,51 @@ impl<'a> Pass<'a> {
         drop(groups);
         self.clock.stage("expand", worker);
         Ok(Candidates { pairs, exact })
+    }
+
+    /// The values of this worker's distinct sketches for `rounds` (none for simhash): held, or
+    /// spilled by column group when the rounds read them so and they pass this worker's share
+    /// of the budget, a quarter of it over the process's workers (every worker calls it
+    /// together).
+    fn values<'r>(
+        &mut self,
+        worker: &mut Worker,
+        (groups, distinct): (&collapse::Groups<u64>, u64),
+        signatures: Vec<(u64, Vec<u32>)>,
+        rounds: &'r dyn Rounds,
+    ) -> Result<Values<'r>> {
+        let m = self.plan.method.values();
+        if m == 0 {
+            return Ok(Values::Held(Vec::new()));
+        }
+        let bytes = distinct * 4 * m as u64 / worker.peers() as u64;
+        let share = self.budget() / 4 / self.plan.exec.workers as u64;
+        let by = rounds.by_columns(self.scoring());
+        let Some(by) = by.filter(|_| self.scratch.wanted(bytes, share)) else {
+            let held = collapse::signatures(worker, groups, signatures, m);
+            return Ok(Values::Held(held));
+        };
+        // Each range's signatures are held at once: an eighth of the share, or less.
+        let mut ranges = bytes.div_ceil((share / 8).max(1)).clamp(1, 4096) as usize;
+        if self.scratch.mode() == SpillMode::Always {
+            ranges = ranges.max(8);
+        }
+        let file = self.scratch.spill().and_then(|s| {
+            s.reserve(bytes, "the band rounds' sketch values")?;
+            s.file(&format!("values-w{}", worker.index()))
+        });
+        let file = exchange::all_ok(worker, file)?;
+        let into = Columns::new(file, m, by.width());
+        let spilled = collapse::spilled_signatures(worker, groups, signatures, ranges, into);
+        let columns = exchange::all_ok(worker, spilled)?;
+        self.figures.spilled_values = columns.bytes();
+        Ok(Values::Spilled(columns, by))
+    }
+
+    /// The process's memory budget in bytes.
+    fn budget(&self) -> u64 {
+        let pairs = self.plan.pairs.as_ref();
+        pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
     }
 
     /// True if pairs carry an estimate: the method gives one and no exact verification follows.
@@ -617,4 +661,12 @@ fn clustered<'p>(plan: &Plan, pairs: &'p [Pair]) -> std::borrow::Cow<'p, [Pair]>
             near.copied().collect::<Vec<_>>().into()
         }
     }
+}
+
+/// The values of a worker's distinct sketches, as the rounds read them.
+enum Values<'r> {
+    /// In memory, row after row.
+    Held(Vec<u32>),
+    /// In a spill file by column group, for rounds that read them so.
+    Spilled(Columns, &'r dyn ColumnRounds),
 }

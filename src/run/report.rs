@@ -31,6 +31,7 @@ struct WorkerReport {
     bands: Option<BandStats>,
     comparisons: u64,
     largest_group: u64,
+    spilled_values: u64,
 }
 
 /// The files of a run and the lines before each split: what a skip note needs to be rendered.
@@ -288,6 +289,8 @@ pub struct Figures {
     pub by_distance: Option<Vec<u64>>,
     /// An audit's findings, over all workers.
     pub audit: Option<crate::summary::AuditSummary>,
+    /// Bytes of sketch values (signatures, band keys) this worker spilled for the rounds.
+    pub spilled_values: u64,
 }
 
 /// Gathers every worker's report (also the final barrier: no worker leaves early); worker 0
@@ -310,6 +313,7 @@ pub fn finish(
         bands: f.band_stats,
         comparisons: f.comparisons,
         largest_group: f.largest_group,
+        spilled_values: f.spilled_values,
     };
     let reports = gather(worker, vec![report]);
     if let Some(e) = clock.take_error() {
@@ -375,7 +379,7 @@ fn summarize(
         new_documents: documents.processed,
         ..a
     });
-    let spilled = spilled_by_stage(t.verification.as_ref());
+    let spilled = spilled_by_stage(t.verification.as_ref(), t.spilled_values);
     Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: plan.command.clone(),
@@ -401,11 +405,18 @@ fn summarize(
     }
 }
 
-/// The bytes each stage spilled (verification's shingle sets, today the one stage that spills).
-fn spilled_by_stage(v: Option<&VerifySummary>) -> std::collections::BTreeMap<String, u64> {
-    v.filter(|v| v.spilled_bytes > 0)
-        .map(|v| ("verify".to_string(), v.spilled_bytes))
+/// The bytes each stage spilled: the sketch values the rounds read (`tables`), verification's
+/// shingle sets.
+fn spilled_by_stage(
+    v: Option<&VerifySummary>,
+    values: u64,
+) -> std::collections::BTreeMap<String, u64> {
+    let verify = v.map(|v| ("verify".to_string(), v.spilled_bytes));
+    let tables = Some(("tables".to_string(), values));
+    verify
         .into_iter()
+        .chain(tables)
+        .filter(|(_, bytes)| *bytes > 0)
         .collect()
 }
 
@@ -417,6 +428,7 @@ struct Totals {
     comparisons: u64,
     largest_group: u64,
     verification: Option<VerifySummary>,
+    spilled_values: u64,
 }
 
 impl Totals {
@@ -432,6 +444,7 @@ impl Totals {
             by_stage: Default::default(),
             comparisons: 0,
             largest_group: 0,
+            spilled_values: 0,
             verification: plan.verify.map(|v| VerifySummary {
                 mode: v.mode.name().into(),
                 measure: v.measure.name().into(),
@@ -461,6 +474,7 @@ impl Totals {
                 *e = (*e).max(bytes);
             }
             t.comparisons += r.comparisons;
+            t.spilled_values += r.spilled_values;
             t.largest_group = t.largest_group.max(r.largest_group);
         }
         t

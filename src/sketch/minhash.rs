@@ -189,7 +189,12 @@ pub fn signature_key(signature: &[u32]) -> u64 {
 /// The key of band `band` (values `rows` at a time from the start of the signature).
 #[inline]
 pub fn band_key(signature: &[u32], band: usize, rows: usize) -> u64 {
-    let values = &signature[band * rows..(band + 1) * rows];
+    band_key_of(&signature[band * rows..(band + 1) * rows], band)
+}
+
+/// The key of band `band` whose values are `values`.
+#[inline]
+pub fn band_key_of(values: &[u32], band: usize) -> u64 {
     xxh3_64_with_seed(as_bytes(values), KEY_SEED ^ (band as u64 + 1))
 }
 

@@ -8,6 +8,8 @@
 //! next run with the same scratch on that host removes every marked directory whose process is
 //! gone, and nothing else.
 
+pub mod columns;
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;

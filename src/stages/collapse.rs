@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
+use crate::error::Result;
 use crate::exchange::{all_gather, owner, shuffle};
+use crate::spill::columns::Columns;
 
 /// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
 /// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
@@ -146,6 +148,55 @@ pub fn signatures(
         out.extend_from_slice(&mine[i].1);
     }
     out
+}
+
+/// [`signatures`] into a spill file by column group (`into`), in `ranges` rounds of ascending key
+/// ranges so that a worker holds about `1 / ranges` of its signatures at a time (every worker
+/// calls it together, with the same `ranges`). A spill file that cannot be written is the error,
+/// after every round.
+pub fn spilled_signatures(
+    worker: &mut Worker,
+    groups: &Groups<u64>,
+    mut local: Vec<(u64, Vec<u32>)>,
+    ranges: usize,
+    mut into: Columns,
+) -> Result<Columns> {
+    let peers = worker.peers();
+    local.sort_unstable_by_key(|(key, _)| *key);
+    let mut local = local.into_iter().peekable();
+    let (mut g, mut error) = (0, None);
+    let mut block: Vec<u32> = Vec::new();
+    for r in 0..ranges {
+        let end = range_end(r, ranges);
+        let mut sent = Vec::new();
+        while let Some(s) = local.next_if(|(key, _)| end.is_none_or(|end| *key < end)) {
+            sent.push(s);
+        }
+        let mut mine = shuffle(worker, sent, move |(key, _)| owner(*key, peers));
+        mine.sort_unstable_by_key(|(key, _)| *key);
+        mine.dedup_by_key(|(key, _)| *key);
+        block.clear();
+        for (key, values) in mine {
+            if groups.fps.get(g) == Some(&key) {
+                block.extend_from_slice(&values);
+                g += 1;
+            }
+        }
+        if error.is_none() {
+            error = into.push(&block).err();
+        }
+    }
+    debug_assert_eq!(g, groups.len(), "every group's signature arrived");
+    match error.or_else(|| into.seal().err()) {
+        Some(e) => Err(e),
+        None => Ok(into),
+    }
+}
+
+/// The first key past range `r` of `ranges` equal ranges of the 64-bit keys (none for the last).
+fn range_end(r: usize, ranges: usize) -> Option<u64> {
+    let end = (r as u128 + 1) * (1u128 << 64) / ranges as u128;
+    u64::try_from(end).ok().filter(|_| r + 1 < ranges)
 }
 
 #[cfg(test)]
