@@ -444,13 +444,14 @@ impl<'a> Pass<'a> {
         }
         let bytes = distinct * 4 * m as u64 / worker.peers() as u64;
         let share = self.budget() / 4 / self.plan.exec.workers as u64;
+        // Each key range's signatures are held at once: an eighth of the share, or less.
+        let mut ranges = bytes.div_ceil((share / 8).max(1)).clamp(1, 4096) as usize;
         let by = rounds.by_columns(self.scoring());
         let Some(by) = by.filter(|_| self.scratch.wanted(bytes, share)) else {
-            let held = collapse::signatures(worker, groups, signatures, m);
+            let held = Vec::with_capacity(groups.len() * m);
+            let held = collapse::signatures(worker, groups, signatures, ranges, held)?;
             return Ok(Values::Held(held));
         };
-        // Each range's signatures are held at once: an eighth of the share, or less.
-        let mut ranges = bytes.div_ceil((share / 8).max(1)).clamp(1, 4096) as usize;
         if self.scratch.mode() == SpillMode::Always {
             ranges = ranges.max(8);
         }
@@ -460,7 +461,7 @@ impl<'a> Pass<'a> {
         });
         let file = exchange::all_ok(worker, file)?;
         let into = Columns::new(file, m, by.width());
-        let spilled = collapse::spilled_signatures(worker, groups, signatures, ranges, into);
+        let spilled = collapse::signatures(worker, groups, signatures, ranges, into);
         let columns = exchange::all_ok(worker, spilled)?;
         self.figures.spilled_values = columns.bytes();
         Ok(Values::Spilled(columns, by))

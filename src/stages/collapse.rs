@@ -125,42 +125,47 @@ pub fn collapse(worker: &mut Worker, keyed: Vec<(u64, u64)>) -> (Groups<u64>, Gr
     (groups, total)
 }
 
-/// The MinHash signatures of this worker's `groups`, `m` values per group in the order of
-/// `groups.fps`, from every worker's `(key, signature)` of its distinct keys (every worker calls it
-/// together). A signature travels once per worker that holds its key, not once per document.
-pub fn signatures(
-    worker: &mut Worker,
-    groups: &Groups<u64>,
-    local: Vec<(u64, Vec<u32>)>,
-    m: usize,
-) -> Vec<u32> {
-    let peers = worker.peers();
-    let mut mine = shuffle(worker, local, move |(key, _)| owner(*key, peers));
-    mine.sort_unstable_by_key(|(key, _)| *key);
-    mine.dedup_by_key(|(key, _)| *key);
-    let mut out = Vec::with_capacity(groups.len() * m);
-    let mut i = 0;
-    for &key in &groups.fps {
-        while mine[i].0 < key {
-            i += 1;
-        }
-        debug_assert_eq!(mine[i].0, key, "every group's signature arrived");
-        out.extend_from_slice(&mine[i].1);
+/// Where [`signatures`] puts the rows of a worker's groups, in the order of `groups.fps`.
+pub trait RowSink {
+    /// Appends rows (values of consecutive groups, row after row).
+    fn push(&mut self, rows: &[u32]) -> Result<()>;
+
+    /// Every row pushed.
+    fn seal(&mut self) -> Result<()> {
+        Ok(())
     }
-    out
 }
 
-/// [`signatures`] into a spill file by column group (`into`), in `ranges` rounds of ascending key
-/// ranges so that a worker holds about `1 / ranges` of its signatures at a time (every worker
-/// calls it together, with the same `ranges`). A spill file that cannot be written is the error,
-/// after every round.
-pub fn spilled_signatures(
+impl RowSink for Vec<u32> {
+    fn push(&mut self, rows: &[u32]) -> Result<()> {
+        self.extend_from_slice(rows);
+        Ok(())
+    }
+}
+
+impl RowSink for Columns {
+    fn push(&mut self, rows: &[u32]) -> Result<()> {
+        Columns::push(self, rows)
+    }
+
+    fn seal(&mut self) -> Result<()> {
+        Columns::seal(self)
+    }
+}
+
+/// The MinHash signatures of this worker's `groups`, pushed `into` in the order of `groups.fps`,
+/// from every worker's `(key, signature)` of its distinct keys (every worker calls it together,
+/// with the same `ranges`). A signature travels once per worker that holds its key, not once per
+/// document, in `ranges` rounds of ascending key ranges: a worker holds about `1 / ranges` of
+/// its received signatures at a time, and frees those it sent as it goes. A sink that cannot be
+/// written is the error, after every round.
+pub fn signatures<S: RowSink>(
     worker: &mut Worker,
     groups: &Groups<u64>,
     mut local: Vec<(u64, Vec<u32>)>,
     ranges: usize,
-    mut into: Columns,
-) -> Result<Columns> {
+    mut into: S,
+) -> Result<S> {
     let peers = worker.peers();
     local.sort_unstable_by_key(|(key, _)| *key);
     let mut local = local.into_iter().peekable();
