@@ -23,7 +23,7 @@ use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::changes::{self, Judge};
 use crate::stages::probe::Batch;
-use crate::stages::rank::{self, RankOutput};
+use crate::stages::rank::{self, RankOutput, Signatures};
 use crate::stages::read::Sketched;
 use crate::stages::store::{self, StoredRanks, StoredRead, StoredShare};
 use crate::stages::{cluster, collapse, corpus, expand, labels, read, verify, write};
@@ -155,7 +155,7 @@ impl<'a> Pass<'a> {
     /// and makes no clusters (else after them: [`Pass::store_clustered`]).
     pub fn store(&mut self, worker: &mut Worker, ranked: &RankOutput) {
         if self.plan.writes_store() && self.plan.audit.is_none() && !self.stores_clusters() {
-            let signatures = &ranked.signatures;
+            let signatures = &ranked.signatures.to_pairs();
             self.segment = store::segment(worker, &ranked.ranked, signatures, None, None);
         }
         self.clock.stage("store", worker);
@@ -189,14 +189,14 @@ impl<'a> Pass<'a> {
     pub fn new_signatures(
         &self,
         keyed: &[(u64, u64)],
-        signatures: &[(u64, Vec<u32>)],
+        signatures: &Signatures,
     ) -> Vec<(u64, Vec<u32>)> {
         if !self.plan.writes_store() {
             return Vec::new();
         }
         let Some(stored) = self.stored.as_ref() else {
             return match self.stores_clusters() {
-                true => signatures.to_vec(),
+                true => signatures.to_pairs(),
                 false => Vec::new(),
             };
         };
@@ -209,7 +209,7 @@ impl<'a> Pass<'a> {
         signatures
             .iter()
             .filter(|(k, _)| keys.binary_search(k).is_ok())
-            .cloned()
+            .map(|(k, v)| (k, v.to_vec()))
             .collect()
     }
 
@@ -377,7 +377,7 @@ impl<'a> Pass<'a> {
         worker: &mut Worker,
         stage: &PairStage,
         keyed: Vec<(u64, u64)>,
-        signatures: Vec<(u64, Vec<u32>)>,
+        signatures: Signatures,
     ) -> Result<Candidates> {
         let plan = self.plan;
         let method = plan.method.as_ref();
@@ -435,7 +435,7 @@ impl<'a> Pass<'a> {
         &mut self,
         worker: &mut Worker,
         (groups, distinct): (&collapse::Groups<u64>, u64),
-        signatures: Vec<(u64, Vec<u32>)>,
+        signatures: Signatures,
         rounds: &'r dyn Rounds,
     ) -> Result<Values<'r>> {
         let m = self.plan.method.values();

@@ -7,6 +7,7 @@ use timely::worker::Worker;
 use crate::error::Result;
 use crate::exchange::{all_gather, owner, shuffle};
 use crate::spill::columns::Columns;
+use crate::stages::rank::Signatures;
 
 /// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
 /// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
@@ -157,25 +158,24 @@ impl RowSink for Columns {
 /// from every worker's `(key, signature)` of its distinct keys (every worker calls it together,
 /// with the same `ranges`). A signature travels once per worker that holds its key, not once per
 /// document, in `ranges` rounds of ascending key ranges: a worker holds about `1 / ranges` of
-/// its received signatures at a time, and frees those it sent as it goes. A sink that cannot be
-/// written is the error, after every round.
+/// its received signatures at a time (and copies of one range of those it sends). A sink that
+/// cannot be written is the error, after every round.
 pub fn signatures<S: RowSink>(
     worker: &mut Worker,
     groups: &Groups<u64>,
-    mut local: Vec<(u64, Vec<u32>)>,
+    local: Signatures,
     ranges: usize,
     mut into: S,
 ) -> Result<S> {
     let peers = worker.peers();
-    local.sort_unstable_by_key(|(key, _)| *key);
-    let mut local = local.into_iter().peekable();
+    let mut rows = local.iter().peekable();
     let (mut g, mut error) = (0, None);
     let mut block: Vec<u32> = Vec::new();
     for r in 0..ranges {
         let end = range_end(r, ranges);
         let mut sent = Vec::new();
-        while let Some(s) = local.next_if(|(key, _)| end.is_none_or(|end| *key < end)) {
-            sent.push(s);
+        while let Some((key, values)) = rows.next_if(|(key, _)| end.is_none_or(|e| *key < e)) {
+            sent.push((key, values.to_vec()));
         }
         let mut mine = shuffle(worker, sent, move |(key, _)| owner(*key, peers));
         mine.sort_unstable_by_key(|(key, _)| *key);

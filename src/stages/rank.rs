@@ -18,12 +18,62 @@ impl DuplicateIdPolicy for FirstInInput {
     }
 }
 
+/// MinHash: one signature per distinct sketch key of a worker's documents, left where the read
+/// stage put them (no copy): `(key, row)` in key order, rows of `m` values in `values`.
+#[derive(Debug, Default)]
+pub struct Signatures {
+    index: Vec<(u64, usize)>,
+    values: Vec<u32>,
+    m: usize,
+}
+
+impl Signatures {
+    /// The first document's signature of each distinct key of `keys` among the first
+    /// `values.len() / m` documents (`m` values each in `values`), and the signatures `given`
+    /// besides (an audit's stored ones, once per key).
+    pub fn of(keys: &[u64], mut values: Vec<u32>, m: usize, given: Vec<(u64, Vec<u32>)>) -> Self {
+        let with_values = values.len() / m.max(1);
+        let mut index: Vec<(u64, usize)> = keys[..with_values].iter().copied().zip(0..).collect();
+        for (key, row) in given {
+            index.push((key, values.len() / m));
+            values.extend_from_slice(&row);
+        }
+        // The first row of a key: the new documents' before the stored ones.
+        index.sort_unstable();
+        index.dedup_by_key(|(key, _)| *key);
+        Signatures { index, values, m }
+    }
+
+    /// Distinct keys.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True if there is none.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// `(key, signature)` in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u32])> + '_ {
+        let m = self.m;
+        self.index
+            .iter()
+            .map(move |&(key, row)| (key, &self.values[row * m..(row + 1) * m]))
+    }
+
+    /// Owned copies, in key order (what a store segment writes).
+    pub fn to_pairs(&self) -> Vec<(u64, Vec<u32>)> {
+        self.iter().map(|(k, v)| (k, v.to_vec())).collect()
+    }
+}
+
 /// The ranked documents of this worker.
 pub struct RankOutput {
     /// `(sketch key, rank)` of every local document that kept its id.
     pub keyed: Vec<(u64, u64)>,
-    /// MinHash: `(key, signature)` of each distinct key among them (else empty).
-    pub signatures: Vec<(u64, Vec<u32>)>,
+    /// MinHash: the signature of each distinct key among them (else empty).
+    pub signatures: Signatures,
     /// The rank owners' side: names (and rows) of the ranks this worker owns.
     pub ranked: Ranked,
 }
@@ -50,23 +100,11 @@ pub fn rank(
         keep,
         facts,
     } = docs;
-    // MinHash: one signature per distinct key, taken before ranking so the per-document values
-    // are freed first (a key whose documents all lose their id is never looked up).
-    let signatures = match values.len().checked_div(m) {
-        None => Vec::new(),
-        Some(with_values) => {
-            let mut firsts: Vec<(u64, usize)> =
-                keys[..with_values].iter().copied().zip(0..).collect();
-            firsts.sort_unstable();
-            firsts.dedup_by_key(|(key, _)| *key);
-            let mut signatures: Vec<(u64, Vec<u32>)> = firsts
-                .into_iter()
-                .map(|(key, i)| (key, values[i * m..(i + 1) * m].to_vec()))
-                .collect();
-            drop(values);
-            signatures.extend(given);
-            signatures
-        }
+    // MinHash: one signature per distinct key, indexed where it is (a key whose documents all
+    // lose their id is never looked up).
+    let signatures = match m {
+        0 => Signatures::default(),
+        m => Signatures::of(&keys, values, m, given),
     };
     let rows = keep_rows.then(|| {
         let (mut urls, mut content) = (urls.into_iter(), content.into_iter());
