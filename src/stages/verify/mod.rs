@@ -152,7 +152,12 @@ pub fn verify(
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
-    let share = budget / 2 / room.workers.max(1) as u64;
+    //    The sets take half of what the process has left of its budget (an eighth of the budget
+    //    at least): the earlier stages' bookkeeping is resident already.
+    let left = budget
+        .saturating_sub(crate::summary::rss_bytes())
+        .max(budget / 8);
+    let share = left / 2 / room.workers.max(1) as u64;
     let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
     let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
     if let Err(e) = sets.seal() {
