@@ -1330,6 +1330,8 @@ fn spilled_band_keys_and_sets_report_the_true_pairs_at_1_2_4_workers_and_two_pro
     // Every distinct signature's 21 band keys (a word each) waited in the scratch directory.
     let distinct = summary.fingerprints.unwrap().distinct;
     assert_eq!(summary.spilled_bytes_by_stage["tables"], distinct * 21 * 8);
+    // And before them, after the read stage, each worker's signatures of its distinct keys.
+    assert!(summary.spilled_bytes_by_stage["rank"] >= distinct * 21 * 8);
     let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
     assert!(left.is_empty(), "scratch directories left: {left:?}");
 }

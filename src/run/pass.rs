@@ -2,6 +2,7 @@
 //! that stage's settings, ends the stage on the [`Clock`], and keeps the stage's figures for the
 //! summary ([`Figures`]). Every worker calls the steps in the same order: most end at a barrier.
 
+use std::mem::take;
 use std::sync::Arc;
 
 use crate::spill::columns::Columns;
@@ -103,8 +104,8 @@ impl<'a> Pass<'a> {
         let reread = plan.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
             || plan.clusters.is_some()
             || documents;
-        let m = plan.method.values();
-        let ranked = rank::rank(worker, docs, (keep_rows, reread), m, &mut counters);
+        let signatures = self.signatures(worker, &mut docs)?;
+        let ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, &mut counters);
         let mut books = Books {
             counters,
             places,
@@ -155,8 +156,9 @@ impl<'a> Pass<'a> {
     /// and makes no clusters (else after them: [`Pass::store_clustered`]).
     pub fn store(&mut self, worker: &mut Worker, ranked: &RankOutput) {
         if self.plan.writes_store() && self.plan.audit.is_none() && !self.stores_clusters() {
-            let signatures = &ranked.signatures.to_pairs();
-            self.segment = store::segment(worker, &ranked.ranked, signatures, None, None);
+            let signatures = ranked.signatures.to_pairs();
+            let signatures = self.clock.keep_value(signatures).unwrap_or_default();
+            self.segment = store::segment(worker, &ranked.ranked, &signatures, None, None);
         }
         self.clock.stage("store", worker);
     }
@@ -187,18 +189,19 @@ impl<'a> Pass<'a> {
     /// appending audit's, those of its new documents' keys; a run's that stores its clusters, all
     /// of them (MinHash; else none).
     pub fn new_signatures(
-        &self,
+        &mut self,
         keyed: &[(u64, u64)],
         signatures: &Signatures,
     ) -> Vec<(u64, Vec<u32>)> {
-        if !self.plan.writes_store() {
+        if !self.plan.writes_store() || (self.stored.is_none() && !self.stores_clusters()) {
             return Vec::new();
         }
+        let all = self
+            .clock
+            .keep_value(signatures.to_pairs())
+            .unwrap_or_default();
         let Some(stored) = self.stored.as_ref() else {
-            return match self.stores_clusters() {
-                true => signatures.to_pairs(),
-                false => Vec::new(),
-            };
+            return all;
         };
         let mut keys: Vec<u64> = keyed
             .iter()
@@ -206,10 +209,8 @@ impl<'a> Pass<'a> {
             .map(|(k, _)| *k)
             .collect();
         keys.sort_unstable();
-        signatures
-            .iter()
+        all.into_iter()
             .filter(|(k, _)| keys.binary_search(k).is_ok())
-            .map(|(k, v)| (k, v.to_vec()))
             .collect()
     }
 
@@ -449,8 +450,8 @@ impl<'a> Pass<'a> {
         let by = rounds.by_columns(self.scoring());
         let Some(by) = by.filter(|_| self.scratch.wanted(bytes, share)) else {
             let held = Vec::with_capacity(groups.len() * m);
-            let held = collapse::signatures(worker, groups, signatures, ranges, held)?;
-            return Ok(Values::Held(held));
+            let held = collapse::signatures(worker, groups, signatures, ranges, held);
+            return Ok(Values::Held(exchange::all_ok(worker, held)?));
         };
         if self.scratch.mode() == SpillMode::Always {
             ranges = ranges.max(8);
@@ -463,8 +464,36 @@ impl<'a> Pass<'a> {
         let into = Columns::new(file, m, by.width());
         let spilled = collapse::signatures(worker, groups, signatures, ranges, into);
         let columns = exchange::all_ok(worker, spilled)?;
-        self.figures.spilled_values = columns.bytes();
+        self.figures
+            .spilled
+            .push(("tables".into(), columns.bytes()));
         Ok(Values::Spilled(columns, by))
+    }
+
+    /// MinHash: the signature of each distinct key of this worker's documents, taken from them;
+    /// written to a spill file when they pass this worker's share of the budget (a quarter of it
+    /// over the process's workers) and the run writes no store (every worker calls it together).
+    fn signatures(&mut self, worker: &mut Worker, docs: &mut Sketched) -> Result<Signatures> {
+        let m = self.plan.method.values();
+        if m == 0 {
+            return Ok(Signatures::default());
+        }
+        let (values, given) = (take(&mut docs.values), take(&mut docs.signatures));
+        let mut signatures = Signatures::of(&docs.keys, values, m, given);
+        let bytes = signatures.held_bytes();
+        let share = self.budget() / 4 / self.plan.exec.workers as u64;
+        let spilled = match !self.plan.writes_store() && self.scratch.wanted(bytes, share) {
+            false => Ok(()),
+            true => self.scratch.spill().and_then(|s| {
+                s.reserve(bytes, "the documents' signatures")?;
+                signatures.spill(s.file(&format!("signatures-w{}", worker.index()))?)
+            }),
+        };
+        exchange::all_ok(worker, spilled)?;
+        self.figures
+            .spilled
+            .push(("rank".into(), signatures.spilled_bytes()));
+        Ok(signatures)
     }
 
     /// The process's memory budget in bytes.

@@ -31,7 +31,7 @@ struct WorkerReport {
     bands: Option<BandStats>,
     comparisons: u64,
     largest_group: u64,
-    spilled_values: u64,
+    spilled: Vec<(String, u64)>,
 }
 
 /// The files of a run and the lines before each split: what a skip note needs to be rendered.
@@ -289,8 +289,8 @@ pub struct Figures {
     pub by_distance: Option<Vec<u64>>,
     /// An audit's findings, over all workers.
     pub audit: Option<crate::summary::AuditSummary>,
-    /// Bytes of sketch values (signatures, band keys) this worker spilled for the rounds.
-    pub spilled_values: u64,
+    /// Bytes this worker spilled, by stage (verification's apart: [`verify::VerifyStats`]).
+    pub spilled: Vec<(String, u64)>,
 }
 
 /// Gathers every worker's report (also the final barrier: no worker leaves early); worker 0
@@ -313,7 +313,7 @@ pub fn finish(
         bands: f.band_stats,
         comparisons: f.comparisons,
         largest_group: f.largest_group,
-        spilled_values: f.spilled_values,
+        spilled: f.spilled.clone(),
     };
     let reports = gather(worker, vec![report]);
     if let Some(e) = clock.take_error() {
@@ -379,7 +379,7 @@ fn summarize(
         new_documents: documents.processed,
         ..a
     });
-    let spilled = spilled_by_stage(t.verification.as_ref(), t.spilled_values);
+    let spilled = spilled_by_stage(t.verification.as_ref(), t.spilled);
     Summary {
         version: env!("CARGO_PKG_VERSION").to_string(),
         command: plan.command.clone(),
@@ -405,19 +405,17 @@ fn summarize(
     }
 }
 
-/// The bytes each stage spilled: the sketch values the rounds read (`tables`), verification's
-/// shingle sets.
+/// The bytes each stage spilled (of those that did): the documents' signatures (`rank`), the
+/// band keys the rounds read (`tables`), verification's shingle sets, and any other stage's.
 fn spilled_by_stage(
     v: Option<&VerifySummary>,
-    values: u64,
+    mut by_stage: std::collections::BTreeMap<String, u64>,
 ) -> std::collections::BTreeMap<String, u64> {
-    let verify = v.map(|v| ("verify".to_string(), v.spilled_bytes));
-    let tables = Some(("tables".to_string(), values));
-    verify
-        .into_iter()
-        .chain(tables)
-        .filter(|(_, bytes)| *bytes > 0)
-        .collect()
+    if let Some(v) = v {
+        by_stage.insert("verify".to_string(), v.spilled_bytes);
+    }
+    by_stage.retain(|_, bytes| *bytes > 0);
+    by_stage
 }
 
 /// Every worker's report, added up.
@@ -428,7 +426,7 @@ struct Totals {
     comparisons: u64,
     largest_group: u64,
     verification: Option<VerifySummary>,
-    spilled_values: u64,
+    spilled: std::collections::BTreeMap<String, u64>,
 }
 
 impl Totals {
@@ -444,7 +442,7 @@ impl Totals {
             by_stage: Default::default(),
             comparisons: 0,
             largest_group: 0,
-            spilled_values: 0,
+            spilled: Default::default(),
             verification: plan.verify.map(|v| VerifySummary {
                 mode: v.mode.name().into(),
                 measure: v.measure.name().into(),
@@ -474,7 +472,9 @@ impl Totals {
                 *e = (*e).max(bytes);
             }
             t.comparisons += r.comparisons;
-            t.spilled_values += r.spilled_values;
+            for (stage, bytes) in r.spilled {
+                *t.spilled.entry(stage).or_insert(0) += bytes;
+            }
             t.largest_group = t.largest_group.max(r.largest_group);
         }
         t

@@ -158,8 +158,9 @@ impl RowSink for Columns {
 /// from every worker's `(key, signature)` of its distinct keys (every worker calls it together,
 /// with the same `ranges`). A signature travels once per worker that holds its key, not once per
 /// document, in `ranges` rounds of ascending key ranges: a worker holds about `1 / ranges` of
-/// its received signatures at a time (and copies of one range of those it sends). A sink that
-/// cannot be written is the error, after every round.
+/// its received signatures at a time (and copies of one range of those it sends, read in one run
+/// when they are spilled). A signature that cannot be read or a sink that cannot be written is
+/// the error, after every round.
 pub fn signatures<S: RowSink>(
     worker: &mut Worker,
     groups: &Groups<u64>,
@@ -168,15 +169,15 @@ pub fn signatures<S: RowSink>(
     mut into: S,
 ) -> Result<S> {
     let peers = worker.peers();
-    let mut rows = local.iter().peekable();
-    let (mut g, mut error) = (0, None);
+    let (mut from, mut g, mut error) = (0, 0, None);
     let mut block: Vec<u32> = Vec::new();
     for r in 0..ranges {
-        let end = range_end(r, ranges);
-        let mut sent = Vec::new();
-        while let Some((key, values)) = rows.next_if(|(key, _)| end.is_none_or(|e| *key < e)) {
-            sent.push((key, values.to_vec()));
-        }
+        let to = from + local.count_below(from, range_end(r, ranges));
+        let sent = local.copies(from, to).unwrap_or_else(|e| {
+            error.get_or_insert(e);
+            Vec::new()
+        });
+        from = to;
         let mut mine = shuffle(worker, sent, move |(key, _)| owner(*key, peers));
         mine.sort_unstable_by_key(|(key, _)| *key);
         mine.dedup_by_key(|(key, _)| *key);

@@ -4,8 +4,10 @@
 use timely::worker::Worker;
 
 use super::read::Sketched;
+use crate::error::Result;
 use crate::exchange::ranks::{self, DocRow, DuplicateIdPolicy, Ranked};
 use crate::source::{Location, SkipReason};
+use crate::spill::SpillFile;
 use crate::summary::{Counters, SkipNote};
 
 /// The duplicate-id policy: of several records with one id, the first in input order (files by
@@ -19,12 +21,14 @@ impl DuplicateIdPolicy for FirstInInput {
 }
 
 /// MinHash: one signature per distinct sketch key of a worker's documents, left where the read
-/// stage put them (no copy): `(key, row)` in key order, rows of `m` values in `values`.
-#[derive(Debug, Default)]
+/// stage put them (no copy): `(key, row)` in key order, rows of `m` values in `values`; or, once
+/// [`Signatures::spill`]ed, the rows in key order in a spill file.
+#[derive(Default)]
 pub struct Signatures {
     index: Vec<(u64, usize)>,
     values: Vec<u32>,
     m: usize,
+    file: Option<SpillFile>,
 }
 
 impl Signatures {
@@ -41,7 +45,12 @@ impl Signatures {
         // The first row of a key: the new documents' before the stored ones.
         index.sort_unstable();
         index.dedup_by_key(|(key, _)| *key);
-        Signatures { index, values, m }
+        Signatures {
+            index,
+            values,
+            m,
+            file: None,
+        }
     }
 
     /// Distinct keys.
@@ -54,17 +63,73 @@ impl Signatures {
         self.index.is_empty()
     }
 
-    /// `(key, signature)` in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u32])> + '_ {
+    /// Bytes of the values in memory.
+    pub fn held_bytes(&self) -> u64 {
+        4 * self.values.len() as u64
+    }
+
+    /// Writes the signatures to `file` in key order and frees the read stage's rows (the
+    /// documents' signatures that are no key's first go with them).
+    pub fn spill(&mut self, mut file: SpillFile) -> Result<()> {
+        let words = self.m.div_ceil(2);
+        let mut buf = Vec::with_capacity(words * 4096);
+        for chunk in self.index.chunks(4096) {
+            buf.clear();
+            for &(_, row) in chunk {
+                let values = &self.values[row * self.m..(row + 1) * self.m];
+                buf.extend(
+                    values
+                        .chunks(2)
+                        .map(|p| u64::from(p[0]) | u64::from(p.get(1).copied().unwrap_or(0)) << 32),
+                );
+            }
+            file.append(&buf)?;
+        }
+        file.flush()?;
+        self.values = Vec::new();
+        for (i, entry) in self.index.iter_mut().enumerate() {
+            entry.1 = i;
+        }
+        self.file = Some(file);
+        Ok(())
+    }
+
+    /// Bytes written by [`Signatures::spill`].
+    pub fn spilled_bytes(&self) -> u64 {
+        self.file.as_ref().map_or(0, SpillFile::bytes)
+    }
+
+    /// How many signatures from the `from`-th on have keys below `end` (all, without one).
+    pub fn count_below(&self, from: usize, end: Option<u64>) -> usize {
+        let rest = &self.index[from..];
+        end.map_or(rest.len(), |end| {
+            rest.partition_point(|(key, _)| *key < end)
+        })
+    }
+
+    /// Owned copies of the signatures `from..to` (in key order): one read of the spill file, if
+    /// they are spilled.
+    pub fn copies(&self, from: usize, to: usize) -> Result<Vec<(u64, Vec<u32>)>> {
         let m = self.m;
-        self.index
-            .iter()
-            .map(move |&(key, row)| (key, &self.values[row * m..(row + 1) * m]))
+        let entries = &self.index[from..to];
+        let Some(file) = &self.file else {
+            let copy =
+                |&(key, row): &(u64, usize)| (key, self.values[row * m..(row + 1) * m].to_vec());
+            return Ok(entries.iter().map(copy).collect());
+        };
+        let words = m.div_ceil(2);
+        let mut read = Vec::new();
+        file.read((from * words) as u64, (to - from) * words, &mut read)?;
+        let rows = read.chunks_exact(words).map(|row| {
+            let values = row.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);
+            values.take(m).collect::<Vec<u32>>()
+        });
+        Ok(entries.iter().map(|&(key, _)| key).zip(rows).collect())
     }
 
     /// Owned copies, in key order (what a store segment writes).
-    pub fn to_pairs(&self) -> Vec<(u64, Vec<u32>)> {
-        self.iter().map(|(k, v)| (k, v.to_vec())).collect()
+    pub fn to_pairs(&self) -> Result<Vec<(u64, Vec<u32>)>> {
+        self.copies(0, self.len())
     }
 }
 
@@ -80,32 +145,25 @@ pub struct RankOutput {
 
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
 /// `counters`. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
-/// `keep_origins` where it was read (for a stage that reads it again). `m`: the values of a
-/// signature (MinHash; else 0).
+/// `keep_origins` where it was read (for a stage that reads it again). `signatures`: those of the
+/// documents' distinct keys, taken from `docs` ([`Signatures::of`]; MinHash, else empty).
 pub fn rank(
     worker: &mut Worker,
     docs: Sketched,
     (keep_rows, keep_origins): (bool, bool),
-    m: usize,
+    signatures: Signatures,
     counters: &mut Counters,
 ) -> RankOutput {
     let Sketched {
         keys,
-        values,
-        signatures: given,
         ids,
         urls,
         content,
         at,
         keep,
         facts,
+        ..
     } = docs;
-    // MinHash: one signature per distinct key, indexed where it is (a key whose documents all
-    // lose their id is never looked up).
-    let signatures = match m {
-        0 => Signatures::default(),
-        m => Signatures::of(&keys, values, m, given),
-    };
     let rows = keep_rows.then(|| {
         let (mut urls, mut content) = (urls.into_iter(), content.into_iter());
         let mut facts = facts.into_iter();

@@ -519,11 +519,11 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
-        if let Some(&bytes) = self.spilled_bytes_by_stage.get("tables") {
-            let mib = bytes as f64 / (1 << 20) as f64;
-            s += &format!(
-                "\n  {mib:.1} MiB of band keys spilled to the scratch directory for the rounds"
-            );
+        for (stage, what) in [("rank", "signatures"), ("tables", "band keys")] {
+            if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage) {
+                let mib = bytes as f64 / (1 << 20) as f64;
+                s += &format!("\n  {mib:.1} MiB of {what} spilled to the scratch directory");
+            }
         }
         s += &self.verification_line();
         if let Some(p) = &self.pairs {
