@@ -895,7 +895,7 @@ fn minhash_containment_reports_the_true_near_and_partial_pairs_among_candidates_
         "minhash containment",
         jaccard,
     );
-    let kinds = planted_kinds_in(&out);
+    let kinds = kinds_in(&out);
     for (pair, kind) in &kinds {
         let is_near = near.binary_search(pair).is_ok();
         assert_eq!(kind == "partial", !is_near, "{pair:?} {kind}");
@@ -903,12 +903,16 @@ fn minhash_containment_reports_the_true_near_and_partial_pairs_among_candidates_
 }
 
 /// The kind column of a pairs file, by pair.
-fn planted_kinds_in(path: &Path) -> BTreeMap<(String, String), String> {
+fn kinds_in(path: &Path) -> BTreeMap<(String, String), String> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
             let v: Vec<&str> = l.split('\t').collect();
+            assert!(
+                v.len() >= 4,
+                "id_a, id_b, [distance,] similarity, kind: {l}"
+            );
             ((v[0].into(), v[1].into()), v[v.len() - 1].into())
         })
         .collect()
@@ -928,7 +932,7 @@ fn minhash_containment_keeps_the_minhash_pairs_and_clusters_and_adds_the_partial
              summary = \"\"\n"
         );
         execute(plan_of(dir.path(), &job, 2)).unwrap();
-        let kinds = planted_kinds_in(&out.join("pairs.tsv"));
+        let kinds = kinds_in(&out.join("pairs.tsv"));
         let clusters = std::fs::read_to_string(out.join("clusters.tsv")).unwrap();
         (kinds, clusters)
     };
@@ -995,21 +999,7 @@ fn planted_kinds_of(head: &str) -> BTreeMap<(String, String), String> {
          [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
     );
     execute(plan_of(dir.path(), &job, 2)).unwrap();
-    std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Vec<&str> = l.split('\t').collect();
-            assert!(
-                v.len() >= 4,
-                "id_a, id_b, [distance,] similarity, kind: {l}"
-            );
-            (
-                (v[0].to_string(), v[1].to_string()),
-                v[v.len() - 1].to_string(),
-            )
-        })
-        .collect()
+    kinds_in(&out)
 }
 
 fn kind_of(kinds: &BTreeMap<(String, String), String>, a: &str, b: &str) -> Option<String> {

@@ -328,10 +328,7 @@ impl<'a> Pass<'a> {
         pairs: Vec<Pair>,
         v: crate::config::Verification,
     ) -> Option<(Vec<Pair>, verify::VerifyStats)> {
-        let budget = plan
-            .pairs
-            .as_ref()
-            .map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget);
+        let budget = budget(plan);
         let reading = verify::Reading {
             inputs: &plan.inputs,
             content: &plan.content,
@@ -444,7 +441,7 @@ impl<'a> Pass<'a> {
             return Ok(Values::Held(Vec::new()));
         }
         let bytes = distinct * 4 * m as u64 / worker.peers() as u64;
-        let share = self.budget() / 4 / self.plan.exec.workers as u64;
+        let share = self.values_share();
         // Each key range's signatures are held at once: an eighth of the share, or less.
         let mut ranges = bytes.div_ceil((share / 8).max(1)).clamp(1, 4096) as usize;
         let by = rounds.by_columns(self.scoring());
@@ -471,8 +468,9 @@ impl<'a> Pass<'a> {
     }
 
     /// MinHash: the signature of each distinct key of this worker's documents, taken from them;
-    /// written to a spill file when they pass this worker's share of the budget (a quarter of it
-    /// over the process's workers) and the run writes no store (every worker calls it together).
+    /// written to a spill file when they pass this worker's share of the budget and the run finds
+    /// pairs (the one stage that reads them back) and writes no store (every worker calls it
+    /// together).
     fn signatures(&mut self, worker: &mut Worker, docs: &mut Sketched) -> Result<Signatures> {
         let m = self.plan.method.values();
         if m == 0 {
@@ -481,8 +479,8 @@ impl<'a> Pass<'a> {
         let (values, given) = (take(&mut docs.values), take(&mut docs.signatures));
         let mut signatures = Signatures::of(&docs.keys, values, m, given);
         let bytes = signatures.held_bytes();
-        let share = self.budget() / 4 / self.plan.exec.workers as u64;
-        let spilled = match !self.plan.writes_store() && self.scratch.wanted(bytes, share) {
+        let read_back = self.plan.pairs.is_some() && !self.plan.writes_store();
+        let spilled = match read_back && self.scratch.wanted(bytes, self.values_share()) {
             false => Ok(()),
             true => self.scratch.spill().and_then(|s| {
                 s.reserve(bytes, "the documents' signatures")?;
@@ -496,10 +494,10 @@ impl<'a> Pass<'a> {
         Ok(signatures)
     }
 
-    /// The process's memory budget in bytes.
-    fn budget(&self) -> u64 {
-        let pairs = self.plan.pairs.as_ref();
-        pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
+    /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter
+    /// of the process's budget over its workers.
+    fn values_share(&self) -> u64 {
+        budget(self.plan) / 4 / self.plan.exec.workers as u64
     }
 
     /// True if pairs carry an estimate: the method gives one and no exact verification follows.
@@ -678,6 +676,12 @@ impl<'a> Pass<'a> {
         }
         books.counters.notes.clear();
     }
+}
+
+/// The process's memory budget in bytes.
+fn budget(plan: &Plan) -> u64 {
+    let pairs = plan.pairs.as_ref();
+    pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
 }
 
 /// The pairs that join clusters: all, but the partial copies `[minhash] containment` lists

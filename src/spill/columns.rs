@@ -5,7 +5,7 @@
 //!
 //! Morally: `rows.chunks(block).flat_map(|b| (0..groups).map(|g| b.column(g)))`.
 
-use super::SpillFile;
+use super::{pack_values, unpack_values, SpillFile};
 use crate::error::Result;
 
 /// One block of rows in the file.
@@ -69,10 +69,7 @@ impl Columns {
         for g in 0..self.groups() {
             for row in values.chunks_exact(self.m) {
                 let group = &row[g * self.width..(g + 1) * self.width];
-                for pair in group.chunks(2) {
-                    let high = pair.get(1).copied().unwrap_or(0);
-                    self.words.push(u64::from(pair[0]) | u64::from(high) << 32);
-                }
+                pack_values(group, &mut self.words);
             }
         }
         let at = self.file.append(&self.words)?;
@@ -96,8 +93,7 @@ impl Columns {
             let run = b.rows * words_per;
             self.file.read(b.at + (g * run) as u64, run, words)?;
             for row in words.chunks_exact(words_per) {
-                let values = row.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);
-                out.extend(values.take(self.width));
+                out.extend(unpack_values(row, self.width));
             }
         }
         Ok(())

@@ -265,6 +265,22 @@ fn disk_full(dir: &Path, needed: u64, free: Option<u64>, what: &str) -> Error {
     ))
 }
 
+/// Appends `values` to `words`, two to a word (the last one padded): how rows of `u32` values go
+/// into a spill file.
+pub fn pack_values(values: &[u32], words: &mut Vec<u64>) {
+    words.extend(
+        values
+            .chunks(2)
+            .map(|p| u64::from(p[0]) | u64::from(p.get(1).copied().unwrap_or(0)) << 32),
+    );
+}
+
+/// The first `n` values packed into `words` by [`pack_values`].
+pub fn unpack_values(words: &[u64], n: usize) -> impl Iterator<Item = u32> + '_ {
+    let values = words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);
+    values.take(n)
+}
+
 /// The words as bytes (native order: a spill file is read back by the process that wrote it).
 fn bytemuck_words(words: &[u64]) -> &[u8] {
     // SAFETY: u64 has no padding and any byte is a valid u8; the length is in bytes.

@@ -7,7 +7,7 @@ use super::read::Sketched;
 use crate::error::Result;
 use crate::exchange::ranks::{self, DocRow, DuplicateIdPolicy, Ranked};
 use crate::source::{Location, SkipReason};
-use crate::spill::SpillFile;
+use crate::spill::{pack_values, unpack_values, SpillFile};
 use crate::summary::{Counters, SkipNote};
 
 /// The duplicate-id policy: of several records with one id, the first in input order (files by
@@ -76,12 +76,7 @@ impl Signatures {
         for chunk in self.index.chunks(4096) {
             buf.clear();
             for &(_, row) in chunk {
-                let values = &self.values[row * self.m..(row + 1) * self.m];
-                buf.extend(
-                    values
-                        .chunks(2)
-                        .map(|p| u64::from(p[0]) | u64::from(p.get(1).copied().unwrap_or(0)) << 32),
-                );
+                pack_values(&self.values[row * self.m..(row + 1) * self.m], &mut buf);
             }
             file.append(&buf)?;
         }
@@ -120,10 +115,9 @@ impl Signatures {
         let words = m.div_ceil(2);
         let mut read = Vec::new();
         file.read((from * words) as u64, (to - from) * words, &mut read)?;
-        let rows = read.chunks_exact(words).map(|row| {
-            let values = row.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);
-            values.take(m).collect::<Vec<u32>>()
-        });
+        let rows = read
+            .chunks_exact(words)
+            .map(|row| unpack_values(row, m).collect::<Vec<u32>>());
         Ok(entries.iter().map(|&(key, _)| key).zip(rows).collect())
     }
 
