@@ -1244,17 +1244,23 @@ fn the_layout_method_refuses_clusters_and_skips_text_without_markup() {
     assert!(e.contains("no_features") && e.contains("no markup"), "{e}");
 }
 
+/// With the pre-pass, a copy takes its original's signature; spilled (`spill = "always"`), the
+/// read stage writes its signatures in runs as it goes, and a copy whose original's row went to a
+/// run adds none (issue 20).
 #[test]
 fn the_exact_prepass_sketches_each_body_once_and_changes_no_output_at_1_2_and_4_workers() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("docs.jsonl");
     write_docs(&input, &planted(61, 300));
+    let scratch = dir.path().join("scratch");
     for method in ["simhash", "minhash", "segments", "containment"] {
         let run = |prepass: bool, workers: usize| {
             let out = dir.path().join(format!("out-{method}-{prepass}-{workers}"));
+            let spill = if prepass { "always" } else { "never" };
             let job = format!(
                 "method = {method:?}\n[input]\npaths = [{input:?}]\n[content]\nmin_tokens = 1\n\
-                 exact_prepass = {prepass}\n[output]\ndir = {out:?}\nclusters = \"clusters.tsv\"\n"
+                 exact_prepass = {prepass}\n[run]\nmemory_budget_mib = 16\nspill = {spill:?}\n\
+                 scratch = {scratch:?}\n[output]\ndir = {out:?}\nclusters = \"clusters.tsv\"\n"
             );
             let summary = execute(plan_of(dir.path(), &job, workers))
                 .unwrap()
@@ -1320,8 +1326,10 @@ fn spilled_band_keys_and_sets_report_the_true_pairs_at_1_2_4_workers_and_two_pro
     // Every distinct signature's 21 band keys (a word each) waited in the scratch directory.
     let distinct = summary.fingerprints.unwrap().distinct;
     assert_eq!(summary.spilled_bytes_by_stage["tables"], distinct * 21 * 8);
-    // And before them, after the read stage, each worker's signatures of its distinct keys.
+    // And before them, after the read stage, each worker's signatures of its distinct keys,
+    // which the read stage wrote in sorted runs as it went (a key and 21 words a record).
     assert!(summary.spilled_bytes_by_stage["rank"] >= distinct * 21 * 8);
+    assert!(summary.spilled_bytes_by_stage["read"] >= distinct * 22 * 8);
     let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
     assert!(left.is_empty(), "scratch directories left: {left:?}");
 }

@@ -25,7 +25,7 @@ use crate::progress::Progress;
 use crate::stages::changes::{self, Judge};
 use crate::stages::probe::Batch;
 use crate::stages::rank::{self, RankOutput, Signatures};
-use crate::stages::read::Sketched;
+use crate::stages::read::{RunSpill, Sketched};
 use crate::stages::store::{self, StoredRanks, StoredRead, StoredShare};
 use crate::stages::{cluster, collapse, corpus, expand, labels, read, verify, write};
 use crate::summary::{AuditSummary, Counters, FingerprintSummary};
@@ -84,7 +84,9 @@ impl<'a> Pass<'a> {
         let mut counters = Counters::new(plan.outputs.skipped.is_some());
         counters.copy_reasons = plan.outputs.corpus_skipped.clone();
         let progress = &self.clock.progress;
-        let (mut docs, split_lines) = read::read_worker(worker, plan, &mut counters, progress);
+        let runs = self.read_runs(worker.index());
+        let (mut docs, split_lines) =
+            read::read_worker(worker, plan, &mut counters, progress, runs);
         let new = docs.len();
         let mut of_stored = (Vec::new(), Vec::new());
         if let Some(audit) = &plan.audit {
@@ -468,30 +470,71 @@ impl<'a> Pass<'a> {
     }
 
     /// MinHash: the signature of each distinct key of this worker's documents, taken from them;
-    /// written to a spill file when they pass this worker's share of the budget and the run finds
-    /// pairs (the one stage that reads them back) and writes no store (every worker calls it
-    /// together).
+    /// in a spill file in key order when the read stage spilled them in runs (merged here), or
+    /// when they pass this worker's share of the budget and the run finds pairs (the one stage
+    /// that reads them back) and writes no store (every worker calls it together).
     fn signatures(&mut self, worker: &mut Worker, docs: &mut Sketched) -> Result<Signatures> {
         let m = self.plan.method.values();
         if m == 0 {
             return Ok(Signatures::default());
         }
-        let (values, given) = (take(&mut docs.values), take(&mut docs.signatures));
-        let mut signatures = Signatures::of(&docs.keys, values, m, given);
-        let bytes = signatures.held_bytes();
-        let read_back = self.plan.pairs.is_some() && !self.plan.writes_store();
-        let spilled = match read_back && self.scratch.wanted(bytes, self.values_share()) {
-            false => Ok(()),
-            true => self.scratch.spill().and_then(|s| {
+        let runs = exchange::all_ok(worker, docs.runs.take().transpose())?;
+        let (values, keys) = (take(&mut docs.values), take(&mut docs.value_keys));
+        let made = match runs {
+            Some(mut runs) => runs.write(&keys, &values).and_then(|()| {
+                let bytes = runs.bytes();
+                self.figures.spilled.push(("read".into(), bytes));
+                let s = self.scratch.spill()?;
                 s.reserve(bytes, "the documents' signatures")?;
-                signatures.spill(s.file(&format!("signatures-w{}", worker.index()))?)
+                let file = s.file(&format!("signatures-w{}", worker.index()))?;
+                Signatures::merged(runs, m, file)
             }),
+            None => {
+                let given = take(&mut docs.signatures);
+                self.spilled_if_over(worker.index(), Signatures::of(&keys, values, m, given))
+            }
         };
-        exchange::all_ok(worker, spilled)?;
+        let signatures = exchange::all_ok(worker, made)?;
         self.figures
             .spilled
             .push(("rank".into(), signatures.spilled_bytes()));
         Ok(signatures)
+    }
+
+    /// `signatures` written to a spill file when they pass this worker's share of the budget and
+    /// the run finds pairs (the one stage that reads them back) and writes no store.
+    fn spilled_if_over(&self, me: usize, mut signatures: Signatures) -> Result<Signatures> {
+        let bytes = signatures.held_bytes();
+        let read_back = self.plan.pairs.is_some() && !self.plan.writes_store();
+        if read_back && self.scratch.wanted(bytes, self.values_share()) {
+            let s = self.scratch.spill()?;
+            s.reserve(bytes, "the documents' signatures")?;
+            signatures.spill(s.file(&format!("signatures-w{me}"))?)?;
+        }
+        Ok(signatures)
+    }
+
+    /// Where the read stage spills the documents' signatures in sorted runs, and past how many
+    /// bytes held: a run that finds pairs over MinHash values, writes no store and audits
+    /// nothing, past the values' share (a 256th of it with `spill = "always"`, so that small
+    /// inputs make several runs).
+    fn read_runs(&self, me: usize) -> Option<RunSpill> {
+        let plan = self.plan;
+        let wanted = plan.method.values() > 0
+            && plan.pairs.is_some()
+            && !plan.writes_store()
+            && plan.audit.is_none();
+        let share = self.values_share();
+        let bytes = match self.scratch.mode() {
+            SpillMode::Never => return None,
+            SpillMode::Always => (share / 256).max(4096),
+            SpillMode::Auto => share,
+        };
+        wanted.then(|| RunSpill {
+            scratch: Arc::clone(&self.scratch),
+            bytes,
+            worker: me,
+        })
     }
 
     /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter

@@ -9,6 +9,7 @@
 //! gone, and nothing else.
 
 pub mod columns;
+pub mod runs;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -7,6 +7,7 @@ use super::read::Sketched;
 use crate::error::Result;
 use crate::exchange::ranks::{self, DocRow, DuplicateIdPolicy, Ranked};
 use crate::source::{Location, SkipReason};
+use crate::spill::runs::Runs;
 use crate::spill::{pack_values, unpack_values, SpillFile};
 use crate::summary::{Counters, SkipNote};
 
@@ -32,12 +33,10 @@ pub struct Signatures {
 }
 
 impl Signatures {
-    /// The first document's signature of each distinct key of `keys` among the first
-    /// `values.len() / m` documents (`m` values each in `values`), and the signatures `given`
-    /// besides (an audit's stored ones, once per key).
+    /// The first signature of each distinct key of `keys`, one a row of `m` values in `values`,
+    /// and the signatures `given` besides (an audit's stored ones, once per key).
     pub fn of(keys: &[u64], mut values: Vec<u32>, m: usize, given: Vec<(u64, Vec<u32>)>) -> Self {
-        let with_values = values.len() / m.max(1);
-        let mut index: Vec<(u64, usize)> = keys[..with_values].iter().copied().zip(0..).collect();
+        let mut index: Vec<(u64, usize)> = keys.iter().copied().zip(0..).collect();
         for (key, row) in given {
             index.push((key, values.len() / m));
             values.extend_from_slice(&row);
@@ -51,6 +50,19 @@ impl Signatures {
             m,
             file: None,
         }
+    }
+
+    /// The signatures of the read stage's `runs` (rows of `m` values), merged into `file` in key
+    /// order: spilled from the start.
+    pub fn merged(runs: Runs, m: usize, mut file: SpillFile) -> Result<Self> {
+        let mut keys = Vec::new();
+        runs.merge(&mut file, &mut keys)?;
+        Ok(Signatures {
+            index: keys.into_iter().zip(0..).collect(),
+            values: Vec::new(),
+            m,
+            file: Some(file),
+        })
     }
 
     /// Distinct keys.

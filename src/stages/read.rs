@@ -24,20 +24,28 @@ use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, ContentHash, Document, Item, Location, Names, Skip, SkipReason};
 use crate::source::{KeepFacts, Skipped, Split};
+use crate::spill::runs::Runs;
+use crate::spill::Scratch;
 use crate::summary::{Counters, SkipNote};
 
 /// The documents a worker read, column by column: their sketches and what later stages of this run
 /// need, and no more (a run of 100M documents holds them until they are ranked). Ids live in one
 /// arena. The documents' other facts (size, tokens, timestamp: [`crate::source::Attributes`]) join
 /// here when a stage needs them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Sketched {
     /// The sketch key of each document: its simhash, the hash of its MinHash signature, or the
     /// low half of its exact digest.
     pub keys: Vec<u64>,
-    /// MinHash: the signatures, `m` values per document in order, for the first
-    /// `values.len() / m` documents (else empty).
+    /// MinHash: signatures held, `m` values a row (else empty). Without [`Sketched::runs`], the
+    /// first `values.len() / m` documents' in order (an audit's stored documents have none).
     pub values: Vec<u32>,
+    /// The sketch key of each row of `values`.
+    pub value_keys: Vec<u64>,
+    /// MinHash: the rows of `values` written to a spill file as the documents were read, when
+    /// they passed the read stage's share of the budget ([`Extras::runs`]); a row is left out
+    /// when its key already has one there. `Err` if a write failed (the rows are then held).
+    pub runs: Option<crate::error::Result<Runs>>,
     /// MinHash: the signatures of the other documents (an audit's stored ones), once per key.
     pub signatures: Vec<(u64, Vec<u32>)>,
     /// Id of each (given, or `PATH@OFFSET`).
@@ -98,6 +106,15 @@ impl Sketched {
     pub fn append(&mut self, other: Sketched) {
         self.keys.extend(other.keys);
         self.values.extend(other.values);
+        self.value_keys.extend(other.value_keys);
+        self.runs = match (self.runs.take(), other.runs) {
+            (Some(Ok(mut mine)), Some(Ok(theirs))) => {
+                mine.append(theirs);
+                Some(Ok(mine))
+            }
+            (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+            (mine, theirs) => mine.or(theirs),
+        };
         self.signatures.extend(other.signatures);
         self.ids.append(&other.ids);
         self.urls.extend(other.urls);
@@ -109,7 +126,7 @@ impl Sketched {
 }
 
 /// What the read stage keeps of each document besides its sketch, id and location.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Extras {
     /// Its URL (for the fingerprints and documents outputs).
     pub urls: bool,
@@ -119,6 +136,26 @@ pub struct Extras {
     pub keep: Option<KeepPolicy>,
     /// What the policy read (a run that makes clusters and writes a store).
     pub facts: bool,
+    /// Where signatures go past a share of the budget (a run that reads them back once, in key
+    /// order: [`Sketched::runs`]).
+    pub runs: Option<RunSpill>,
+}
+
+/// Where and when the read stage spills its documents' signatures in sorted runs.
+#[derive(Clone)]
+pub struct RunSpill {
+    /// The process's scratch directory.
+    pub scratch: Arc<Scratch>,
+    /// A run is written when the rows held pass these bytes.
+    pub bytes: u64,
+    /// The reading worker (names its file).
+    pub worker: usize,
+}
+
+impl std::fmt::Debug for RunSpill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RunSpill({} bytes)", self.bytes)
+    }
 }
 
 /// `(split id, file, start, lines)` of each split read: what numbers the lines of line-based files.
@@ -268,7 +305,8 @@ impl From<Skipped> for SkipNote {
 /// What one worker keeps while reading: the documents so far and their accounting.
 struct Reader {
     acceptor: Acceptor<Box<dyn Sketcher<Sketch = u64>>>,
-    /// The exact pre-pass: each distinct body's sketch, token count and first document.
+    /// The exact pre-pass: each distinct body's sketch, token count and first document's row of
+    /// signature values (counted from the first document, runs' rows included).
     prepass: Option<HashMap<u128, (u64, usize, usize)>>,
     keep_urls: bool,
     /// The keep policy, when clusters are made.
@@ -279,10 +317,19 @@ struct Reader {
     counters: Counters,
     /// Display form of each input file, for generated ids.
     paths: Vec<String>,
+    /// Where signatures are spilled in runs, if they are.
+    runs: Option<RunSpill>,
+    /// Rows of signatures written to runs so far.
+    flushed: usize,
 }
 
 impl Reader {
-    fn new(method: &dyn Method, content: &ContentOptions, extras: Extras, inputs: &Inputs) -> Self {
+    fn new(
+        method: &dyn Method,
+        content: &ContentOptions,
+        extras: &Extras,
+        inputs: &Inputs,
+    ) -> Self {
         let acceptor = Acceptor::new(method.sketcher(), content.clone());
         Reader {
             acceptor: if extras.content {
@@ -302,7 +349,58 @@ impl Reader {
                 .iter()
                 .map(|f| f.path.display().to_string())
                 .collect(),
+            runs: extras.runs.clone(),
+            flushed: 0,
         }
+    }
+
+    /// Keeps the values of the document just sketched (or of `earlier`, the row of the document it
+    /// copies), then spills them in a run if they pass its size.
+    fn keep_values(&mut self, key: u64, earlier: Option<usize>) {
+        let m = self.acceptor.values().len();
+        if m == 0 {
+            return;
+        }
+        let out = &mut self.out;
+        match earlier.map(|row| row.checked_sub(self.flushed)) {
+            None => out.values.extend_from_slice(self.acceptor.values()),
+            Some(Some(i)) => out.values.extend_from_within(i * m..(i + 1) * m),
+            // A copy whose original's row went to a run: its key has one there.
+            Some(None) => return,
+        }
+        out.value_keys.push(key);
+        self.spill_values();
+    }
+
+    /// Writes the signatures held as a run when they pass the run size (after a failed write,
+    /// they stay held: the error is the run's).
+    fn spill_values(&mut self) {
+        let Some(spill) = &self.runs else {
+            return;
+        };
+        let out = &mut self.out;
+        let held = 4 * out.values.len() as u64;
+        if held <= spill.bytes || matches!(out.runs, Some(Err(_))) {
+            return;
+        }
+        let m = out.values.len() / out.value_keys.len().max(1);
+        let written = match out.runs.take() {
+            Some(Ok(runs)) => Ok(runs),
+            _ => spill.scratch.spill().and_then(|s| {
+                let file = s.file(&format!("read-runs-w{}", spill.worker))?;
+                Ok(Runs::new(file, m))
+            }),
+        };
+        let written = written.and_then(|mut runs| {
+            runs.write(&out.value_keys, &out.values)?;
+            Ok(runs)
+        });
+        if written.is_ok() {
+            self.flushed += out.value_keys.len();
+            out.values.clear();
+            out.value_keys.clear();
+        }
+        out.runs = Some(written);
     }
 
     /// The sketch of a document and its token count, and with the exact pre-pass, the earlier
@@ -322,7 +420,8 @@ impl Reader {
         }
         let sketched = self.acceptor.accept(doc);
         if let Ok((key, tokens)) = sketched {
-            seen.insert(digest, (key, tokens, self.out.keys.len()));
+            let row = self.flushed + self.out.value_keys.len();
+            seen.insert(digest, (key, tokens, row));
         }
         (sketched, None)
     }
@@ -380,18 +479,12 @@ impl Reader {
                         counters.read += 1;
                         counters.processed += 1;
                         out.keys.push(key);
-                        match earlier {
-                            Some(i) => {
-                                let m = self.acceptor.values().len();
-                                out.values.extend_from_within(i * m..(i + 1) * m);
-                            }
-                            None => out.values.extend_from_slice(self.acceptor.values()),
-                        }
                         out.at.push(doc.location);
                         if self.keep_urls {
                             out.urls.push(doc.url.map(Cow::into_owned));
                         }
                         out.content.extend(self.acceptor.content_hash());
+                        self.keep_values(key, earlier);
                     }
                 }
                 bytes
@@ -411,7 +504,7 @@ pub fn read(
     counters: &mut Counters,
     on_bytes: &mut dyn FnMut(u64),
 ) -> (Sketched, SplitLines) {
-    let mut reader = Reader::new(method, content, extras, inputs);
+    let mut reader = Reader::new(method, content, &extras, inputs);
     reader.counters = std::mem::take(counters);
     let mut lines = Vec::with_capacity(splits.len());
     for split in splits {
@@ -432,6 +525,7 @@ pub fn read_worker(
     plan: &crate::config::Plan,
     counters: &mut Counters,
     progress: &Arc<Progress>,
+    runs: Option<RunSpill>,
 ) -> (Sketched, SplitLines) {
     let inputs = &plan.inputs;
     // An audit's stored documents' files lead the list; they are read again only, never whole.
@@ -455,6 +549,7 @@ pub fn read_worker(
         content: plan.keeps_content(),
         keep: plan.clusters.map(|c| c.keep),
         facts: plan.writes_store() && plan.clusters.is_some(),
+        runs,
     };
     let mut tally = ReadTally::new(Arc::clone(progress));
     let (mut docs, mut lines) = read(
@@ -462,7 +557,7 @@ pub fn read_worker(
         plan.method.as_ref(),
         &plan.content,
         &mine_local,
-        extras,
+        extras.clone(),
         counters,
         &mut |bytes| tally.add(bytes),
     );
@@ -519,7 +614,7 @@ pub fn read_shared(
     progress: Arc<Progress>,
 ) -> (Sketched, SplitLines) {
     let me = worker.index();
-    let reader = Rc::new(RefCell::new(Reader::new(method, content, extras, inputs)));
+    let reader = Rc::new(RefCell::new(Reader::new(method, content, &extras, inputs)));
     reader.borrow_mut().counters.listing = counters.listing;
     reader.borrow_mut().counters.copy_reasons = counters.copy_reasons.clone();
     let sink = Rc::clone(&reader);
@@ -572,7 +667,7 @@ pub fn read_shared(
         .unwrap_or_else(|rc| {
             std::mem::replace(
                 &mut *rc.borrow_mut(),
-                Reader::new(method, content, extras, inputs),
+                Reader::new(method, content, &extras, inputs),
             )
         });
     counters.merge(reader.counters);
@@ -717,6 +812,7 @@ pub fn read_documents(
             content: false,
             keep: None,
             facts: false,
+            runs: None,
         },
         &mut counters,
         &mut |_| {},
@@ -817,6 +913,7 @@ mod tests {
                     content: false,
                     keep: None,
                     facts: false,
+                    runs: None,
                 },
                 &mut counters,
                 &mut |_| {},

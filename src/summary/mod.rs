@@ -519,7 +519,12 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
-        for (stage, what) in [("rank", "signatures"), ("tables", "band keys")] {
+        let spilled = [
+            ("read", "signatures in sorted runs while reading"),
+            ("rank", "signatures"),
+            ("tables", "band keys"),
+        ];
+        for (stage, what) in spilled {
             if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage) {
                 let mib = bytes as f64 / (1 << 20) as f64;
                 s += &format!("\n  {mib:.1} MiB of {what} spilled to the scratch directory");
