@@ -186,17 +186,18 @@ const _: () = assert!(std::mem::size_of::<DocRow>() == 40);
 
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, the [`DocRow`] of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.
+/// The documents' columns are freed once they are sent.
 pub fn assign(
     worker: &mut Worker,
-    ids: &Names,
-    at: &[Location],
+    (ids, at): (Names, Vec<Location>),
     rows: Option<Vec<DocRow>>,
     keep_origins: bool,
-    keys: &[u64],
+    keys: Vec<u64>,
     policy: &impl DuplicateIdPolicy,
 ) -> Ranked {
     let me = worker.index();
-    let mine = to_owners(worker, ids, at, rows, keys);
+    let read = ids.len();
+    let mine = to_owners(worker, (ids, at), rows, keys);
     let order = sorted_order(&mine, policy);
     let id_of = |(b, j): (u32, u32)| mine[b as usize].ids.get(j as usize);
     let kept = order
@@ -219,7 +220,7 @@ pub fn assign(
         owned.take(&mine[b as usize], j as usize, first, keep_origins);
     }
     drop(mine);
-    let (ranks, duplicates) = owned.reply(worker, ids.len());
+    let (ranks, duplicates) = owned.reply(worker, read);
     Ranked {
         ranks,
         duplicates,
@@ -233,13 +234,13 @@ pub fn assign(
 }
 
 /// Sends every document to the worker that owns its id's range (the splitters from a sample of
-/// every worker's ids), in batches; returns the batches this worker owns.
+/// every worker's ids), in batches made as they are sent (the columns go with the last);
+/// returns the batches this worker owns.
 fn to_owners(
     worker: &mut Worker,
-    ids: &Names,
-    at: &[Location],
+    (ids, at): (Names, Vec<Location>),
     rows: Option<Vec<DocRow>>,
-    keys: &[u64],
+    keys: Vec<u64>,
 ) -> Vec<IdBatch> {
     let (me, peers) = (worker.index(), worker.peers());
     let sample = sample(ids.len(), |i| ids.get(i));
@@ -252,37 +253,38 @@ fn to_owners(
             .map(|j| samples[j * samples.len() / peers].clone())
             .collect()
     };
-    // Batches per owner, sent as they fill.
-    let mut open: Vec<IdBatch> = (0..peers).map(|_| IdBatch::default()).collect();
-    let mut full: Vec<(u64, IdBatch)> = Vec::new();
+    let empty = || IdBatch {
+        origin: me as u32,
+        ..IdBatch::default()
+    };
+    // Batches per owner, each sent as it fills, then the rest.
+    let mut open: Vec<IdBatch> = (0..peers).map(|_| empty()).collect();
     let mut rows = rows.map(|r| r.into_iter());
-    for (i, (id, &at)) in ids.iter().zip(at).enumerate() {
-        let dest = splitters.partition_point(|s| s.as_str() <= id);
-        let b = &mut open[dest];
-        b.idx.push(i as u64);
-        b.ids.push(id);
-        b.at.push(at);
-        if let Some(r) = rows.as_mut().and_then(Iterator::next) {
-            b.rows.push(r);
+    let (mut i, mut rest) = (0, 0);
+    let batches = std::iter::from_fn(move || {
+        while i < ids.len() {
+            let id = ids.get(i);
+            let dest = splitters.partition_point(|s| s.as_str() <= id);
+            let b = &mut open[dest];
+            b.idx.push(i as u64);
+            b.ids.push(id);
+            b.at.push(at[i]);
+            if let Some(r) = rows.as_mut().and_then(Iterator::next) {
+                b.rows.push(r);
+            }
+            if let Some(&k) = keys.get(i) {
+                b.keys.push(k);
+            }
+            i += 1;
+            if b.idx.len() == BATCH_DOCS {
+                return Some((dest as u64, std::mem::replace(b, empty())));
+            }
         }
-        if let Some(&k) = keys.get(i) {
-            b.keys.push(k);
-        }
-        if b.idx.len() == BATCH_DOCS {
-            let batch = std::mem::take(b);
-            full.push((dest as u64, batch));
-        }
-    }
-    full.extend(
-        open.into_iter()
-            .enumerate()
-            .filter(|(_, b)| !b.idx.is_empty())
-            .map(|(dest, b)| (dest as u64, b)),
-    );
-    for (_, b) in &mut full {
-        b.origin = me as u32;
-    }
-    shuffle(worker, full, |(dest, _)| *dest)
+        let left = (rest..peers).find(|&d| !open[d].idx.is_empty())?;
+        rest = left + 1;
+        Some((left as u64, std::mem::take(&mut open[left])))
+    });
+    shuffle(worker, batches, |(dest, _)| *dest)
         .into_iter()
         .map(|(_, b)| b)
         .collect()

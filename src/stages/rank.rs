@@ -182,8 +182,7 @@ pub fn rank(
             })
             .collect()
     });
-    let ranked = ranks::assign(worker, &ids, &at, rows, keep_origins, &keep, &FirstInInput);
-    drop((ids, at, keep));
+    let ranked = ranks::assign(worker, (ids, at), rows, keep_origins, keep, &FirstInInput);
     for (id, at, keeper) in &ranked.duplicates {
         counters.unprocess(SkipNote {
             at: *at,
