@@ -24,7 +24,7 @@ use crate::candidates::Score;
 use crate::ensure;
 use crate::error::Result;
 use crate::hashing::mix64;
-use crate::sketch::minhash::{densify, signature_key};
+use crate::sketch::minhash::{signature_key, Densifier};
 use crate::sketch::Sketcher;
 use crate::text::{for_each_shingle, FeatureConfig, Measure, Scratch, TRUTH_SHINGLE};
 
@@ -163,7 +163,7 @@ pub struct Sizer {
     scratch: Scratch,
     shingles: Vec<u64>,
     bins: Vec<u32>,
-    filled: Vec<u32>,
+    densifier: Densifier,
 }
 
 impl Sizer {
@@ -176,7 +176,7 @@ impl Sizer {
             scratch: Scratch::default(),
             shingles: Vec::new(),
             bins: Vec::new(),
-            filled: Vec::new(),
+            densifier: Densifier::new(hashes),
         }
     }
 }
@@ -203,7 +203,7 @@ impl Sketcher for Sizer {
             let bin = ((u128::from(h) * m as u128) >> 64) as usize;
             self.bins[bin] = self.bins[bin].min(h as u32);
         }
-        densify(&mut self.bins, &mut self.filled);
+        self.densifier.densify(&mut self.bins);
         let size = u32::try_from(self.shingles.len()).unwrap_or(u32::MAX);
         let key = mix64(signature_key(&self.bins) ^ u64::from(size));
         self.bins.push(size);
