@@ -58,7 +58,8 @@ type RankReply = (u32, Vec<(u64, u64)>);
 
 /// The ranks of this worker's documents and the names of the rank range it owns.
 pub struct Ranked {
-    /// Rank of each local document, in input order; `None` for a duplicate id.
+    /// Rank of each local document, in input order; `None` for a duplicate id. Taken by the rank
+    /// stage's caller (no later stage reads it).
     pub ranks: Vec<Option<u64>>,
     /// The local documents whose id an earlier record has, in input order.
     pub duplicates: Vec<Duplicate>,

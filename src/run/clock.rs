@@ -95,6 +95,7 @@ impl Clock {
             .expect("a stage");
         if let Some(m) = &self.memory {
             m.enter(i + 1);
+            release_freed_memory();
         }
     }
 
@@ -169,5 +170,17 @@ fn slot<'a>(times: &'a mut StageTimes, name: &str) -> &'a mut f64 {
         "corpus" => &mut times.corpus,
         "write_pairs" => &mut times.write_pairs,
         _ => unreachable!("a stage of STAGE_NAMES"),
+    }
+}
+
+/// Gives the pages the allocator holds free back to the system (glibc's `malloc_trim`): a stage
+/// that freed its data leaves them in the allocator's arenas, where the next stage's peak would
+/// count them again. Called by the one worker of a process that samples its memory, at each
+/// stage's end.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
