@@ -69,7 +69,7 @@ pub struct Ranked {
     pub rows: Vec<DocRow>,
     /// The worker that read each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs.
-    pub origins: Vec<(u32, Location)>,
+    pub origins: Vec<Origin>,
     /// The keep key of each of the same ranks (empty unless clusters are made; see
     /// `stages::keep`).
     pub keys: Vec<u64>,
@@ -77,6 +77,25 @@ pub struct Ranked {
     pub first: u64,
     /// First rank owned by each worker (ascending; a worker may own none).
     pub bounds: Vec<u64>,
+}
+
+/// The worker that read a rank's record, and where the record starts (16 bytes where a worker
+/// and a [`Location`] take 32: every owned rank keeps one for the rest of the run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The worker that read it.
+    pub worker: u32,
+    /// Its file's index in the run's file list.
+    pub file: u32,
+    /// Its byte offset there.
+    pub offset: u64,
+}
+
+impl Origin {
+    /// Where the record starts (without its line).
+    pub fn at(&self) -> Location {
+        Location::at(self.file as usize, self.offset)
+    }
 }
 
 /// The worker that owns rank `r`, given the first rank each worker owns.
@@ -295,7 +314,7 @@ fn to_owners(
 struct Owned {
     names: Names,
     rows: Vec<DocRow>,
-    origins: Vec<(u32, Location)>,
+    origins: Vec<Origin>,
     keys: Vec<u64>,
     /// Per reader: the rank of each of its records, or [`DUPLICATE`].
     replies: Vec<RankReply>,
@@ -338,7 +357,11 @@ impl Owned {
             self.rows.push(row.clone());
         }
         if keep_origins {
-            self.origins.push((origin as u32, at));
+            self.origins.push(Origin {
+                worker: origin as u32,
+                file: at.file,
+                offset: at.offset,
+            });
         }
         if let Some(&k) = batch.keys.get(j) {
             self.keys.push(k);

@@ -37,7 +37,7 @@ pub fn file_counts(
 ) -> Vec<FileCounts> {
     let files = inputs.files.len() - first;
     let mut counts = vec![(0u64, 0u64); files];
-    for ((_, dropped), (_, at)) in owned_ranks(ranked, members).zip(&ranked.origins) {
+    for ((_, dropped), at) in owned_ranks(ranked, members).zip(&ranked.origins) {
         let Some(c) = (at.file as usize)
             .checked_sub(first)
             .map(|i| &mut counts[i])
@@ -169,8 +169,8 @@ fn kept_locations(
     owned_ranks(ranked, members)
         .zip(&ranked.origins)
         .filter(|((_, dropped), _)| !dropped)
-        .map(|(_, (_, at))| at)
-        .chain(skipped)
+        .map(|(_, origin)| origin.at())
+        .chain(skipped.iter().copied())
         .filter(|at| at.file as usize >= first)
         .map(|at| {
             let (split, w) = split_of(at.file as usize - first, at.offset);

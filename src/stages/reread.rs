@@ -26,8 +26,8 @@ pub fn route(worker: &mut Worker, ranked: &Ranked, mut wanted: Vec<u64>) -> Vec<
     let requests: Vec<(u32, u64, Location)> = at_owner
         .into_iter()
         .map(|r| {
-            let (origin, at) = ranked.origins[(r - ranked.first) as usize];
-            (origin, r, at)
+            let origin = ranked.origins[(r - ranked.first) as usize];
+            (origin.worker, r, origin.at())
         })
         .collect();
     shuffle(worker, requests, |(origin, _, _)| *origin as u64)
