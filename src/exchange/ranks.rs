@@ -26,6 +26,8 @@ const SAMPLES: usize = 64;
 struct IdBatch {
     /// The worker they were read on.
     origin: u32,
+    /// Its place among the batches that worker sent: in order of id, as the batches are.
+    seq: u32,
     /// Their indices there.
     idx: Vec<u64>,
     ids: Names,
@@ -151,25 +153,20 @@ fn prefix_key(id: &str) -> u128 {
     u128::from_be_bytes(buf)
 }
 
-/// The order of the documents of `batches` by id, then records with one id by `policy`, as
-/// (batch, position) pairs: indices sorted by a 16-byte prefix key, which decides almost every
-/// comparison without touching the strings, then runs of equal prefix by the whole id. The
+/// The order of `n` documents (the `i`-th has id `id(i)` and starts at `at[i]`) by id, then
+/// records with one id by `policy`: indices sorted by a 16-byte prefix key, which decides almost
+/// every comparison without touching the strings, then runs of equal prefix by the whole id. The
 /// documents themselves do not move.
 ///
 /// Morally: `docs.sorted_by(|a, b| a.id.cmp(&b.id).then(policy.order(&a.at, &b.at)))`.
-fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u32, u32)> {
-    let mut keys: Vec<(u128, u32, u32)> =
-        Vec::with_capacity(batches.iter().map(|b| b.idx.len()).sum());
-    for (b, batch) in batches.iter().enumerate() {
-        for (j, id) in batch.ids.iter().enumerate() {
-            keys.push((prefix_key(id), b as u32, j as u32));
-        }
-    }
+fn sorted_order<'a>(
+    n: usize,
+    id: impl Fn(usize) -> &'a str,
+    at: &[Location],
+    policy: &impl DuplicateIdPolicy,
+) -> Vec<u32> {
+    let mut keys: Vec<(u128, u32)> = (0..n).map(|i| (prefix_key(id(i)), i as u32)).collect();
     keys.sort_unstable();
-    let doc = |&(_, b, j): &(u128, u32, u32)| {
-        let batch = &batches[b as usize];
-        (batch.ids.get(j as usize), batch.at[j as usize])
-    };
     let mut start = 0;
     while start < keys.len() {
         let mut end = start + 1;
@@ -177,14 +174,54 @@ fn sorted_order(batches: &[IdBatch], policy: &impl DuplicateIdPolicy) -> Vec<(u3
             end += 1;
         }
         if end - start > 1 {
-            keys[start..end].sort_unstable_by(|x, y| {
-                let ((id_x, at_x), (id_y, at_y)) = (doc(x), doc(y));
-                id_x.cmp(id_y).then_with(|| policy.order(&at_x, &at_y))
+            keys[start..end].sort_unstable_by(|&(_, x), &(_, y)| {
+                let (x, y) = (x as usize, y as usize);
+                id(x).cmp(id(y)).then_with(|| policy.order(&at[x], &at[y]))
             });
         }
         start = end;
     }
-    keys.into_iter().map(|(_, b, j)| (b, j)).collect()
+    keys.into_iter().map(|(_, i)| i).collect()
+}
+
+/// Calls `each` with every document of the batches an owner received, in order of id, then
+/// records with one id by `policy`: each sender's batches are in that order already, so they are
+/// merged, and a batch is freed as soon as its last document is taken.
+fn merge(
+    mut batches: Vec<IdBatch>,
+    peers: usize,
+    policy: &impl DuplicateIdPolicy,
+    mut each: impl FnMut(&IdBatch, usize),
+) {
+    batches.sort_unstable_by_key(|b| (b.origin, b.seq));
+    let mut streams: Vec<std::collections::VecDeque<IdBatch>> = vec![Default::default(); peers];
+    for b in batches {
+        streams[b.origin as usize].push_back(b);
+    }
+    let mut at = vec![0usize; peers];
+    loop {
+        let head = |s: usize| streams[s].front().map(|b| (b.ids.get(at[s]), &b.at[at[s]]));
+        let mut best: Option<usize> = None;
+        for s in 0..peers {
+            let Some((id, loc)) = head(s) else { continue };
+            let better = best.and_then(head).is_none_or(|(best_id, best_loc)| {
+                id.cmp(best_id)
+                    .then_with(|| policy.order(loc, best_loc))
+                    .is_lt()
+            });
+            if better {
+                best = Some(s);
+            }
+        }
+        let Some(s) = best else { return };
+        let batch = &streams[s][0];
+        each(batch, at[s]);
+        at[s] += 1;
+        if at[s] == batch.idx.len() {
+            streams[s].pop_front();
+            at[s] = 0;
+        }
+    }
 }
 
 /// What the rank owners keep of each document for the outputs that list documents. 32 bytes:
@@ -206,7 +243,8 @@ const _: () = assert!(std::mem::size_of::<DocRow>() == 40);
 
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, the [`DocRow`] of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.
-/// The documents' columns are freed once they are sent.
+/// Each worker sorts its own documents and sends them to their owners in that order, freeing its
+/// columns once they are sent; an owner merges what it receives, freeing each batch once merged.
 pub fn assign(
     worker: &mut Worker,
     (ids, at): (Names, Vec<Location>),
@@ -215,17 +253,14 @@ pub fn assign(
     keys: Vec<u64>,
     policy: &impl DuplicateIdPolicy,
 ) -> Ranked {
-    let me = worker.index();
+    let (me, peers) = (worker.index(), worker.peers());
     let read = ids.len();
-    let mine = to_owners(worker, (ids, at), rows, keys);
-    let order = sorted_order(&mine, policy);
-    let id_of = |(b, j): (u32, u32)| mine[b as usize].ids.get(j as usize);
-    let kept = order
-        .iter()
-        .enumerate()
-        .filter(|&(k, &p)| k == 0 || id_of(order[k - 1]) != id_of(p))
-        .count();
-    let counts = all_gather(worker, kept as u64);
+    let mine = to_owners(worker, (ids, at), rows, keys, policy);
+    let mut owned = Owned::new(peers);
+    merge(mine, peers, policy, |batch, j| {
+        owned.take(batch, j, keep_origins)
+    });
+    let counts = all_gather(worker, owned.names.len() as u64);
     let bounds: Vec<u64> = counts
         .iter()
         .scan(0u64, |acc, c| {
@@ -235,12 +270,7 @@ pub fn assign(
         })
         .collect();
     let first = bounds[me];
-    let mut owned = Owned::new(worker.peers());
-    for &(b, j) in &order {
-        owned.take(&mine[b as usize], j as usize, first, keep_origins);
-    }
-    drop(mine);
-    let (ranks, duplicates) = owned.reply(worker, read);
+    let (ranks, duplicates) = owned.reply(worker, read, first);
     Ranked {
         ranks,
         duplicates,
@@ -254,13 +284,14 @@ pub fn assign(
 }
 
 /// Sends every document to the worker that owns its id's range (the splitters from a sample of
-/// every worker's ids), in batches made as they are sent (the columns go with the last);
-/// returns the batches this worker owns.
+/// every worker's ids), in order of id (`policy` orders records with one id), in batches made as
+/// they are sent (the columns go with the last); returns the batches this worker owns.
 fn to_owners(
     worker: &mut Worker,
     (ids, at): (Names, Vec<Location>),
     rows: Option<Vec<DocRow>>,
     keys: Vec<u64>,
+    policy: &impl DuplicateIdPolicy,
 ) -> Vec<IdBatch> {
     let (me, peers) = (worker.index(), worker.peers());
     let sample = sample(ids.len(), |i| ids.get(i));
@@ -273,36 +304,34 @@ fn to_owners(
             .map(|j| samples[j * samples.len() / peers].clone())
             .collect()
     };
-    let empty = || IdBatch {
-        origin: me as u32,
-        ..IdBatch::default()
-    };
-    // Batches per owner, each sent as it fills, then the rest.
-    let mut open: Vec<IdBatch> = (0..peers).map(|_| empty()).collect();
-    let mut rows = rows.map(|r| r.into_iter());
-    let (mut i, mut rest) = (0, 0);
+    let order = sorted_order(ids.len(), |i| ids.get(i), &at, policy);
+    let mut rows = rows.unwrap_or_default();
+    let (mut next, mut seq) = (0, 0);
+    // One batch at a time: the documents go in order of id, so their owners do too.
     let batches = std::iter::from_fn(move || {
-        while i < ids.len() {
-            let id = ids.get(i);
-            let dest = splitters.partition_point(|s| s.as_str() <= id);
-            let b = &mut open[dest];
-            b.idx.push(i as u64);
-            b.ids.push(id);
-            b.at.push(at[i]);
-            if let Some(r) = rows.as_mut().and_then(Iterator::next) {
-                b.rows.push(r);
+        let (mut batch, mut dest) = (IdBatch::default(), None);
+        while let Some(&i) = order.get(next) {
+            let i = i as usize;
+            let to = splitters.partition_point(|s| s.as_str() <= ids.get(i));
+            if dest.is_some_and(|d| d != to) || batch.idx.len() == BATCH_DOCS {
+                break;
+            }
+            dest = Some(to);
+            batch.idx.push(i as u64);
+            batch.ids.push(ids.get(i));
+            batch.at.push(at[i]);
+            if let Some(r) = rows.get_mut(i) {
+                batch.rows.push(std::mem::take(r));
             }
             if let Some(&k) = keys.get(i) {
-                b.keys.push(k);
+                batch.keys.push(k);
             }
-            i += 1;
-            if b.idx.len() == BATCH_DOCS {
-                return Some((dest as u64, std::mem::replace(b, empty())));
-            }
+            next += 1;
         }
-        let left = (rest..peers).find(|&d| !open[d].idx.is_empty())?;
-        rest = left + 1;
-        Some((left as u64, std::mem::take(&mut open[left])))
+        let dest = dest?;
+        (batch.origin, batch.seq) = (me as u32, seq);
+        seq += 1;
+        Some((dest as u64, batch))
     });
     shuffle(worker, batches, |(dest, _)| *dest)
         .into_iter()
@@ -337,9 +366,9 @@ impl Owned {
         }
     }
 
-    /// The next record in order: a new id gets the next rank (counted from `first`), a repeated
-    /// one is a duplicate.
-    fn take(&mut self, batch: &IdBatch, j: usize, first: u64, keep_origins: bool) {
+    /// The next record in order: a new id gets the next rank (counted from this owner's first),
+    /// a repeated one is a duplicate.
+    fn take(&mut self, batch: &IdBatch, j: usize, keep_origins: bool) {
         let origin = batch.origin as usize;
         let (id, at, idx) = (batch.ids.get(j), batch.at[j], batch.idx[j]);
         let names = &self.names;
@@ -350,9 +379,7 @@ impl Owned {
             return;
         }
         self.keeper = at;
-        self.replies[origin]
-            .1
-            .push((idx, first + self.names.len() as u64));
+        self.replies[origin].1.push((idx, self.names.len() as u64));
         if let Some(row) = batch.rows.get(j) {
             self.rows.push(row.clone());
         }
@@ -369,10 +396,20 @@ impl Owned {
         self.names.push(id);
     }
 
-    /// Sends each reader the ranks and duplicates of its records (one exchange); returns this
-    /// worker's: the rank of each of its `n` records in input order, and its duplicates in input
-    /// order.
-    fn reply(&mut self, worker: &mut Worker, n: usize) -> (Vec<Option<u64>>, Vec<Duplicate>) {
+    /// Sends each reader the ranks (this owner's counted from `first`) and duplicates of its
+    /// records (one exchange); returns this worker's: the rank of each of its `n` records in input
+    /// order, and its duplicates in input order.
+    fn reply(
+        &mut self,
+        worker: &mut Worker,
+        n: usize,
+        first: u64,
+    ) -> (Vec<Option<u64>>, Vec<Duplicate>) {
+        for (_, pairs) in &mut self.replies {
+            for (_, rank) in pairs.iter_mut().filter(|(_, r)| *r != DUPLICATE) {
+                *rank += first;
+            }
+        }
         let mut dups: Vec<Vec<Duplicate>> = vec![Vec::new(); self.replies.len()];
         for (origin, id, at, keeper) in std::mem::take(&mut self.dups) {
             dups[origin as usize].push((id, at, keeper));
@@ -457,7 +494,7 @@ mod tests {
     }
 
     #[test]
-    fn sorting_by_id_orders_by_bytes_then_location() {
+    fn each_reader_sorted_and_the_owner_merging_order_by_bytes_then_location() {
         let ids = [
             "b",
             "a",
@@ -467,27 +504,38 @@ mod tests {
             "é",
             "",
         ];
-        // Two batches, as from two readers.
-        let mut batches = vec![IdBatch::default(), IdBatch::default()];
-        for (i, id) in ids.iter().enumerate() {
-            let b = &mut batches[i % 2];
-            b.idx.push(i as u64);
-            b.ids.push(id);
-            b.at.push(Location::at(0, 100 - i as u64));
-        }
+        let at = |i: usize| Location::at(0, 100 - i as u64);
         let mut want: Vec<(String, Location)> = ids
             .iter()
             .enumerate()
-            .map(|(i, id)| (id.to_string(), Location::at(0, 100 - i as u64)))
+            .map(|(i, id)| (id.to_string(), at(i)))
             .collect();
         want.sort();
-        let got: Vec<(String, Location)> = sorted_order(&batches, &ByLocation)
-            .into_iter()
-            .map(|(b, j)| {
-                let batch = &batches[b as usize];
-                (batch.ids.get(j as usize).to_string(), batch.at[j as usize])
-            })
-            .collect();
+        // Two readers, each sorting its own documents into batches of at most two, as a sender
+        // does; the owner merges them.
+        let mut batches = Vec::new();
+        for reader in 0..2 {
+            let mine: Vec<usize> = (reader..ids.len()).step_by(2).collect();
+            let locations: Vec<Location> = mine.iter().map(|&i| at(i)).collect();
+            let order = sorted_order(mine.len(), |k| ids[mine[k]], &locations, &ByLocation);
+            for (seq, chunk) in order.chunks(2).enumerate().rev() {
+                let mut b = IdBatch {
+                    origin: reader as u32,
+                    seq: seq as u32,
+                    ..IdBatch::default()
+                };
+                for &k in chunk {
+                    b.idx.push(k as u64);
+                    b.ids.push(ids[mine[k as usize]]);
+                    b.at.push(locations[k as usize]);
+                }
+                batches.push(b);
+            }
+        }
+        let mut got: Vec<(String, Location)> = Vec::new();
+        merge(batches, 2, &ByLocation, |b, j| {
+            got.push((b.ids.get(j).to_string(), b.at[j]));
+        });
         assert_eq!(got, want);
     }
 }
