@@ -111,14 +111,7 @@ impl Rounds for BandRounds {
             width: self.layout.rows,
         };
         let found = rounds::run(worker, &self.layout, self.parts, keys, &mut rows, progress);
-        let min_bands = self.layout.min_bands;
-        let (pairs, stats) = merge(worker, keys, values, m, found.pairs, min_bands, scoring);
-        Found {
-            pairs,
-            comparisons: found.stats.comparisons,
-            largest_group: found.stats.largest_group,
-            bands: Some(stats),
-        }
+        self.found(worker, (keys, values), found, scoring)
     }
 
     /// Without estimates a round needs its band alone (and not over a longer sketch, whose
@@ -150,18 +143,33 @@ impl ColumnRounds for BandRounds {
             error: None,
         };
         let found = rounds::run(worker, &self.layout, self.parts, keys, &mut bands, progress);
+        let found = self.found(worker, (keys, &[]), found, scoring);
+        match bands.error {
+            Some(e) => Err(e),
+            None => Ok(found),
+        }
+    }
+}
+
+impl BandRounds {
+    /// The candidate pairs of the rounds' band collisions (`keys` and, to estimate, `values` of
+    /// this worker's sketches: see [`merge`]), with what the rounds counted.
+    fn found(
+        &self,
+        worker: &mut Worker,
+        (keys, values): (&[u64], &[u32]),
+        found: rounds::RoundsOutput,
+        scoring: Scoring,
+    ) -> Found {
         let min_bands = self.layout.min_bands;
         let m = self.stride;
-        let (pairs, stats) = merge(worker, keys, &[], m, found.pairs, min_bands, scoring);
-        if let Some(e) = bands.error {
-            return Err(e);
-        }
-        Ok(Found {
+        let (pairs, stats) = merge(worker, keys, values, m, found.pairs, min_bands, scoring);
+        Found {
             pairs,
             comparisons: found.stats.comparisons,
             largest_group: found.stats.largest_group,
             bands: Some(stats),
-        })
+        }
     }
 }
 

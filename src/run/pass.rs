@@ -6,7 +6,7 @@ use std::mem::take;
 use std::sync::Arc;
 
 use crate::spill::columns::Columns;
-use crate::spill::{Scratch, SpillMode};
+use crate::spill::{Scratch, SpillFile, SpillMode};
 
 use timely::worker::Worker;
 
@@ -457,10 +457,10 @@ impl<'a> Pass<'a> {
         if self.scratch.mode() == SpillMode::Always {
             ranges = ranges.max(8);
         }
-        let file = self.scratch.spill().and_then(|s| {
-            s.reserve(bytes, "the band rounds' sketch values")?;
-            s.file(&format!("values-w{}", worker.index()))
-        });
+        let name = format!("values-w{}", worker.index());
+        let file = self
+            .scratch
+            .file(&name, bytes, "the band rounds' sketch values");
         let file = exchange::all_ok(worker, file)?;
         let into = Columns::new(file, m, by.width());
         let spilled = collapse::signatures(worker, groups, signatures, ranges, into);
@@ -486,10 +486,7 @@ impl<'a> Pass<'a> {
             Some(mut runs) => runs.write(&keys, &values).and_then(|()| {
                 let bytes = runs.bytes();
                 self.figures.spilled.push(("read".into(), bytes));
-                let s = self.scratch.spill()?;
-                s.reserve(bytes, "the documents' signatures")?;
-                let file = s.file(&format!("signatures-w{}", worker.index()))?;
-                Signatures::merged(runs, m, file)
+                Signatures::merged(runs, m, self.signatures_file(worker.index(), bytes)?)
             }),
             None => {
                 let given = take(&mut docs.signatures);
@@ -504,16 +501,25 @@ impl<'a> Pass<'a> {
     }
 
     /// `signatures` written to a spill file when they pass this worker's share of the budget and
-    /// the run finds pairs (the one stage that reads them back) and writes no store.
+    /// only a pairs stage reads them back ([`Pass::signatures_read_once`]).
     fn spilled_if_over(&self, me: usize, mut signatures: Signatures) -> Result<Signatures> {
         let bytes = signatures.held_bytes();
-        let read_back = self.plan.pairs.is_some() && !self.plan.writes_store();
-        if read_back && self.scratch.wanted(bytes, self.values_share()) {
-            let s = self.scratch.spill()?;
-            s.reserve(bytes, "the documents' signatures")?;
-            signatures.spill(s.file(&format!("signatures-w{me}"))?)?;
+        if self.signatures_read_once() && self.scratch.wanted(bytes, self.values_share()) {
+            signatures.spill(self.signatures_file(me, bytes)?)?;
         }
         Ok(signatures)
+    }
+
+    /// The spill file of worker `me`'s signatures, for `bytes` of them.
+    fn signatures_file(&self, me: usize, bytes: u64) -> Result<SpillFile> {
+        let name = format!("signatures-w{me}");
+        self.scratch.file(&name, bytes, "the documents' signatures")
+    }
+
+    /// True if the signatures are read back once, in key order, by the stage that finds pairs:
+    /// the run finds pairs and writes no store (a store segment is made from them in memory).
+    fn signatures_read_once(&self) -> bool {
+        self.plan.pairs.is_some() && !self.plan.writes_store()
     }
 
     /// Where the read stage spills the documents' signatures in sorted runs, and past how many
@@ -522,10 +528,8 @@ impl<'a> Pass<'a> {
     /// inputs make several runs).
     fn read_runs(&self, me: usize) -> Option<RunSpill> {
         let plan = self.plan;
-        let wanted = plan.method.values() > 0
-            && plan.pairs.is_some()
-            && !plan.writes_store()
-            && plan.audit.is_none();
+        let wanted =
+            plan.method.values() > 0 && self.signatures_read_once() && plan.audit.is_none();
         let share = self.values_share();
         let bytes = match self.scratch.mode() {
             SpillMode::Never => return None,

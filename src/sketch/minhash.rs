@@ -154,33 +154,6 @@ impl MinHasher {
     }
 }
 
-/// Optimal densification: every empty bin takes the value of the first non-empty bin on its own
-/// probe sequence `probe(i, 1), probe(i, 2), ...`, which depends only on `i` and the attempt, so
-/// two documents with the same non-empty bins fill their empty ones alike. The reference form of
-/// [`Densifier::densify`], which gives the same bins faster.
-pub fn densify(bins: &mut [u32], filled: &mut Vec<u32>) {
-    let m = bins.len();
-    if !bins.contains(&EMPTY) {
-        return;
-    }
-    filled.clear();
-    filled.extend_from_slice(bins);
-    for (i, bin) in bins.iter_mut().enumerate() {
-        if *bin != EMPTY {
-            continue;
-        }
-        let mut attempt = 1u64;
-        loop {
-            let j = probe(i, attempt, m);
-            if filled[j] != EMPTY {
-                *bin = filled[j];
-                break;
-            }
-            attempt += 1;
-        }
-    }
-}
-
 /// Attempt `attempt` (from 1) of bin `i`'s probe sequence over `m` bins.
 #[inline]
 fn probe(i: usize, attempt: u64, m: usize) -> usize {
@@ -193,9 +166,12 @@ const TABLED_PROBES: usize = 32;
 /// finds a value among them but once in 2^8).
 const BRANCHLESS_PROBES: usize = 8;
 
-/// [`densify`] with the first [`TABLED_PROBES`] probes of every bin's sequence computed once, so
-/// that a short text's many empty bins cost a table read an attempt instead of a hash (the
-/// densification of a 100-token text was 15% of a whole run's time).
+/// Optimal densification: every empty bin takes the value of the first non-empty bin on its own
+/// probe sequence `probe(i, 1), probe(i, 2), ...`, which depends only on `i` and the attempt, so
+/// two documents with the same non-empty bins fill their empty ones alike. The first
+/// [`TABLED_PROBES`] probes of every bin's sequence are computed once, so that a short text's many
+/// empty bins cost a table read an attempt instead of a hash (the densification of a 100-token
+/// text was 15% of a whole run's time).
 #[derive(Clone, Debug)]
 pub struct Densifier {
     /// `probe(i, a)` at `i * TABLED_PROBES + a - 1`.
@@ -220,7 +196,7 @@ impl Densifier {
         }
     }
 
-    /// Fills every empty bin of `bins` (`m` of them, at least one not empty) as [`densify`] does.
+    /// Fills every empty bin of `bins` (`m` of them, at least one not empty).
     pub fn densify(&mut self, bins: &mut [u32]) {
         let m = bins.len();
         debug_assert_eq!(self.table.len(), m * TABLED_PROBES, "one densifier a width");
@@ -377,6 +353,31 @@ impl Sketcher for BandKeyer {
 mod tests {
     use super::*;
     use crate::text::{jaccard, shingle_set_of};
+
+    /// Densification as it was first written, a hash an attempt: the reference the
+    /// [`Densifier`] must equal.
+    fn densify(bins: &mut [u32], filled: &mut Vec<u32>) {
+        let m = bins.len();
+        if !bins.contains(&EMPTY) {
+            return;
+        }
+        filled.clear();
+        filled.extend_from_slice(bins);
+        for (i, bin) in bins.iter_mut().enumerate() {
+            if *bin != EMPTY {
+                continue;
+            }
+            let mut attempt = 1u64;
+            loop {
+                let j = probe(i, attempt, m);
+                if filled[j] != EMPTY {
+                    *bin = filled[j];
+                    break;
+                }
+                attempt += 1;
+            }
+        }
+    }
 
     #[test]
     fn the_tabled_densifier_fills_bins_as_the_reference_does_at_every_fill() {

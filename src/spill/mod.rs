@@ -97,6 +97,14 @@ impl Scratch {
         }
     }
 
+    /// A new spill file named after `name` (`verify-w3`) in the process's scratch directory, once
+    /// its filesystem has room for the `bytes` that `what` may write ([`Spill::reserve`]).
+    pub fn file(&self, name: &str, bytes: u64, what: &str) -> Result<SpillFile> {
+        let spill = self.spill()?;
+        spill.reserve(bytes, what)?;
+        spill.file(name)
+    }
+
     /// The process's scratch directory, made on first use.
     pub fn spill(&self) -> Result<Arc<Spill>> {
         let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());

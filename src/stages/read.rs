@@ -369,12 +369,12 @@ impl Reader {
             Some(None) => return,
         }
         out.value_keys.push(key);
-        self.spill_values();
+        self.spill_values(m);
     }
 
-    /// Writes the signatures held as a run when they pass the run size (after a failed write,
-    /// they stay held: the error is the run's).
-    fn spill_values(&mut self) {
+    /// Writes the signatures held (`m` values a row) as a run when they pass the run size (after
+    /// a failed write, they stay held: the error is the run's).
+    fn spill_values(&mut self, m: usize) {
         let Some(spill) = &self.runs else {
             return;
         };
@@ -383,13 +383,14 @@ impl Reader {
         if held <= spill.bytes || matches!(out.runs, Some(Err(_))) {
             return;
         }
-        let m = out.values.len() / out.value_keys.len().max(1);
         let written = match out.runs.take() {
             Some(Ok(runs)) => Ok(runs),
-            _ => spill.scratch.spill().and_then(|s| {
-                let file = s.file(&format!("read-runs-w{}", spill.worker))?;
-                Ok(Runs::new(file, m))
-            }),
+            _ => {
+                let name = format!("read-runs-w{}", spill.worker);
+                let what = "the documents' signatures in sorted runs";
+                let file = spill.scratch.file(&name, held, what);
+                file.map(|f| Runs::new(f, m))
+            }
         };
         let written = written.and_then(|mut runs| {
             runs.write(&out.value_keys, &out.values)?;

@@ -79,11 +79,11 @@ impl Sets {
 
     /// Opens the spill file, once the scratch has room for the `bytes` that may come.
     fn open(&mut self, bytes: u64) -> Result<&mut SpillFile> {
-        let spill = self.scratch.spill()?;
-        spill.reserve(bytes, "verification's shingle sets")?;
-        Ok(self
-            .file
-            .insert(spill.file(&format!("verify-w{}", self.worker))?))
+        let name = format!("verify-w{}", self.worker);
+        let file = self
+            .scratch
+            .file(&name, bytes, "verification's shingle sets")?;
+        Ok(self.file.insert(file))
     }
 
     /// Every set added: ready to be looked up by rank.
