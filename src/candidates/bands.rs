@@ -179,7 +179,8 @@ impl super::Candidates for BandLayout {
         record.0
     }
 
-    /// Emits every pair of sketch keys that share the band key (a pair of several bands in each).
+    /// Emits every pair of sketch keys that share the band key (a pair of several bands in each),
+    /// its distance counting the bands it shares (one) until the pairs are merged.
     fn compare(
         &self,
         _round: usize,
@@ -194,11 +195,27 @@ impl super::Candidates for BandLayout {
             for (i, x) in group.iter().enumerate() {
                 for y in &group[i + 1..] {
                     stats.comparisons += 1;
-                    emit(Pair::new(x.1, y.1, 0));
+                    emit(Pair::new(x.1, y.1, 1));
                 }
             }
         }
         stats
+    }
+
+    /// Keeps each pair once, its distance the bands it shares so far (saturating: unless
+    /// `min_bands` is above what a distance counts, when the pairs are kept as emitted).
+    fn compact(&self, pairs: &mut Vec<Pair>) {
+        if self.min_bands > u8::MAX as usize {
+            return;
+        }
+        pairs.sort_unstable_by_key(|p| (p.a, p.b));
+        pairs.dedup_by(|later, kept| {
+            let same = (later.a, later.b) == (kept.a, kept.b);
+            if same {
+                kept.score.distance = kept.score.distance.saturating_add(later.score.distance);
+            }
+            same
+        });
     }
 }
 

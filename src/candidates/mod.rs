@@ -202,6 +202,12 @@ pub trait Candidates {
         scratch: &mut Vec<Self::Record>,
         emit: &mut dyn FnMut(Pair),
     ) -> CompareStats;
+
+    /// Merges the repeats among `pairs` (what the rounds have emitted so far), for a kind whose
+    /// rounds emit a pair once per round it collides in: each is kept once with its count, so
+    /// what the rounds hold grows with the distinct pairs, not the collisions. The default keeps
+    /// them as emitted (each pair is emitted once).
+    fn compact(&self, _pairs: &mut Vec<Pair>) {}
 }
 
 impl Candidates for TableLayout {

@@ -139,6 +139,19 @@ where
     (input, probe)
 }
 
+/// Pairs the rounds hold before their repeats are first merged.
+const COMPACT_FROM: usize = 1 << 16;
+
+/// Merges the repeats among `pairs` once they reach `at` ([`Candidates::compact`]); returns
+/// when to merge next: when what is left has doubled, so each pair is sorted a few times.
+fn compact<C: Candidates>(candidates: &C, pairs: &mut Vec<Pair>, at: usize) -> usize {
+    if pairs.len() < at {
+        return at;
+    }
+    candidates.compact(pairs);
+    (2 * pairs.len()).max(COMPACT_FROM)
+}
+
 /// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
 /// are `keys` and what each round reads of them `sketches` (round `r * parts + j` carries the
 /// records of part j of round r; more parts, less memory per round). `on_round(done, total)` is
@@ -161,6 +174,7 @@ where
     let (mut input, probe) = compare_groups(worker, candidates, parts, sink);
     let mut batch = Vec::with_capacity(BATCH);
     let total = candidates.rounds() as u64 * parts as u64;
+    let mut compact_at = COMPACT_FROM;
     for r in 0..total {
         let (round, part) = ((r / parts as u64) as usize, r % parts as u64);
         if part == 0 {
@@ -182,6 +196,7 @@ where
         batch.clear();
         input.advance_to(r + 1);
         worker.step_or_park_while(None, || probe.less_than(input.time()));
+        compact_at = compact(candidates, &mut found.borrow_mut().pairs, compact_at);
         on_round(r + 1, total);
     }
     drop(input);
