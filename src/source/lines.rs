@@ -86,7 +86,21 @@ pub fn read_records(
     split: &Split,
     max_line: usize,
     on: &mut dyn FnMut(Item<'_>),
+    record: impl FnMut(&[u8], Location, &mut dyn FnMut(Item<'_>)),
+) -> u64 {
+    records_of(split, max_line, on, record, |events| {
+        read_split(file, split, max_line, events)
+    })
+}
+
+/// The records of the lines `read` hands to its argument (the lines of `split`): each non-blank
+/// line to `record`, too-long lines and read errors as skips, an error opening the file as a skip.
+fn records_of(
+    split: &Split,
+    max_line: usize,
+    on: &mut dyn FnMut(Item<'_>),
     mut record: impl FnMut(&[u8], Location, &mut dyn FnMut(Item<'_>)),
+    read: impl FnOnce(&mut dyn FnMut(LineEvent<'_>)) -> io::Result<u64>,
 ) -> u64 {
     let at = |offset: u64, line: u64| {
         Location::on_line(
@@ -98,7 +112,7 @@ pub fn read_records(
             },
         )
     };
-    let result = read_split(file, split, max_line, |event| match event {
+    let result = read(&mut |event| match event {
         LineEvent::Line {
             bytes,
             offset,
@@ -166,8 +180,9 @@ pub fn read_split_records(
 }
 
 /// Reads again the records of a line-based file (`piece`, a whole file) that start at `offsets`
-/// (sorted): a plain file in windows around the offsets, a compressed one read through; only the
-/// wanted lines are parsed.
+/// (sorted): a plain file in windows around the offsets, a compressed one read through to the
+/// last of them (from where the last read again of it stopped, when that is before the first:
+/// [`read_resumed`]); only the wanted lines are parsed.
 pub fn read_at(
     piece: &Piece<'_>,
     offsets: &[u64],
@@ -178,12 +193,24 @@ pub fn read_at(
     let wanted = |o: u64| offsets.binary_search(&o).is_ok();
     let mut on = super::wanted(offsets, on);
     let mut noted = 0;
-    let windows = if file.compression == Compression::None {
-        windows(offsets, piece.split.file)
-    } else {
-        vec![piece.split]
-    };
-    for split in windows {
+    if file.compression != Compression::None {
+        let (first, end) = match offsets {
+            [] => return,
+            [first, .., last] => (*first, last + 1),
+            [only] => (*only, only + 1),
+        };
+        let split = Split { end, ..piece.split };
+        let record = |line: &[u8], at: Location, on: &mut dyn FnMut(Item<'_>)| {
+            if wanted(at.offset) {
+                records.record(line, at, &mut noted, on);
+            }
+        };
+        records_of(&split, max_record_bytes, &mut on, record, |events| {
+            read_resumed(file, first, end, max_record_bytes, events)
+        });
+        return;
+    }
+    for split in windows(offsets, piece.split.file) {
         read_records(file, &split, max_record_bytes, &mut on, |line, at, on| {
             if wanted(at.offset) {
                 records.record(line, at, &mut noted, on);
@@ -241,7 +268,7 @@ pub fn read_split(
     max_line: usize,
     mut on_event: impl FnMut(LineEvent<'_>),
 ) -> io::Result<u64> {
-    let mut reader: Box<dyn BufRead> = if split.start > 0 {
+    let reader: Box<dyn BufRead> = if split.start > 0 {
         let mut f = open_input(&file.path)?;
         f.seek(SeekFrom::Start(split.start - 1))?;
         // A window of a few records read again (verification) needs no MiB of buffer: reading
@@ -251,16 +278,19 @@ pub fn read_split(
     } else {
         open_stream(file)?
     };
-    let mut pos = split.start;
-    let mut line = 0u64;
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut stream = Stream {
+        path: file.path.clone(),
+        reader,
+        pos: split.start,
+        line: 0,
+    };
     if split.start > 0 {
         // Skip the tail of the line that started in the previous split (or just its '\n').
-        match read_line_bounded(&mut reader, &mut buf, 0) {
-            Ok((n, _)) => pos = split.start - 1 + n,
+        match read_line_bounded(&mut stream.reader, &mut Vec::new(), 0) {
+            Ok((n, _)) => stream.pos = split.start - 1 + n,
             Err(error) => {
                 on_event(LineEvent::ReadError {
-                    offset: pos,
+                    offset: stream.pos,
                     line: 1,
                     error,
                 });
@@ -268,21 +298,49 @@ pub fn read_split(
             }
         }
     }
-    while pos < split.end {
-        match read_line_bounded(&mut reader, &mut buf, max_line) {
+    read_lines(&mut stream, split.end, max_line, &mut on_event);
+    Ok(stream.line)
+}
+
+/// A file's lines being read: where the next line starts and how many were read before it.
+struct Stream {
+    /// The file.
+    path: std::path::PathBuf,
+    /// Its bytes (decompressed) from `pos` on.
+    reader: Box<dyn BufRead>,
+    /// Offset of the next line.
+    pos: u64,
+    /// Lines read before it.
+    line: u64,
+}
+
+/// Reads the lines of `stream` that start before `end`, calling `on_event` for each; false if
+/// reading failed (the stream cannot go on).
+fn read_lines(
+    stream: &mut Stream,
+    end: u64,
+    max_line: usize,
+    on_event: &mut dyn FnMut(LineEvent<'_>),
+) -> bool {
+    let Stream {
+        reader, pos, line, ..
+    } = stream;
+    let mut buf = Vec::with_capacity(1 << 16);
+    while *pos < end {
+        match read_line_bounded(reader, &mut buf, max_line) {
             Ok((0, _)) => break,
             Ok((n, too_long)) => {
-                line += 1;
+                *line += 1;
                 if too_long {
                     let len = n - u64::from(buf.last() == Some(&b'\n'));
                     on_event(LineEvent::TooLong {
-                        offset: pos,
-                        line,
+                        offset: *pos,
+                        line: *line,
                         len,
                     });
                 } else {
                     let mut bytes = &buf[..];
-                    if pos == 0 {
+                    if *pos == 0 {
                         bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
                     }
                     if let [rest @ .., b'\n'] = bytes {
@@ -293,23 +351,60 @@ pub fn read_split(
                     }
                     on_event(LineEvent::Line {
                         bytes,
-                        offset: pos,
-                        line,
+                        offset: *pos,
+                        line: *line,
                     });
                 }
-                pos += n;
+                *pos += n;
             }
             Err(error) => {
                 on_event(LineEvent::ReadError {
-                    offset: pos,
-                    line: line + 1,
+                    offset: *pos,
+                    line: *line + 1,
                     error,
                 });
-                break;
+                return false;
             }
         }
     }
-    Ok(line)
+    true
+}
+
+thread_local! {
+    /// The compressed file this thread last read again, left where that stopped.
+    static PARKED: std::cell::RefCell<Option<Stream>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Reads the lines of a whole compressed file that start in `first..end`, going on from where
+/// this thread's last read again of it stopped when that is not past `first` (else from the
+/// start), and leaves the stream there. Verification reads a worker's records again in chunks in
+/// file order: each file is decompressed once, not once a chunk (the whole file each time, then
+/// up to the chunk's last record: 2M short documents in two zstd files under a 256 MiB budget
+/// took 110 s to verify, 14.5 s now).
+fn read_resumed(
+    file: &InputFile,
+    first: u64,
+    end: u64,
+    max_line: usize,
+    on_event: &mut dyn FnMut(LineEvent<'_>),
+) -> io::Result<u64> {
+    let parked = PARKED.with(|p| p.borrow_mut().take());
+    let parked = parked.filter(|s| s.path == file.path && s.pos <= first);
+    let mut stream = match parked {
+        Some(stream) => stream,
+        None => Stream {
+            path: file.path.clone(),
+            reader: open_stream(file)?,
+            pos: 0,
+            line: 0,
+        },
+    };
+    if read_lines(&mut stream, end, max_line, on_event) {
+        let line = stream.line;
+        PARKED.with(|p| *p.borrow_mut() = Some(stream));
+        return Ok(line);
+    }
+    Ok(stream.line)
 }
 
 #[cfg(test)]
@@ -357,6 +452,54 @@ mod tests {
             }
             assert_eq!(lines_of(&file, &splits), whole, "cut {cut}");
         }
+    }
+
+    /// Regression: reading a compressed file's records again in chunks in file order
+    /// decompressed it from the start for each chunk (verification of 2M short documents in two
+    /// zstd files took 110 s, 14.5 s now). A later chunk goes on from where the last stopped, an
+    /// earlier one starts over, and each finds what a read of the whole file finds there.
+    #[test]
+    fn compressed_file_read_again_in_chunks_goes_on_where_the_last_chunk_stopped() {
+        struct Seen(std::cell::RefCell<Vec<(Location, Vec<u8>)>>);
+        impl LineRecords for Seen {
+            fn record(&self, line: &[u8], at: Location, _: &mut u32, _: &mut dyn FnMut(Item<'_>)) {
+                self.0.borrow_mut().push((at, line.to_vec()));
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mut content = Vec::new();
+        for i in 0..300 {
+            writeln!(content, "line {i} {}", "y".repeat(i % 23)).unwrap();
+        }
+        let packed = zstd::encode_all(&content[..], 3).unwrap();
+        let file = plain_file(dir.path(), "lines.zst", &packed);
+        assert_eq!(file.compression, Compression::Zstd);
+        let all = Seen(Default::default());
+        read_records(
+            &file,
+            &Split::whole(0),
+            1 << 20,
+            &mut |_| {},
+            |l, at, on| all.record(l, at, &mut 0, on),
+        );
+        let all = all.0.into_inner();
+        let piece = Piece::whole(&file, 0, 1 << 20);
+        let again = |lines: &[usize]| {
+            let seen = Seen(Default::default());
+            let offsets: Vec<u64> = lines.iter().map(|&i| all[i].0.offset).collect();
+            let before = OPENS.with(|c| c.get());
+            read_at(&piece, &offsets, &seen, &mut |_| {});
+            let opened = OPENS.with(|c| c.get()) - before;
+            let want: Vec<_> = lines.iter().map(|&i| all[i].clone()).collect();
+            assert_eq!(seen.0.into_inner(), want, "{lines:?}");
+            opened
+        };
+        PARKED.with(|p| p.borrow_mut().take());
+        assert_eq!(again(&[3, 10, 50]), 1);
+        assert_eq!(again(&[51, 60, 200]), 0);
+        assert_eq!(again(&[250, 299]), 0);
+        assert_eq!(again(&[5, 100]), 1);
+        assert_eq!(again(&[100, 101]), 1);
     }
 
     #[test]
