@@ -94,6 +94,7 @@ impl<'a> Pass<'a> {
             docs.append(stored.docs);
             of_stored = (stored.segments, stored.labels);
         }
+        docs.shrink_to_fit();
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
         let mut shown = Vec::new();

@@ -28,6 +28,12 @@ impl Names {
         self.ends.is_empty()
     }
 
+    /// Gives back the room grown beyond the names held.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+    }
+
     /// Appends every name of `other`.
     pub fn append(&mut self, other: &Names) {
         let base = self.bytes.len() as u32;

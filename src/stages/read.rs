@@ -102,6 +102,21 @@ impl Sketched {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    /// Gives back the room its columns grew into beyond what they hold: grown by doubling, a
+    /// column holds up to twice its bytes, and the rank stage holds them beside its own.
+    pub fn shrink_to_fit(&mut self) {
+        self.keys.shrink_to_fit();
+        self.values.shrink_to_fit();
+        self.value_keys.shrink_to_fit();
+        self.signatures.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self.urls.shrink_to_fit();
+        self.content.shrink_to_fit();
+        self.at.shrink_to_fit();
+        self.keep.shrink_to_fit();
+        self.facts.shrink_to_fit();
+    }
+
     /// Appends every document of `other` (both keep URLs, or neither).
     pub fn append(&mut self, other: Sketched) {
         self.keys.extend(other.keys);
