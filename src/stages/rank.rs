@@ -22,11 +22,13 @@ impl DuplicateIdPolicy for FirstInInput {
 }
 
 /// MinHash: one signature per distinct sketch key of a worker's documents, left where the read
-/// stage put them (no copy): `(key, row)` in key order, rows of `m` values in `values`; or, once
-/// [`Signatures::spill`]ed, the rows in key order in a spill file.
+/// stage put them (no copy): the keys in order and each one's row of `m` values in `values`; or,
+/// once [`Signatures::spill`]ed, the rows in key order in a spill file (the `i`-th key's the
+/// `i`-th: 8 bytes a key held, not 16).
 #[derive(Default)]
 pub struct Signatures {
-    index: Vec<(u64, usize)>,
+    keys: Vec<u64>,
+    rows: Vec<usize>,
     values: Vec<u32>,
     m: usize,
     file: Option<SpillFile>,
@@ -44,8 +46,10 @@ impl Signatures {
         // The first row of a key: the new documents' before the stored ones.
         index.sort_unstable();
         index.dedup_by_key(|(key, _)| *key);
+        let (keys, rows) = index.into_iter().unzip();
         Signatures {
-            index,
+            keys,
+            rows,
             values,
             m,
             file: None,
@@ -58,7 +62,8 @@ impl Signatures {
         let mut keys = Vec::new();
         runs.merge(&mut file, &mut keys)?;
         Ok(Signatures {
-            index: keys.into_iter().zip(0..).collect(),
+            keys,
+            rows: Vec::new(),
             values: Vec::new(),
             m,
             file: Some(file),
@@ -67,12 +72,12 @@ impl Signatures {
 
     /// Distinct keys.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.keys.len()
     }
 
     /// True if there is none.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.keys.is_empty()
     }
 
     /// Bytes of the values in memory.
@@ -85,18 +90,16 @@ impl Signatures {
     pub fn spill(&mut self, mut file: SpillFile) -> Result<()> {
         let words = self.m.div_ceil(2);
         let mut buf = Vec::with_capacity(words * 4096);
-        for chunk in self.index.chunks(4096) {
+        for chunk in self.rows.chunks(4096) {
             buf.clear();
-            for &(_, row) in chunk {
+            for &row in chunk {
                 pack_values(&self.values[row * self.m..(row + 1) * self.m], &mut buf);
             }
             file.append(&buf)?;
         }
         file.flush()?;
         self.values = Vec::new();
-        for (i, entry) in self.index.iter_mut().enumerate() {
-            entry.1 = i;
-        }
+        self.rows = Vec::new();
         self.file = Some(file);
         Ok(())
     }
@@ -108,21 +111,19 @@ impl Signatures {
 
     /// How many signatures from the `from`-th on have keys below `end` (all, without one).
     pub fn count_below(&self, from: usize, end: Option<u64>) -> usize {
-        let rest = &self.index[from..];
-        end.map_or(rest.len(), |end| {
-            rest.partition_point(|(key, _)| *key < end)
-        })
+        let rest = &self.keys[from..];
+        end.map_or(rest.len(), |end| rest.partition_point(|key| *key < end))
     }
 
     /// Owned copies of the signatures `from..to` (in key order): one read of the spill file, if
     /// they are spilled.
     pub fn copies(&self, from: usize, to: usize) -> Result<Vec<(u64, Vec<u32>)>> {
         let m = self.m;
-        let entries = &self.index[from..to];
+        let keys = self.keys[from..to].iter().copied();
         let Some(file) = &self.file else {
-            let copy =
-                |&(key, row): &(u64, usize)| (key, self.values[row * m..(row + 1) * m].to_vec());
-            return Ok(entries.iter().map(copy).collect());
+            let rows = self.rows[from..to].iter();
+            let copy = |row: &usize| self.values[row * m..(row + 1) * m].to_vec();
+            return Ok(keys.zip(rows.map(copy)).collect());
         };
         let words = m.div_ceil(2);
         let mut read = Vec::new();
@@ -130,7 +131,7 @@ impl Signatures {
         let rows = read
             .chunks_exact(words)
             .map(|row| unpack_values(row, m).collect::<Vec<u32>>());
-        Ok(entries.iter().map(|&(key, _)| key).zip(rows).collect())
+        Ok(keys.zip(rows).collect())
     }
 
     /// Owned copies, in key order (what a store segment writes).
