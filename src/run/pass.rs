@@ -109,6 +109,7 @@ impl<'a> Pass<'a> {
             || documents;
         let signatures = self.signatures(worker, &mut docs)?;
         let mut ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, &mut counters);
+        read::read_again_by_readers(plan, worker.peers(), &mut ranked.ranked.origins);
         // Read by no later stage: 16 B a document freed.
         let ranks = take(&mut ranked.ranked.ranks);
         let mut books = Books {
