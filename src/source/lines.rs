@@ -190,33 +190,29 @@ pub fn read_at(
     on: &mut dyn FnMut(Item<'_>),
 ) {
     let (file, max_record_bytes) = (piece.file, piece.max_record_bytes);
-    let wanted = |o: u64| offsets.binary_search(&o).is_ok();
     let mut on = super::wanted(offsets, on);
     let mut noted = 0;
-    if file.compression != Compression::None {
-        let (first, end) = match offsets {
-            [] => return,
-            [first, .., last] => (*first, last + 1),
-            [only] => (*only, only + 1),
-        };
-        let split = Split { end, ..piece.split };
-        let record = |line: &[u8], at: Location, on: &mut dyn FnMut(Item<'_>)| {
-            if wanted(at.offset) {
-                records.record(line, at, &mut noted, on);
-            }
-        };
-        records_of(&split, max_record_bytes, &mut on, record, |events| {
-            read_resumed(file, first, end, max_record_bytes, events)
-        });
+    let mut record = |line: &[u8], at: Location, on: &mut dyn FnMut(Item<'_>)| {
+        if offsets.binary_search(&at.offset).is_ok() {
+            records.record(line, at, &mut noted, on);
+        }
+    };
+    if file.compression == Compression::None {
+        for split in windows(offsets, piece.split.file) {
+            read_records(file, &split, max_record_bytes, &mut on, &mut record);
+        }
         return;
     }
-    for split in windows(offsets, piece.split.file) {
-        read_records(file, &split, max_record_bytes, &mut on, |line, at, on| {
-            if wanted(at.offset) {
-                records.record(line, at, &mut noted, on);
-            }
-        });
-    }
+    let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+        return;
+    };
+    let split = Split {
+        end: last + 1,
+        ..piece.split
+    };
+    records_of(&split, max_record_bytes, &mut on, record, |events| {
+        read_resumed(file, first, last + 1, max_record_bytes, events)
+    });
 }
 
 /// The byte ranges of a plain line file that hold the records at `offsets` (sorted): offsets
@@ -399,12 +395,12 @@ fn read_resumed(
             line: 0,
         },
     };
-    if read_lines(&mut stream, end, max_line, on_event) {
-        let line = stream.line;
+    let readable = read_lines(&mut stream, end, max_line, on_event);
+    let line = stream.line;
+    if readable {
         PARKED.with(|p| *p.borrow_mut() = Some(stream));
-        return Ok(line);
     }
-    Ok(stream.line)
+    Ok(line)
 }
 
 #[cfg(test)]
