@@ -29,7 +29,7 @@ struct IdBatch {
     /// Its place among the batches that worker sent: in order of id, as the batches are.
     seq: u32,
     /// Their indices there.
-    idx: Vec<u64>,
+    idx: Vec<u32>,
     ids: Names,
     /// Where each starts: decides which of several records with one id keeps it.
     at: Vec<Location>,
@@ -45,18 +45,20 @@ pub trait DuplicateIdPolicy: Sync {
     fn order(&self, a: &Location, b: &Location) -> std::cmp::Ordering;
 }
 
-/// Documents per [`IdBatch`].
-const BATCH_DOCS: usize = 4096;
+/// Documents per [`IdBatch`]: enough that its ids and locations are blocks the allocator gives
+/// back to the system once the owner has merged them (64 KiB and more: `run::clock`).
+const BATCH_DOCS: usize = 8192;
 
 /// The rank an owner sends back for a duplicate: none.
-const DUPLICATE: u64 = u64::MAX;
+const DUPLICATE: u32 = u32::MAX;
 
 /// A record whose id an earlier record has: (id, where it starts, where the record that keeps the
 /// id starts).
 pub type Duplicate = (String, Location, Location);
 
-/// Ranks an owner sends back to a reader: `(index there, rank)`.
-type RankReply = (u32, Vec<(u64, u64)>);
+/// Ranks an owner sends back to a reader: the reader, the owner's first rank, and `(index there,
+/// rank counted from that first)` of each record (8 bytes, where the owner holds them all).
+type RankReply = (u32, u64, Vec<(u32, u32)>);
 
 /// The ranks of this worker's documents and the names of the rank range it owns.
 pub struct Ranked {
@@ -154,9 +156,10 @@ fn prefix_key(id: &str) -> u128 {
 }
 
 /// The order of `n` documents (the `i`-th has id `id(i)` and starts at `at[i]`) by id, then
-/// records with one id by `policy`: indices sorted by a 16-byte prefix key, which decides almost
-/// every comparison without touching the strings, then runs of equal prefix by the whole id. The
-/// documents themselves do not move.
+/// records with one id by `policy`: indices sorted by a 12-byte prefix key (the index in the low
+/// 32 bits of one `u128`: 16 bytes a document), which decides almost every comparison without
+/// touching the strings, then runs of equal prefix by the whole id. The documents themselves do
+/// not move.
 ///
 /// Morally: `docs.sorted_by(|a, b| a.id.cmp(&b.id).then(policy.order(&a.at, &b.at)))`.
 fn sorted_order<'a>(
@@ -165,23 +168,27 @@ fn sorted_order<'a>(
     at: &[Location],
     policy: &impl DuplicateIdPolicy,
 ) -> Vec<u32> {
-    let mut keys: Vec<(u128, u32)> = (0..n).map(|i| (prefix_key(id(i)), i as u32)).collect();
+    let index = |i: usize| u32::try_from(i).expect("under 4G documents per worker");
+    let mut keys: Vec<u128> = (0..n)
+        .map(|i| prefix_key(id(i)) >> 32 << 32 | u128::from(index(i)))
+        .collect();
     keys.sort_unstable();
+    let (prefix, of) = (|k: u128| k >> 32, |k: u128| k as u32 as usize);
     let mut start = 0;
     while start < keys.len() {
         let mut end = start + 1;
-        while end < keys.len() && keys[end].0 == keys[start].0 {
+        while end < keys.len() && prefix(keys[end]) == prefix(keys[start]) {
             end += 1;
         }
         if end - start > 1 {
-            keys[start..end].sort_unstable_by(|&(_, x), &(_, y)| {
-                let (x, y) = (x as usize, y as usize);
+            keys[start..end].sort_unstable_by(|&x, &y| {
+                let (x, y) = (of(x), of(y));
                 id(x).cmp(id(y)).then_with(|| policy.order(&at[x], &at[y]))
             });
         }
         start = end;
     }
-    keys.into_iter().map(|(_, i)| i).collect()
+    keys.into_iter().map(|k| of(k) as u32).collect()
 }
 
 /// Calls `each` with every document of the batches an owner received, in order of id, then
@@ -284,8 +291,10 @@ pub fn assign(
 }
 
 /// Sends every document to the worker that owns its id's range (the splitters from a sample of
-/// every worker's ids), in order of id (`policy` orders records with one id), in batches made as
-/// they are sent (the columns go with the last); returns the batches this worker owns.
+/// every worker's ids), in order of id (`policy` orders records with one id); returns the batches
+/// this worker owns. The columns are put in that order first and the batches cut off their end,
+/// so that what the columns give back is what the batches take: a sender never holds its
+/// documents beside all it has received.
 fn to_owners(
     worker: &mut Worker,
     (ids, at): (Names, Vec<Location>),
@@ -293,50 +302,133 @@ fn to_owners(
     keys: Vec<u64>,
     policy: &impl DuplicateIdPolicy,
 ) -> Vec<IdBatch> {
-    let (me, peers) = (worker.index(), worker.peers());
-    let sample = sample(ids.len(), |i| ids.get(i));
-    let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
-    samples.sort_unstable();
-    let splitters: Vec<String> = if samples.is_empty() {
-        Vec::new()
-    } else {
-        (1..peers)
-            .map(|j| samples[j * samples.len() / peers].clone())
-            .collect()
-    };
+    let splitters = splitters(worker, &ids);
     let order = sorted_order(ids.len(), |i| ids.get(i), &at, policy);
-    let mut rows = rows.unwrap_or_default();
-    let (mut next, mut seq) = (0, 0);
-    // One batch at a time: the documents go in order of id, so their owners do too.
-    let batches = std::iter::from_fn(move || {
-        let (mut batch, mut dest) = (IdBatch::default(), None);
-        while let Some(&i) = order.get(next) {
-            let i = i as usize;
-            let to = splitters.partition_point(|s| s.as_str() <= ids.get(i));
-            if dest.is_some_and(|d| d != to) || batch.idx.len() == BATCH_DOCS {
-                break;
-            }
-            dest = Some(to);
-            batch.idx.push(i as u64);
-            batch.ids.push(ids.get(i));
-            batch.at.push(at[i]);
-            if let Some(r) = rows.get_mut(i) {
-                batch.rows.push(std::mem::take(r));
-            }
-            if let Some(&k) = keys.get(i) {
-                batch.keys.push(k);
-            }
-            next += 1;
-        }
-        let dest = dest?;
-        (batch.origin, batch.seq) = (me as u32, seq);
-        seq += 1;
-        Some((dest as u64, batch))
-    });
+    let mut sorted = Sorted::new((ids, at), rows.unwrap_or_default(), keys, order);
+    let me = worker.index() as u32;
+    let batches = std::iter::from_fn(move || sorted.pop(&splitters, me));
     shuffle(worker, batches, |(dest, _)| *dest)
         .into_iter()
         .map(|(_, b)| b)
         .collect()
+}
+
+/// The ids that split the id space among the workers: from a sample of every worker's ids.
+fn splitters(worker: &mut Worker, ids: &Names) -> Vec<String> {
+    let sample = sample(ids.len(), |i| ids.get(i));
+    let mut samples: Vec<String> = all_gather(worker, sample).into_iter().flatten().collect();
+    samples.sort_unstable();
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    let peers = worker.peers();
+    (1..peers)
+        .map(|j| samples[j * samples.len() / peers].clone())
+        .collect()
+}
+
+/// A sender's documents in the order they are sent: its columns put in order of id, cut into
+/// batches from the end.
+struct Sorted {
+    /// Each document's index in input order.
+    idx: Vec<u32>,
+    ids: Names,
+    at: Vec<Location>,
+    rows: Vec<DocRow>,
+    keys: Vec<u64>,
+    /// Batches cut so far.
+    cut: u32,
+}
+
+impl Sorted {
+    /// The columns put in `order` (`ids` copied, the others moved in place).
+    fn new(
+        (ids, mut at): (Names, Vec<Location>),
+        mut rows: Vec<DocRow>,
+        mut keys: Vec<u64>,
+        order: Vec<u32>,
+    ) -> Sorted {
+        let mut sorted_ids = Names::default();
+        for &i in &order {
+            sorted_ids.push(ids.get(i as usize));
+        }
+        drop(ids);
+        gather_in_place(&mut at, &order);
+        gather_in_place(&mut rows, &order);
+        gather_in_place(&mut keys, &order);
+        Sorted {
+            idx: order,
+            ids: sorted_ids,
+            at,
+            rows,
+            keys,
+            cut: 0,
+        }
+    }
+
+    /// The last documents not yet sent, as one batch for one owner (at most [`BATCH_DOCS`]),
+    /// numbered so that the owner can put this sender's batches back in order of id.
+    fn pop(&mut self, splitters: &[String], me: u32) -> Option<(u64, IdBatch)> {
+        let end = self.idx.len();
+        let owner = |k: usize| splitters.partition_point(|s| s.as_str() <= self.ids.get(k));
+        let dest = owner(end.checked_sub(1)?);
+        let mut start = end - 1;
+        while start > 0 && end - start < BATCH_DOCS && owner(start - 1) == dest {
+            start -= 1;
+        }
+        let batch = IdBatch {
+            origin: me,
+            seq: u32::MAX - self.cut,
+            idx: self.idx.split_off(start),
+            ids: self.ids.split_off(start),
+            at: self.at.split_off(start),
+            rows: split_tail(&mut self.rows, start),
+            keys: split_tail(&mut self.keys, start),
+        };
+        self.cut += 1;
+        if self.cut % 64 == 0 {
+            self.shrink_to_fit();
+        }
+        Some((dest as u64, batch))
+    }
+
+    /// Gives back the room of the documents already sent.
+    fn shrink_to_fit(&mut self) {
+        self.idx.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self.at.shrink_to_fit();
+        self.rows.shrink_to_fit();
+        self.keys.shrink_to_fit();
+    }
+}
+
+/// The elements of `v` from `start` on, moved out (none if `v` is an empty column).
+fn split_tail<T>(v: &mut Vec<T>, start: usize) -> Vec<T> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    v.split_off(start)
+}
+
+/// Puts `v` in `order` without a second copy: afterwards `v[k]` is what `v[order[k]]` was (an
+/// empty `v` stays empty). Each cycle of the permutation is walked once, by swaps.
+fn gather_in_place<T>(v: &mut [T], order: &[u32]) {
+    if v.is_empty() {
+        return;
+    }
+    let mut done = vec![false; v.len()];
+    for start in 0..v.len() {
+        let mut k = start;
+        while !done[k] {
+            done[k] = true;
+            let from = order[k] as usize;
+            if from == start {
+                break;
+            }
+            v.swap(k, from);
+            k = from;
+        }
+    }
 }
 
 /// What an owner keeps of the records it ranks, in rank order, and what it tells their readers.
@@ -345,8 +437,9 @@ struct Owned {
     rows: Vec<DocRow>,
     origins: Vec<Origin>,
     keys: Vec<u64>,
-    /// Per reader: the rank of each of its records, or [`DUPLICATE`].
-    replies: Vec<RankReply>,
+    /// Per reader: the rank of each of its records (counted from this owner's first), or
+    /// [`DUPLICATE`].
+    replies: Vec<Vec<(u32, u32)>>,
     /// Duplicates: (reader, id, where it starts, where the record that keeps the id starts).
     dups: Vec<(u32, String, Location, Location)>,
     /// Where the record that keeps the current id starts.
@@ -360,7 +453,7 @@ impl Owned {
             rows: Vec::new(),
             origins: Vec::new(),
             keys: Vec::new(),
-            replies: (0..peers).map(|w| (w as u32, Vec::new())).collect(),
+            replies: vec![Vec::new(); peers],
             dups: Vec::new(),
             keeper: Location::at(0, 0),
         }
@@ -373,13 +466,14 @@ impl Owned {
         let (id, at, idx) = (batch.ids.get(j), batch.at[j], batch.idx[j]);
         let names = &self.names;
         if !names.is_empty() && names.get(names.len() - 1) == id {
-            self.replies[origin].1.push((idx, DUPLICATE));
+            self.replies[origin].push((idx, DUPLICATE));
             self.dups
                 .push((origin as u32, id.to_owned(), at, self.keeper));
             return;
         }
         self.keeper = at;
-        self.replies[origin].1.push((idx, self.names.len() as u64));
+        let rank = u32::try_from(self.names.len()).expect("under 4G documents per worker");
+        self.replies[origin].push((idx, rank));
         if let Some(row) = batch.rows.get(j) {
             self.rows.push(row.clone());
         }
@@ -405,26 +499,25 @@ impl Owned {
         n: usize,
         first: u64,
     ) -> (Vec<Option<u64>>, Vec<Duplicate>) {
-        for (_, pairs) in &mut self.replies {
-            for (_, rank) in pairs.iter_mut().filter(|(_, r)| *r != DUPLICATE) {
-                *rank += first;
-            }
-        }
         let mut dups: Vec<Vec<Duplicate>> = vec![Vec::new(); self.replies.len()];
         for (origin, id, at, keeper) in std::mem::take(&mut self.dups) {
             dups[origin as usize].push((id, at, keeper));
         }
         let replies: Vec<(RankReply, Vec<Duplicate>)> = std::mem::take(&mut self.replies)
             .into_iter()
+            .enumerate()
+            .map(|(origin, pairs)| (origin as u32, first, pairs))
             .zip(dups)
-            .filter(|(r, d)| !r.1.is_empty() || !d.is_empty())
+            .filter(|(r, d)| !r.2.is_empty() || !d.is_empty())
             .collect();
         let mut ranks = vec![None; n];
         let mut duplicates = Vec::new();
-        for ((_, pairs), dups) in shuffle(worker, replies, |((origin, _), _)| *origin as u64) {
+        for ((_, first, pairs), dups) in
+            shuffle(worker, replies, |((origin, ..), _)| *origin as u64)
+        {
             for (idx, rank) in pairs {
                 if rank != DUPLICATE {
-                    ranks[idx as usize] = Some(rank);
+                    ranks[idx as usize] = Some(first + u64::from(rank));
                 }
             }
             duplicates.extend(dups);
@@ -494,6 +587,56 @@ mod tests {
     }
 
     #[test]
+    fn columns_put_in_order_in_place_equal_a_sorted_copy() {
+        let mut seed = 7u64;
+        for n in [0usize, 1, 2, 5, 100, 1000] {
+            // Random permutations of n, from xorshift draws sorted with their indices.
+            let mut draws: Vec<(u64, u32)> = (0..n as u32)
+                .map(|i| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed, i)
+                })
+                .collect();
+            draws.sort_unstable();
+            let order: Vec<u32> = draws.iter().map(|&(_, i)| i).collect();
+            let column: Vec<String> = (0..n).map(|i| format!("d{i}")).collect();
+            let want: Vec<String> = order.iter().map(|&i| column[i as usize].clone()).collect();
+            let mut got = column.clone();
+            gather_in_place(&mut got, &order);
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_sender_cuts_batches_from_the_end_for_one_owner_each_in_order_of_id() {
+        let ids = ["m", "c", "x", "a", "q", "b", "z", "k"];
+        let mut names = Names::default();
+        ids.iter().for_each(|id| names.push(id));
+        let at: Vec<Location> = (0..ids.len()).map(|i| Location::at(0, i as u64)).collect();
+        let order = sorted_order(ids.len(), |i| names.get(i), &at, &ByLocation);
+        let mut sorted = Sorted::new((names, at), Vec::new(), Vec::new(), order);
+        let splitters = ["l".to_string()];
+        let mut batches = Vec::new();
+        while let Some(b) = sorted.pop(&splitters, 0) {
+            batches.push(b);
+        }
+        batches.sort_by_key(|(_, b)| b.seq);
+        let mut got = Vec::new();
+        for (dest, b) in &batches {
+            for (j, id) in b.ids.iter().enumerate() {
+                assert_eq!(*dest, u64::from(id > "l"), "{id}");
+                assert_eq!(ids[b.idx[j] as usize], id);
+                got.push(id.to_string());
+            }
+        }
+        let mut want: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn each_reader_sorted_and_the_owner_merging_order_by_bytes_then_location() {
         let ids = [
             "b",
@@ -525,7 +668,7 @@ mod tests {
                     ..IdBatch::default()
                 };
                 for &k in chunk {
-                    b.idx.push(k as u64);
+                    b.idx.push(k);
                     b.ids.push(ids[mine[k as usize]]);
                     b.at.push(locations[k as usize]);
                 }

@@ -301,7 +301,7 @@ pub fn parts(records: u64, bytes: u64, processes: usize, budget: u64) -> (u32, S
     let parts = tables::parts_per_round(records, bytes, processes, budget);
     let per_process = (records * bytes).div_ceil(processes.max(1) as u64);
     let memory = format!(
-        "one round needs ~{} MiB per process; budget {} MiB: {parts} part(s) per round",
+        "one round needs ~{} MiB per process; {} MiB of the budget left: {parts} part(s) per round",
         per_process >> 20,
         budget >> 20
     );

@@ -41,6 +41,17 @@ impl Names {
         self.ends.extend(other.ends.iter().map(|e| base + e));
     }
 
+    /// Moves the names from the `at`-th on into a new `Names` (this one keeps the first `at`; its
+    /// room stays until [`Names::shrink_to_fit`]).
+    pub fn split_off(&mut self, at: usize) -> Names {
+        let start = if at == 0 { 0 } else { self.ends[at - 1] };
+        let ends = self.ends.split_off(at).into_iter().map(|e| e - start);
+        Names {
+            bytes: self.bytes.split_off(start as usize),
+            ends: ends.collect(),
+        }
+    }
+
     /// The names in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len()).map(|i| self.get(i))
@@ -69,5 +80,10 @@ mod tests {
         m.push("x");
         n.append(&m);
         assert_eq!(n.iter().collect::<Vec<_>>(), ["", "abc", "é", "x"]);
+        let tail = n.split_off(2);
+        assert_eq!(n.iter().collect::<Vec<_>>(), ["", "abc"]);
+        assert_eq!(tail.iter().collect::<Vec<_>>(), ["é", "x"]);
+        assert_eq!(n.split_off(0).iter().collect::<Vec<_>>(), ["", "abc"]);
+        assert!(n.is_empty());
     }
 }

@@ -120,6 +120,13 @@ impl Sketched {
 
     /// Appends every document of `other` (both keep URLs, or neither).
     pub fn append(&mut self, other: Sketched) {
+        let nothing = self.is_empty() && self.values.is_empty() && self.signatures.is_empty();
+        if nothing && self.runs.is_none() {
+            // Taken whole: a copy would hold every column twice at once (all of a worker's
+            // documents, when every file it reads is a shared compressed one).
+            *self = other;
+            return;
+        }
         self.keys.extend(other.keys);
         self.values.extend(other.values);
         self.value_keys.extend(other.value_keys);

@@ -632,6 +632,13 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// What this process has left of a `budget` of bytes now (its resident size from
+/// [`rss_bytes`]), an eighth of the budget at least: what a stage may plan to take beside what the
+/// earlier stages still hold.
+pub fn budget_left(budget: u64) -> u64 {
+    budget.saturating_sub(rss_bytes()).max(budget / 8)
+}
+
 /// Resets the peak resident set size (`VmHWM`) to the current size, so the next reading covers only
 /// what follows (Linux 4.0+; silently does nothing elsewhere).
 pub fn reset_peak_rss() {

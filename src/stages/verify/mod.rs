@@ -54,10 +54,10 @@ pub struct VerifyStats {
 }
 
 /// Pairs each worker sends per round of scoring: their copies of a set of `mean_set` bytes, with
-/// the pairs of every other worker, take at most half of `budget` (the rest is for the sets
-/// themselves and the copies' second hop), and never more than [`ROUND_BYTES`].
-fn pairs_per_round(budget: u64, mean_set: u64, peers: u64) -> u64 {
-    ((budget / 2).min(ROUND_BYTES) / mean_set / peers.max(1)).max(1024)
+/// the pairs of every other worker, take at most `room` (what the sets leave of the budget), and
+/// never more than [`ROUND_BYTES`].
+fn pairs_per_round(room: u64, mean_set: u64, peers: u64) -> u64 {
+    (room.min(ROUND_BYTES) / mean_set / peers.max(1)).max(1024)
 }
 
 /// Most bytes of set copies in flight in one round of scoring, whatever the budget: larger rounds
@@ -153,10 +153,9 @@ pub fn verify(
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
     //    The sets take half of what the process has left of its budget (an eighth of the budget
-    //    at least): the earlier stages' bookkeeping is resident already.
-    let left = budget
-        .saturating_sub(crate::summary::rss_bytes())
-        .max(budget / 8);
+    //    at least): the earlier stages' bookkeeping is resident already. A chunk in flight takes
+    //    a quarter more, and the rounds of step 3 (once the chunks are done) a quarter.
+    let left = crate::summary::budget_left(budget);
     let share = left / 2 / room.workers.max(1) as u64;
     let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
     let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
@@ -173,7 +172,9 @@ pub fn verify(
             (acc.0 + x.0, acc.1 + x.1, acc.2.max(x.2))
         });
     let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
-    let per_round = pairs_per_round(budget, mean_set, worker.peers() as u64);
+    // The same on every worker (the rounds are counted from it): the least any process has left.
+    let left = all_gather(worker, left).into_iter().min().unwrap_or(left);
+    let per_round = pairs_per_round(left / 4, mean_set, worker.peers() as u64);
     stats.rounds = most_pairs.div_ceil(per_round).max(1);
     let mut kept = Vec::new();
     let mut pairs = pairs.into_iter();

@@ -49,8 +49,8 @@ impl Sets {
         }
     }
 
-    /// Adds received sets: each is held while the held ones stay within the share, and spilled
-    /// once they would not (all of them with `spill = "always"`). `more` is how many bytes of sets
+    /// Adds received sets: each is held while the held ones and the index of those spilled stay
+    /// within the share, and spilled once they would not (all of them with `spill = "always"`). `more` is how many bytes of sets
     /// may still come, for the disk-space check.
     pub fn add(&mut self, sets: Vec<ReadSet>, more: u64) -> Result<()> {
         let incoming: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64).sum();
@@ -67,6 +67,8 @@ impl Sets {
             };
             let offset = file.append(&set)?;
             let len = set.len() as u32;
+            // The index entry stays in memory: it counts against the share.
+            self.held_bytes += std::mem::size_of::<Spilled>() as u64;
             self.spilled.push(Spilled {
                 rank,
                 raw,
