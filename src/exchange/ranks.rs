@@ -45,9 +45,13 @@ pub trait DuplicateIdPolicy: Sync {
     fn order(&self, a: &Location, b: &Location) -> std::cmp::Ordering;
 }
 
-/// Documents per [`IdBatch`]: enough that its ids and locations are blocks the allocator gives
-/// back to the system once the owner has merged them (64 KiB and more: `run::clock`).
+/// Documents per [`IdBatch`].
 const BATCH_DOCS: usize = 8192;
+
+/// Batches an owner merges between two returns of the memory they held to the system: they are
+/// freed into the allocator's arenas, where they would stay beside the owner's growing columns
+/// (about 45 bytes a document: the rank stage's peak at 100M documents).
+const TRIM_EVERY: usize = 256;
 
 /// The rank an owner sends back for a duplicate: none.
 const DUPLICATE: u32 = u32::MAX;
@@ -56,15 +60,19 @@ const DUPLICATE: u32 = u32::MAX;
 /// id starts).
 pub type Duplicate = (String, Location, Location);
 
+/// The rank of a record whose id an earlier record keeps: none.
+pub const NO_RANK: u64 = u64::MAX;
+
 /// Ranks an owner sends back to a reader: the reader, the owner's first rank, and `(index there,
 /// rank counted from that first)` of each record (8 bytes, where the owner holds them all).
 type RankReply = (u32, u64, Vec<(u32, u32)>);
 
 /// The ranks of this worker's documents and the names of the rank range it owns.
 pub struct Ranked {
-    /// Rank of each local document, in input order; `None` for a duplicate id. Taken by the rank
-    /// stage's caller (no later stage reads it).
-    pub ranks: Vec<Option<u64>>,
+    /// Rank of each local document, in input order; [`NO_RANK`] for a duplicate id (8 bytes a
+    /// document where an `Option` takes 16). Taken by the rank stage's caller (no later stage
+    /// reads it).
+    pub ranks: Vec<u64>,
     /// The local documents whose id an earlier record has, in input order.
     pub duplicates: Vec<Duplicate>,
     /// Ids of the ranks `first..first + names.len()`, in rank order.
@@ -205,7 +213,7 @@ fn merge(
     for b in batches {
         streams[b.origin as usize].push_back(b);
     }
-    let mut at = vec![0usize; peers];
+    let (mut at, mut merged) = (vec![0usize; peers], 0);
     loop {
         let head = |s: usize| streams[s].front().map(|b| (b.ids.get(at[s]), &b.at[at[s]]));
         let mut best: Option<usize> = None;
@@ -226,6 +234,10 @@ fn merge(
         at[s] += 1;
         if at[s] == batch.idx.len() {
             streams[s].pop_front();
+            merged += 1;
+            if merged % TRIM_EVERY == 0 {
+                crate::summary::release_freed_memory();
+            }
             at[s] = 0;
         }
     }
@@ -263,10 +275,12 @@ pub fn assign(
     let (me, peers) = (worker.index(), worker.peers());
     let read = ids.len();
     let mine = to_owners(worker, (ids, at), rows, keys, policy);
+    crate::summary::release_freed_memory();
     let mut owned = Owned::new(peers);
     merge(mine, peers, policy, |batch, j| {
         owned.take(batch, j, keep_origins)
     });
+    crate::summary::release_freed_memory();
     let counts = all_gather(worker, owned.names.len() as u64);
     let bounds: Vec<u64> = counts
         .iter()
@@ -493,12 +507,7 @@ impl Owned {
     /// Sends each reader the ranks (this owner's counted from `first`) and duplicates of its
     /// records (one exchange); returns this worker's: the rank of each of its `n` records in input
     /// order, and its duplicates in input order.
-    fn reply(
-        &mut self,
-        worker: &mut Worker,
-        n: usize,
-        first: u64,
-    ) -> (Vec<Option<u64>>, Vec<Duplicate>) {
+    fn reply(&mut self, worker: &mut Worker, n: usize, first: u64) -> (Vec<u64>, Vec<Duplicate>) {
         let mut dups: Vec<Vec<Duplicate>> = vec![Vec::new(); self.replies.len()];
         for (origin, id, at, keeper) in std::mem::take(&mut self.dups) {
             dups[origin as usize].push((id, at, keeper));
@@ -510,14 +519,14 @@ impl Owned {
             .zip(dups)
             .filter(|(r, d)| !r.2.is_empty() || !d.is_empty())
             .collect();
-        let mut ranks = vec![None; n];
+        let mut ranks = vec![NO_RANK; n];
         let mut duplicates = Vec::new();
         for ((_, first, pairs), dups) in
             shuffle(worker, replies, |((origin, ..), _)| *origin as u64)
         {
             for (idx, rank) in pairs {
                 if rank != DUPLICATE {
-                    ranks[idx as usize] = Some(first + u64::from(rank));
+                    ranks[idx as usize] = first + u64::from(rank);
                 }
             }
             duplicates.extend(dups);

@@ -95,7 +95,7 @@ impl Clock {
             .expect("a stage");
         if let Some(m) = &self.memory {
             m.enter(i + 1);
-            release_freed_memory();
+            crate::summary::release_freed_memory();
         }
     }
 
@@ -170,31 +170,5 @@ fn slot<'a>(times: &'a mut StageTimes, name: &str) -> &'a mut f64 {
         "corpus" => &mut times.corpus,
         "write_pairs" => &mut times.write_pairs,
         _ => unreachable!("a stage of STAGE_NAMES"),
-    }
-}
-
-/// Blocks of 64 KiB and more get pages of their own (glibc's `M_MMAP_THRESHOLD`), given back to the
-/// system as soon as they are freed. glibc raises that threshold to the size of every large block
-/// freed (up to 32 MiB), after which such blocks come from its arenas and stay there once freed:
-/// the rank stage frees each batch of ids it has merged while it builds its own columns, and the
-/// arenas kept every batch, about 40 bytes a document. The setting is the process's; it is set
-/// once, before the workers start.
-pub fn free_large_blocks_at_once() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes a tuning parameter of the allocator; it is thread-safe.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 10);
-    }
-}
-
-/// Gives the pages the allocator holds free back to the system (glibc's `malloc_trim`): a stage
-/// that freed its data leaves them in the allocator's arenas, where the next stage's peak would
-/// count them again. Called by the one worker of a process that samples its memory, at each
-/// stage's end.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the system.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

@@ -86,7 +86,6 @@ pub fn execute(plan: Plan) -> Result<Option<Summary>> {
 /// [`execute`], with progress bars on stderr when `bars` and stderr is a terminal (the binary's
 /// choice: a library draws nothing uninvited).
 pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
-    clock::free_large_blocks_at_once();
     let mut outputs = None;
     let mut store = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {

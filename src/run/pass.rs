@@ -18,7 +18,7 @@ use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
 use crate::exchange;
-use crate::exchange::ranks::Ranked;
+use crate::exchange::ranks::{self, Ranked};
 use crate::method::{ColumnRounds, Rounds, Scoring};
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
@@ -122,7 +122,8 @@ impl<'a> Pass<'a> {
             let (segments, labels) = of_stored;
             let ranks = ranks[new..].iter().zip(segments).zip(labels);
             let mine = ranks
-                .filter_map(|((r, s), l)| r.map(|r| (r, s, l)))
+                .filter(|((&r, _), _)| r != ranks::NO_RANK)
+                .map(|((&r, s), l)| (r, s, l))
                 .collect();
             self.stored = Some(StoredRanks::gather(worker, mine));
         }
@@ -411,7 +412,11 @@ impl<'a> Pass<'a> {
         (self.figures.layout, self.figures.bands) = (sections.tables, sections.bands);
         self.clock.enter(Phase::Rounds);
         let shown = Arc::clone(&self.clock.progress);
-        let mut progress = move |done, total| shown.round(done, total);
+        let mut progress = move |done, total| {
+            // A round frees what the next does not reuse: the rounds' peak grew round by round.
+            crate::summary::release_freed_memory();
+            shown.round(done, total)
+        };
         let scoring = self.scoring();
         let keys = &groups.fps;
         let found = match &values {

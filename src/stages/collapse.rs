@@ -16,8 +16,9 @@ use crate::stages::rank::Signatures;
 pub struct Groups<T = String> {
     /// Distinct fingerprints, ascending.
     pub fps: Vec<u64>,
-    /// Offsets into `ids`, one more than `fps`.
-    pub starts: Vec<usize>,
+    /// Offsets into `ids`, one more than `fps` (4 bytes a distinct fingerprint: a worker holds
+    /// fewer than 4G documents, as its ids' arena says).
+    pub starts: Vec<u32>,
     /// Member ids, group by group.
     pub ids: Vec<T>,
 }
@@ -34,12 +35,17 @@ impl<T: Ord> Groups<T> {
         for (fp, id) in records {
             if g.fps.last() != Some(&fp) {
                 g.fps.push(fp);
-                g.starts.push(g.ids.len());
+                g.starts.push(Self::offset(g.ids.len()));
             }
             g.ids.push(id);
         }
-        g.starts.push(g.ids.len());
+        g.starts.push(Self::offset(g.ids.len()));
         g
+    }
+
+    /// An offset into `ids`.
+    fn offset(at: usize) -> u32 {
+        u32::try_from(at).expect("under 4G documents per worker")
     }
 
     /// Number of distinct fingerprints.
@@ -54,7 +60,7 @@ impl<T: Ord> Groups<T> {
 
     /// Members of group `g`.
     pub fn members(&self, g: usize) -> &[T] {
-        &self.ids[self.starts[g]..self.starts[g + 1]]
+        &self.ids[self.starts[g] as usize..self.starts[g + 1] as usize]
     }
 
     /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint

@@ -197,7 +197,8 @@ pub fn rank(
     let keyed: Vec<(u64, u64)> = keys
         .iter()
         .zip(&ranked.ranks)
-        .filter_map(|(key, r)| r.map(|r| (*key, r)))
+        .filter(|(_, &r)| r != ranks::NO_RANK)
+        .map(|(&key, &r)| (key, r))
         .collect();
     RankOutput {
         keyed,

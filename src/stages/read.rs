@@ -879,6 +879,34 @@ mod tests {
     use crate::source::{discover, Fields};
     use crate::summary::LineTable;
 
+    /// Regression: a worker whose files were all shared compressed ones appended everything it
+    /// read into its empty columns, a copy that held each column twice at once (the read stage's
+    /// peak at 100M documents). The shared read is now taken whole.
+    #[test]
+    fn appending_to_no_documents_takes_the_columns_without_a_copy() {
+        let mut shared = Sketched::default();
+        for i in 0..1000u64 {
+            shared.keys.push(i);
+            shared.ids.push(&format!("d{i}"));
+            shared.at.push(Location::at(0, i));
+        }
+        let (keys, at) = (shared.keys.as_ptr(), shared.at.as_ptr());
+        let mut docs = Sketched::default();
+        docs.append(shared);
+        assert_eq!((docs.keys.as_ptr(), docs.at.as_ptr()), (keys, at));
+        assert_eq!(docs.ids.get(999), "d999");
+        // Appended to documents, they follow them.
+        let mut more = Sketched::default();
+        more.keys.push(7);
+        more.ids.push("x");
+        more.at.push(Location::at(1, 0));
+        docs.append(more);
+        assert_eq!(
+            (docs.len(), docs.keys[1000], docs.ids.get(1000)),
+            (1001, 7, "x")
+        );
+    }
+
     /// A sketcher that counts the sketches it finishes.
     struct Counting(Box<dyn Sketcher<Sketch = u64>>, usize);
 

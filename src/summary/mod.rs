@@ -632,10 +632,24 @@ pub fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// Gives the pages the allocator holds free back to the system (glibc's `malloc_trim`): a stage
+/// that freed its data leaves them in the allocator's arenas, where the next stage's peak would
+/// count them again. Called at each stage's end by the one worker of a process that samples its
+/// memory, and by a stage that frees much of what it holds while it builds something as large
+/// (the rank owners' merge).
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// What this process has left of a `budget` of bytes now (its resident size from
-/// [`rss_bytes`]), an eighth of the budget at least: what a stage may plan to take beside what the
-/// earlier stages still hold.
+/// [`rss_bytes`], once the pages freed so far are given back), an eighth of the budget at least:
+/// what a stage may plan to take beside what the earlier stages still hold.
 pub fn budget_left(budget: u64) -> u64 {
+    release_freed_memory();
     budget.saturating_sub(rss_bytes()).max(budget / 8)
 }
 

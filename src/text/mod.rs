@@ -783,6 +783,8 @@ pub fn shingle_set_of(text: &str, n: usize, scratch: &mut Scratch) -> Vec<u64> {
     for_each_shingle(text, &cfg, scratch, |h| set.push(h));
     set.sort_unstable();
     set.dedup();
+    // Grown by doubling and then deduplicated: verification holds millions of these.
+    set.shrink_to_fit();
     set
 }
 
@@ -887,6 +889,17 @@ mod tests {
             sink.word(&word);
         }
         out
+    }
+
+    /// Regression: a shingle set grew by doubling and kept that room after deduplication (up to
+    /// twice its shingles); verification holds millions of them within a byte budget.
+    #[test]
+    fn shingle_sets_hold_no_room_beyond_their_shingles() {
+        let mut scratch = Scratch::default();
+        let text: String = (0..300).map(|i| format!("w{} ", i % 97)).collect();
+        let set = shingle_set_of(&text, 5, &mut scratch);
+        assert!(set.len() > 64, "{}", set.len());
+        assert_eq!(set.capacity(), set.len());
     }
 
     #[test]

@@ -177,4 +177,22 @@ mod tests {
             assert_eq!(a, b, "rank {r}");
         }
     }
+
+    /// Regression: the index of the spilled sets (32 B each, in memory) was not counted, so an
+    /// owner held its whole share of sets beside an index that grew with every set spilled
+    /// (verification over its budget). A set that fits the share beside the held ones alone, but
+    /// not beside the index too, now spills.
+    #[test]
+    fn the_index_of_spilled_sets_counts_against_the_share() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut sets = sets(SpillMode::Auto, parent.path());
+        // Two sets of 50 words held (2 x 448 B of the 1000-byte share), eight spilled.
+        let big: Vec<ReadSet> = (0..10u64).map(|r| (r, 0, vec![r; 50])).collect();
+        sets.add(big, 0).unwrap();
+        assert_eq!(sets.held.len(), 2);
+        // 56 bytes: within the 104 the held sets leave, not within what the index leaves.
+        sets.add(vec![(10, 0, vec![1])], 0).unwrap();
+        assert_eq!(sets.held.len(), 2, "the small set spills");
+        assert_eq!(sets.spilled.len(), 9);
+    }
 }
