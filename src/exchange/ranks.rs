@@ -4,7 +4,8 @@
 //!
 //! A distributed sample sort: every worker sends a sample of its ids to all, all pick the same
 //! splitter ids, and each document travels once to the worker owning its id's range, so equal ids
-//! always meet at one owner. The owner sorts by id, and records with one id by the policy: the
+//! always meet at one owner. Each sender sends its documents sorted by id, and records with one id
+//! by the policy; the owner merges the senders' orders: the
 //! first keeps the id and gets the next rank; every other one is a duplicate and is reported back
 //! to its reader, which skips it. Rank order is id order, so sorting
 //! pairs of ranks sorts them by id, whatever the number of workers. The owners keep the names in one
@@ -213,7 +214,7 @@ fn merge(
     for b in batches {
         streams[b.origin as usize].push_back(b);
     }
-    let (mut at, mut merged) = (vec![0usize; peers], 0);
+    let (mut at, mut merged) = (vec![0usize; peers], 0usize);
     loop {
         let head = |s: usize| streams[s].front().map(|b| (b.ids.get(at[s]), &b.at[at[s]]));
         let mut best: Option<usize> = None;
@@ -235,7 +236,7 @@ fn merge(
         if at[s] == batch.idx.len() {
             streams[s].pop_front();
             merged += 1;
-            if merged % TRIM_EVERY == 0 {
+            if merged.is_multiple_of(TRIM_EVERY) {
                 crate::summary::release_freed_memory();
             }
             at[s] = 0;
@@ -400,7 +401,7 @@ impl Sorted {
             keys: split_tail(&mut self.keys, start),
         };
         self.cut += 1;
-        if self.cut % 64 == 0 {
+        if self.cut.is_multiple_of(64) {
             self.shrink_to_fit();
         }
         Some((dest as u64, batch))
