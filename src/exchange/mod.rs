@@ -86,6 +86,12 @@ pub fn gather<T: ExchangeData + Clone, I: IntoIterator<Item = T>>(
     shuffle(worker, records, |_| 0)
 }
 
+/// The least of every worker's `value`, on every worker: a figure each measures on its own (what
+/// its process has left of the budget) made one that all plan alike by.
+pub fn least(worker: &mut Worker, value: u64) -> u64 {
+    all_gather(worker, value).into_iter().min().unwrap_or(value)
+}
+
 /// Every worker's `value`, on every worker, in worker order.
 pub fn all_gather<T: ExchangeData + Clone>(worker: &mut Worker, value: T) -> Vec<T> {
     let (me, peers) = (worker.index(), worker.peers());

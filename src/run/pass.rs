@@ -397,10 +397,7 @@ impl<'a> Pass<'a> {
         // Every worker computes the same plan from the same global count and the least room
         // any process has left of its budget (the bookkeeping of the documents is resident).
         let left = crate::summary::budget_left(stage.memory_budget);
-        let left = exchange::all_gather(worker, left)
-            .into_iter()
-            .min()
-            .unwrap_or(left);
+        let left = exchange::least(worker, left);
         let rounds = method.rounds(total.distinct, plan.exec.processes, left)?;
         let values = self.values(worker, (&groups, total.distinct), signatures, &*rounds)?;
         self.clock.stage("collapse", worker);

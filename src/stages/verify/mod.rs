@@ -30,7 +30,7 @@ use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, shuffle};
+use crate::exchange::{all_gather, least, shuffle};
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
@@ -173,7 +173,7 @@ pub fn verify(
         });
     let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
     // The same on every worker (the rounds are counted from it): the least any process has left.
-    let left = all_gather(worker, left).into_iter().min().unwrap_or(left);
+    let left = least(worker, left);
     let per_round = pairs_per_round(left / 4, mean_set, worker.peers() as u64);
     stats.rounds = most_pairs.div_ceil(per_round).max(1);
     let mut kept = Vec::new();

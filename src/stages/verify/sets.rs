@@ -50,8 +50,8 @@ impl Sets {
     }
 
     /// Adds received sets: each is held while the held ones and the index of those spilled stay
-    /// within the share, and spilled once they would not (all of them with `spill = "always"`). `more` is how many bytes of sets
-    /// may still come, for the disk-space check.
+    /// within the share, and spilled once they would not (all of them with `spill = "always"`).
+    /// `more` is how many bytes of sets may still come, for the disk-space check.
     pub fn add(&mut self, sets: Vec<ReadSet>, more: u64) -> Result<()> {
         let incoming: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64).sum();
         for (rank, raw, set) in sets {
