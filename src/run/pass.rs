@@ -65,6 +65,7 @@ impl<'a> Pass<'a> {
         progress: &Arc<Progress>,
         scratch: &Arc<Scratch>,
     ) -> Pass<'a> {
+        crate::summary::set_memory_budget(budget(plan));
         Pass {
             plan,
             writer: outputs.filter(|_| me == 0),
