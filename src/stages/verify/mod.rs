@@ -36,7 +36,7 @@ use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
 
 mod sets;
-use sets::{ReadSet, Sets};
+use sets::{ReadSet, Sets, Side};
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -258,7 +258,7 @@ fn score_round(
             with_a.push(copy);
             continue;
         }
-        match sets.get(p.a) {
+        match sets.get(p.a, Side::A) {
             Ok(Some((raw, set))) => with_a.push((p, raw, set.to_vec())),
             Ok(None) => {}
             Err(e) => {
@@ -271,7 +271,7 @@ fn score_round(
     at_b.sort_unstable_by_key(|(p, _, _)| (p.b, p.a));
     let scored_here = at_b.len() as u64;
     for group in at_b.chunk_by(|x, y| x.0.b == y.0.b) {
-        let b = match sets.get(group[0].0.b) {
+        let b = match sets.get(group[0].0.b, Side::B) {
             Ok(Some(b)) => b,
             Ok(None) => continue,
             Err(e) => {

@@ -1,6 +1,11 @@
 //! The shingle sets a worker owns in the verify stage: held in memory up to the worker's share of
 //! the memory budget, the rest in a spill file of the scratch directory with only an index (rank,
-//! bytes hash, offset, length: 32 bytes a set) in memory.
+//! bytes hash, offset, length, run: 32 bytes a set) in memory.
+//!
+//! The sets spilled by one [`Sets::add`] are written as a run in order of rank. Verification looks
+//! its pairs' first documents up in ascending rank, round after round ([`Side::A`]), so each run
+//! is read forward through a window of many sets at a time; the second documents of a round are
+//! scattered over the ranks ([`Side::B`]) and are read one set at a time.
 
 use std::sync::Arc;
 
@@ -18,7 +23,31 @@ struct Spilled {
     raw: u64,
     offset: u64,
     len: u32,
+    /// The run it was written in.
+    run: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Spilled>() == 32);
+
+/// Which side of its pairs a lookup is for: the first documents are looked up in ascending rank
+/// (read through a window a run), the second ones wherever they are (one read a set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// A pair's first document.
+    A,
+    /// A pair's second document.
+    B,
+}
+
+/// Part of a run read ahead: the words from `start` on.
+#[derive(Default)]
+struct Window {
+    start: u64,
+    words: Vec<u64>,
+}
+
+/// Fewest and most bytes of a run's window.
+const WINDOW_BYTES: (u64, u64) = (64 << 10, 1 << 20);
 
 /// The sets this worker owns.
 pub struct Sets {
@@ -30,8 +59,14 @@ pub struct Sets {
     share: u64,
     scratch: Arc<Scratch>,
     worker: usize,
-    /// A set read back from the file.
+    /// Where each run ends in the file (in words).
+    run_ends: Vec<u64>,
+    /// A window a run, for the lookups of [`Side::A`].
+    windows: Vec<Window>,
+    /// A set of [`Side::B`] read back from the file.
     buf: Vec<u64>,
+    /// Reads of the spill file so far.
+    reads: u64,
 }
 
 impl Sets {
@@ -45,37 +80,56 @@ impl Sets {
             share,
             scratch,
             worker,
+            run_ends: Vec::new(),
+            windows: Vec::new(),
             buf: Vec::new(),
+            reads: 0,
         }
     }
 
     /// Adds received sets: each is held while the held ones and the index of those spilled stay
-    /// within the share, and spilled once they would not (all of them with `spill = "always"`).
+    /// within the share (less the eighth the runs' windows take), and spilled once they would
+    /// not (all of them with `spill = "always"`), those of one call as one run in order of rank.
     /// `more` is how many bytes of sets may still come, for the disk-space check.
     pub fn add(&mut self, sets: Vec<ReadSet>, more: u64) -> Result<()> {
         let incoming: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64).sum();
+        let mut spilling = Vec::new();
         for (rank, raw, set) in sets {
             let bytes = 8 * set.len() as u64 + 48;
-            if !self.scratch.wanted(self.held_bytes + bytes, self.share) {
+            let sets_share = self.share - self.share / 8;
+            if !self.scratch.wanted(self.held_bytes + bytes, sets_share) {
                 self.held_bytes += bytes;
                 self.held.push((rank, raw, set));
                 continue;
             }
-            let file = match self.file.as_mut() {
-                Some(f) => f,
-                None => self.open(incoming + more)?,
-            };
-            let offset = file.append(&set)?;
-            let len = set.len() as u32;
             // The index entry stays in memory: it counts against the share.
             self.held_bytes += std::mem::size_of::<Spilled>() as u64;
-            self.spilled.push(Spilled {
+            spilling.push((rank, raw, set));
+        }
+        if spilling.is_empty() {
+            return Ok(());
+        }
+        spilling.sort_unstable_by_key(|(rank, _, _)| *rank);
+        let run = self.run_ends.len() as u32;
+        let file = match self.file.as_mut() {
+            Some(f) => f,
+            None => self.open(incoming + more)?,
+        };
+        let mut index = Vec::with_capacity(spilling.len());
+        for (rank, raw, set) in spilling {
+            let offset = file.append(&set)?;
+            let len = set.len() as u32;
+            index.push(Spilled {
                 rank,
                 raw,
                 offset,
                 len,
+                run,
             });
         }
+        let end = file.bytes() / 8;
+        self.run_ends.push(end);
+        self.spilled.append(&mut index);
         Ok(())
     }
 
@@ -92,6 +146,9 @@ impl Sets {
     pub fn seal(&mut self) -> Result<()> {
         self.held.sort_unstable_by_key(|(r, _, _)| *r);
         self.spilled.sort_unstable_by_key(|s| s.rank);
+        self.windows = (0..self.run_ends.len())
+            .map(|_| Window::default())
+            .collect();
         match self.file.as_mut() {
             Some(f) => f.flush(),
             None => Ok(()),
@@ -126,9 +183,9 @@ impl Sets {
         )
     }
 
-    /// The bytes hash and the set of `rank`, if this worker owns it (a spilled set is read back
-    /// into a buffer the next lookup reuses).
-    pub fn get(&mut self, rank: u64) -> Result<Option<(u64, &[u64])>> {
+    /// The bytes hash and the set of `rank`, if this worker owns it, looked up for `side` of its
+    /// pairs (a spilled set is read back into a buffer the next lookup reuses).
+    pub fn get(&mut self, rank: u64, side: Side) -> Result<Option<(u64, &[u64])>> {
         if let Ok(i) = self.held.binary_search_by_key(&rank, |(r, _, _)| *r) {
             let (_, raw, set) = &self.held[i];
             return Ok(Some((*raw, set)));
@@ -137,9 +194,36 @@ impl Sets {
             return Ok(None);
         };
         let s = self.spilled[i];
-        let file = self.file.as_ref().expect("a spilled set has a file");
-        file.read(s.offset, s.len as usize, &mut self.buf)?;
-        Ok(Some((s.raw, &self.buf)))
+        let set = match side {
+            Side::A => self.windowed(s)?,
+            Side::B => {
+                let file = self.file.as_ref().expect("a spilled set has a file");
+                file.read(s.offset, s.len as usize, &mut self.buf)?;
+                self.reads += 1;
+                &self.buf[..]
+            }
+        };
+        Ok(Some((s.raw, set)))
+    }
+
+    /// The set at `s`, from its run's window, which is read again from `s` on when it does not
+    /// hold it.
+    fn windowed(&mut self, s: Spilled) -> Result<&[u64]> {
+        let w = &mut self.windows[s.run as usize];
+        let (from, len) = (s.offset, s.len as u64);
+        let held = from >= w.start && from + len <= w.start + w.words.len() as u64;
+        if !held {
+            let runs = self.run_ends.len().max(1) as u64;
+            let bytes = (self.share / 8 / runs).clamp(WINDOW_BYTES.0, WINDOW_BYTES.1);
+            let end = self.run_ends[s.run as usize];
+            let words = (bytes / 8).max(len).min(end - from);
+            let file = self.file.as_ref().expect("a spilled set has a file");
+            file.read(from, words as usize, &mut w.words)?;
+            w.start = from;
+            self.reads += 1;
+        }
+        let at = (from - w.start) as usize;
+        Ok(&w.words[at..at + len as usize])
     }
 }
 
@@ -148,7 +232,8 @@ mod tests {
     use super::*;
 
     fn sets(mode: SpillMode, parent: &std::path::Path) -> Sets {
-        Sets::new(Scratch::new(parent.into(), mode, |_| {}), 1000, 0)
+        // 1,001 bytes for sets, an eighth for the windows.
+        Sets::new(Scratch::new(parent.into(), mode, |_| {}), 1144, 0)
     }
 
     #[test]
@@ -168,14 +253,64 @@ mod tests {
         assert_eq!(held.spilled_bytes(), 0);
         assert!(
             spilled.spilled_bytes() > 0,
-            "over a 1000-byte share it spills"
+            "over a 1,001-byte share it spills"
         );
         assert_eq!(held.size(), spilled.size());
-        for r in 0..52 {
-            let a = held.get(r).unwrap().map(|(raw, s)| (raw, s.to_vec()));
-            let b = spilled.get(r).unwrap().map(|(raw, s)| (raw, s.to_vec()));
-            assert_eq!(a, b, "rank {r}");
+        // In ascending rank, descending, and scattered, for either side of the pairs.
+        let orders = [
+            (0..52).collect::<Vec<u64>>(),
+            (0..52).rev().collect(),
+            (0..52).map(|r| r * 31 % 52).collect(),
+        ];
+        for order in &orders {
+            for side in [Side::A, Side::B] {
+                for &r in order {
+                    let a = held.get(r, side).unwrap().map(|(raw, s)| (raw, s.to_vec()));
+                    let b = spilled.get(r, side).unwrap();
+                    let b = b.map(|(raw, s)| (raw, s.to_vec()));
+                    assert_eq!(a, b, "rank {r}, {side:?}");
+                }
+            }
         }
+    }
+
+    /// Verification was slow at 100M documents: nearly every set spilled, in the order its
+    /// chunk arrived, and every lookup was one read at a random place of the file. The sets one
+    /// `add` spills are now a run in order of rank, and looking the first documents up in
+    /// ascending rank reads each run forward through a window.
+    #[test]
+    fn a_sweep_in_rank_order_reads_each_run_through_one_window() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut sets = sets(SpillMode::Always, parent.path());
+        let runs = 4u64;
+        for run in 0..runs {
+            // 25 sets a run, their ranks interleaved with the other runs' and not in order.
+            let chunk = (0..25u64).map(|i| ((i * 7 % 25) * runs + run, i, vec![i, run + 1]));
+            sets.add(chunk.collect(), 0).unwrap();
+        }
+        sets.seal().unwrap();
+        for run in 0..runs as u32 {
+            let mut of_run: Vec<Spilled> = sets.spilled.clone();
+            of_run.retain(|s| s.run == run);
+            assert_eq!(of_run.len(), 25);
+            assert!(
+                of_run.windows(2).all(|w| w[0].offset < w[1].offset),
+                "run {run} in rank order"
+            );
+        }
+        for rank in 0..runs * 25 {
+            let (_, set) = sets.get(rank, Side::A).unwrap().expect("spilled");
+            assert_eq!(set[1], rank % runs + 1);
+        }
+        assert_eq!(sets.reads, runs, "one read a run");
+        for rank in 0..runs * 25 {
+            sets.get(rank, Side::B).unwrap().expect("spilled");
+        }
+        assert_eq!(
+            sets.reads,
+            runs + runs * 25,
+            "one read a set on the second side"
+        );
     }
 
     /// Regression: the index of the spilled sets (32 B each, in memory) was not counted, so an
@@ -186,11 +321,11 @@ mod tests {
     fn the_index_of_spilled_sets_counts_against_the_share() {
         let parent = tempfile::tempdir().unwrap();
         let mut sets = sets(SpillMode::Auto, parent.path());
-        // Two sets of 50 words held (2 x 448 B of the 1000-byte share), eight spilled.
+        // Two sets of 50 words held (2 x 448 B of the 1,001 bytes for sets), eight spilled.
         let big: Vec<ReadSet> = (0..10u64).map(|r| (r, 0, vec![r; 50])).collect();
         sets.add(big, 0).unwrap();
         assert_eq!(sets.held.len(), 2);
-        // 56 bytes: within the 104 the held sets leave, not within what the index leaves.
+        // 56 bytes: within the 105 the held sets leave, not within what the index leaves.
         sets.add(vec![(10, 0, vec![1])], 0).unwrap();
         assert_eq!(sets.held.len(), 2, "the small set spills");
         assert_eq!(sets.spilled.len(), 9);
