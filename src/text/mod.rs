@@ -185,6 +185,8 @@ pub struct Scratch {
     map: Vec<u64>,
     high: Vec<u64>,
     hashes: Vec<u64>,
+    /// A shingle set as it is made ([`shingle_set_of`]).
+    set: Vec<u64>,
 }
 
 /// Calls `emit` with each normalized token of `text`, in order.
@@ -779,13 +781,15 @@ pub const TRUTH_SHINGLE: usize = 5;
 /// has one shingle of all its tokens): the set whose Jaccard similarity defines a near-duplicate.
 pub fn shingle_set_of(text: &str, n: usize, scratch: &mut Scratch) -> Vec<u64> {
     let cfg = FeatureConfig::shingles(n);
-    let mut set = Vec::new();
+    let mut set = std::mem::take(&mut scratch.set);
+    set.clear();
     for_each_shingle(text, &cfg, scratch, |h| set.push(h));
     set.sort_unstable();
     set.dedup();
-    // Grown by doubling and then deduplicated: verification holds millions of these.
-    set.shrink_to_fit();
-    set
+    // Made in a reused buffer and copied at its size: verification holds millions of these.
+    let exact = set.to_vec();
+    scratch.set = set;
+    exact
 }
 
 /// What a pair's similarity measures of two shingle sets (the truth's, and verification's).
