@@ -3,7 +3,7 @@
 //!
 //! A rank's owner knows the worker that read it and where its record starts ([`Ranked::origins`]);
 //! [`route`] sends each wanted rank there, and [`read_again`] has that worker read its wanted
-//! records, in file order, a window at a time.
+//! records, in file order (a plain file's at their offsets, one reader moving forward).
 
 use timely::worker::Worker;
 

@@ -6,7 +6,7 @@
 //!
 //! 1. every distinct rank of the candidates goes to its rank owner, which knows the worker that
 //!    read it and where its record starts, and asks that worker for it;
-//! 2. each reader reads its wanted records again (in windows, so nearby records cost one read),
+//! 2. each reader reads its wanted records again (in file order, one reader a file moving forward),
 //!    turns each into its text as the sketch saw it and then into its sorted set of n-token shingle
 //!    hashes, and sends the set to the rank's owner;
 //! 3. each pair goes to the owner of its `a`, which sends it on with `a`'s set to the owner of
