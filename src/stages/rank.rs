@@ -145,13 +145,20 @@ impl Signatures {
         route: impl Fn(u64) -> u64,
     ) -> Result<Vec<Block>> {
         let m = self.m;
+        let keys = &self.keys[from..to];
+        // Each block made at its size: grown by doubling, a range's blocks could take up to
+        // twice their bytes.
+        let mut counts = vec![0usize; peers];
+        keys.iter()
+            .for_each(|&key| counts[route(key) as usize] += 1);
         let mut blocks: Vec<Block> = (0..peers as u64)
-            .map(|to| Block {
+            .zip(counts)
+            .map(|(to, n)| Block {
                 to,
-                ..Block::default()
+                keys: Vec::with_capacity(n),
+                values: Vec::with_capacity(n * m),
             })
             .collect();
-        let keys = &self.keys[from..to];
         let mut put = |key: u64, values: &mut dyn Iterator<Item = u32>| {
             let block = &mut blocks[route(key) as usize];
             block.keys.push(key);
