@@ -7,7 +7,7 @@ use timely::worker::Worker;
 use crate::error::Result;
 use crate::exchange::{all_gather, owner, shuffle};
 use crate::spill::columns::Columns;
-use crate::stages::rank::{Block, Signatures};
+use crate::stages::rank::Signatures;
 
 /// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
 /// ids sorted, so the first is the group's representative. Ids are anything ordered: strings in tests,
@@ -176,34 +176,26 @@ pub fn signatures<S: RowSink>(
 ) -> Result<S> {
     let peers = worker.peers();
     let (mut from, mut g, mut error) = (0, 0, None);
-    let mut rows: Vec<u32> = Vec::new();
+    let mut block: Vec<u32> = Vec::new();
     for r in 0..ranges {
         let to = from + local.count_below(from, range_end(r, ranges));
-        let route = move |key| owner(key, peers);
-        let sent = local.blocks((from, to), peers, route).unwrap_or_else(|e| {
+        let sent = local.copies(from, to).unwrap_or_else(|e| {
             error.get_or_insert(e);
             Vec::new()
         });
         from = to;
-        let got = shuffle(worker, sent, |b: &Block| b.to);
-        // Each key once, in key order: (key, block, index in the block).
-        let mut keys: Vec<(u64, u32, u32)> = (got.iter().enumerate())
-            .flat_map(|(b, block)| {
-                let at = block.keys.iter().enumerate();
-                at.map(move |(i, &key)| (key, b as u32, i as u32))
-            })
-            .collect();
-        keys.sort_unstable_by_key(|(key, _, _)| *key);
-        keys.dedup_by_key(|(key, _, _)| *key);
-        rows.clear();
-        for (key, b, i) in keys {
+        let mut mine = shuffle(worker, sent, move |(key, _)| owner(*key, peers));
+        mine.sort_unstable_by_key(|(key, _)| *key);
+        mine.dedup_by_key(|(key, _)| *key);
+        block.clear();
+        for (key, values) in mine {
             if groups.fps.get(g) == Some(&key) {
-                rows.extend_from_slice(got[b as usize].row(i as usize));
+                block.extend_from_slice(&values);
                 g += 1;
             }
         }
         if error.is_none() {
-            error = into.push(&rows).err();
+            error = into.push(&block).err();
         }
     }
     debug_assert_eq!(g, groups.len(), "every group's signature arrived");

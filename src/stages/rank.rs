@@ -1,7 +1,6 @@
 //! Stage *rank*: documents numbered by id across all workers, and the duplicate-id policy (the first
 //! record with an id, in input order, keeps it; later ones become `duplicate_id` skips).
 
-use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use super::read::Sketched;
@@ -135,80 +134,9 @@ impl Signatures {
         Ok(keys.zip(rows).collect())
     }
 
-    /// The signatures `from..to` (in key order), in one [`Block`] for each worker `route` sends
-    /// some of their keys to (one read of the spill file, if they are spilled): a block a
-    /// worker, where a vector a signature cost an allocation and a free each.
-    pub fn blocks(
-        &self,
-        (from, to): (usize, usize),
-        peers: usize,
-        route: impl Fn(u64) -> u64,
-    ) -> Result<Vec<Block>> {
-        let m = self.m;
-        let keys = &self.keys[from..to];
-        // Each block made at its size: grown by doubling, a range's blocks could take up to
-        // twice their bytes.
-        let mut counts = vec![0usize; peers];
-        keys.iter()
-            .for_each(|&key| counts[route(key) as usize] += 1);
-        let mut blocks: Vec<Block> = (0..peers as u64)
-            .zip(counts)
-            .map(|(to, n)| Block {
-                to,
-                keys: Vec::with_capacity(n),
-                values: Vec::with_capacity(n * m),
-            })
-            .collect();
-        let mut put = |key: u64, values: &mut dyn Iterator<Item = u32>| {
-            let block = &mut blocks[route(key) as usize];
-            block.keys.push(key);
-            block.values.extend(values);
-        };
-        match &self.file {
-            None => {
-                for (&key, &row) in keys.iter().zip(&self.rows[from..to]) {
-                    put(
-                        key,
-                        &mut self.values[row * m..(row + 1) * m].iter().copied(),
-                    );
-                }
-            }
-            Some(file) => {
-                let words = m.div_ceil(2);
-                let mut read = Vec::new();
-                file.read((from * words) as u64, (to - from) * words, &mut read)?;
-                for (&key, row) in keys.iter().zip(read.chunks_exact(words)) {
-                    put(key, &mut unpack_values(row, m));
-                }
-            }
-        }
-        blocks.retain(|b| !b.keys.is_empty());
-        Ok(blocks)
-    }
-
     /// Owned copies, in key order (what a store segment writes).
     pub fn to_pairs(&self) -> Result<Vec<(u64, Vec<u32>)>> {
         self.copies(0, self.len())
-    }
-}
-
-/// Signatures of keys in ascending order, as many values a key, row after row: what the
-/// collapse stage sends worker `to` of one key range, in one piece.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Block {
-    /// The worker it goes to.
-    pub to: u64,
-    /// The keys, ascending.
-    pub keys: Vec<u64>,
-    /// Their values, row after row.
-    pub values: Vec<u32>,
-}
-
-impl Block {
-    /// The values of its `i`-th key.
-    pub fn row(&self, i: usize) -> &[u32] {
-        let m = self.values.len() / self.keys.len().max(1);
-        &self.values[i * m..(i + 1) * m]
     }
 }
 
