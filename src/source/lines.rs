@@ -234,19 +234,18 @@ fn read_lines_at(
         if offset < pos {
             continue;
         }
+        let skip = offset - pos;
         line += 1;
         let read = reader
-            .seek_relative((offset - pos) as i64)
+            .seek_relative(skip as i64)
             .and_then(|()| read_line_bounded(&mut reader, &mut buf, max_line));
-        pos = offset;
         match read {
             Ok((0, _)) => break,
             Ok((n, too_long)) => {
-                on_event(line_event(&buf, (pos, line), n, too_long));
-                pos += n;
+                on_event(line_event(&buf, (offset, line), n, too_long));
+                pos = offset + n;
             }
             Err(error) => {
-                let (offset, line) = (pos, line);
                 on_event(LineEvent::ReadError {
                     offset,
                     line,

@@ -638,8 +638,8 @@ pub fn rss_bytes() -> u64 {
 /// memory, and by a stage that frees much of what it holds while it builds something as large
 /// (the rank owners' merge). It trims only once the process holds more than a quarter of its
 /// memory budget ([`set_memory_budget`]): below that nothing is near the budget, and every page
-/// given back is faulted in again by the next allocation (100k documents: 73k page faults, a
-/// fifth of the run's time, for a peak of 110 MiB under a 4 GiB budget).
+/// given back is faulted in again by the next allocation (100k documents: 73k page faults,
+/// about a tenth of the run's CPU time, for a peak of 110 MiB under a 4 GiB budget).
 pub fn release_freed_memory() {
     let above = TRIM_ABOVE.load(std::sync::atomic::Ordering::Relaxed);
     if above > 0 && rss_bytes() <= above {

@@ -94,9 +94,9 @@ impl Sets {
     pub fn add(&mut self, sets: Vec<ReadSet>, more: u64) -> Result<()> {
         let incoming: u64 = sets.iter().map(|(_, _, s)| 8 * s.len() as u64).sum();
         let mut spilling = Vec::new();
+        let sets_share = self.share - self.windows_share();
         for (rank, raw, set) in sets {
             let bytes = 8 * set.len() as u64 + 48;
-            let sets_share = self.share - self.share / 8;
             if !self.scratch.wanted(self.held_bytes + bytes, sets_share) {
                 self.held_bytes += bytes;
                 self.held.push((rank, raw, set));
@@ -206,15 +206,21 @@ impl Sets {
         Ok(Some((s.raw, set)))
     }
 
+    /// Bytes of the share the runs' windows take: an eighth.
+    fn windows_share(&self) -> u64 {
+        self.share / 8
+    }
+
     /// The set at `s`, from its run's window, which is read again from `s` on when it does not
     /// hold it.
     fn windowed(&mut self, s: Spilled) -> Result<&[u64]> {
+        let share = self.windows_share();
         let w = &mut self.windows[s.run as usize];
         let (from, len) = (s.offset, s.len as u64);
         let held = from >= w.start && from + len <= w.start + w.words.len() as u64;
         if !held {
             let runs = self.run_ends.len().max(1) as u64;
-            let bytes = (self.share / 8 / runs).clamp(WINDOW_BYTES.0, WINDOW_BYTES.1);
+            let bytes = (share / runs).clamp(WINDOW_BYTES.0, WINDOW_BYTES.1);
             let end = self.run_ends[s.run as usize];
             let words = (bytes / 8).max(len).min(end - from);
             let file = self.file.as_ref().expect("a spilled set has a file");
