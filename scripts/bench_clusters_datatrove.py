@@ -13,16 +13,39 @@ datatrove stage, and neardup's whole run with its `clusters` and `corpus` stages
         --neardup target/release/neardup --work /tmp/dt-work --out docs/bench-results/clusters-datatrove.md
 
 datatrove runs with its defaults for 5-grams (14 buckets x 8 hashes, no verification); its
-reader and writer are JSON Lines. It reads one file in one task, as it shards by file.
+reader and writer are JSON Lines. It shards by file, so the script splits the input into one
+file per worker first (not timed) and datatrove's signature and filter stages run a task per
+file. Peak memory: neardup's from its summary; datatrove's the largest of its processes
+(`getrusage`, this process and its children).
 """
 
 import argparse
 import json
+import resource
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+
+def shard(inp: Path, out: Path, n: int) -> None:
+    """Splits the JSON Lines file `inp` into `n` files of consecutive lines in `out`."""
+    out.mkdir(parents=True)
+    total = sum(1 for _ in open(inp, "rb"))
+    per = -(-total // n)
+    with open(inp, "rb") as f:
+        for i in range(n):
+            with open(out / f"part-{i:02}.jsonl", "wb") as w:
+                for _, line in zip(range(per), f):
+                    w.write(line)
+
+
+def peak_mib() -> float:
+    """The largest resident size of this process or any child it waited for, in MiB."""
+    most = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return most / 1024
 
 
 def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
@@ -34,12 +57,14 @@ def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
     from datatrove.pipeline.writers import JsonlWriter
 
     cfg = MinhashConfig(n_grams=5)
-    reader = lambda: JsonlReader(str(inp.parent), glob_pattern=inp.name, text_key="text",
+    shards = work / "input"
+    shard(inp, shards, workers)
+    reader = lambda: JsonlReader(str(shards), glob_pattern="part-*.jsonl", text_key="text",
                                  id_key="id")
     stages = {
         "signatures": LocalPipelineExecutor(
             pipeline=[reader(), MinhashDedupSignature(output_folder=str(work / "sigs"), config=cfg)],
-            tasks=1, workers=1, logging_dir=str(work / "logs/sigs")),
+            tasks=workers, workers=workers, logging_dir=str(work / "logs/sigs")),
         "buckets": LocalPipelineExecutor(
             pipeline=[MinhashDedupBuckets(input_folder=str(work / "sigs"),
                                           output_folder=str(work / "buckets"), config=cfg)],
@@ -51,7 +76,7 @@ def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
         "filter + corpus": LocalPipelineExecutor(
             pipeline=[reader(), MinhashDedupFilter(input_folder=str(work / "remove_ids")),
                       JsonlWriter(str(work / "corpus"), compression=None)],
-            tasks=1, workers=1, logging_dir=str(work / "logs/filter")),
+            tasks=workers, workers=workers, logging_dir=str(work / "logs/filter")),
     }
     times = {}
     for name, ex in stages.items():
@@ -59,7 +84,7 @@ def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
         ex.run()
         times[name] = time.perf_counter() - t
     kept = sum(1 for f in (work / "corpus").glob("*.jsonl") for _ in open(f))
-    return {"seconds": times, "total": sum(times.values()), "kept": kept}
+    return {"seconds": times, "total": sum(times.values()), "kept": kept, "peak_mib": peak_mib()}
 
 
 def run_neardup(binary: str, inp: Path, work: Path, workers: int) -> dict:
@@ -74,8 +99,9 @@ def run_neardup(binary: str, inp: Path, work: Path, workers: int) -> dict:
         raise SystemExit(f"neardup failed with exit code {done.returncode}")
     wall = time.perf_counter() - t
     s = json.load(open(work / "neardup-out/summary.json"))
+    peak = max(s["peak_memory_bytes_by_process"]) / 2**20
     return {"wall": wall, "seconds": s["seconds"], "kept": s["clusters"]["kept"],
-            "dropped": s["clusters"]["dropped"]}
+            "dropped": s["clusters"]["dropped"], "peak_mib": peak}
 
 
 def main() -> int:
@@ -101,9 +127,11 @@ def main() -> int:
         f"| clusters | {nd['seconds']['clusters']:.2f} | {dt['seconds']['clusters']:.2f} |",
         f"| corpus | {nd['seconds']['corpus']:.2f} | {dt['seconds']['filter + corpus']:.2f} |",
         f"| whole | {nd['wall']:.2f} | {dt['total']:.2f} |",
+        f"| peak memory MiB | {nd['peak_mib']:,.0f} | {dt['peak_mib']:,.0f} |",
         f"| documents kept | {nd['kept']:,} | {dt['kept']:,} |", "",
         f"neardup: `neardup run` (MinHash 21 x 6 with exact verification, {a.workers} workers); "
-        f"datatrove: MinhashConfig(n_grams=5), 14 x 8 buckets, LocalPipelineExecutor, no verification.",
+        f"datatrove: MinhashConfig(n_grams=5), 14 x 8 buckets, LocalPipelineExecutor, no verification, "
+        f"the input in {a.workers} files and {a.workers} tasks where it shards by file.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -124,3 +124,92 @@ fn a_full_scratch_disk_names_the_directory_and_the_bytes_and_touches_no_output()
         scratch_dirs(&scratch)
     );
 }
+
+/// Every file under `dir`, by its path inside it, with its bytes.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                todo.push(path);
+            } else if !name.starts_with(".neardup") && name != "summary.json" {
+                let inside = path.strip_prefix(dir).unwrap().to_path_buf();
+                files.insert(inside, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Issue 20: the ranks' origins (where each record was read) spilled after the rank stage
+/// (`spill = "always"`) and read back by verification, the clusters, the corpus, the documents
+/// output and the store give every output byte for byte as a run that holds them, at 1, 2 and 4
+/// workers.
+#[test]
+fn spilled_origins_give_the_same_pairs_clusters_corpus_documents_and_store_at_1_2_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = |spill: &str| {
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [{:?}]\nurl_field = \"url\"\n[clusters]\n\
+             [run]\nmemory_budget_mib = 16\nscratch = \"scratch\"\nspill = {spill:?}\n\
+             [output]\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\nkeep = \"keep.txt\"\n\
+             drop = \"drop.tsv\"\ncorpus = \"corpus\"\ndocuments = \"documents.tsv\"\n\
+             summary = \"summary.json\"\n",
+            root().join("data-samples/docs.jsonl")
+        )
+    };
+    std::fs::write(d.join("never.toml"), job("never")).unwrap();
+    std::fs::write(d.join("always.toml"), job("always")).unwrap();
+    let run_with = |spill: &str, workers: &str| {
+        let (out, store) = (
+            format!("out-{spill}-{workers}"),
+            format!("store-{spill}-{workers}"),
+        );
+        let args = ["--out-dir", &out, "--store", &store, "-w", workers];
+        let done = neardup()
+            .arg("run")
+            .arg(d.join(format!("{spill}.toml")))
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let summary = std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        (
+            files_under(&d.join(out)),
+            files_under(&d.join(store)),
+            summary,
+        )
+    };
+    let (want, want_store, held) = run_with("never", "1");
+    assert!(held["spilled_bytes_by_stage"].get("rank").is_none());
+    let names: Vec<_> = want.keys().map(|p| p.display().to_string()).collect();
+    for name in [
+        "pairs.tsv",
+        "clusters.tsv",
+        "documents.tsv",
+        "corpus/docs.jsonl",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name} written: {names:?}");
+    }
+    assert!(!want_store.is_empty());
+    let documents = held["documents"]["processed"].as_u64().unwrap();
+    for workers in ["1", "2", "4"] {
+        let (got, got_store, summary) = run_with("always", workers);
+        assert_eq!(got, want, "{workers} worker(s)");
+        assert_eq!(got_store, want_store, "{workers} worker(s)");
+        // The origins, 16 B a document, beside the signatures' spill of the same stage.
+        let rank = summary["spilled_bytes_by_stage"]["rank"].as_u64().unwrap();
+        assert!(rank >= documents * 16, "{workers} worker(s): {rank} bytes");
+    }
+    assert!(scratch_dirs(&d.join("scratch")).is_empty());
+}

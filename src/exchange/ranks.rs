@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
+pub use super::origins::{Origin, Origins};
 use super::{all_gather, shuffle};
 use crate::source::{ContentHash, KeepFacts, Location, Names};
 
@@ -81,8 +82,9 @@ pub struct Ranked {
     /// The [`DocRow`] of the same ranks (empty unless asked for).
     pub rows: Vec<DocRow>,
     /// The worker that read each of the same ranks, and where its record starts (empty unless
-    /// asked for): what a stage that reads a record again needs.
-    pub origins: Vec<Origin>,
+    /// asked for): what a stage that reads a record again needs. Held, or spilled once the rank
+    /// stage is done when the run is short of memory.
+    pub origins: Origins,
     /// The keep key of each of the same ranks (empty unless clusters are made; see
     /// `stages::keep`).
     pub keys: Vec<u64>,
@@ -90,25 +92,6 @@ pub struct Ranked {
     pub first: u64,
     /// First rank owned by each worker (ascending; a worker may own none).
     pub bounds: Vec<u64>,
-}
-
-/// The worker that read a rank's record, and where the record starts (16 bytes where a worker
-/// and a [`Location`] take 32: every owned rank keeps one for the rest of the run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Origin {
-    /// The worker that read it.
-    pub worker: u32,
-    /// Its file's index in the run's file list.
-    pub file: u32,
-    /// Its byte offset there.
-    pub offset: u64,
-}
-
-impl Origin {
-    /// Where the record starts (without its line).
-    pub fn at(&self) -> Location {
-        Location::at(self.file as usize, self.offset)
-    }
 }
 
 /// The worker that owns rank `r`, given the first rank each worker owns.
@@ -298,7 +281,7 @@ pub fn assign(
         duplicates,
         names: owned.names,
         rows: owned.rows,
-        origins: owned.origins,
+        origins: Origins::Held(owned.origins),
         keys: owned.keys,
         first,
         bounds,

@@ -110,7 +110,7 @@ impl<'a> Pass<'a> {
             || documents;
         let signatures = self.signatures(worker, &mut docs)?;
         let mut ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, &mut counters);
-        read::read_again_by_readers(plan, worker.peers(), &mut ranked.ranked.origins);
+        read::read_again_by_readers(plan, worker.peers(), ranked.ranked.origins.held_mut());
         // Read by no later stage: 16 B a document freed.
         let ranks = take(&mut ranked.ranked.ranks);
         let mut books = Books {
@@ -169,6 +169,47 @@ impl<'a> Pass<'a> {
             self.segment = store::segment(worker, &ranked.ranked, &signatures, None, None);
         }
         self.clock.stage("store", worker);
+    }
+
+    /// The ranks' origins written to a spill file (every worker calls it together, once the rank
+    /// stage and the store are done) when they pass an eighth of this worker's share of the
+    /// values' budget: they are cold, looked up once by verification in rank order and walked by
+    /// the stages after it ([`Pass::load_origins`]).
+    pub fn spill_origins(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
+        let bytes = ranked.origins.len() as u64 * 16;
+        let wanted =
+            !ranked.origins.is_empty() && self.scratch.wanted(bytes, self.values_share() / 8);
+        let spilled = match wanted {
+            false => Ok(0),
+            true => {
+                let name = format!("origins-w{}", worker.index());
+                let file = self.scratch.file(&name, bytes, "the documents' origins");
+                file.and_then(|f| ranked.origins.spill(f))
+            }
+        };
+        let bytes = exchange::all_ok(worker, spilled)?;
+        self.figures.spilled.push(("rank".into(), bytes));
+        Ok(())
+    }
+
+    /// Spilled origins read back for the stages after verification that walk them (the
+    /// clusters' URLs, the corpus, the documents output, the store), or dropped with their file
+    /// when none does (every worker calls it together).
+    pub fn load_origins(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
+        let plan = self.plan;
+        let o = &plan.outputs;
+        let walked = plan.clusters.is_some()
+            || o.corpus.is_some()
+            || o.documents.is_some()
+            || plan.writes_store();
+        let loaded = match walked {
+            true => ranked.origins.load(),
+            false => {
+                ranked.origins = Default::default();
+                Ok(())
+            }
+        };
+        exchange::all_ok(worker, loaded)
     }
 
     /// True if the segment the run writes records its clusters (it makes them).

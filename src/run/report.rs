@@ -406,7 +406,7 @@ fn summarize(
 }
 
 /// The bytes each stage spilled (of those that did): the signatures the read stage wrote in runs
-/// (`read`), the documents' signatures (`rank`), the
+/// (`read`), the documents' signatures and origins (`rank`), the
 /// band keys the rounds read (`tables`), verification's shingle sets, and any other stage's.
 fn spilled_by_stage(
     v: Option<&VerifySummary>,

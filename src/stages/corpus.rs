@@ -37,7 +37,7 @@ pub fn file_counts(
 ) -> Vec<FileCounts> {
     let files = inputs.files.len() - first;
     let mut counts = vec![(0u64, 0u64); files];
-    for ((_, dropped), at) in owned_ranks(ranked, members).zip(&ranked.origins) {
+    for ((_, dropped), at) in owned_ranks(ranked, members).zip(ranked.origins.held()) {
         let Some(c) = (at.file as usize)
             .checked_sub(first)
             .map(|i| &mut counts[i])
@@ -167,7 +167,7 @@ fn kept_locations(
         (o.2, o.3)
     };
     owned_ranks(ranked, members)
-        .zip(&ranked.origins)
+        .zip(ranked.origins.held())
         .filter(|((_, dropped), _)| !dropped)
         .map(|(_, origin)| origin.at())
         .chain(skipped.iter().copied())

@@ -15,25 +15,37 @@ use crate::source::{Document, Item, Location};
 
 /// Sends each of `wanted` (ranks, on any worker) to the worker that read it (every worker calls it
 /// together; the ranks' origins must have been kept): returns this worker's share, each rank once,
-/// with where its record starts.
-pub fn route(worker: &mut Worker, ranked: &Ranked, mut wanted: Vec<u64>) -> Vec<(u64, Location)> {
+/// with where its record starts. Spilled origins are looked up a block at a time; if that read
+/// fails, this worker asks for none of its ranks and returns the error after the exchanges.
+pub fn route(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    mut wanted: Vec<u64>,
+) -> Result<Vec<(u64, Location)>> {
     wanted.sort_unstable();
     wanted.dedup();
     let owner = ranked.owners();
     let mut at_owner = shuffle(worker, wanted, move |r| owner(*r));
     at_owner.sort_unstable();
     at_owner.dedup();
+    let js: Vec<usize> = at_owner
+        .iter()
+        .map(|r| (r - ranked.first) as usize)
+        .collect();
+    let (origins, failure) = match ranked.origins.lookup(&js) {
+        Ok(o) => (o, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     let requests: Vec<(u32, u64, Location)> = at_owner
         .into_iter()
-        .map(|r| {
-            let origin = ranked.origins[(r - ranked.first) as usize];
-            (origin.worker, r, origin.at())
-        })
+        .zip(origins)
+        .map(|(r, origin)| (origin.worker, r, origin.at()))
         .collect();
-    shuffle(worker, requests, |(origin, _, _)| *origin as u64)
+    let mine = shuffle(worker, requests, |(origin, _, _)| *origin as u64)
         .into_iter()
         .map(|(_, r, at)| (r, at))
-        .collect()
+        .collect();
+    failure.map_or(Ok(mine), Err)
 }
 
 /// Reads the records of `requests` again and hands each to `on` with its rank. A record that no

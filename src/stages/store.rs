@@ -48,7 +48,7 @@ pub fn segment(
         .map(|(j, _)| j)
         .collect();
     let docs = chosen.iter().map(|&j| {
-        let (row, at) = (&ranked.rows[j], ranked.origins[j]);
+        let (row, at) = (&ranked.rows[j], ranked.origins.held()[j]);
         let r = ranked.first + j as u64;
         let kept = labels.zip(row.facts.as_deref()).map(|(l, f)| Kept {
             tokens: f.tokens,

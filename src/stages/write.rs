@@ -152,7 +152,7 @@ pub fn documents(
     out: Option<&OutputSet>,
 ) -> Result<()> {
     let key = |j: usize| {
-        let (row, at) = (&ranked.rows[j], ranked.origins[j]);
+        let (row, at) = (&ranked.rows[j], ranked.origins.held()[j]);
         DocKey {
             id: ranked.names.get(j).to_owned(),
             source: sources[at.file as usize].clone(),

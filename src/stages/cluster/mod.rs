@@ -88,7 +88,8 @@ pub fn name_largest(
         .filter(|&&r| ranked.owns(r))
         .map(|&r| (r, ranked.name(r).to_string()))
         .collect();
-    let requests = reread::route(worker, ranked, wanted);
+    // The origins are held again by now; were a spilled block unreadable, only URLs are lost.
+    let requests = reread::route(worker, ranked, wanted).unwrap_or_default();
     let mut urls: Vec<(u64, String)> = Vec::new();
     // A record that no longer reads as it did only loses its URL here; the stages that copy or
     // compare records report the change.

@@ -143,7 +143,10 @@ pub fn verify(
     // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
     //    owner.
     let needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
-    let mine = reread::route(worker, ranked, needed);
+    let (mine, mut failure) = match reread::route(worker, ranked, needed) {
+        Ok(mine) => (mine, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     let owner = ranked.owners();
     stats.records_read = mine.len() as u64;
     let owner_of = owner.clone();
@@ -158,7 +161,9 @@ pub fn verify(
     let left = crate::summary::budget_left(budget);
     let share = left / 2 / room.workers.max(1) as u64;
     let mut sets = Sets::new(Arc::clone(room.scratch), share, worker.index());
-    let mut failure = collect_sets(worker, reading, mine, &owner, &mut sets).err();
+    if let Err(e) = collect_sets(worker, reading, mine, &owner, &mut sets) {
+        failure.get_or_insert(e);
+    }
     if let Err(e) = sets.seal() {
         failure.get_or_insert(e);
     }
