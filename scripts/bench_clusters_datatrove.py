@@ -15,13 +15,14 @@ datatrove stage, and neardup's whole run with its `clusters` and `corpus` stages
 datatrove runs with its defaults for 5-grams (14 buckets x 8 hashes, no verification); its
 reader and writer are JSON Lines. It shards by file, so the script splits the input into one
 file per worker first (not timed) and datatrove's signature and filter stages run a task per
-file. Peak memory: neardup's from its summary; datatrove's the largest of its processes
-(`getrusage`, this process and its children).
+file. Peak memory: neardup's from its summary; datatrove's the most its processes held at once
+(this process and every process under it, sampled from /proc every 0.2 s while it runs).
 """
 
 import argparse
 import json
-import resource
+import os
+import threading
 import shutil
 import subprocess
 import sys
@@ -41,11 +42,41 @@ def shard(inp: Path, out: Path, n: int) -> None:
                     w.write(line)
 
 
-def peak_mib() -> float:
-    """The largest resident size of this process or any child it waited for, in MiB."""
-    most = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return most / 1024
+class PeakRss:
+    """Samples the resident size of this process and all its descendants, summed, every 0.2 s
+    until stopped; `mib` is the most seen."""
+
+    def __init__(self):
+        self.mib, self.done = 0.0, threading.Event()
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        while not self.done.wait(0.2):
+            self.mib = max(self.mib, tree_rss_kib(os.getpid()) / 1024)
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        return self.mib
+
+
+def tree_rss_kib(root: int) -> int:
+    """The resident KiB of process `root` and every process under it."""
+    parent, rss = {}, {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        parent[int(pid)] = int(fields["PPid"])
+        rss[int(pid)] = int(fields.get("VmRSS", "0 kB").split()[0])
+    def under(pid):
+        while pid in parent and pid != root:
+            pid = parent[pid]
+        return pid == root
+    return sum(kib for pid, kib in rss.items() if under(pid))
 
 
 def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
@@ -78,13 +109,13 @@ def run_datatrove(inp: Path, work: Path, workers: int) -> dict:
                       JsonlWriter(str(work / "corpus"), compression=None)],
             tasks=workers, workers=workers, logging_dir=str(work / "logs/filter")),
     }
-    times = {}
+    times, peak = {}, PeakRss()
     for name, ex in stages.items():
         t = time.perf_counter()
         ex.run()
         times[name] = time.perf_counter() - t
     kept = sum(1 for f in (work / "corpus").glob("*.jsonl") for _ in open(f))
-    return {"seconds": times, "total": sum(times.values()), "kept": kept, "peak_mib": peak_mib()}
+    return {"seconds": times, "total": sum(times.values()), "kept": kept, "peak_mib": peak.stop()}
 
 
 def run_neardup(binary: str, inp: Path, work: Path, workers: int) -> dict:
