@@ -213,3 +213,72 @@ fn spilled_origins_give_the_same_pairs_clusters_corpus_documents_and_store_at_1_
     }
     assert!(scratch_dirs(&d.join("scratch")).is_empty());
 }
+
+/// Issue 20: an audit that appends to the store, its origins spilled (`spill = "always"`), writes
+/// the same outputs and the same store as one that holds them, at 1 and 2 workers.
+#[test]
+fn an_appending_audit_with_spilled_origins_writes_what_one_that_holds_them_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    std::fs::write(d.join("a.jsonl"), lines[..200].join("\n") + "\n").unwrap();
+    std::fs::write(d.join("b.jsonl"), lines[200..].join("\n") + "\n").unwrap();
+    for spill in ["never", "always"] {
+        let job = format!(
+            "method = \"minhash\"\n[input]\npaths = [\"a.jsonl\"]\nurl_field = \"url\"\n\
+             [clusters]\n[run]\nmemory_budget_mib = 16\nscratch = \"scratch\"\n\
+             spill = {spill:?}\n[output]\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n\
+             summary = \"summary.json\"\n"
+        );
+        std::fs::write(d.join(format!("{spill}.toml")), job).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let done = neardup().args(args).current_dir(d).output().unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    };
+    let audit = |spill: &str, workers: &str| {
+        let (job, store) = (format!("{spill}.toml"), format!("store-{spill}-{workers}"));
+        let out = format!("audit-{spill}-{workers}");
+        run(&[
+            "run",
+            &job,
+            "--store",
+            &store,
+            "-w",
+            workers,
+            "--out-dir",
+            "first",
+        ]);
+        let args = ["audit", &job, "--store", &store, "--input", "b.jsonl"];
+        run(&[
+            &args[..],
+            &["--append", "all", "-w", workers, "--out-dir", &out],
+        ]
+        .concat());
+        (files_under(&d.join(out)), files_under(&d.join(store)))
+    };
+    let want = audit("never", "1");
+    let found = |name: &str| want.0.get(Path::new(name)).map_or(0, |f| f.len());
+    assert!(
+        found("matches.tsv") > 0 && found("decisions.tsv") > 0,
+        "{:?}",
+        want.0.keys()
+    );
+    for workers in ["1", "2"] {
+        assert_eq!(audit("always", workers), want, "{workers} worker(s)");
+        let summary = d.join(format!("audit-always-{workers}/summary.json"));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(summary).unwrap()).unwrap();
+        let rank = summary["spilled_bytes_by_stage"]["rank"].as_u64();
+        assert!(
+            rank.is_some_and(|b| b >= 148 * 16),
+            "origins spilled: {rank:?}"
+        );
+    }
+    assert!(scratch_dirs(&d.join("scratch")).is_empty());
+}
