@@ -44,7 +44,7 @@ pub fn pairs_by(
         Measure::Containment => shared_pairs(docs, threshold, measure),
     };
     let mut out = Vec::new();
-    for (i, j, value) in found.into_iter().filter(|p| p.2 >= threshold) {
+    for (i, j, value) in found {
         let (id_a, id_b) = (&docs[i as usize].0, &docs[j as usize].0);
         let (a, b) = if id_a <= id_b {
             (id_a, id_b)
@@ -265,6 +265,21 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
+    /// Every pair of `docs` (in order, ids ascending as given) whose Jaccard similarity is >=
+    /// `threshold`, by comparing all of them.
+    fn brute_force_jaccard(docs: &[(String, Vec<u64>)], t: f64) -> Vec<(String, String, f64)> {
+        let mut want = Vec::new();
+        for i in 0..docs.len() {
+            for j in i + 1..docs.len() {
+                let jac = jaccard(&docs[i].1, &docs[j].1);
+                if jac >= t {
+                    want.push((docs[i].0.clone(), docs[j].0.clone(), jac));
+                }
+            }
+        }
+        want
+    }
+
     #[test]
     fn index_agrees_with_brute_force() {
         let texts = [
@@ -282,15 +297,7 @@ mod tests {
             .collect();
         for threshold in [0.0001, 0.5, 0.8, 1.0] {
             let got = pairs_by(&docs, threshold, Measure::Jaccard);
-            let mut want = Vec::new();
-            for i in 0..docs.len() {
-                for j in i + 1..docs.len() {
-                    let jac = jaccard(&docs[i].1, &docs[j].1);
-                    if jac >= threshold {
-                        want.push((docs[i].0.clone(), docs[j].0.clone(), jac));
-                    }
-                }
-            }
+            let want = brute_force_jaccard(&docs, threshold);
             assert_eq!(got, want, "threshold {threshold}");
         }
         assert_eq!(jaccard(&docs[0].1, &docs[2].1), 1.0);
@@ -356,15 +363,7 @@ mod tests {
         }
         for threshold in [0.05, 0.3, 0.5, 0.7, 0.75, 0.8, 0.9, 1.0] {
             let got = pairs_by(&docs, threshold, Measure::Jaccard);
-            let mut want = Vec::new();
-            for i in 0..docs.len() {
-                for j in i + 1..docs.len() {
-                    let jac = jaccard(&docs[i].1, &docs[j].1);
-                    if jac >= threshold {
-                        want.push((docs[i].0.clone(), docs[j].0.clone(), jac));
-                    }
-                }
-            }
+            let want = brute_force_jaccard(&docs, threshold);
             assert!(
                 threshold > 0.9 || want.len() > 20,
                 "{threshold}: {}",

@@ -64,6 +64,11 @@ impl Origins {
         }
     }
 
+    /// Bytes they take held, or in their spill file.
+    pub fn bytes(&self) -> u64 {
+        (self.len() * WORDS * 8) as u64
+    }
+
     /// True if there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -120,8 +125,8 @@ impl Origins {
         };
         let mut held = Vec::with_capacity(*len);
         let mut words = Vec::new();
-        for start in (0..*len).step_by(BLOCK) {
-            read_block(file, *len, start / BLOCK, &mut words)?;
+        for block in 0..len.div_ceil(BLOCK) {
+            read_block(file, *len, block, &mut words)?;
             held.extend(words.chunks_exact(WORDS).map(from_words));
         }
         *self = Origins::Held(held);
@@ -195,6 +200,7 @@ mod tests {
         let file = scratch.file("origins-w0", 0, "the origins").unwrap();
         let bytes = spilled.spill(file).unwrap();
         assert_eq!(bytes, (n * 16) as u64);
+        assert_eq!(held.bytes(), bytes);
         assert!(spilled.is_spilled() && spilled.len() == n);
         let wanted: Vec<Vec<usize>> = vec![
             vec![],

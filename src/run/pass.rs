@@ -176,7 +176,7 @@ impl<'a> Pass<'a> {
     /// values' budget: they are cold, looked up once by verification in rank order and walked by
     /// the stages after it ([`Pass::load_origins`]).
     pub fn spill_origins(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
-        let bytes = ranked.origins.len() as u64 * 16;
+        let bytes = ranked.origins.bytes();
         let wanted =
             !ranked.origins.is_empty() && self.scratch.wanted(bytes, self.values_share() / 8);
         let spilled = match wanted {
