@@ -1002,6 +1002,86 @@ fn planted_kinds_of(head: &str) -> BTreeMap<(String, String), String> {
     kinds_in(&out)
 }
 
+/// Issue 20: verification makes its sets from the shingle hashes the read stage kept, where it
+/// read every record again before (`spill = "always"` still does): the pairs and their kinds
+/// (exact pages by their bytes' hashes, HTML pages by their extracted text) are the same, at 1
+/// and 2 workers, for both methods that verify sets.
+#[test]
+fn sets_kept_from_the_read_stage_give_the_pairs_and_kinds_of_records_read_again() {
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
+    for method in ["minhash", "containment"] {
+        let run = |workers: usize, spill: neardup::spill::SpillMode| {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("pairs.tsv");
+            let job = format!(
+                "method = {method:?}\n[input]\npaths = [{input:?}]\nhtml_field = \"html\"\n\
+                 [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+            );
+            let mut plan = plan_of(dir.path(), &job, workers);
+            plan.exec.spill = spill;
+            let summary = execute(plan).unwrap().unwrap();
+            let v = summary.verification.unwrap();
+            (
+                std::fs::read_to_string(&out).unwrap(),
+                v.sets_kept,
+                v.records_read,
+            )
+        };
+        for workers in [1, 2] {
+            let (kept, from_kept, read) = run(workers, Default::default());
+            let (again, none_kept, read_again) = run(workers, neardup::spill::SpillMode::Always);
+            assert_eq!(kept, again, "{method}, {workers} worker(s)");
+            assert!(
+                kept.contains("\texact") && kept.contains("\tsame_content"),
+                "{kept}"
+            );
+            assert!(
+                from_kept > 0 && read == 0,
+                "{method}: {from_kept} kept, {read} read"
+            );
+            assert_eq!((none_kept, read_again), (0, from_kept), "{method}");
+        }
+    }
+}
+
+/// Issue 20: the read stage keeps no shingle hashes when the input passes an eighth of the memory
+/// budget (keeping costs every document, reading again only those in candidate pairs), and the
+/// pairs are the same as when it keeps them all.
+#[test]
+fn an_input_past_an_eighth_of_the_budget_keeps_no_sets_and_gives_the_same_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = neardup::tools::gen::DocOptions {
+        n: 1500,
+        seed: 7,
+        near_fraction: 0.3,
+        ..Default::default()
+    };
+    let mut bytes = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut bytes).unwrap();
+    let input = dir.path().join("docs.jsonl");
+    std::fs::write(&input, &bytes).unwrap();
+    assert!(
+        bytes.len() > 2 << 20,
+        "past an eighth of 16 MiB: {}",
+        bytes.len()
+    );
+    let run = |name: &str, budget: &str| {
+        let out = dir.path().join(format!("pairs-{name}.tsv"));
+        let job = format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\n{budget}\n\
+             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        let summary = execute(plan_of(dir.path(), &job, 2)).unwrap().unwrap();
+        let v = summary.verification.unwrap();
+        (std::fs::read(&out).unwrap(), v.sets_kept, v.records_read)
+    };
+    let (all_kept, kept, read) = run("default", "");
+    let (none_kept, small_kept, read_again) = run("small", "memory_budget_mib = 16");
+    assert!(kept > 100 && read == 0, "{kept} kept, {read} read");
+    assert_eq!((small_kept, read_again), (0, kept));
+    assert_eq!(all_kept, none_kept);
+}
+
 fn kind_of(kinds: &BTreeMap<(String, String), String>, a: &str, b: &str) -> Option<String> {
     kinds.get(&(a.to_string(), b.to_string())).cloned()
 }

@@ -403,6 +403,10 @@ fn check_minhash_job(dir: &Path, sections: &str, want: &[String], what: &str) {
         assert_eq!(got, want, "{what}, workers {w}");
         assert_eq!(summary.pairs.unwrap().total as usize, want.len(), "{what}");
         assert!(summary.bands.unwrap().candidates > 0);
+        // Exact verification made every set from the hashes the read stage kept.
+        if let Some(v) = summary.verification.filter(|v| v.mode == "exact") {
+            assert!(v.sets_kept > 0 && v.records_read == 0, "{what}: {v:?}");
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use crate::method::{ColumnRounds, Rounds, Scoring};
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
 use crate::stages::changes::{self, Judge};
+use crate::stages::kept::KeptSets;
 use crate::stages::probe::Batch;
 use crate::stages::rank::{self, RankOutput, Signatures};
 use crate::stages::read::{RunSpill, Sketched};
@@ -54,6 +55,8 @@ pub struct Pass<'a> {
     pub segment: Option<(Vec<u8>, u64)>,
     /// Where this process's stages spill.
     pub scratch: Arc<Scratch>,
+    /// The shingle hashes the read stage kept for verification.
+    pub kept: Option<KeptSets>,
 }
 
 impl<'a> Pass<'a> {
@@ -74,6 +77,7 @@ impl<'a> Pass<'a> {
             stored: None,
             segment: None,
             scratch: Arc::clone(scratch),
+            kept: None,
         }
     }
 
@@ -85,9 +89,9 @@ impl<'a> Pass<'a> {
         let mut counters = Counters::new(plan.outputs.skipped.is_some());
         counters.copy_reasons = plan.outputs.corpus_skipped.clone();
         let progress = &self.clock.progress;
-        let runs = self.read_runs(worker.index());
+        let spills = (self.read_runs(worker.index()), self.kept_room());
         let (mut docs, split_lines) =
-            read::read_worker(worker, plan, &mut counters, progress, runs);
+            read::read_worker(worker, plan, &mut counters, progress, spills);
         let new = docs.len();
         let mut of_stored = (Vec::new(), Vec::new());
         if let Some(audit) = &plan.audit {
@@ -96,6 +100,7 @@ impl<'a> Pass<'a> {
             of_stored = (stored.segments, stored.labels);
         }
         docs.shrink_to_fit();
+        self.kept = docs.kept.take();
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
         let mut shown = Vec::new();
@@ -272,6 +277,8 @@ impl<'a> Pass<'a> {
     /// the audit's verified pairs (every worker calls it together).
     pub fn changes(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: &[Pair]) {
         let plan = self.plan;
+        // The last stage that reads the kept shingle hashes: freed when it ends.
+        let kept = take(&mut self.kept);
         let Some(stored) = self
             .stored
             .as_ref()
@@ -300,7 +307,7 @@ impl<'a> Pass<'a> {
                 ..v
             };
             let verified = Self::exact_scores(
-                (plan, &mut self.clock, &self.scratch),
+                (plan, &mut self.clock, &self.scratch, kept.as_ref()),
                 worker,
                 ranked,
                 pairs,
@@ -371,7 +378,7 @@ impl<'a> Pass<'a> {
     /// stage's figures; `None` after an error, which the clock keeps (every worker calls it
     /// together).
     fn exact_scores(
-        (plan, clock, scratch): (&Plan, &mut Clock, &Arc<Scratch>),
+        (plan, clock, scratch, kept): (&Plan, &mut Clock, &Arc<Scratch>, Option<&KeptSets>),
         worker: &mut Worker,
         ranked: &Ranked,
         pairs: Vec<Pair>,
@@ -382,6 +389,7 @@ impl<'a> Pass<'a> {
             inputs: &plan.inputs,
             content: &plan.content,
             shingle: v.shingle,
+            kept,
         };
         let room = verify::Room {
             budget,
@@ -595,6 +603,26 @@ impl<'a> Pass<'a> {
         })
     }
 
+    /// The shingle length of verification's sets and the bytes of their hashes the read stage
+    /// keeps a worker, so that verification reads no record again: an eighth of the process's
+    /// budget over its workers, when verification is exact, `spill` is not `"always"` (which
+    /// reads every record again), and the input (four times a compressed file) fits that eighth.
+    /// Keeping costs every document and reading again only those in candidate pairs: on a
+    /// larger input, of which only part could be kept, keeping was slower (docs/PERFORMANCE.md).
+    fn kept_room(&self) -> Option<(usize, u64)> {
+        let v = self.plan.verify.filter(|v| v.mode == VerifyMode::Exact)?;
+        let room = budget(self.plan) / 8;
+        let files = self.plan.inputs.files.iter();
+        let input: u64 = files
+            .map(|f| match f.compression {
+                crate::source::Compression::None => f.size,
+                _ => f.size.saturating_mul(4),
+            })
+            .sum();
+        let keeps = input <= room && self.scratch.mode() != SpillMode::Always;
+        keeps.then_some((v.shingle, room / self.plan.exec.workers as u64))
+    }
+
     /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter
     /// of the process's budget over its workers.
     fn values_share(&self) -> u64 {
@@ -630,7 +658,7 @@ impl<'a> Pass<'a> {
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
             Some(v) => Self::exact_scores(
-                (plan, &mut self.clock, &self.scratch),
+                (plan, &mut self.clock, &self.scratch, self.kept.as_ref()),
                 worker,
                 ranked,
                 pairs,

@@ -463,6 +463,7 @@ impl Totals {
                 sum.candidates += v.candidates;
                 sum.kept += v.kept;
                 sum.records_read += v.records_read;
+                sum.sets_kept += v.sets_kept;
                 sum.rounds = sum.rounds.max(v.rounds);
                 sum.spilled_bytes += v.spilled_bytes;
             }

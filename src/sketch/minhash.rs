@@ -78,6 +78,8 @@ pub struct MinHasher {
     densifier: Densifier,
     /// Classic scheme: one seed per hash function.
     seeds: Vec<u64>,
+    /// The shingle hashes of the text last gathered, when kept ([`Sketcher::keep_shingles`]).
+    shingles: Option<Vec<u64>>,
 }
 
 impl MinHasher {
@@ -95,6 +97,7 @@ impl MinHasher {
             seeds: (0..hashes as u64)
                 .map(|i| mix64(i.wrapping_add(0x9e37_79b9_7f4a_7c15)))
                 .collect(),
+            shingles: None,
         }
     }
 
@@ -121,21 +124,26 @@ impl MinHasher {
         self.bins.clear();
         self.bins.resize(m, EMPTY);
         let bins = &mut self.bins[..];
-        match self.scheme {
-            Scheme::OnePermutation => for_each_shingle(
-                text,
-                &self.features,
-                &mut self.scratch,
-                #[inline(always)]
-                |h| {
-                    let bin = ((h as u128 * m as u128) >> 64) as usize;
-                    let v = h as u32;
-                    bins[bin] = bins[bin].min(v);
-                },
-            ),
-            Scheme::Classic => {
-                let seeds = &self.seeds;
+        match (self.scheme, &mut self.shingles) {
+            // Two loops, so that the one that keeps nothing pays for no test of it.
+            (Scheme::OnePermutation, None) => {
                 for_each_shingle(text, &self.features, &mut self.scratch, |h| {
+                    into_bin(bins, m, h)
+                })
+            }
+            (Scheme::OnePermutation, Some(kept)) => {
+                kept.clear();
+                for_each_shingle(text, &self.features, &mut self.scratch, |h| {
+                    kept.push(h);
+                    into_bin(bins, m, h)
+                })
+            }
+            (Scheme::Classic, kept) => {
+                let seeds = &self.seeds;
+                let mut kept = kept.as_mut();
+                kept.iter_mut().for_each(|k| k.clear());
+                for_each_shingle(text, &self.features, &mut self.scratch, |h| {
+                    kept.iter_mut().for_each(|k| k.push(h));
                     for (bin, &seed) in bins.iter_mut().zip(seeds) {
                         *bin = (*bin).min(mix64(h ^ seed) as u32);
                     }
@@ -152,6 +160,14 @@ impl MinHasher {
         self.signature.extend_from_slice(&self.bins);
         signature_key(&self.signature)
     }
+}
+
+/// One-permutation MinHash: the shingle hash `h` into its bin of `m`, kept if its low half is the
+/// bin's least.
+#[inline(always)]
+fn into_bin(bins: &mut [u32], m: usize, h: u64) {
+    let bin = ((h as u128 * m as u128) >> 64) as usize;
+    bins[bin] = bins[bin].min(h as u32);
 }
 
 /// Attempt `attempt` (from 1) of bin `i`'s probe sequence over `m` bins.
@@ -291,6 +307,18 @@ impl Sketcher for MinHasher {
     fn values(&self) -> &[u32] {
         &self.signature
     }
+
+    fn keep_shingles(&mut self, shingle: usize) -> bool {
+        let same = shingle == self.features.shingle;
+        if same {
+            self.shingles.get_or_insert_with(Vec::new);
+        }
+        same
+    }
+
+    fn shingles(&self) -> &[u64] {
+        self.shingles.as_deref().unwrap_or_default()
+    }
 }
 
 /// A signature's band keys as values: band `i`'s 64-bit key as values `2i` (low half) and `2i + 1`
@@ -346,6 +374,14 @@ impl Sketcher for BandKeyer {
 
     fn values(&self) -> &[u32] {
         &self.values
+    }
+
+    fn keep_shingles(&mut self, shingle: usize) -> bool {
+        Sketcher::keep_shingles(&mut self.hasher, shingle)
+    }
+
+    fn shingles(&self) -> &[u64] {
+        Sketcher::shingles(&self.hasher)
     }
 }
 

@@ -39,6 +39,19 @@ pub trait Sketcher {
         &[]
     }
 
+    /// Keeps the shingle hashes of every text gathered from now on, when they are those of
+    /// verification's `shingle`-token sets (a MinHash sketch's); returns true if it will.
+    fn keep_shingles(&mut self, shingle: usize) -> bool {
+        let _ = shingle;
+        false
+    }
+
+    /// The shingle hashes of the text last gathered, with repeats, in text order, when kept
+    /// ([`Sketcher::keep_shingles`]; else empty).
+    fn shingles(&self) -> &[u64] {
+        &[]
+    }
+
     /// The record's bytes as read, before any decoding or extraction (an HTML page's markup), for
     /// the next [`Sketcher::gather`]: a sketcher of raw bytes (the exact method's `raw`) reads
     /// them; the others ignore them.
@@ -80,5 +93,13 @@ impl<S: Sketcher + ?Sized> Sketcher for Box<S> {
 
     fn featureless(&self) -> Option<&'static str> {
         (**self).featureless()
+    }
+
+    fn keep_shingles(&mut self, shingle: usize) -> bool {
+        (**self).keep_shingles(shingle)
+    }
+
+    fn shingles(&self) -> &[u64] {
+        (**self).shingles()
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! | stage | in | out |
 //! |---|---|---|
-//! | [`read`] | this worker's splits | sketched documents (and their [`keep`] keys), counted skips, split line counts |
+//! | [`read`] | this worker's splits | sketched documents (and their [`keep`] keys, and the shingle hashes [`kept`] for verification), counted skips, split line counts |
 //! | [`rank`] | sketched documents | `(sketch key, rank)`; duplicate ids skipped; rank owners keep names |
 //! | [`collapse`] | `(sketch key, rank)` | groups of identical sketch keys at their owner; MinHash signatures with them |
 //! | rounds (the method's [`crate::method::Rounds`]) | distinct count, then distinct sketch keys | the method's plan (table or band layout, parts per round, or a refusal), then candidate pairs of keys, each once |
@@ -24,6 +24,7 @@ pub mod collapse;
 pub mod corpus;
 pub mod expand;
 pub mod keep;
+pub mod kept;
 pub mod labels;
 pub mod probe;
 pub mod rank;

@@ -16,6 +16,7 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64};
 
 use super::keep::{self, KeepKey};
+use super::kept::{raw_hash, KeptSets};
 use crate::config::{ContentOptions, Inputs, KeepPolicy};
 use crate::exchange::ranks::Origin;
 use crate::method::Method;
@@ -62,6 +63,8 @@ pub struct Sketched {
     /// What the keep policy read of each, when a run that makes clusters writes a store (else
     /// empty).
     pub facts: Vec<KeepFacts>,
+    /// The shingle hashes of the first documents, for verification ([`Extras::kept`]).
+    pub kept: Option<KeptSets>,
 }
 
 /// One document of [`Sketched`].
@@ -116,6 +119,7 @@ impl Sketched {
         self.at.shrink_to_fit();
         self.keep.shrink_to_fit();
         self.facts.shrink_to_fit();
+        self.kept.iter_mut().for_each(KeptSets::shrink_to_fit);
     }
 
     /// Appends every document of `other` (both keep URLs, or neither).
@@ -145,6 +149,7 @@ impl Sketched {
         self.at.extend(other.at);
         self.keep.extend(other.keep);
         self.facts.extend(other.facts);
+        self.kept = self.kept.take().or(other.kept);
     }
 }
 
@@ -162,6 +167,9 @@ pub struct Extras {
     /// Where signatures go past a share of the budget (a run that reads them back once, in key
     /// order: [`Sketched::runs`]).
     pub runs: Option<RunSpill>,
+    /// The shingle length of verification's sets and the bytes of their hashes to keep, when the
+    /// method's sketch gathers them ([`Sketched::kept`]).
+    pub kept: Option<(usize, u64)>,
 }
 
 /// Where and when the read stage spills its documents' signatures in sorted runs.
@@ -217,6 +225,17 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
     /// The values of the last sketch beyond its key (a MinHash signature).
     pub fn values(&self) -> &[u32] {
         self.sketcher.values()
+    }
+
+    /// Keeps the shingle hashes of every text from now on, if the sketch's are those of
+    /// `shingle`-token sets; true if it will ([`Sketcher::keep_shingles`]).
+    pub fn keep_shingles(&mut self, shingle: usize) -> bool {
+        self.sketcher.keep_shingles(shingle)
+    }
+
+    /// The shingle hashes of the last text accepted, when kept.
+    pub fn shingles(&self) -> &[u64] {
+        self.sketcher.shingles()
     }
 
     /// Sketches `text`; `lang` is its declared language, if any.
@@ -353,7 +372,11 @@ impl Reader {
         extras: &Extras,
         inputs: &Inputs,
     ) -> Self {
-        let acceptor = Acceptor::new(method.sketcher(), content.clone());
+        let mut acceptor = Acceptor::new(method.sketcher(), content.clone());
+        let kept = extras
+            .kept
+            .filter(|&(shingle, _)| acceptor.keep_shingles(shingle))
+            .map(|(_, room)| KeptSets::with_room(room));
         Reader {
             acceptor: if extras.content {
                 acceptor.hashing()
@@ -365,7 +388,10 @@ impl Reader {
             keep_urls: extras.urls,
             keep: extras.keep,
             facts: extras.facts,
-            out: Sketched::default(),
+            out: Sketched {
+                kept,
+                ..Sketched::default()
+            },
             counters: Counters::default(),
             paths: inputs
                 .files
@@ -393,6 +419,21 @@ impl Reader {
         }
         out.value_keys.push(key);
         self.spill_values(m);
+    }
+
+    /// Keeps the shingle hashes of the document just sketched (as the next row's), or notes that
+    /// it is a copy of row `earlier`'s, when sets are kept.
+    fn keep_set(&mut self, doc: &Document<'_>, earlier: Option<usize>) {
+        let Some(kept) = self.out.kept.as_mut() else {
+            return;
+        };
+        match earlier {
+            Some(row) => kept.copy(doc.location, row),
+            None => {
+                let row = self.flushed + self.out.value_keys.len();
+                kept.keep(doc.location, row, raw_hash(doc), self.acceptor.shingles())
+            }
+        }
     }
 
     /// Writes the signatures held (`m` values a row) as a run when they pass the run size (after
@@ -423,6 +464,8 @@ impl Reader {
             self.flushed += out.value_keys.len();
             out.values.clear();
             out.value_keys.clear();
+            // Their rows are in a run now; a corpus that spills is too large to keep sets of.
+            out.kept = None;
         }
         out.runs = Some(written);
     }
@@ -469,6 +512,9 @@ impl Reader {
                 let bytes = doc.attributes.bytes;
                 counters.bytes += bytes;
                 let (sketched, earlier) = self.sketch(&doc);
+                if sketched.is_ok() {
+                    self.keep_set(&doc, earlier);
+                }
                 let counters = &mut self.counters;
                 match sketched {
                     Err(skip) => counters.skip(SkipNote {
@@ -590,7 +636,7 @@ pub fn read_worker(
     plan: &crate::config::Plan,
     counters: &mut Counters,
     progress: &Arc<Progress>,
-    runs: Option<RunSpill>,
+    (runs, kept): (Option<RunSpill>, Option<(usize, u64)>),
 ) -> (Sketched, SplitLines) {
     let inputs = &plan.inputs;
     let splits = worker_splits(plan, worker.peers());
@@ -603,6 +649,7 @@ pub fn read_worker(
         keep: plan.clusters.map(|c| c.keep),
         facts: plan.writes_store() && plan.clusters.is_some(),
         runs,
+        kept,
     };
     let mut tally = ReadTally::new(Arc::clone(progress));
     let (mut docs, mut lines) = read(
@@ -622,7 +669,11 @@ pub fn read_worker(
             plan.method.as_ref(),
             &plan.content,
             &mine_shared,
-            extras,
+            // Read again by the worker that decompressed them, not where they were sketched.
+            Extras {
+                kept: None,
+                ..extras
+            },
             counters,
             Arc::clone(progress),
         );
@@ -866,6 +917,7 @@ pub fn read_documents(
             keep: None,
             facts: false,
             runs: None,
+            kept: None,
         },
         &mut counters,
         &mut |_| {},
@@ -995,6 +1047,7 @@ mod tests {
                     keep: None,
                     facts: false,
                     runs: None,
+                    kept: None,
                 },
                 &mut counters,
                 &mut |_| {},

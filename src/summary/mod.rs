@@ -182,6 +182,9 @@ pub struct VerifySummary {
     pub kept: u64,
     /// Records read again to be verified.
     pub records_read: u64,
+    /// Sets made from the shingle hashes the read stage kept (their records not read again).
+    #[serde(default)]
+    pub sets_kept: u64,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle
     /// set, so many pairs are scored a memory budget's worth at a time.
     #[serde(default)]
@@ -477,8 +480,15 @@ impl Summary {
         } else if let Some(v) = &self.verification {
             s += &format!(
                 "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
-                 {} records read again): {} with {} >= {} of {}-token shingles",
-                v.candidates, v.records_read, v.kept, v.measure, v.threshold, v.shingle
+                 {} records read again, {} sets kept from reading): {} with {} >= {} of \
+                 {}-token shingles",
+                v.candidates,
+                v.records_read,
+                v.sets_kept,
+                v.kept,
+                v.measure,
+                v.threshold,
+                v.shingle
             );
             if let Some(c) = v.partial_containment {
                 s += &format!(" or containment >= {c} (partial copies)");

@@ -192,6 +192,15 @@ impl Sketcher for Sizer {
         })
     }
 
+    /// Its shingles are kept whatever is asked: they are the set it sizes.
+    fn keep_shingles(&mut self, shingle: usize) -> bool {
+        shingle == self.features.shingle
+    }
+
+    fn shingles(&self) -> &[u64] {
+        &self.shingles
+    }
+
     /// One-permutation MinHash of the distinct shingles, densified; their number last.
     fn finish(&mut self) -> u64 {
         self.shingles.sort_unstable();

@@ -22,16 +22,16 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
+use super::kept::{raw_hash, KeptSets};
 use super::read::document_text;
 use super::reread;
-use xxhash_rust::xxh3::xxh3_64;
 
 use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, least, shuffle};
-use crate::source::{Document, Location};
+use crate::source::Location;
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
 
@@ -47,6 +47,9 @@ pub struct VerifyStats {
     pub kept: u64,
     /// Records read again.
     pub records_read: u64,
+    /// Sets made from the shingle hashes the read stage kept, instead of reading their records
+    /// again.
+    pub sets_kept: u64,
     /// Rounds the pairs were scored in (each within the memory budget).
     pub rounds: u64,
     /// Bytes of shingle sets spilled to the scratch directory.
@@ -65,15 +68,24 @@ fn pairs_per_round(room: u64, mean_set: u64, peers: u64) -> u64 {
 /// budget, 2.0 s in 30 rounds of 256 MiB; docs/PERFORMANCE.md).
 const ROUND_BYTES: u64 = 128 << 20;
 
-/// The hash of a document's bytes as read: a text field's, or an HTML page's before decoding.
-fn raw_hash(doc: &Document<'_>) -> u64 {
-    doc.body.bytes().map_or(0, xxh3_64)
-}
-
-/// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`.
+/// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`:
+/// made from the hashes the read stage kept, or from the records read again.
 fn read_sets(reading: Reading<'_>, requests: Vec<(u64, Location)>) -> Result<Vec<ReadSet>> {
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
+    let requests = match reading.kept {
+        None => requests,
+        Some(kept) => {
+            let mut rest = Vec::with_capacity(requests.len());
+            for (rank, at) in requests {
+                match kept.set(&at) {
+                    Some((raw, set)) => sets.push((rank, raw, set)),
+                    None => rest.push((rank, at)),
+                }
+            }
+            rest
+        }
+    };
     reread::read_again(reading.inputs, requests, |rank, doc| {
         let text = document_text(doc, reading.content.boilerplate)?;
         let set = shingle_set_of(&text, reading.shingle, &mut scratch);
@@ -113,6 +125,8 @@ pub struct Reading<'a> {
     pub content: &'a ContentOptions,
     /// Tokens per shingle.
     pub shingle: usize,
+    /// The shingle hashes the read stage kept of this worker's documents, if it did.
+    pub kept: Option<&'a KeptSets>,
 }
 
 /// The memory verification may take: the process's budget, shared by its workers, and where the
@@ -148,7 +162,9 @@ pub fn verify(
         Err(e) => (Vec::new(), Some(e)),
     };
     let owner = ranked.owners();
-    stats.records_read = mine.len() as u64;
+    let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
+    stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
+    stats.records_read = mine.len() as u64 - stats.sets_kept;
     let owner_of = owner.clone();
     let mut pairs = shuffle(worker, pairs, move |p| owner_of(p.a));
     pairs.sort_unstable_by_key(|p| (p.a, p.b));
