@@ -7,6 +7,7 @@ Usage (from anywhere; relative default paths are resolved from the repository ro
     python3 scripts/bench_peers.py --tiny             # 50k fingerprints, 2k docs, 1 run: a smoke test
     python3 scripts/bench_peers.py --fps 1000000 --docs 20000 --runs 5 --skip datasketch
     python3 scripts/bench_peers.py --neardup /path/to/neardup --work /tmp/w --venvs /tmp/v --out-dir /tmp/o
+    python3 scripts/bench_peers.py --fps '' --docs-file ~/devcorpus/text.jsonl --skip rensa,datasketch  # real text
     python3 scripts/bench_peers.py --fps '' --docs 0 --corpus ~/devcorpus/text.jsonl \
         --truth ~/devcorpus/truth-text.tsv --groups ~/devcorpus/meta.jsonl.gz --lsh-bands 16,20,32
 
@@ -1065,6 +1066,9 @@ def parse_args(argv=None):
     ap.add_argument("--out-dir", default="bench-results", help="where peers.json and peers.md go")
     ap.add_argument("--fps", default="1000000,10000000", help="fingerprint file sizes, comma list ('' for none)")
     ap.add_argument("--docs", type=int, default=100000, help="documents for the end-to-end pass (0: none)")
+    ap.add_argument("--docs-file", help="JSON Lines ({id, text} per line) for the end-to-end pass instead of "
+                                        "generated documents: make_corpus.py's text.jsonl, unzipped (sets --docs "
+                                        "to its line count)")
     ap.add_argument("--runs", type=int, default=3, help="repetitions of each measurement")
     ap.add_argument("--seed", type=int, default=1, help="seed for `neardup gen`")
     ap.add_argument("--simhash-blocks", default="4,5,6",
@@ -1106,13 +1110,16 @@ def parse_args(argv=None):
         ap.error(f"--lsh-bands: the first value (used by the generated-docs pass) must divide {NUM_PERM}")
     if args.corpus and not args.truth:
         ap.error("--corpus needs --truth")
-    for name in ("corpus", "truth", "groups"):  # the user's files: relative to the current directory
+    for name in ("corpus", "truth", "groups", "docs_file"):  # the user's files: relative to the current directory
         v = getattr(args, name)
         if v:
             p = Path(v).expanduser().resolve()
             if not p.is_file():
-                ap.error(f"--{name}: no file {p}")
+                ap.error(f"--{name.replace('_', '-')}: no file {p}")
             setattr(args, name, p)
+    if args.docs_file:
+        with open(args.docs_file, "rb") as f:
+            args.docs = sum(1 for line in f if line.strip())
     for name in ("neardup", "work", "venvs", "out_dir"):
         p = Path(getattr(args, name))
         setattr(args, name, p if p.is_absolute() else (REPO_ROOT / p))
@@ -1170,8 +1177,11 @@ def bench_pairs(args, peers, results):
 
 
 def bench_docs(args, peers, results):
-    docs = generate(args.neardup, "docs", args.docs, args.seed, args.work)
-    wd = args.work / f"docs-n{args.docs}"
+    if args.docs_file:
+        docs, wd = args.docs_file, args.work / f"docs-{args.docs_file.stem}"
+    else:
+        docs = generate(args.neardup, "docs", args.docs, args.seed, args.work)
+        wd = args.work / f"docs-n{args.docs}"
     job = write_job(docs, wd)
     accurate = write_job(docs, wd, "accurate")
     d = {"input": str(docs), "job": str(job), "job_accurate": str(accurate), "documents": args.docs,
