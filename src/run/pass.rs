@@ -605,8 +605,9 @@ impl<'a> Pass<'a> {
 
     /// The shingle length of verification's sets and the bytes of their hashes the read stage
     /// keeps a worker, so that verification reads no record again: an eighth of the process's
-    /// budget over its workers, when verification is exact, `spill` is not `"always"` (which
-    /// reads every record again), and the input (four times a compressed file) fits that eighth.
+    /// budget over its workers (or four times the input, if less), when verification is exact,
+    /// `spill` is not `"always"` (which reads every record again), and the input (four times a
+    /// compressed file) fits that eighth.
     /// Keeping costs every document and reading again only those in candidate pairs: on a
     /// larger input, of which only part could be kept, keeping was slower (docs/PERFORMANCE.md).
     fn kept_room(&self) -> Option<(usize, u64)> {
@@ -620,7 +621,9 @@ impl<'a> Pass<'a> {
             })
             .sum();
         let keeps = input <= room && self.scratch.mode() != SpillMode::Always;
-        keeps.then_some((v.shingle, room / self.plan.exec.workers as u64))
+        // Reserved up front: at most what the hashes of the whole input take at 2 bytes a token.
+        let share = room / self.plan.exec.workers as u64;
+        keeps.then_some((v.shingle, share.min(input.saturating_mul(4))))
     }
 
     /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter
