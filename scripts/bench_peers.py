@@ -699,13 +699,18 @@ def neardup_eval(neardup: Path, pairs: Path, truth: Path, groups: Path | None, o
     return r
 
 
+def documents_in(path: Path) -> int:
+    """The non-blank lines of a JSON Lines file: its documents."""
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
 def bench_corpus(args, peers, results):
     corpus, truth = args.corpus, args.truth
     wd = args.work / "corpus"
     wd.mkdir(parents=True, exist_ok=True)
     size = corpus.stat().st_size
-    with open(corpus, "rb") as f:
-        documents = sum(1 for line in f if line.strip())
+    documents = documents_in(corpus)
     c = {"input": str(corpus), "truth": str(truth), "groups": str(args.groups) if args.groups else None,
          "documents": documents, "bytes": size, "num_perm": NUM_PERM, "threshold": JACCARD,
          "shingle": SHINGLE, "bands": args.lsh_bands, "tokenizations": TOKENIZATIONS, "configs": []}
@@ -1118,8 +1123,7 @@ def parse_args(argv=None):
                 ap.error(f"--{name.replace('_', '-')}: no file {p}")
             setattr(args, name, p)
     if args.docs_file:
-        with open(args.docs_file, "rb") as f:
-            args.docs = sum(1 for line in f if line.strip())
+        args.docs = documents_in(args.docs_file)
     for name in ("neardup", "work", "venvs", "out_dir"):
         p = Path(getattr(args, name))
         setattr(args, name, p if p.is_absolute() else (REPO_ROOT / p))

@@ -192,7 +192,8 @@ impl Sketcher for Sizer {
         })
     }
 
-    /// Its shingles are kept whatever is asked: they are the set it sizes.
+    /// It holds its text's shingles anyway (they are the set it sizes); they are verification's
+    /// when the shingle lengths agree.
     fn keep_shingles(&mut self, shingle: usize) -> bool {
         shingle == self.features.shingle
     }
