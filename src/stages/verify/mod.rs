@@ -226,10 +226,13 @@ fn collect_sets(
     owner: &(impl Fn(u64) -> u64 + Clone + 'static),
     sets: &mut Sets,
 ) -> Result<()> {
+    // The chunks go from the input's end to its start: the read stage has just read it, so its
+    // end is what the page cache holds surely, and a chunk read from disk evicts the pages of
+    // those already done, not those of the next (each chunk reads forward: `read_again`).
     mine.sort_unstable_by_key(|(_, at)| *at);
     let mut failure = None;
     let mut per_chunk = sets.chunk_records(FIRST_SET_BYTES);
-    let mut rest = mine.into_iter();
+    let mut rest = mine.into_iter().rev();
     loop {
         let chunk: Vec<_> = rest.by_ref().take(per_chunk).collect();
         let read = match failure {
