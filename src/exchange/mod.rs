@@ -6,6 +6,7 @@
 //! are in memory at a time. [`ranks`] numbers documents by id with a distributed sample sort, and
 //! [`processes`] forms a cluster of processes before any of this runs.
 
+pub mod cold;
 pub mod origins;
 pub mod processes;
 pub mod ranks;

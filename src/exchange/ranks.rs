@@ -15,9 +15,12 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
+use super::cold::Cold;
 pub use super::origins::{Origin, Origins};
 use super::{all_gather, shuffle};
+use crate::error::Result;
 use crate::source::{ContentHash, KeepFacts, Location, Names};
+use crate::spill::SpillFile;
 
 /// Ids sampled per worker for the splitters.
 const SAMPLES: usize = 64;
@@ -77,8 +80,9 @@ pub struct Ranked {
     pub ranks: Vec<u64>,
     /// The local documents whose id an earlier record has, in input order.
     pub duplicates: Vec<Duplicate>,
-    /// Ids of the ranks `first..first + names.len()`, in rank order.
-    pub names: Names,
+    /// Ids of the ranks `first..first + count`, in rank order ([`Ranked::names`]; spilled
+    /// with the keys between the rank stage and the stages that read them: [`Ranked::spill_cold`]).
+    names: Names,
     /// The [`DocRow`] of the same ranks (empty unless asked for).
     pub rows: Vec<DocRow>,
     /// The worker that read each of the same ranks, and where its record starts (empty unless
@@ -87,7 +91,11 @@ pub struct Ranked {
     pub origins: Origins,
     /// The keep key of each of the same ranks (empty unless clusters are made; see
     /// `stages::keep`).
-    pub keys: Vec<u64>,
+    keys: Vec<u64>,
+    /// The names and keys while they are in a spill file.
+    cold: Option<Cold>,
+    /// How many ranks this worker owns.
+    count: u64,
     /// First rank this worker owns.
     pub first: u64,
     /// First rank owned by each worker (ascending; a worker may own none).
@@ -114,15 +122,56 @@ impl Ranked {
 
     /// The keep key of rank `r`, which this worker owns (0 when no keys were kept).
     pub fn keep_key(&self, r: u64) -> u64 {
+        self.held();
         self.keys
             .get((r - self.first) as usize)
             .copied()
             .unwrap_or(0)
     }
 
+    /// The ids of the ranks this worker owns, in rank order.
+    pub fn names(&self) -> &Names {
+        self.held();
+        &self.names
+    }
+
+    /// Panics if the names and keys are in their spill file: a stage that reads them runs after
+    /// [`Ranked::load_cold`].
+    fn held(&self) {
+        assert!(
+            self.cold.is_none(),
+            "the names and keep keys are read back before a stage reads them"
+        );
+    }
+
+    /// Bytes the names and keep keys take in memory.
+    pub fn cold_bytes(&self) -> u64 {
+        let (bytes, ends) = self.names.arena();
+        (bytes.len() + 4 * ends.len() + 8 * self.keys.len()) as u64
+    }
+
+    /// Writes the names and keep keys to `file` and frees them; returns the bytes written.
+    pub fn spill_cold(&mut self, file: SpillFile) -> Result<u64> {
+        if self.cold.is_some() {
+            return Ok(0);
+        }
+        let cold = Cold::spill(&mut self.names, &mut self.keys, file)?;
+        let bytes = cold.bytes();
+        self.cold = Some(cold);
+        Ok(bytes)
+    }
+
+    /// Reads spilled names and keep keys back (and removes their file).
+    pub fn load_cold(&mut self) -> Result<()> {
+        if let Some(cold) = self.cold.take() {
+            (self.names, self.keys) = cold.load()?;
+        }
+        Ok(())
+    }
+
     /// The ranks this worker owns, in order.
     pub fn owned(&self) -> std::ops::Range<u64> {
-        self.first..self.first + self.names.len() as u64
+        self.first..self.first + self.count
     }
 
     /// True if this worker owns rank `r`.
@@ -132,7 +181,7 @@ impl Ranked {
 
     /// The name of a rank this worker owns.
     pub fn name(&self, r: u64) -> &str {
-        self.names.get((r - self.first) as usize)
+        self.names().get((r - self.first) as usize)
     }
 }
 
@@ -279,10 +328,12 @@ pub fn assign(
     Ranked {
         ranks,
         duplicates,
+        count: owned.names.len() as u64,
         names: owned.names,
         rows: owned.rows,
         origins: Origins::Held(owned.origins),
         keys: owned.keys,
+        cold: None,
         first,
         bounds,
     }

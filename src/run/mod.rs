@@ -46,12 +46,12 @@ pub fn run_worker(
                 signatures,
                 mut ranked,
             } = ranked;
-            pass.spill_origins(worker, &mut ranked)?;
+            pass.spill_cold(worker, &mut ranked)?;
             let appended = pass.new_signatures(&keyed, &signatures);
             let candidates = pass.candidates(worker, stage, keyed, signatures)?;
             let candidates = pass.audited(candidates);
             let pairs = pass.verify(worker, &ranked, candidates.pairs);
-            pass.load_origins(worker, &mut ranked)?;
+            pass.load_cold(worker, &mut ranked)?;
             pass.changes(worker, &ranked, &pairs);
             let exact = candidates.exact;
             let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());

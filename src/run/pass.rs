@@ -176,31 +176,43 @@ impl<'a> Pass<'a> {
         self.clock.stage("store", worker);
     }
 
-    /// The ranks' origins written to a spill file (every worker calls it together, once the rank
-    /// stage and the store are done) when they pass an eighth of this worker's share of the
-    /// values' budget: they are cold, looked up once by verification in rank order and walked by
-    /// the stages after it ([`Pass::load_origins`]).
-    pub fn spill_origins(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
+    /// The cold bookkeeping of the owned ranks written to spill files (every worker calls it
+    /// together, once the rank stage and the store are done), each when it passes an eighth of
+    /// this worker's share of the values' budget: the origins, looked up once by verification in
+    /// rank order and walked by the stages after it, and the names and keep keys, which nothing
+    /// reads before the clusters ([`Pass::load_cold`]).
+    pub fn spill_cold(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
+        let me = worker.index();
+        let share = self.values_share() / 8;
         let bytes = ranked.origins.bytes();
-        let wanted =
-            !ranked.origins.is_empty() && self.scratch.wanted(bytes, self.values_share() / 8);
-        let spilled = match wanted {
+        let origins = match !ranked.origins.is_empty() && self.scratch.wanted(bytes, share) {
             false => Ok(0),
             true => {
-                let name = format!("origins-w{}", worker.index());
-                let file = self.scratch.file(&name, bytes, "the documents' origins");
+                let file =
+                    self.scratch
+                        .file(&format!("origins-w{me}"), bytes, "the documents' origins");
                 file.and_then(|f| ranked.origins.spill(f))
             }
         };
-        let bytes = exchange::all_ok(worker, spilled)?;
+        let bytes = ranked.cold_bytes();
+        let cold = match origins {
+            Ok(o) if bytes > 0 && self.scratch.wanted(bytes, share) => {
+                let what = "the documents' ids and keep keys";
+                let file = self.scratch.file(&format!("names-w{me}"), bytes, what);
+                file.and_then(|f| ranked.spill_cold(f)).map(|n| o + n)
+            }
+            done => done,
+        };
+        let bytes = exchange::all_ok(worker, cold)?;
         self.figures.spilled.push(("rank".into(), bytes));
         Ok(())
     }
 
-    /// Spilled origins read back for the stages after verification that walk them (the
-    /// clusters' URLs, the corpus, the documents output, the store), or dropped with their file
-    /// when none does (every worker calls it together).
-    pub fn load_origins(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
+    /// Spilled bookkeeping read back after verification: the names and keep keys, and the
+    /// origins for the stages that walk them (the clusters' URLs, the corpus, the documents
+    /// output, the store), or the origins dropped with their file when none does (every worker
+    /// calls it together).
+    pub fn load_cold(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
         let plan = self.plan;
         let o = &plan.outputs;
         let walked = plan.clusters.is_some()
@@ -214,6 +226,7 @@ impl<'a> Pass<'a> {
                 Ok(())
             }
         };
+        let loaded = loaded.and_then(|()| ranked.load_cold());
         exchange::all_ok(worker, loaded)
     }
 

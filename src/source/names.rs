@@ -52,6 +52,33 @@ impl Names {
         }
     }
 
+    /// The arena: every name's bytes one after another, and where each ends.
+    pub fn arena(&self) -> (&[u8], &[u32]) {
+        (&self.bytes, &self.ends)
+    }
+
+    /// Names from an arena [`Names::arena`] gave (the bytes whole `&str`s, cut where `ends`
+    /// say).
+    ///
+    /// # Panics
+    /// If `ends` do not cut `bytes` into UTF-8 strings ascending to its end.
+    pub fn from_arena(bytes: Vec<u8>, ends: Vec<u32>) -> Names {
+        let whole = std::str::from_utf8(&bytes).expect("an arena of names is UTF-8");
+        let mut start = 0;
+        for &end in &ends {
+            let end = end as usize;
+            let cut = start <= end && whole.is_char_boundary(end);
+            assert!(cut, "an arena of names cut at {start}..{end}");
+            start = end;
+        }
+        assert_eq!(
+            start,
+            bytes.len(),
+            "an arena of names ends at its last name"
+        );
+        Names { bytes, ends }
+    }
+
     /// The names in order.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len()).map(|i| self.get(i))

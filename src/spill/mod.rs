@@ -212,7 +212,7 @@ impl SpillFile {
         }
         self.len += words.len() as u64;
         if at == 0 {
-            crate::fault::point("spill: a spill file begun");
+            crate::fault::point(&format!("spill: a spill file begun ({})", self.what));
         }
         Ok(at)
     }

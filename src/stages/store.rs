@@ -56,7 +56,7 @@ pub fn segment(
             label: l.of(r),
         });
         Entry::Doc(StoredDoc {
-            id: ranked.names.get(j).to_owned(),
+            id: ranked.names().get(j).to_owned(),
             source: at.file,
             locator: at.offset,
             url: row.url.as_deref().map(str::to_owned),

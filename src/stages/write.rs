@@ -117,7 +117,7 @@ fn document_rows<T>(
     write: impl Fn(&mut Vec<u8>, &[T]) -> std::io::Result<()>,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let n = ranked.names.len();
+    let n = ranked.names().len();
     let format = |range: std::ops::Range<usize>, buf: &mut Vec<u8>| {
         let rows: Vec<T> = range.map(&row).collect();
         write(buf, &rows)
@@ -134,7 +134,7 @@ pub fn fingerprints(
 ) -> Result<()> {
     let row = |j: usize| {
         let row = &ranked.rows[j];
-        (ranked.names.get(j), row.url.as_deref(), row.sketch)
+        (ranked.names().get(j), row.url.as_deref(), row.sketch)
     };
     let write = |buf: &mut Vec<u8>, rows: &[_]| output::write_fingerprints(buf, format, rows);
     let output = ("fingerprints", tables::FINGERPRINTS);
@@ -154,7 +154,7 @@ pub fn documents(
     let key = |j: usize| {
         let (row, at) = (&ranked.rows[j], ranked.origins.held()[j]);
         DocKey {
-            id: ranked.names.get(j).to_owned(),
+            id: ranked.names().get(j).to_owned(),
             source: sources[at.file as usize].clone(),
             locator: at.offset,
             url: row.url.as_deref().map(str::to_owned),
