@@ -1002,14 +1002,35 @@ fn planted_kinds_of(head: &str) -> BTreeMap<(String, String), String> {
     kinds_in(&out)
 }
 
+/// A gzipped copy of `input` in `dir`: a compressed line file, which the workers of a process
+/// share (one decompresses it, all sketch its records).
+fn gzipped(input: &Path, dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let out = dir.join(format!(
+        "{}.gz",
+        input.file_name().unwrap().to_str().unwrap()
+    ));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&std::fs::read(input).unwrap()).unwrap();
+    std::fs::write(&out, gz.finish().unwrap()).unwrap();
+    out
+}
+
 /// Issue 20: verification makes its sets from the shingle hashes the read stage kept, where it
 /// read every record again before (`spill = "always"` still does): the pairs and their kinds
 /// (exact pages by their bytes' hashes, HTML pages by their extracted text) are the same, at 1
-/// and 2 workers, for both methods that verify sets.
+/// and 2 workers, for both methods that verify sets, and for a gzipped input, whose records the
+/// workers that sketched them keep (they were read again by its reader alone).
 #[test]
 fn sets_kept_from_the_read_stage_give_the_pairs_and_kinds_of_records_read_again() {
-    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
-    for method in ["minhash", "containment"] {
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/kinds.jsonl");
+    let zipped = tempfile::tempdir().unwrap();
+    let gz = gzipped(&plain, zipped.path());
+    for (method, input) in [
+        ("minhash", &plain),
+        ("containment", &plain),
+        ("minhash", &gz),
+    ] {
         let run = |workers: usize, spill: neardup::spill::SpillMode| {
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("pairs.tsv");
@@ -1037,7 +1058,7 @@ fn sets_kept_from_the_read_stage_give_the_pairs_and_kinds_of_records_read_again(
             );
             assert!(
                 from_kept > 0 && read == 0,
-                "{method}: {from_kept} kept, {read} read"
+                "{method}, {input:?}: {from_kept} kept, {read} read"
             );
             assert_eq!((none_kept, read_again), (0, from_kept), "{method}");
         }
@@ -1080,6 +1101,25 @@ fn an_input_past_an_eighth_of_the_budget_keeps_no_sets_and_gives_the_same_pairs(
     assert!(kept > 100 && read == 0, "{kept} kept, {read} read");
     assert_eq!((small_kept, read_again), (0, kept));
     assert_eq!(all_kept, none_kept);
+    // Gzipped, the records the sketchers did not keep go on to the file's reader.
+    let input = gzipped(&input, dir.path());
+    for (name, budget) in [("gz-default", ""), ("gz-small", "memory_budget_mib = 16")] {
+        let out = dir.path().join(format!("pairs-{name}.tsv"));
+        let job = format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\n{budget}\n\
+             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        let summary = execute(plan_of(dir.path(), &job, 2)).unwrap().unwrap();
+        let v = summary.verification.unwrap();
+        let (from_kept, read) = (v.sets_kept, v.records_read);
+        let want = if budget.is_empty() {
+            (kept, 0)
+        } else {
+            (0, kept)
+        };
+        assert_eq!((from_kept, read), want, "{name}");
+        assert_eq!(std::fs::read(&out).unwrap(), all_kept, "{name}");
+    }
 }
 
 fn kind_of(kinds: &BTreeMap<(String, String), String>, a: &str, b: &str) -> Option<String> {

@@ -92,14 +92,6 @@ impl Origins {
         }
     }
 
-    /// The origins in memory, to change (before any spill).
-    pub fn held_mut(&mut self) -> &mut [Origin] {
-        match self {
-            Origins::Held(v) => v,
-            Origins::Spilled { .. } => panic!("the origins change before they are spilled"),
-        }
-    }
-
     /// Writes held origins to `file` and frees their memory; returns the bytes written.
     pub fn spill(&mut self, mut file: SpillFile) -> Result<u64> {
         let Origins::Held(held) = self else {

@@ -57,6 +57,9 @@ pub struct Pass<'a> {
     pub scratch: Arc<Scratch>,
     /// The shingle hashes the read stage kept for verification.
     pub kept: Option<KeptSets>,
+    /// The worker that decompresses each shared compressed file, which reads its records again
+    /// when their sketcher did not keep them (`read::readers`).
+    pub readers: Vec<Option<u32>>,
 }
 
 impl<'a> Pass<'a> {
@@ -78,6 +81,7 @@ impl<'a> Pass<'a> {
             segment: None,
             scratch: Arc::clone(scratch),
             kept: None,
+            readers: Vec::new(),
         }
     }
 
@@ -115,7 +119,7 @@ impl<'a> Pass<'a> {
             || documents;
         let signatures = self.signatures(worker, &mut docs)?;
         let mut ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, &mut counters);
-        read::read_again_by_readers(plan, worker.peers(), ranked.ranked.origins.held_mut());
+        self.readers = read::readers(plan, worker.peers());
         // Read by no later stage: 16 B a document freed.
         let ranks = take(&mut ranked.ranked.ranks);
         let mut books = Books {
@@ -320,7 +324,8 @@ impl<'a> Pass<'a> {
                 ..v
             };
             let verified = Self::exact_scores(
-                (plan, &mut self.clock, &self.scratch, kept.as_ref()),
+                (plan, &mut self.clock, &self.scratch),
+                (kept.as_ref(), &self.readers),
                 worker,
                 ranked,
                 pairs,
@@ -391,7 +396,8 @@ impl<'a> Pass<'a> {
     /// stage's figures; `None` after an error, which the clock keeps (every worker calls it
     /// together).
     fn exact_scores(
-        (plan, clock, scratch, kept): (&Plan, &mut Clock, &Arc<Scratch>, Option<&KeptSets>),
+        (plan, clock, scratch): (&Plan, &mut Clock, &Arc<Scratch>),
+        (kept, readers): (Option<&KeptSets>, &[Option<u32>]),
         worker: &mut Worker,
         ranked: &Ranked,
         pairs: Vec<Pair>,
@@ -403,6 +409,7 @@ impl<'a> Pass<'a> {
             content: &plan.content,
             shingle: v.shingle,
             kept,
+            readers,
         };
         let room = verify::Room {
             budget,
@@ -674,7 +681,8 @@ impl<'a> Pass<'a> {
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
             Some(v) => Self::exact_scores(
-                (plan, &mut self.clock, &self.scratch, self.kept.as_ref()),
+                (plan, &mut self.clock, &self.scratch),
+                (self.kept.as_ref(), &self.readers),
                 worker,
                 ranked,
                 pairs,
@@ -714,7 +722,8 @@ impl<'a> Pass<'a> {
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);
                 let f = &mut self.figures;
-                f.largest = cluster::name_largest(worker, &self.plan.inputs, ranked, &stats.top);
+                let reading = (&self.plan.inputs, &self.readers[..]);
+                f.largest = cluster::name_largest(worker, reading, ranked, &stats.top);
                 f.clusters = Some(stats);
                 let first = self.plan.first_new_file();
                 let inputs = &self.plan.inputs;

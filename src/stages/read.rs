@@ -18,7 +18,6 @@ use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64};
 use super::keep::{self, KeepKey};
 use super::kept::{raw_hash, KeptSets};
 use crate::config::{ContentOptions, Inputs, KeepPolicy};
-use crate::exchange::ranks::Origin;
 use crate::method::Method;
 use crate::progress::{Progress, ReadTally};
 use crate::sketch::Sketcher;
@@ -609,23 +608,20 @@ fn is_shared(plan: &crate::config::Plan, split: &Split) -> bool {
         && plan.inputs.files[split.file].compression != crate::source::Compression::None
 }
 
-/// Has the records of each shared file ([`is_shared`]) among `origins` read again by the worker
-/// that decompressed it: they were sketched by every worker of its process, and each read again
+/// The worker that decompresses each file, for the shared ones ([`is_shared`]; `None` for the
+/// others). Their records were sketched by every worker of its process, and each read again
 /// where it was sketched decompressed every shared file once more on each worker (100M short
-/// documents in 100 zstd files: verification took 493 s of the run's 1,052). The other records
-/// are read again where they were sketched.
-pub fn read_again_by_readers(plan: &crate::config::Plan, peers: usize, origins: &mut [Origin]) {
+/// documents in 100 zstd files: verification took 493 s of the run's 1,052): a record of a shared
+/// file that its sketcher did not keep is read again by the file's reader
+/// ([`super::reread::route`]).
+pub fn readers(plan: &crate::config::Plan, peers: usize) -> Vec<Option<u32>> {
     let mut readers = vec![None; plan.inputs.files.len()];
     for (w, splits) in worker_splits(plan, peers).iter().enumerate() {
         for s in splits.iter().filter(|s| is_shared(plan, s)) {
             readers[s.file] = Some(w as u32);
         }
     }
-    for origin in origins {
-        if let Some(reader) = readers[origin.file as usize] {
-            origin.worker = reader;
-        }
-    }
+    readers
 }
 
 /// The read stage of one worker of a run (every worker calls it together): its splits of the
@@ -669,11 +665,7 @@ pub fn read_worker(
             plan.method.as_ref(),
             &plan.content,
             &mine_shared,
-            // Read again by the worker that decompressed them, not where they were sketched.
-            Extras {
-                kept: None,
-                ..extras
-            },
+            extras,
             counters,
             Arc::clone(progress),
         );

@@ -13,14 +13,20 @@ use crate::exchange::ranks::Ranked;
 use crate::exchange::shuffle;
 use crate::source::{Document, Item, Location};
 
-/// Sends each of `wanted` (ranks, on any worker) to the worker that read it (every worker calls it
-/// together; the ranks' origins must have been kept): returns this worker's share, each rank once,
-/// with where its record starts. Spilled origins are looked up a block at a time; if that read
-/// fails, this worker asks for none of its ranks and returns the error after the exchanges.
+/// Sends each of `wanted` (ranks, on any worker) to the worker that sketched it (every worker
+/// calls it together; the ranks' origins must have been kept): returns this worker's share, each
+/// rank once, with where its record starts. A record that its sketcher does not hold (`held`:
+/// what the caller needs of it, such as its kept shingle hashes) and that a shared compressed
+/// file holds goes on to the file's reader (`readers`, [`super::read::readers`]), which reads
+/// it again without decompressing the file on every worker. Spilled origins are looked up a
+/// block at a time; if that read fails, this worker asks for none of its ranks and returns the
+/// error after the exchanges.
 pub fn route(
     worker: &mut Worker,
     ranked: &Ranked,
     mut wanted: Vec<u64>,
+    readers: &[Option<u32>],
+    held: impl Fn(&Location) -> bool,
 ) -> Result<Vec<(u64, Location)>> {
     wanted.sort_unstable();
     wanted.dedup();
@@ -41,7 +47,15 @@ pub fn route(
         .zip(origins)
         .map(|(r, origin)| (origin.worker, r, origin.at()))
         .collect();
-    let mine = shuffle(worker, requests, |(origin, _, _)| *origin as u64)
+    let at_sketcher = shuffle(worker, requests, |(origin, _, _)| *origin as u64);
+    let me = worker.index() as u32;
+    let to_reader = |(_, r, at): (u32, u64, Location)| {
+        let reader = readers.get(at.file as usize).copied().flatten();
+        let here = held(&at) || reader.is_none();
+        (if here { me } else { reader.unwrap_or(me) }, r, at)
+    };
+    let requests: Vec<_> = at_sketcher.into_iter().map(to_reader).collect();
+    let mine = shuffle(worker, requests, |(w, _, _)| *w as u64)
         .into_iter()
         .map(|(_, r, at)| (r, at))
         .collect();

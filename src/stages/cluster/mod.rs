@@ -73,7 +73,7 @@ pub struct ClusterStats {
 /// are, so a run need not hold every document's URL for them.
 pub fn name_largest(
     worker: &mut Worker,
-    inputs: &Inputs,
+    (inputs, readers): (&Inputs, &[Option<u32>]),
     ranked: &Ranked,
     top: &[Top],
 ) -> Vec<LargestCluster> {
@@ -89,7 +89,7 @@ pub fn name_largest(
         .map(|&r| (r, ranked.name(r).to_string()))
         .collect();
     // The origins are held again by now; were a spilled block unreadable, only URLs are lost.
-    let requests = reread::route(worker, ranked, wanted).unwrap_or_default();
+    let requests = reread::route(worker, ranked, wanted, readers, |_| false).unwrap_or_default();
     let mut urls: Vec<(u64, String)> = Vec::new();
     // A record that no longer reads as it did only loses its URL here; the stages that copy or
     // compare records report the change.

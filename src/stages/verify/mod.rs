@@ -127,6 +127,8 @@ pub struct Reading<'a> {
     pub shingle: usize,
     /// The shingle hashes the read stage kept of this worker's documents, if it did.
     pub kept: Option<&'a KeptSets>,
+    /// The worker that decompresses each shared compressed file (`read::readers`).
+    pub readers: &'a [Option<u32>],
 }
 
 /// The memory verification may take: the process's budget, shared by its workers, and where the
@@ -157,12 +159,12 @@ pub fn verify(
     // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
     //    owner.
     let needed: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
-    let (mine, mut failure) = match reread::route(worker, ranked, needed) {
+    let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
+    let (mine, mut failure) = match reread::route(worker, ranked, needed, reading.readers, kept) {
         Ok(mine) => (mine, None),
         Err(e) => (Vec::new(), Some(e)),
     };
     let owner = ranked.owners();
-    let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
     stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
     let owner_of = owner.clone();
