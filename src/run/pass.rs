@@ -410,6 +410,7 @@ impl<'a> Pass<'a> {
             shingle: v.shingle,
             kept,
             readers,
+            workers: plan.exec.workers,
         };
         let room = verify::Room {
             budget,

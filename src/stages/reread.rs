@@ -11,7 +11,7 @@ use crate::config::Inputs;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::shuffle;
-use crate::source::{Document, Item, Location};
+use crate::source::{Document, Item, LineRecords, Location};
 
 /// Sends each of `wanted` (ranks, on any worker) to the worker that sketched it (every worker
 /// calls it together; the ranks' origins must have been kept): returns this worker's share, each
@@ -69,49 +69,123 @@ pub fn read_again(
     mut requests: Vec<(u64, Location)>,
     mut on: impl FnMut(u64, &Document<'_>) -> Result<()>,
 ) -> Result<()> {
-    requests.sort_unstable_by_key(|(_, at)| *at);
     let mut failure = None;
     let mut found = 0;
-    let mut start = 0;
-    while start < requests.len() {
-        let file = requests[start].1.file as usize;
-        let mut end = start;
-        while end < requests.len() && requests[end].1.file as usize == file {
-            end += 1;
-        }
-        let group = &requests[start..end];
-        let offsets: Vec<u64> = group.iter().map(|(_, at)| at.offset).collect();
+    by_file(&mut requests, |file, group, offsets| {
         let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
-        inputs
-            .source
-            .read_at(&inputs.whole(file), &offsets, &mut |item| match item {
-                Item::Document(doc) => {
-                    found += 1;
-                    if let Err(e) = on(rank_at(doc.location.offset), &doc) {
-                        failure.get_or_insert(e);
-                    }
+        let piece = inputs.whole(file);
+        inputs.source.read_at(&piece, offsets, &mut |item| match item {
+            Item::Document(doc) => {
+                found += 1;
+                if let Err(e) = on(rank_at(doc.location.offset), &doc) {
+                    failure.get_or_insert(e);
                 }
-                Item::Skipped(s) => {
-                    failure.get_or_insert(Error::Input(format!(
-                        "{} changed while the run read it: the record at byte {} was sketched, \
-                         and now reads as {}",
-                        inputs.files[file].path.display(),
-                        s.at.offset,
-                        s.skip
-                    )));
+            }
+            Item::Skipped(s) => {
+                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
+            }
+            Item::Blank => {}
+        });
+    });
+    finish(failure, requests.len().saturating_sub(found))
+}
+
+/// Reads the lines of `requests` again (records of a line format) without parsing them: each
+/// goes to `on` with its rank and where it starts, for another worker to parse ([`parse_lines`]).
+pub fn lines_again(
+    inputs: &Inputs,
+    mut requests: Vec<(u64, Location)>,
+    mut on: impl FnMut(u64, Location, &[u8]),
+) -> Result<()> {
+    let mut failure = None;
+    let mut found = 0;
+    by_file(&mut requests, |file, group, offsets| {
+        let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
+        let piece = inputs.whole(file);
+        let on_line = std::cell::RefCell::new(|at: Location, line: &[u8]| {
+            found += 1;
+            on(rank_at(at.offset), at, line);
+        });
+        let capture = Capture(&on_line);
+        crate::source::lines::read_at(&piece, offsets, &capture, &mut |item| {
+            if let Item::Skipped(s) = item {
+                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
+            }
+        });
+    });
+    finish(failure, requests.len().saturating_sub(found))
+}
+
+/// Parses the `lines` [`lines_again`] read (`(rank, where it starts, line)`) as the run's format
+/// does, and hands each document to `on` with its rank.
+pub fn parse_lines(
+    inputs: &Inputs,
+    lines: Vec<(u64, Location, Vec<u8>)>,
+    mut on: impl FnMut(u64, &Document<'_>) -> Result<()>,
+) -> Result<()> {
+    let Some(records) = inputs.source.line_records() else {
+        return finish(None, lines.len());
+    };
+    let mut failure = None;
+    let mut found = 0;
+    let mut noted = 0;
+    for (rank, at, line) in &lines {
+        records.record(line, *at, &mut noted, &mut |item| match item {
+            Item::Document(doc) => {
+                found += 1;
+                if let Err(e) = on(*rank, &doc) {
+                    failure.get_or_insert(e);
                 }
-                Item::Blank => {}
-            });
-        start = end;
+            }
+            Item::Skipped(s) => {
+                let file = at.file as usize;
+                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
+            }
+            Item::Blank => {}
+        });
     }
-    if found != requests.len() && failure.is_none() {
-        failure = Some(Error::Input(format!(
-            "{} record(s) sketched by this run could not be read again: did an input change?",
-            requests.len() - found
-        )));
+    finish(failure, lines.len().saturating_sub(found))
+}
+
+/// A line format's records as bare lines: each goes to the function it holds, unparsed.
+struct Capture<'f, F: FnMut(Location, &[u8])>(&'f std::cell::RefCell<F>);
+
+impl<F: FnMut(Location, &[u8])> LineRecords for Capture<'_, F> {
+    fn record(&self, line: &[u8], at: Location, _: &mut u32, _: &mut dyn FnMut(Item<'_>)) {
+        (self.0.borrow_mut())(at, line);
     }
+}
+
+/// Calls `each(file, requests, offsets)` for the requests of each file, in file order, the
+/// requests sorted by where they start.
+fn by_file(
+    requests: &mut [(u64, Location)],
+    mut each: impl FnMut(usize, &[(u64, Location)], &[u64]),
+) {
+    requests.sort_unstable_by_key(|(_, at)| *at);
+    for group in requests.chunk_by(|x, y| x.1.file == y.1.file) {
+        let offsets: Vec<u64> = group.iter().map(|(_, at)| at.offset).collect();
+        each(group[0].1.file as usize, group, &offsets);
+    }
+}
+
+/// The error of a record that reads as `skip` where the run sketched it.
+fn changed(inputs: &Inputs, file: usize, offset: u64, skip: &dyn std::fmt::Display) -> Error {
+    Error::Input(format!(
+        "{} changed while the run read it: the record at byte {offset} was sketched, and now \
+         reads as {skip}",
+        inputs.files[file].path.display(),
+    ))
+}
+
+/// The first failure, or else an error if `missing` records sketched could not be read again.
+fn finish(failure: Option<Error>, missing: usize) -> Result<()> {
     match failure {
         Some(e) => Err(e),
+        None if missing > 0 => Err(Error::Input(format!(
+            "{missing} record(s) sketched by this run could not be read again: did an input \
+             change?"
+        ))),
         None => Ok(()),
     }
 }
