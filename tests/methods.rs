@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{assert_sorted_unique, plan_of, run_cluster};
+use common::{assert_sorted_unique, plan_of, run_cluster, run_cluster_of};
 use neardup::method::REGISTRY;
 use neardup::run::execute;
 
@@ -1119,6 +1119,16 @@ fn an_input_past_an_eighth_of_the_budget_keeps_no_sets_and_gives_the_same_pairs(
         };
         assert_eq!((from_kept, read), want, "{name}");
         assert_eq!(std::fs::read(&out).unwrap(), all_kept, "{name}");
+        // Two processes of two workers: each decompresses its own file, and its reader deals
+        // the lines verification wants to its process's workers.
+        let cluster_out = dir.path().join(format!("pairs-{name}-cluster.tsv"));
+        let job = job.replace(&format!("{out:?}"), &format!("{cluster_out:?}"));
+        let job_file = dir.path().join(format!("{name}.toml"));
+        std::fs::write(&job_file, job).unwrap();
+        let args = ["run".to_string(), job_file.display().to_string()];
+        assert!(run_cluster_of(&args, dir.path(), 2), "{name}");
+        let got = std::fs::read(&cluster_out).unwrap();
+        assert_eq!(got, all_kept, "{name}, two processes");
     }
 }
 

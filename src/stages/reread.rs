@@ -74,18 +74,20 @@ pub fn read_again(
     by_file(&mut requests, |file, group, offsets| {
         let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
         let piece = inputs.whole(file);
-        inputs.source.read_at(&piece, offsets, &mut |item| match item {
-            Item::Document(doc) => {
-                found += 1;
-                if let Err(e) = on(rank_at(doc.location.offset), &doc) {
-                    failure.get_or_insert(e);
+        inputs
+            .source
+            .read_at(&piece, offsets, &mut |item| match item {
+                Item::Document(doc) => {
+                    found += 1;
+                    if let Err(e) = on(rank_at(doc.location.offset), &doc) {
+                        failure.get_or_insert(e);
+                    }
                 }
-            }
-            Item::Skipped(s) => {
-                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
-            }
-            Item::Blank => {}
-        });
+                Item::Skipped(s) => {
+                    failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
+                }
+                Item::Blank => {}
+            });
     });
     finish(failure, requests.len().saturating_sub(found))
 }

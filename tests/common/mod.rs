@@ -220,6 +220,11 @@ pub fn finish(mut child: std::process::Child, secs: u64) -> (Option<i32>, String
 /// Runs `neardup ARGS` as a cluster of two processes (one worker each) on free localhost ports;
 /// true if both finished successfully within two minutes. Nothing may be written on stdout.
 pub fn run_cluster(args: &[String], dir: &Path) -> bool {
+    run_cluster_of(args, dir, 1)
+}
+
+/// [`run_cluster`] with `workers` workers a process.
+pub fn run_cluster_of(args: &[String], dir: &Path, workers: usize) -> bool {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let hosts = hostfile(dir, 2);
@@ -235,7 +240,7 @@ pub fn run_cluster(args: &[String], dir: &Path) -> bool {
                     "--hostfile",
                 ])
                 .arg(&hosts)
-                .args(["-w", "1"])
+                .args(["-w", &workers.to_string()])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()

@@ -92,8 +92,7 @@ fn read_sets(
         let reader = reading.readers.get(at.file as usize).copied().flatten();
         reading.workers > 1 && reader == Some(me as u32)
     };
-    let (dealt, requests): (Vec<_>, Vec<_>) =
-        requests.into_iter().partition(|(_, at)| dealt(at));
+    let (dealt, requests): (Vec<_>, Vec<_>) = requests.into_iter().partition(|(_, at)| dealt(at));
     let first = me - me % reading.workers.max(1);
     let mut lines = Vec::with_capacity(dealt.len());
     let read = reread::lines_again(reading.inputs, dealt, |rank, at, line| {
