@@ -146,10 +146,10 @@ fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 
 /// Issue 20: the ranks' origins (where each record was read), ids and keep keys spilled after
 /// the rank stage (`spill = "always"`) and read back by verification, the clusters, the corpus,
-/// the documents output and the store give every output byte for byte as a run that holds them,
-/// at 1, 2 and 4 workers.
+/// the documents output and the store, and the exact groups' members spilled while the band
+/// rounds run, give every output byte for byte as a run that holds them, at 1, 2 and 4 workers.
 #[test]
-fn spilled_origins_ids_and_keep_keys_give_the_same_outputs_and_store_at_1_2_4_workers() {
+fn spilled_origins_ids_keep_keys_and_groups_give_the_same_outputs_and_store_at_1_2_4_workers() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let job = |spill: &str| {
@@ -180,11 +180,14 @@ fn spilled_origins_ids_and_keep_keys_give_the_same_outputs_and_store_at_1_2_4_wo
             .unwrap();
         let stderr = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{stderr}");
-        // Each worker begins one spill file of ids and keep keys (`names-w<worker>`), or none.
-        let begun = stderr.matches("spill file begun (names-w");
-        let spilled = begun.count();
+        // Each worker begins one spill file of ids and keep keys (`names-w<worker>`), and one of
+        // its exact groups' members (`groups-w<worker>`), or none.
         let workers: usize = workers.parse().unwrap();
-        assert_eq!(spilled, if spill == "always" { workers } else { 0 });
+        for file in ["names-w", "groups-w"] {
+            let begun = stderr.matches(&format!("spill file begun ({file}")).count();
+            let want = if spill == "always" { workers } else { 0 };
+            assert_eq!(begun, want, "{file}");
+        }
         let summary = std::fs::read_to_string(d.join(&out).join("summary.json")).unwrap();
         let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
         (

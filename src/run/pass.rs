@@ -471,6 +471,8 @@ impl<'a> Pass<'a> {
         let left = exchange::least(worker, left);
         let rounds = method.rounds(total.distinct, plan.exec.processes, left)?;
         let values = self.values(worker, (&groups, total.distinct), signatures, &*rounds)?;
+        let mut groups = groups;
+        let members = self.spill_members(worker, &mut groups)?;
         self.clock.stage("collapse", worker);
 
         if worker.index() == 0 && plan.verbose {
@@ -495,6 +497,8 @@ impl<'a> Pass<'a> {
             }
         };
         drop(values);
+        let loaded = members.map_or(Ok(()), |m| m.load(&mut groups));
+        exchange::all_ok(worker, loaded)?;
         self.figures.comparisons = found.comparisons;
         self.figures.largest_group = found.largest_group;
         self.figures.band_stats = found.bands;
@@ -508,6 +512,30 @@ impl<'a> Pass<'a> {
         drop(groups);
         self.clock.stage("expand", worker);
         Ok(Candidates { pairs, exact })
+    }
+
+    /// The members of this worker's groups written to a spill file while the band rounds run
+    /// (which read the groups' keys only), when they pass an eighth of this worker's values share
+    /// (every worker calls it together).
+    fn spill_members(
+        &mut self,
+        worker: &mut Worker,
+        groups: &mut collapse::Groups<u64>,
+    ) -> Result<Option<collapse::SpilledMembers>> {
+        let bytes = groups.members_bytes();
+        let wanted = !groups.is_empty() && self.scratch.wanted(bytes, self.values_share() / 8);
+        let spilled = match wanted {
+            false => Ok(None),
+            true => {
+                let name = format!("groups-w{}", worker.index());
+                let file = self.scratch.file(&name, bytes, "the exact groups' members");
+                file.and_then(|f| groups.spill_members(f)).map(Some)
+            }
+        };
+        let spilled = exchange::all_ok(worker, spilled)?;
+        let bytes = spilled.as_ref().map_or(0, collapse::SpilledMembers::bytes);
+        self.figures.spilled.push(("collapse".into(), bytes));
+        Ok(spilled)
     }
 
     /// The values of this worker's distinct sketches for `rounds` (none for simhash): held, or
