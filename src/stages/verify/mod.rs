@@ -248,13 +248,10 @@ fn collect_sets(
     owner: &(impl Fn(u64) -> u64 + Clone + 'static),
     sets: &mut Sets,
 ) -> Result<()> {
-    // The chunks go from the input's end to its start: the read stage has just read it, so its
-    // end is what the page cache holds surely, and a chunk read from disk evicts the pages of
-    // those already done, not those of the next (each chunk reads forward: `read_again`).
-    mine.sort_unstable_by_key(|(_, at)| *at);
+    mine.sort_unstable_by_key(|(_, at)| chunk_order(&reading.inputs.files, at));
     let mut failure = None;
     let mut per_chunk = sets.chunk_records(FIRST_SET_BYTES);
-    let mut rest = mine.into_iter().rev();
+    let mut rest = mine.into_iter();
     loop {
         let mut chunk: Vec<_> = rest.by_ref().take(per_chunk).collect();
         if failure.is_some() {
@@ -282,6 +279,22 @@ fn collect_sets(
         }
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Where a record comes in the order the chunks read them (each chunk reads its own forward:
+/// `read_again`). Compressed files first, from their start to their end: a chunk resumes the
+/// decompression where the one before it stopped, where a chunk that starts before it decompresses
+/// the file again from its start (1M documents in one zstd file under 200 MiB, 18 chunks:
+/// verification 4.7 s in this order, 35 s backwards). Then plain files from their end to their
+/// start: the read stage has just read them, so the page cache holds their end, and a chunk read
+/// from disk evicts the pages of those done, not those of the next (10M documents in 22 GB:
+/// verification 25.8-29.1 s against 29.3-37.9 forwards).
+fn chunk_order(files: &[crate::source::InputFile], at: &Location) -> (bool, u64, u64) {
+    let file = at.file as usize;
+    match files[file].compression {
+        crate::source::Compression::None => (true, u64::MAX - file as u64, u64::MAX - at.offset),
+        _ => (false, file as u64, at.offset),
+    }
 }
 
 /// A guess of a set's bytes before any is read: chunks are sized by it until the first is.
@@ -333,4 +346,39 @@ fn score_round(
         }
     }
     failure.map_or(Ok(scored_here), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Compression, InputFile};
+
+    /// Regression: verification read its chunks from the input's end to its start, for the page
+    /// cache's sake, and a compressed file read in many chunks was decompressed from its start
+    /// for each (1M documents in one zstd file under 200 MiB: 4.7 s became 35 s). Compressed
+    /// files now come first, forward; plain files after, backward.
+    #[test]
+    fn chunks_read_compressed_files_forward_and_then_plain_files_backward() {
+        let file = |compression| InputFile {
+            path: "f".into(),
+            size: 0,
+            compression,
+            row_groups: Vec::new(),
+        };
+        let files = [
+            file(Compression::None),
+            file(Compression::Zstd),
+            file(Compression::None),
+            file(Compression::Gzip),
+        ];
+        let mut at: Vec<Location> = (0..4)
+            .flat_map(|f| [7, 3, 11].map(|o| Location::at(f, o)))
+            .collect();
+        at.sort_unstable_by_key(|a| chunk_order(&files, a));
+        let order: Vec<(u32, u64)> = at.iter().map(|a| (a.file, a.offset)).collect();
+        let want = [(1, 3), (1, 7), (1, 11), (3, 3), (3, 7), (3, 11)];
+        assert_eq!(order[..6], want);
+        let want = [(2, 11), (2, 7), (2, 3), (0, 11), (0, 7), (0, 3)];
+        assert_eq!(order[6..], want);
+    }
 }
