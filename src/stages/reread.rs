@@ -129,13 +129,14 @@ pub fn parse_lines(
         return finish(None, lines.len());
     };
     let mut failure = None;
-    let mut found = 0;
+    let (mut found, count) = (0, lines.len());
     let mut noted = 0;
-    for (rank, at, line) in &lines {
-        records.record(line, *at, &mut noted, &mut |item| match item {
+    // Each line is freed once parsed.
+    for (rank, at, line) in lines {
+        records.record(&line, at, &mut noted, &mut |item| match item {
             Item::Document(doc) => {
                 found += 1;
-                if let Err(e) = on(*rank, &doc) {
+                if let Err(e) = on(rank, &doc) {
                     failure.get_or_insert(e);
                 }
             }
@@ -146,7 +147,7 @@ pub fn parse_lines(
             Item::Blank => {}
         });
     }
-    finish(failure, lines.len().saturating_sub(found))
+    finish(failure, count.saturating_sub(found))
 }
 
 /// A line format's records as bare lines: each goes to the function it holds, unparsed.

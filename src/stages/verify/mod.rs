@@ -73,11 +73,13 @@ const ROUND_BYTES: u64 = 128 << 20;
 /// read again. The lines of a shared compressed file this worker decompresses are dealt to the
 /// workers of its process, which parse and shingle them: one worker parsing them all left the
 /// others waiting (5,590 HTML pages of one `.jsonl.gz`: 3.3 s on one of two workers).
+/// Returns the sets, and the mean bytes of the lines this worker dealt (0 if none): they are in
+/// flight at once, like the sets, so the chunks are sized by the larger.
 fn read_sets(
     worker: &mut Worker,
     reading: Reading<'_>,
     requests: Vec<(u64, Location)>,
-) -> Result<Vec<ReadSet>> {
+) -> Result<(Vec<ReadSet>, u64)> {
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
     let (kept, requests): (Vec<_>, Vec<_>) = requests
@@ -99,6 +101,8 @@ fn read_sets(
         let to = (first + lines.len() % reading.workers.max(1)) as u64;
         lines.push((to, rank, at, line.to_vec()));
     });
+    let dealt: u64 = lines.iter().map(|(_, _, _, l)| l.len() as u64 + 48).sum();
+    let dealt = dealt.checked_div(lines.len() as u64).unwrap_or(0);
     let lines = shuffle(worker, lines, |(to, _, _, _)| *to);
     let lines = lines.into_iter().map(|(_, r, at, l)| (r, at, l)).collect();
     let mut set_of = |rank, doc: &Document<'_>| {
@@ -110,7 +114,7 @@ fn read_sets(
     let parsed = reread::parse_lines(reading.inputs, lines, &mut set_of);
     read.and(parsed)?;
     reread::read_again(reading.inputs, requests, set_of)?;
-    Ok(sets)
+    Ok((sets, dealt))
 }
 
 /// The score and kind of a pair whose documents have the bytes hashes and shingle sets `a` and
@@ -258,14 +262,13 @@ fn collect_sets(
             // Nothing more is read, but every worker takes part in every exchange.
             chunk.clear();
         }
-        let read = read_sets(worker, reading, chunk);
-        let read = read.unwrap_or_else(|e| {
+        let (read, dealt) = read_sets(worker, reading, chunk).unwrap_or_else(|e| {
             failure.get_or_insert(e);
-            Vec::new()
+            (Vec::new(), 0)
         });
         let bytes: u64 = read.iter().map(|(_, _, s)| 8 * s.len() as u64 + 48).sum();
         if !read.is_empty() {
-            per_chunk = sets.chunk_records(bytes / read.len() as u64);
+            per_chunk = sets.chunk_records((bytes / read.len() as u64).max(2 * dealt));
         }
         let owner_of = owner.clone();
         let got = shuffle(worker, read, move |(r, _, _)| owner_of(*r));
@@ -297,8 +300,11 @@ fn chunk_order(files: &[crate::source::InputFile], at: &Location) -> (bool, u64,
     }
 }
 
-/// A guess of a set's bytes before any is read: chunks are sized by it until the first is.
-const FIRST_SET_BYTES: u64 = 4096;
+/// A guess of a set's bytes before any is read: chunks are sized by it until the first is. Large
+/// enough for the lines of whole pages a reader deals (about 20 KB each): a guess of 4 KiB made
+/// the first chunk's lines five times what the chunk may take (7,762 pages of one `.jsonl.gz`
+/// under 48 MiB, none kept: verification peaked at 60 MiB; 46 now).
+const FIRST_SET_BYTES: u64 = 32 << 10;
 
 /// Scores one round of pairs (this worker's, sorted by `a`): each takes a copy of `a`'s set to
 /// `b`'s owner, where the kept ones join `kept`. Returns the pairs scored here.
