@@ -15,7 +15,8 @@ use crate::spill::SpillFile;
 /// and a [`Location`] take 32: every owned rank keeps one for the rest of the run).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Origin {
-    /// The worker that read it.
+    /// The worker that sketched it (a shared compressed file's reader may be another:
+    /// `stages::reread::route`).
     pub worker: u32,
     /// Its file's index in the run's file list.
     pub file: u32,

@@ -85,7 +85,7 @@ pub struct Ranked {
     names: Names,
     /// The [`DocRow`] of the same ranks (empty unless asked for).
     pub rows: Vec<DocRow>,
-    /// The worker that read each of the same ranks, and where its record starts (empty unless
+    /// The worker that sketched each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs. Held, or spilled once the rank
     /// stage is done when the run is short of memory.
     pub origins: Origins,

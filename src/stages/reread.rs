@@ -1,9 +1,12 @@
 //! Reading records again, by rank: what a stage needs that the run did not keep (the texts that
 //! verification compares, the URLs the report names).
 //!
-//! A rank's owner knows the worker that read it and where its record starts ([`Ranked::origins`]);
-//! [`route`] sends each wanted rank there, and [`read_again`] has that worker read its wanted
-//! records, in file order (a plain file's at their offsets, one reader moving forward).
+//! A rank's owner knows the worker that sketched it and where its record starts
+//! ([`Ranked::origins`]); [`route`] sends each wanted rank there, and on to the worker that
+//! decompresses its file when that file is a shared compressed one the caller needs read;
+//! [`read_again`] has that worker read its wanted records, in file order (a plain file's at their
+//! offsets, one reader moving forward), or [`lines_again`] has it read their lines for the workers
+//! of its process to parse ([`parse_lines`]).
 
 use timely::worker::Worker;
 
