@@ -9,9 +9,10 @@
 
 use crate::error::Result;
 use crate::source::Names;
-use crate::spill::{pack_values, unpack_values, SpillFile};
+use crate::spill::SpillFile;
 
-/// Words a write or a read of the spill file moves (512 KiB): no copy of the whole is made.
+/// Words of the names' bytes a write or a read of the spill file moves (512 KiB): no copy of the
+/// whole is made.
 const BLOCK: usize = 1 << 16;
 
 /// Names and keep keys in a spill file: the names' ends two to a word, then their bytes eight to
@@ -27,20 +28,14 @@ impl Cold {
     /// Writes `names` and `keys` to `file` and empties them (their memory is freed).
     pub fn spill(names: &mut Names, keys: &mut Vec<u64>, mut file: SpillFile) -> Result<Cold> {
         let (bytes, ends) = names.arena();
+        file.append_packed(ends)?;
         let mut words = Vec::with_capacity(BLOCK);
-        for chunk in ends.chunks(2 * BLOCK) {
-            words.clear();
-            pack_values(chunk, &mut words);
-            file.append(&words)?;
-        }
         for chunk in bytes.chunks(8 * BLOCK) {
             words.clear();
             words.extend(chunk.chunks(8).map(word_of));
             file.append(&words)?;
         }
-        for chunk in keys.chunks(BLOCK) {
-            file.append(chunk)?;
-        }
+        file.append(keys)?;
         file.flush()?;
         let cold = Cold {
             file,
@@ -60,33 +55,19 @@ impl Cold {
 
     /// The names and keys read back (the spill file is removed).
     pub fn load(self) -> Result<(Names, Vec<u64>)> {
-        let mut at = 0;
-        let mut ends = Vec::with_capacity(self.names);
-        self.read(&mut at, self.names.div_ceil(2), |w| {
-            let n = (self.names - ends.len()).min(2 * w.len());
-            ends.extend(unpack_values(w, n));
-        })?;
+        let (ends, mut at) = self.file.read_packed(0, self.names)?;
         let mut bytes = Vec::with_capacity(self.name_bytes.next_multiple_of(8));
-        self.read(&mut at, self.name_bytes.div_ceil(8), |w| {
-            bytes.extend(w.iter().flat_map(|x| x.to_le_bytes()));
-        })?;
-        bytes.truncate(self.name_bytes);
-        let mut keys = Vec::with_capacity(self.keys);
-        self.read(&mut at, self.keys, |w| keys.extend_from_slice(w))?;
-        Ok((Names::from_arena(bytes, ends), keys))
-    }
-
-    /// Reads `n` words from `at` on, a block at a time, into `each`; moves `at` past them.
-    fn read(&self, at: &mut u64, n: usize, mut each: impl FnMut(&[u64])) -> Result<()> {
-        let mut buf = Vec::new();
-        let end = *at + n as u64;
-        while *at < end {
-            let k = (end - *at).min(BLOCK as u64) as usize;
-            self.file.read(*at, k, &mut buf)?;
-            each(&buf);
-            *at += k as u64;
+        let (mut buf, end) = (Vec::new(), at + self.name_bytes.div_ceil(8) as u64);
+        while at < end {
+            let k = (end - at).min(BLOCK as u64);
+            self.file.read(at, k as usize, &mut buf)?;
+            bytes.extend(buf.iter().flat_map(|x| x.to_le_bytes()));
+            at += k;
         }
-        Ok(())
+        bytes.truncate(self.name_bytes);
+        let mut keys = Vec::new();
+        self.file.read(at, self.keys, &mut keys)?;
+        Ok((Names::from_arena(bytes, ends), keys))
     }
 }
 

@@ -240,6 +240,32 @@ impl SpillFile {
         self.len * 8
     }
 
+    /// Appends `values` two to a word ([`pack_values`]), a block at a time (no copy of the
+    /// whole is made); [`SpillFile::read_packed`] reads them back.
+    pub fn append_packed(&mut self, values: &[u32]) -> Result<()> {
+        let mut words = Vec::with_capacity(PACKED_BLOCK);
+        for chunk in values.chunks(2 * PACKED_BLOCK) {
+            words.clear();
+            pack_values(chunk, &mut words);
+            self.append(&words)?;
+        }
+        Ok(())
+    }
+
+    /// The `n` values [`SpillFile::append_packed`] wrote at word `at`, read a block at a time;
+    /// returns them and the word after them.
+    pub fn read_packed(&self, at: u64, n: usize) -> Result<(Vec<u32>, u64)> {
+        let (mut values, mut buf) = (Vec::with_capacity(n), Vec::new());
+        let mut at = at;
+        while values.len() < n {
+            let k = (n - values.len()).min(2 * PACKED_BLOCK);
+            self.read(at, k.div_ceil(2), &mut buf)?;
+            values.extend(unpack_values(&buf, k));
+            at += k.div_ceil(2) as u64;
+        }
+        Ok((values, at))
+    }
+
     fn write_error(&self, e: std::io::Error, more: u64) -> Error {
         if e.raw_os_error() == Some(libc::ENOSPC) {
             let needed = self.bytes() + more;
@@ -273,6 +299,9 @@ fn disk_full(dir: &Path, needed: u64, free: Option<u64>, what: &str) -> Error {
         needed.div_ceil(1 << 20)
     ))
 }
+
+/// Words [`SpillFile::append_packed`] and [`SpillFile::read_packed`] move at a time (512 KiB).
+const PACKED_BLOCK: usize = 1 << 16;
 
 /// Appends `values` to `words`, two to a word (the last one padded): how rows of `u32` values go
 /// into a spill file.

@@ -7,7 +7,7 @@ use timely::worker::Worker;
 use crate::error::Result;
 use crate::exchange::{all_gather, owner, shuffle};
 use crate::spill::columns::Columns;
-use crate::spill::{pack_values, unpack_values, SpillFile};
+use crate::spill::SpillFile;
 use crate::stages::rank::Signatures;
 
 /// Documents grouped by identical fingerprint: `fps[g]` is shared by `ids[starts[g]..starts[g + 1]]`,
@@ -87,9 +87,6 @@ impl<T: Ord> Groups<T> {
     }
 }
 
-/// Words a write or a read of the members' spill file moves (512 KiB).
-const BLOCK: usize = 1 << 16;
-
 /// The members of a worker's groups and where each group's start, in a spill file while the band
 /// rounds run: they read the groups' keys only ([`Groups::spill_members`]).
 pub struct SpilledMembers {
@@ -107,15 +104,8 @@ impl Groups<u64> {
     /// Writes the members and the groups' starts to `file` and frees them (the keys stay); they
     /// are read back by [`SpilledMembers::load`] before anything reads a group's members.
     pub fn spill_members(&mut self, mut file: SpillFile) -> Result<SpilledMembers> {
-        let mut words = Vec::with_capacity(BLOCK);
-        for chunk in self.starts.chunks(2 * BLOCK) {
-            words.clear();
-            pack_values(chunk, &mut words);
-            file.append(&words)?;
-        }
-        for chunk in self.ids.chunks(BLOCK) {
-            file.append(chunk)?;
-        }
+        file.append_packed(&self.starts)?;
+        file.append(&self.ids)?;
         file.flush()?;
         let (starts, ids) = (self.starts.len(), self.ids.len());
         (self.starts, self.ids) = (Vec::new(), Vec::new());
@@ -131,21 +121,9 @@ impl SpilledMembers {
 
     /// Reads the members and starts back into `groups` (the spill file is removed).
     pub fn load(self, groups: &mut Groups<u64>) -> Result<()> {
-        let (mut at, mut buf) = (0u64, Vec::new());
-        let mut starts = Vec::with_capacity(self.starts);
-        while starts.len() < self.starts {
-            let n = (self.starts - starts.len()).min(2 * BLOCK);
-            self.file.read(at, n.div_ceil(2), &mut buf)?;
-            starts.extend(unpack_values(&buf, n));
-            at += n.div_ceil(2) as u64;
-        }
-        let mut ids = Vec::with_capacity(self.ids);
-        while ids.len() < self.ids {
-            let n = (self.ids - ids.len()).min(BLOCK);
-            self.file.read(at, n, &mut buf)?;
-            ids.extend_from_slice(&buf);
-            at += n as u64;
-        }
+        let (starts, at) = self.file.read_packed(0, self.starts)?;
+        let mut ids = Vec::new();
+        self.file.read(at, self.ids, &mut ids)?;
         (groups.starts, groups.ids) = (starts, ids);
         Ok(())
     }
@@ -304,8 +282,8 @@ mod tests {
     #[test]
     fn spilled_members_load_as_they_were_and_only_the_keys_stay_meanwhile() {
         use crate::spill::{Scratch, SpillMode};
-        // Past a block of starts and of members, groups of one to three.
-        let records = (0..3 * BLOCK as u64 + 5).map(|r| (r / 2 + r % 3 * 7919, r));
+        // Past a spill block of starts (128 Ki) and of members (64 Ki), groups of one to three.
+        let records = (0..(3u64 << 16) + 5).map(|r| (r / 2 + r % 3 * 7919, r));
         let mut g: Groups<u64> = Groups::build(records.collect());
         let want = g.clone();
         let parent = tempfile::tempdir().unwrap();
