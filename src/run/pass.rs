@@ -187,29 +187,37 @@ impl<'a> Pass<'a> {
     /// reads before the clusters ([`Pass::load_cold`]).
     pub fn spill_cold(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
         let me = worker.index();
-        let share = self.values_share() / 8;
-        let bytes = ranked.origins.bytes();
-        let origins = match !ranked.origins.is_empty() && self.scratch.wanted(bytes, share) {
-            false => Ok(0),
-            true => {
-                let file =
-                    self.scratch
-                        .file(&format!("origins-w{me}"), bytes, "the documents' origins");
-                file.and_then(|f| ranked.origins.spill(f))
-            }
-        };
+        let what = (format!("origins-w{me}"), "the documents' origins");
+        let some = !ranked.origins.is_empty();
+        let origins = self.spill_cold_over((some, ranked.origins.bytes()), what, |f| {
+            ranked.origins.spill(f)
+        });
         let bytes = ranked.cold_bytes();
-        let cold = match origins {
-            Ok(o) if bytes > 0 && self.scratch.wanted(bytes, share) => {
-                let what = "the documents' ids and keep keys";
-                let file = self.scratch.file(&format!("names-w{me}"), bytes, what);
-                file.and_then(|f| ranked.spill_cold(f)).map(|n| o + n)
-            }
-            done => done,
-        };
+        let what = (format!("names-w{me}"), "the documents' ids and keep keys");
+        let cold = origins.and_then(|o| {
+            let names = self.spill_cold_over((bytes > 0, bytes), what, |f| ranked.spill_cold(f))?;
+            Ok(o.unwrap_or(0) + names.unwrap_or(0))
+        });
         let bytes = exchange::all_ok(worker, cold)?;
         self.figures.spilled.push(("rank".into(), bytes));
         Ok(())
+    }
+
+    /// Hands `spill` a new spill file (`name`, and `what` for a full disk's message) when there
+    /// is `some` bookkeeping of `bytes` and they pass an eighth of this worker's values share
+    /// (always with `spill = "always"`): the rule of the bookkeeping that no stage reads for a
+    /// while (the origins, the ids and keep keys, the exact groups' members). `None` if it stays
+    /// held.
+    fn spill_cold_over<T>(
+        &self,
+        (some, bytes): (bool, u64),
+        (name, what): (String, &str),
+        spill: impl FnOnce(SpillFile) -> Result<T>,
+    ) -> Result<Option<T>> {
+        if !some || !self.scratch.wanted(bytes, self.values_share() / 8) {
+            return Ok(None);
+        }
+        spill(self.scratch.file(&name, bytes, what)?).map(Some)
     }
 
     /// Spilled bookkeeping read back after verification: the names and keep keys, and the
@@ -522,16 +530,12 @@ impl<'a> Pass<'a> {
         worker: &mut Worker,
         groups: &mut collapse::Groups<u64>,
     ) -> Result<Option<collapse::SpilledMembers>> {
-        let bytes = groups.members_bytes();
-        let wanted = !groups.is_empty() && self.scratch.wanted(bytes, self.values_share() / 8);
-        let spilled = match wanted {
-            false => Ok(None),
-            true => {
-                let name = format!("groups-w{}", worker.index());
-                let file = self.scratch.file(&name, bytes, "the exact groups' members");
-                file.and_then(|f| groups.spill_members(f)).map(Some)
-            }
-        };
+        let some = (!groups.is_empty(), groups.members_bytes());
+        let what = (
+            format!("groups-w{}", worker.index()),
+            "the exact groups' members",
+        );
+        let spilled = self.spill_cold_over(some, what, |f| groups.spill_members(f));
         let spilled = exchange::all_ok(worker, spilled)?;
         let bytes = spilled.as_ref().map_or(0, collapse::SpilledMembers::bytes);
         self.figures.spilled.push(("collapse".into(), bytes));
