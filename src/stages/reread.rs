@@ -14,7 +14,7 @@ use crate::config::Inputs;
 use crate::error::{Error, Result};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::shuffle;
-use crate::source::{Document, Item, LineRecords, Location};
+use crate::source::{Document, Item, LineRecords, Location, Piece};
 
 /// Sends each of `wanted` (ranks, on any worker) to the worker that sketched it (every worker
 /// calls it together; the ranks' origins must have been kept): returns this worker's share, each
@@ -72,27 +72,13 @@ pub fn read_again(
     mut requests: Vec<(u64, Location)>,
     mut on: impl FnMut(u64, &Document<'_>) -> Result<()>,
 ) -> Result<()> {
-    let mut failure = None;
-    let mut found = 0;
-    by_file(&mut requests, |file, group, offsets| {
-        let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
-        let piece = inputs.whole(file);
-        inputs
-            .source
-            .read_at(&piece, offsets, &mut |item| match item {
-                Item::Document(doc) => {
-                    found += 1;
-                    if let Err(e) = on(rank_at(doc.location.offset), &doc) {
-                        failure.get_or_insert(e);
-                    }
-                }
-                Item::Skipped(s) => {
-                    failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
-                }
-                Item::Blank => {}
-            });
+    let mut found = Found::new(inputs);
+    by_file(inputs, &mut requests, |file, piece, offsets, rank_at| {
+        inputs.source.read_at(piece, offsets, &mut |item| {
+            found.item(file, item, |doc| on(rank_at(doc.location.offset), doc))
+        });
     });
-    finish(failure, requests.len().saturating_sub(found))
+    found.finish(requests.len())
 }
 
 /// Reads the lines of `requests` again (records of a line format) without parsing them: each
@@ -102,23 +88,19 @@ pub fn lines_again(
     mut requests: Vec<(u64, Location)>,
     mut on: impl FnMut(u64, Location, &[u8]),
 ) -> Result<()> {
-    let mut failure = None;
-    let mut found = 0;
-    by_file(&mut requests, |file, group, offsets| {
-        let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
-        let piece = inputs.whole(file);
+    let mut found = Found::new(inputs);
+    by_file(inputs, &mut requests, |file, piece, offsets, rank_at| {
+        let lines = std::cell::Cell::new(0);
         let on_line = std::cell::RefCell::new(|at: Location, line: &[u8]| {
-            found += 1;
+            lines.set(lines.get() + 1);
             on(rank_at(at.offset), at, line);
         });
-        let capture = Capture(&on_line);
-        crate::source::lines::read_at(&piece, offsets, &capture, &mut |item| {
-            if let Item::Skipped(s) = item {
-                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
-            }
+        crate::source::lines::read_at(piece, offsets, &Capture(&on_line), &mut |item| {
+            found.item(file, item, |_| Ok(()))
         });
+        found.records += lines.get();
     });
-    finish(failure, requests.len().saturating_sub(found))
+    found.finish(requests.len())
 }
 
 /// Parses the `lines` [`lines_again`] read (`(rank, where it starts, line)`) as the run's format
@@ -128,29 +110,19 @@ pub fn parse_lines(
     lines: Vec<(u64, Location, Vec<u8>)>,
     mut on: impl FnMut(u64, &Document<'_>) -> Result<()>,
 ) -> Result<()> {
+    let mut found = Found::new(inputs);
+    let count = lines.len();
     let Some(records) = inputs.source.line_records() else {
-        return finish(None, lines.len());
+        return found.finish(count);
     };
-    let mut failure = None;
-    let (mut found, count) = (0, lines.len());
     let mut noted = 0;
     // Each line is freed once parsed.
     for (rank, at, line) in lines {
-        records.record(&line, at, &mut noted, &mut |item| match item {
-            Item::Document(doc) => {
-                found += 1;
-                if let Err(e) = on(rank, &doc) {
-                    failure.get_or_insert(e);
-                }
-            }
-            Item::Skipped(s) => {
-                let file = at.file as usize;
-                failure.get_or_insert(changed(inputs, file, s.at.offset, &s.skip));
-            }
-            Item::Blank => {}
+        records.record(&line, at, &mut noted, &mut |item| {
+            found.item(at.file as usize, item, |doc| on(rank, doc))
         });
     }
-    finish(failure, count.saturating_sub(found))
+    found.finish(count)
 }
 
 /// A line format's records as bare lines: each goes to the function it holds, unparsed.
@@ -162,36 +134,71 @@ impl<F: FnMut(Location, &[u8])> LineRecords for Capture<'_, F> {
     }
 }
 
-/// Calls `each(file, requests, offsets)` for the requests of each file, in file order, the
-/// requests sorted by where they start.
+/// Calls `each(file, piece, offsets, rank_at)` for the requests of each file, in file order: the
+/// whole file, the offsets of its requests in ascending order, and the rank of the request at an
+/// offset.
 fn by_file(
+    inputs: &Inputs,
     requests: &mut [(u64, Location)],
-    mut each: impl FnMut(usize, &[(u64, Location)], &[u64]),
+    mut each: impl FnMut(usize, &Piece<'_>, &[u64], &dyn Fn(u64) -> u64),
 ) {
     requests.sort_unstable_by_key(|(_, at)| *at);
     for group in requests.chunk_by(|x, y| x.1.file == y.1.file) {
         let offsets: Vec<u64> = group.iter().map(|(_, at)| at.offset).collect();
-        each(group[0].1.file as usize, group, &offsets);
+        let rank_at = |offset: u64| group[offsets.partition_point(|&o| o < offset)].0;
+        let file = group[0].1.file as usize;
+        each(file, &inputs.whole(file), &offsets, &rank_at);
     }
 }
 
-/// The error of a record that reads as `skip` where the run sketched it.
-fn changed(inputs: &Inputs, file: usize, offset: u64, skip: &dyn std::fmt::Display) -> Error {
-    Error::Input(format!(
-        "{} changed while the run read it: the record at byte {offset} was sketched, and now \
-         reads as {skip}",
-        inputs.files[file].path.display(),
-    ))
+/// What reading records again has found: how many were handed on, and the first failure.
+struct Found<'i> {
+    inputs: &'i Inputs,
+    records: usize,
+    failure: Option<Error>,
 }
 
-/// The first failure, or else an error if `missing` records sketched could not be read again.
-fn finish(failure: Option<Error>, missing: usize) -> Result<()> {
-    match failure {
-        Some(e) => Err(e),
-        None if missing > 0 => Err(Error::Input(format!(
-            "{missing} record(s) sketched by this run could not be read again: did an input \
-             change?"
-        ))),
-        None => Ok(()),
+impl<'i> Found<'i> {
+    fn new(inputs: &'i Inputs) -> Found<'i> {
+        Found {
+            inputs,
+            records: 0,
+            failure: None,
+        }
+    }
+
+    /// A document of file `file` read again goes to `on` (whose error is kept); a skip is the
+    /// error of a record that no longer reads as the one sketched.
+    fn item(&mut self, file: usize, item: Item<'_>, on: impl FnOnce(&Document<'_>) -> Result<()>) {
+        let failure = match item {
+            Item::Document(doc) => {
+                self.records += 1;
+                on(&doc).err()
+            }
+            Item::Skipped(s) => Some(Error::Input(format!(
+                "{} changed while the run read it: the record at byte {} was sketched, and now \
+                 reads as {}",
+                self.inputs.files[file].path.display(),
+                s.at.offset,
+                s.skip
+            ))),
+            Item::Blank => None,
+        };
+        if let Some(e) = failure {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    /// The first failure, or else an error if fewer than `wanted` records were found.
+    fn finish(self, wanted: usize) -> Result<()> {
+        let missing = wanted.saturating_sub(self.records);
+        match self.failure {
+            Some(e) => Err(e),
+            None if missing > 0 => Err(Error::Input(format!(
+                "{missing} record(s) sketched by this run could not be read again: did an input \
+                 change?"
+            ))),
+            None => Ok(()),
+        }
     }
 }

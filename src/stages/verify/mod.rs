@@ -82,19 +82,19 @@ fn read_sets(
 ) -> Result<(Vec<ReadSet>, u64)> {
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
-    let (kept, requests): (Vec<_>, Vec<_>) = requests
-        .into_iter()
-        .partition(|(_, at)| reading.kept.is_some_and(|k| k.contains(at)));
-    for (rank, at) in kept {
-        let (raw, set) = reading.kept.and_then(|k| k.set(&at)).expect("kept");
-        sets.push((rank, raw, set));
+    let mut rest = Vec::with_capacity(requests.len());
+    for (rank, at) in requests {
+        match reading.kept.and_then(|k| k.set(&at)) {
+            Some((raw, set)) => sets.push((rank, raw, set)),
+            None => rest.push((rank, at)),
+        }
     }
     let me = worker.index();
     let dealt = |at: &Location| {
         let reader = reading.readers.get(at.file as usize).copied().flatten();
         reading.workers > 1 && reader == Some(me as u32)
     };
-    let (dealt, requests): (Vec<_>, Vec<_>) = requests.into_iter().partition(|(_, at)| dealt(at));
+    let (dealt, requests): (Vec<_>, Vec<_>) = rest.into_iter().partition(|(_, at)| dealt(at));
     let first = me - me % reading.workers.max(1);
     let mut lines = Vec::with_capacity(dealt.len());
     let read = reread::lines_again(reading.inputs, dealt, |rank, at, line| {
