@@ -1086,48 +1086,44 @@ fn an_input_past_an_eighth_of_the_budget_keeps_no_sets_and_gives_the_same_pairs(
         "past an eighth of 16 MiB: {}",
         bytes.len()
     );
-    let run = |name: &str, budget: &str| {
+    // The job on `input` writing pairs-{name}.tsv, and that file.
+    let job = |input: &Path, name: &str, budget: &str| {
         let out = dir.path().join(format!("pairs-{name}.tsv"));
         let job = format!(
             "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\n{budget}\n\
              [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
         );
+        (job, out)
+    };
+    let run = |input: &Path, name: &str, budget: &str| {
+        let (job, out) = job(input, name, budget);
         let summary = execute(plan_of(dir.path(), &job, 2)).unwrap().unwrap();
         let v = summary.verification.unwrap();
         (std::fs::read(&out).unwrap(), v.sets_kept, v.records_read)
     };
-    let (all_kept, kept, read) = run("default", "");
-    let (none_kept, small_kept, read_again) = run("small", "memory_budget_mib = 16");
+    let small = "memory_budget_mib = 16";
+    let (all_kept, kept, read) = run(&input, "default", "");
+    let (none_kept, small_kept, read_again) = run(&input, "small", small);
     assert!(kept > 100 && read == 0, "{kept} kept, {read} read");
     assert_eq!((small_kept, read_again), (0, kept));
     assert_eq!(all_kept, none_kept);
     // Gzipped, the records the sketchers did not keep go on to the file's reader.
     let input = gzipped(&input, dir.path());
-    for (name, budget) in [("gz-default", ""), ("gz-small", "memory_budget_mib = 16")] {
-        let out = dir.path().join(format!("pairs-{name}.tsv"));
-        let job = format!(
-            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\n{budget}\n\
-             [output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
-        );
-        let summary = execute(plan_of(dir.path(), &job, 2)).unwrap().unwrap();
-        let v = summary.verification.unwrap();
-        let (from_kept, read) = (v.sets_kept, v.records_read);
-        let want = if budget.is_empty() {
-            (kept, 0)
-        } else {
-            (0, kept)
-        };
+    for (name, budget, want) in [
+        ("gz-default", "", (kept, 0)),
+        ("gz-small", small, (0, kept)),
+    ] {
+        let (pairs, from_kept, read) = run(&input, name, budget);
         assert_eq!((from_kept, read), want, "{name}");
-        assert_eq!(std::fs::read(&out).unwrap(), all_kept, "{name}");
+        assert_eq!(pairs, all_kept, "{name}");
         // Two processes of two workers: each decompresses its own file, and its reader deals
         // the lines verification wants to its process's workers.
-        let cluster_out = dir.path().join(format!("pairs-{name}-cluster.tsv"));
-        let job = job.replace(&format!("{out:?}"), &format!("{cluster_out:?}"));
+        let (job, out) = job(&input, &format!("{name}-cluster"), budget);
         let job_file = dir.path().join(format!("{name}.toml"));
         std::fs::write(&job_file, job).unwrap();
         let args = ["run".to_string(), job_file.display().to_string()];
         assert!(run_cluster_of(&args, dir.path(), 2), "{name}");
-        let got = std::fs::read(&cluster_out).unwrap();
+        let got = std::fs::read(&out).unwrap();
         assert_eq!(got, all_kept, "{name}, two processes");
     }
 }
@@ -1483,4 +1479,65 @@ fn minhash_under_exact_verification_holds_band_keys_not_signatures() {
         .describe()
         .iter()
         .any(|l| l == "minhash.values = band keys"));
+}
+
+/// A record that no longer reads as the one sketched (an input changed during the run) is an
+/// error naming its file, whether verification reads it again itself, reads its line for another
+/// worker, or parses a line another worker read; a record that cannot be found at all is an error
+/// too. Nothing is handed on as if it were the sketched document.
+#[test]
+fn records_read_again_that_changed_are_errors_naming_the_file() {
+    use neardup::source::Location;
+    use neardup::stages::reread;
+    let dir = tempfile::tempdir().unwrap();
+    let lines =
+        "{\"id\":\"a\",\"text\":\"one two three\"}\n{\"id\":\"b\",\"text\":\"four five\"}\n";
+    let plain = dir.path().join("docs.jsonl");
+    std::fs::write(&plain, lines).unwrap();
+    let second = lines.find("\n{").unwrap() as u64 + 1;
+    for input in [plain.clone(), gzipped(&plain, dir.path())] {
+        let job = format!("method = \"minhash\"\n[input]\npaths = [{input:?}]\n");
+        let plan = plan_of(dir.path(), &job, 1);
+        let inputs = &plan.inputs;
+        let at = |offset| vec![(7u64, Location::at(0, offset))];
+        // Where a record starts: handed on with its rank.
+        let mut got = Vec::new();
+        reread::read_again(inputs, at(second), |r, doc| {
+            got.push((r, doc.id.as_deref().map(str::to_string)));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, [(7, Some("b".to_string()))], "{input:?}");
+        let mut read = Vec::new();
+        reread::lines_again(inputs, at(second), |r, at, line| {
+            read.push((r, at, line.to_vec()))
+        })
+        .unwrap();
+        assert_eq!(read.len(), 1);
+        reread::parse_lines(inputs, read, |_, _| Ok(())).unwrap();
+        // Past the end: no record there.
+        let none = |e: neardup::error::Error| e.to_string().contains("could not be read again");
+        assert!(none(
+            reread::read_again(inputs, at(1 << 20), |_, _| Ok(())).unwrap_err()
+        ));
+        assert!(none(
+            reread::lines_again(inputs, at(1 << 20), |_, _, _| ()).unwrap_err()
+        ));
+    }
+    // A line that now reads as something else.
+    let plan = plan_of(
+        dir.path(),
+        &format!("method = \"minhash\"\n[input]\npaths = [{plain:?}]\n"),
+        1,
+    );
+    let changed = vec![(3, Location::at(0, second), b"{\"id\":\"b\"".to_vec())];
+    let e = reread::parse_lines(&plan.inputs, changed, |_, _| Ok(())).unwrap_err();
+    let e = e.to_string();
+    assert!(
+        e.contains("changed while the run read it") && e.contains("docs.jsonl"),
+        "{e}"
+    );
+    let mid = vec![(3, Location::at(0, second + 3))];
+    let e = reread::read_again(&plan.inputs, mid, |_, _| Ok(())).unwrap_err();
+    assert!(e.to_string().contains("docs.jsonl"), "{e}");
 }
