@@ -24,6 +24,8 @@ pub struct RoundsOutput {
     pub pairs: Vec<Pair>,
     /// Comparison statistics summed over this worker's groups.
     pub stats: CompareStats,
+    /// How many pairs `pairs` may hold before their repeats are merged next.
+    compact_at: usize,
 }
 
 /// The part of a round a record belongs to, from its route (so a group is never split).
@@ -124,9 +126,18 @@ where
                             }
                             let round = (*cap.time() / parts as u64) as usize;
                             let mut out = sink.borrow_mut();
-                            let RoundsOutput { pairs, stats } = &mut *out;
-                            let s = shared
-                                .compare(round, records, &mut scratch, &mut |p| pairs.push(p));
+                            let RoundsOutput {
+                                pairs,
+                                stats,
+                                compact_at,
+                            } = &mut *out;
+                            // Repeats are merged as they come: a group of 10,000 near-copies
+                            // emits 50M pairs a band, most of them found in earlier bands.
+                            let mut emit = |p| {
+                                pairs.push(p);
+                                *compact_at = compact(&shared, pairs, *compact_at);
+                            };
+                            let s = shared.compare(round, records, &mut scratch, &mut emit);
                             stats.comparisons += s.comparisons;
                             stats.largest_group = stats.largest_group.max(s.largest_group);
                             false
@@ -144,12 +155,16 @@ const COMPACT_FROM: usize = 1 << 16;
 
 /// Merges the repeats among `pairs` once they reach `at` ([`Candidates::compact`]); returns
 /// when to merge next: when what is left has doubled, so each pair is sorted a few times.
+#[inline]
 fn compact<C: Candidates>(candidates: &C, pairs: &mut Vec<Pair>, at: usize) -> usize {
     if pairs.len() < at {
         return at;
     }
     candidates.compact(pairs);
-    (2 * pairs.len()).max(COMPACT_FROM)
+    let next = (2 * pairs.len()).max(COMPACT_FROM);
+    // Room for exactly that many: growing by doubling could take up to twice as much.
+    pairs.reserve_exact(next - pairs.len());
+    next
 }
 
 /// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
@@ -168,13 +183,15 @@ where
     C: Candidates + Clone + 'static,
 {
     let parts = parts.max(1);
-    let found: Rc<RefCell<RoundsOutput>> = Rc::new(RefCell::new(RoundsOutput::default()));
+    let found = Rc::new(RefCell::new(RoundsOutput {
+        compact_at: COMPACT_FROM,
+        ..RoundsOutput::default()
+    }));
     let sink = Rc::clone(&found);
     let dataflow = worker.next_dataflow_index();
     let (mut input, probe) = compare_groups(worker, candidates, parts, sink);
     let mut batch = Vec::with_capacity(BATCH);
     let total = candidates.rounds() as u64 * parts as u64;
-    let mut compact_at = COMPACT_FROM;
     for r in 0..total {
         let (round, part) = ((r / parts as u64) as usize, r % parts as u64);
         if part == 0 {
@@ -196,11 +213,13 @@ where
         batch.clear();
         input.advance_to(r + 1);
         worker.step_or_park_while(None, || probe.less_than(input.time()));
-        compact_at = compact(candidates, &mut found.borrow_mut().pairs, compact_at);
         on_round(r + 1, total);
     }
     drop(input);
     super::finish(worker, dataflow);
-    let out = std::mem::take(&mut *found.borrow_mut());
+    let mut out = std::mem::take(&mut *found.borrow_mut());
+    // What is sent on holds each pair once, without the room it grew into.
+    candidates.compact(&mut out.pairs);
+    out.pairs.shrink_to_fit();
     out
 }

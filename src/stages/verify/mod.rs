@@ -9,11 +9,13 @@
 //! 2. each reader reads its wanted records again (in file order, one reader a file moving forward),
 //!    turns each into its text as the sketch saw it and then into its sorted set of n-token shingle
 //!    hashes, and sends the set to the rank's owner;
-//! 3. each pair goes to the owner of its `a`, which sends it on with `a`'s set to the owner of
-//!    `b`, where the two sets meet and the pair is scored.
+//! 3. each pair goes to the owner of its `a`, which sends `a`'s set once to each worker that owns
+//!    the `b` of one of its pairs, with those pairs, where the two sets meet and each pair is
+//!    scored (`score`).
 //!
-//! So a set travels once to its owner and once per pair it is in, never once per table, and memory
-//! holds only the sets of documents in candidate pairs.
+//! So a set travels once to its owner and once to each worker owning a document it is paired
+//! with, never once per table or per pair, and memory holds only the sets of documents in
+//! candidate pairs.
 //!
 //! Morally: `pairs.filter(|(a, b)| measure(set(text(a)), set(text(b))) >= threshold)`, the measure the
 //! method's (Jaccard, or the containment method's containment).
@@ -35,8 +37,9 @@ use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
 
+mod score;
 mod sets;
-use sets::{ReadSet, Sets, Side};
+use sets::{ReadSet, Sets};
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -56,11 +59,11 @@ pub struct VerifyStats {
     pub spilled_bytes: u64,
 }
 
-/// Pairs each worker sends per round of scoring: their copies of a set of `mean_set` bytes, with
-/// the pairs of every other worker, take at most `room` (what the sets leave of the budget), and
-/// never more than [`ROUND_BYTES`].
-fn pairs_per_round(room: u64, mean_set: u64, peers: u64) -> u64 {
-    (room.min(ROUND_BYTES) / mean_set / peers.max(1)).max(1024)
+/// Bytes each worker sends in one round of scoring (its copies of sets of `mean_set` bytes and
+/// its pairs): with every other worker's, at most `room` (what the sets leave of the budget) and
+/// never more than [`ROUND_BYTES`]; room for 64 copies at least.
+fn round_bytes(room: u64, mean_set: u64, peers: u64) -> u64 {
+    (room.min(ROUND_BYTES) / peers.max(1)).max(64 * mean_set)
 }
 
 /// Most bytes of set copies in flight in one round of scoring, whatever the budget: larger rounds
@@ -210,29 +213,34 @@ pub fn verify(
         failure.get_or_insert(e);
     }
     stats.spilled_bytes = sets.spilled_bytes();
-    // 3. Each pair takes a copy of `a`'s set to `b`'s owner, in rounds whose copies fit the
-    //    budget: a cluster of a thousand near-copies is half a million pairs, each with its copy.
+    // 3. Each first document's set goes once to each worker owning second documents of its
+    //    pairs, in rounds whose copies and pairs fit the budget (`score`); every worker goes on
+    //    while any has pairs left.
     let (bytes, count) = sets.size();
-    let (bytes, count, most_pairs) = all_gather(worker, (bytes, count, pairs.len() as u64))
+    let (bytes, count) = all_gather(worker, (bytes, count))
         .into_iter()
-        .fold((0u64, 0u64, 0u64), |acc, x| {
-            (acc.0 + x.0, acc.1 + x.1, acc.2.max(x.2))
-        });
+        .fold((0u64, 0u64), |acc, x| (acc.0 + x.0, acc.1 + x.1));
     let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
-    // The same on every worker (the rounds are counted from it): the least any process has left.
+    // The same room on every worker: the least any process has left.
     let left = least(worker, left);
-    let per_round = pairs_per_round(left / 4, mean_set, worker.peers() as u64);
-    stats.rounds = most_pairs.div_ceil(per_round).max(1);
+    let room = round_bytes(left / 4, mean_set, worker.peers() as u64);
     let mut kept = Vec::new();
-    let mut pairs = pairs.into_iter();
-    for _ in 0..stats.rounds {
-        let round: Vec<Pair> = pairs.by_ref().take(per_round as usize).collect();
-        let r = score_round(worker, &owner, &mut sets, round, v, &mut kept);
+    let mut pairs = pairs.into_iter().peekable();
+    loop {
+        let round = score::next_round(&mut pairs, &owner, room, mean_set);
+        let r = score::score_round(worker, &owner, &mut sets, round, v, &mut kept);
         match r {
             Ok(n) => stats.candidates += n,
             Err(e) => {
                 failure.get_or_insert(e);
             }
+        }
+        stats.rounds += 1;
+        if all_gather(worker, pairs.len() as u64)
+            .iter()
+            .all(|&n| n == 0)
+        {
+            break;
         }
     }
     stats.kept = kept.len() as u64;
@@ -305,54 +313,6 @@ fn chunk_order(files: &[crate::source::InputFile], at: &Location) -> (bool, u64,
 /// the first chunk's lines five times what the chunk may take (7,762 pages of one `.jsonl.gz`
 /// under 48 MiB, none kept: verification peaked at 60 MiB; 46 now).
 const FIRST_SET_BYTES: u64 = 32 << 10;
-
-/// Scores one round of pairs (this worker's, sorted by `a`): each takes a copy of `a`'s set to
-/// `b`'s owner, where the kept ones join `kept`. Returns the pairs scored here.
-fn score_round(
-    worker: &mut Worker,
-    owner: &(impl Fn(u64) -> u64 + Clone + 'static),
-    sets: &mut Sets,
-    round: Vec<Pair>,
-    v: Verification,
-    kept: &mut Vec<Pair>,
-) -> Result<u64> {
-    let mut failure = None;
-    let mut with_a: Vec<(Pair, u64, Vec<u64>)> = Vec::with_capacity(round.len());
-    for p in round {
-        if let Some((_, raw, set)) = with_a.last().filter(|(q, _, _)| q.a == p.a) {
-            let copy = (p, *raw, set.clone());
-            with_a.push(copy);
-            continue;
-        }
-        match sets.get(p.a, Side::A) {
-            Ok(Some((raw, set))) => with_a.push((p, raw, set.to_vec())),
-            Ok(None) => {}
-            Err(e) => {
-                failure.get_or_insert(e);
-            }
-        }
-    }
-    let owner_of = owner.clone();
-    let mut at_b = shuffle(worker, with_a, move |(p, _, _)| owner_of(p.b));
-    at_b.sort_unstable_by_key(|(p, _, _)| (p.b, p.a));
-    let scored_here = at_b.len() as u64;
-    for group in at_b.chunk_by(|x, y| x.0.b == y.0.b) {
-        let b = match sets.get(group[0].0.b, Side::B) {
-            Ok(Some(b)) => b,
-            Ok(None) => continue,
-            Err(e) => {
-                failure.get_or_insert(e);
-                continue;
-            }
-        };
-        for (p, raw_a, set_a) in group {
-            if let Some(score) = scored(v, p.score, (*raw_a, set_a), b) {
-                kept.push(Pair { score, ..*p });
-            }
-        }
-    }
-    failure.map_or(Ok(scored_here), Err)
-}
 
 #[cfg(test)]
 mod tests {
