@@ -11,6 +11,9 @@
 //! Each cluster's members and pairs end up together on one worker (differential-dataflow
 //! exchanges them by label), read from the arrangement when a time has settled.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use differential_dataflow::algorithms::graphs::propagate::propagate;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::TraceAgent;
@@ -24,6 +27,7 @@ use timely::progress::frontier::AntichainRef;
 use timely::worker::Worker;
 
 use crate::exchange::BATCH;
+use crate::hashing::mix64;
 
 /// A part of a cluster, at its label's worker. Members sort before pairs, members by
 /// `(keep key, rank)`: keep-policy order.
@@ -42,11 +46,69 @@ pub enum Part {
 }
 
 type Time = u32;
+
+/// Two ranks joined: a pair, or a link of a spanning forest.
+pub type Link = (u64, u64);
+
+/// Which input an edge goes to: the pairs (joined to their cluster) or the links (the labels
+/// propagate over them).
+#[derive(Clone, Copy)]
+enum Edge {
+    Pair,
+    Link,
+}
+
+/// A spanning forest of `edges`: those that join two of their components, in the order given
+/// (union-find). Its components are the edges' components, with fewer links than nodes.
+pub fn spanning(edges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    type Parents = HashMap<u64, u64, BuildHasherDefault<Mixed>>;
+    // The root of x's tree, halving its path on the way.
+    fn root(mut x: u64, parent: &mut Parents) -> u64 {
+        let mut p = *parent.entry(x).or_insert(x);
+        while p != x {
+            let grand = parent[&p];
+            parent.insert(x, grand);
+            (x, p) = (p, grand);
+        }
+        x
+    }
+    let mut parent = Parents::default();
+    let mut links = Vec::new();
+    for &(a, b) in edges {
+        let (ra, rb) = (root(a, &mut parent), root(b, &mut parent));
+        if ra != rb {
+            parent.insert(ra.max(rb), ra.min(rb));
+            links.push((a, b));
+        }
+    }
+    links
+}
+
+/// A hasher for ranks, which come in runs: each mixed whole.
+#[derive(Default)]
+struct Mixed(u64);
+
+impl Hasher for Mixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = mix64(self.0 ^ u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = mix64(x);
+    }
+}
 type Clusters = TraceAgent<ValSpine<u64, Part, Time, isize>>;
 
 /// A live cluster graph on one worker (every worker makes one, and calls its methods together).
 pub struct ClusterGraph {
     pairs: InputSession<Time, (u64, u64), isize>,
+    links: InputSession<Time, (u64, u64), isize>,
     keys: InputSession<Time, (u64, u128), isize>,
     clusters: Clusters,
     probe: Handle<Time>,
@@ -59,10 +121,11 @@ impl ClusterGraph {
     pub fn new(worker: &mut Worker, keyed: bool) -> ClusterGraph {
         let dataflow = worker.next_dataflow_index();
         let probe = Handle::new();
-        let (pairs, keys, clusters) = worker.dataflow::<Time, _, _>(|scope| {
+        let (pairs, links, keys, clusters) = worker.dataflow::<Time, _, _>(|scope| {
             let (pair_input, pairs) = scope.new_collection::<(u64, u64), isize>();
+            let (link_input, links) = scope.new_collection::<(u64, u64), isize>();
             let (key_input, keys) = scope.new_collection::<(u64, u128), isize>();
-            let both = pairs.clone().concat(pairs.clone().map(|(a, b)| (b, a)));
+            let both = links.clone().concat(links.map(|(a, b)| (b, a)));
             let nodes = both.clone().map(|(a, _)| (a, a)).distinct();
             let labelled = propagate(both, nodes);
             let labels = labelled.clone().arrange_by_key();
@@ -81,10 +144,11 @@ impl ClusterGraph {
                 .join_core(labels, |&a, &b, &label| Some((label, Part::Edge(a, b))));
             let clusters = members.concat(edges).arrange_by_key();
             clusters.stream.probe_with(&probe);
-            (pair_input, key_input, clusters.trace)
+            (pair_input, link_input, key_input, clusters.trace)
         });
         ClusterGraph {
             pairs,
+            links,
             keys,
             clusters,
             probe,
@@ -100,8 +164,39 @@ impl ClusterGraph {
         pairs: impl IntoIterator<Item = ((u64, u64), isize)>,
         keys: impl IntoIterator<Item = ((u64, u128), isize)>,
     ) {
-        for (i, (pair, diff)) in pairs.into_iter().enumerate() {
-            self.pairs.update(pair, diff);
+        let both = pairs
+            .into_iter()
+            .flat_map(|(pair, diff)| [(Edge::Pair, pair, diff), (Edge::Link, pair, diff)]);
+        self.feed(worker, both, keys);
+    }
+
+    /// [`ClusterGraph::update`] with the links the labels propagate over given apart from the
+    /// pairs: any edges with the pairs' connected components, such as a spanning forest of them
+    /// ([`spanning`]). A cluster of 10,000 near-copies is 50M pairs, and a label propagated over
+    /// every one of them both ways took 15 GB; a forest has fewer links than documents. The
+    /// caller keeps the two alike: a retracted pair must take its links with it.
+    pub fn update_linked(
+        &mut self,
+        worker: &mut Worker,
+        (pairs, links): (Vec<Link>, Vec<Link>),
+        keys: impl IntoIterator<Item = ((u64, u128), isize)>,
+    ) {
+        let pairs = pairs.into_iter().map(|p| (Edge::Pair, p, 1));
+        let links = links.into_iter().map(|p| (Edge::Link, p, 1));
+        self.feed(worker, pairs.chain(links), keys);
+    }
+
+    fn feed(
+        &mut self,
+        worker: &mut Worker,
+        edges: impl IntoIterator<Item = (Edge, (u64, u64), isize)>,
+        keys: impl IntoIterator<Item = ((u64, u128), isize)>,
+    ) {
+        for (i, (edge, pair, diff)) in edges.into_iter().enumerate() {
+            match edge {
+                Edge::Pair => self.pairs.update(pair, diff),
+                Edge::Link => self.links.update(pair, diff),
+            }
             if i % BATCH == BATCH - 1 {
                 worker.step();
             }
@@ -118,8 +213,10 @@ impl ClusterGraph {
     pub fn settle(&mut self, worker: &mut Worker) {
         let next = self.pairs.time() + 1;
         self.pairs.advance_to(next);
+        self.links.advance_to(next);
         self.keys.advance_to(next);
         self.pairs.flush();
+        self.links.flush();
         self.keys.flush();
         let probe = &self.probe;
         worker.step_or_park_while(None, || probe.less_than(&next));
@@ -158,12 +255,13 @@ impl ClusterGraph {
     pub fn close(self, worker: &mut Worker) {
         let ClusterGraph {
             pairs,
+            links,
             keys,
             clusters,
             dataflow,
             ..
         } = self;
-        drop((pairs, keys, clusters));
+        drop((pairs, links, keys, clusters));
         crate::exchange::finish(worker, dataflow);
     }
 }
@@ -326,6 +424,73 @@ mod tests {
                     assert_eq!(got.1, brute(&after_pairs, &keys), "time 1, {context}");
                 }
             }
+        }
+    }
+
+    /// Regression: the labels propagated over every pair both ways, and 10,000 near-copies of one
+    /// page (50M pairs) took 15 GB in the cluster stage. Each worker now links its pairs by a
+    /// spanning forest of them; the clusters, their members and their pairs must be those of all
+    /// the pairs, whatever the workers.
+    #[test]
+    fn pairs_linked_by_each_workers_spanning_forest_give_the_clusters_of_all_pairs() {
+        for seed in 1..=3u64 {
+            let nodes = 80;
+            // A clique of 15 (the near-copies) among random pairs.
+            let mut pairs = random_pairs(seed, nodes, 40);
+            pairs.extend((0..15).flat_map(|a| (a + 1..15).map(move |b| (a * 5, b * 5))));
+            let normal = |e: &(u64, u64)| (e.0.min(e.1), e.0.max(e.1));
+            let all: BTreeSet<_> = pairs.iter().map(normal).collect();
+            let keys: BTreeMap<u64, u64> = (0..nodes).map(|r| (r, mix64(r) % 5)).collect();
+            for workers in [1, 2, 4] {
+                let pairs = pairs.clone();
+                let guards = timely::execute(timely::Config::process(workers), move |worker| {
+                    let (me, peers) = (worker.index(), worker.peers());
+                    let mine: Vec<(u64, u64)> =
+                        pairs.iter().copied().skip(me).step_by(peers).collect();
+                    let links = spanning(&mine);
+                    assert!(links.len() < 80, "a forest has fewer links than nodes");
+                    let keys = (0..nodes)
+                        .filter(|r| *r as usize % peers == me)
+                        .map(|r| ((r, u128::from(mix64(r) % 5)), 1));
+                    let mut graph = ClusterGraph::new(worker, true);
+                    graph.update_linked(worker, (mine, links), keys);
+                    graph.settle(worker);
+                    let read = graph.read();
+                    graph.close(worker);
+                    read
+                })
+                .expect("workers start");
+                let mut got: Read = Vec::new();
+                for r in guards.join() {
+                    got.extend(r.expect("a worker"));
+                }
+                got.sort_unstable();
+                assert_eq!(got, brute(&all, &keys), "seed {seed}, {workers} workers");
+            }
+        }
+    }
+
+    /// A spanning forest links exactly the nodes its edges link: one link fewer than the nodes of
+    /// each component, and the same components.
+    #[test]
+    fn a_spanning_forest_has_the_components_of_its_edges_and_a_link_fewer_than_their_nodes() {
+        for seed in 1..=5u64 {
+            let edges = random_pairs(seed, 50, 70);
+            let links = spanning(&edges);
+            let zeros: BTreeMap<u64, u64> = (0..50).map(|r| (r, 0)).collect();
+            let normal = |e: &(u64, u64)| (e.0.min(e.1), e.0.max(e.1));
+            let components = |e: &[(u64, u64)]| {
+                let set: BTreeSet<_> = e.iter().map(normal).collect();
+                let members: Vec<(u64, Part)> = brute(&set, &zeros)
+                    .into_iter()
+                    .filter(|(_, p)| matches!(p, Part::Member { .. }))
+                    .collect();
+                members
+            };
+            let of_edges = components(&edges);
+            assert_eq!(components(&links), of_edges, "seed {seed}");
+            let labels: BTreeSet<u64> = of_edges.iter().map(|(l, _)| *l).collect();
+            assert_eq!(links.len(), of_edges.len() - labels.len(), "seed {seed}");
         }
     }
 }

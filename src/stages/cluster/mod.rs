@@ -147,7 +147,8 @@ pub fn clusters(
         .owned()
         .filter(|_| keyed)
         .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
-    graph.update(worker, edges.into_iter().map(|e| (e, 1)), keys);
+    let links = graph::spanning(&edges);
+    graph.update_linked(worker, (edges, links), keys);
     graph.settle(worker);
     let parts = graph.read();
     graph.close(worker);
