@@ -208,6 +208,12 @@ pub trait Candidates {
     /// what the rounds hold grows with the distinct pairs, not the collisions. The default keeps
     /// them as emitted (each pair is emitted once).
     fn compact(&self, _pairs: &mut Vec<Pair>) {}
+
+    /// Whether [`Candidates::compact`] merges repeats, and so a pair emitted again may be added
+    /// to the count of the one already held (the default: no).
+    fn merges_repeats(&self) -> bool {
+        false
+    }
 }
 
 impl Candidates for TableLayout {
