@@ -273,7 +273,8 @@ fn the_largest_clusters_are_named_with_urls_read_again_at_any_width() {
 fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
     // Regression: every candidate pair carried a copy of one document's shingle set at once, so a
     // large cluster of near-copies (n^2/2 pairs) took memory far beyond the budget. Pairs are now
-    // scored a budget's worth at a time; the pairs found must not depend on it.
+    // scored a budget's worth at a time, and a first document's set goes once to each worker
+    // owning a second document of its pairs (up to 4 here); the pairs must not depend on either.
     let dir = tempfile::tempdir().unwrap();
     let base = words(0, 400);
     let mut lines = Vec::new();
@@ -290,7 +291,7 @@ fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
     }
     std::fs::write(dir.path().join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
     let mut results = Vec::new();
-    for (workers, budget) in [(1, 4096), (2, 16), (1, 16)] {
+    for (workers, budget) in [(1, 4096), (2, 16), (1, 16), (4, 16)] {
         let summary = run_summary(
             dir.path(),
             &format!(
