@@ -256,9 +256,18 @@ struct PairLine<'a> {
     kind: Option<&'static str>,
 }
 
-/// A similarity as written: four decimals, the form `neardup truth` writes.
+/// A similarity as written: four decimals, the form `neardup truth` writes (`{:.4}`). Made from
+/// the whole number of ten-thousandths, except for a value within a hair of half of one, which
+/// takes `format!`'s exact rounding (its exact decimal, half to even): the text is the same.
+/// 4.5M pairs spent a third of their writing time in `format!`'s exact float path.
 fn jaccard_text(j: f64) -> String {
-    format!("{j:.4}")
+    let x = j * 10_000.0;
+    let near_half = (x - x.floor() - 0.5).abs() < 1e-6;
+    if !(0.0..=1.0).contains(&j) || j.is_sign_negative() || near_half {
+        return format!("{j:.4}");
+    }
+    let n = x.round() as u64;
+    format!("{}.{:04}", n / 10_000, n % 10_000)
 }
 
 /// Writes sorted pairs of document ranks with their names. Simhash pairs (`with_distance`):
@@ -558,6 +567,25 @@ impl Member {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fast similarity text is `format!("{:.4}")`'s: every fraction k/n up to n = 3,000 (a
+    /// Jaccard is one; ties such as 29/32 = 0.90625 round half to even), and values around each
+    /// half ten-thousandth.
+    #[test]
+    fn similarities_are_written_as_format_writes_them() {
+        for n in 1..=3_000u64 {
+            for k in 0..=n {
+                let j = k as f64 / n as f64;
+                assert_eq!(jaccard_text(j), format!("{j:.4}"), "{k}/{n}");
+            }
+        }
+        for t in 0..=20_000u64 {
+            let half = (t as f64 + 0.5) / 10_000.0;
+            for j in [half, half.next_up(), half.next_down(), t as f64 / 10_000.0] {
+                assert_eq!(jaccard_text(j), format!("{j:.4}"), "{j:e}");
+            }
+        }
+    }
 
     #[test]
     fn pairs_in_both_formats() {
