@@ -94,6 +94,12 @@ pub fn least(worker: &mut Worker, value: u64) -> u64 {
     all_gather(worker, value).into_iter().min().unwrap_or(value)
 }
 
+/// Whether any worker has something `left` (every worker calls it together): the test of a loop
+/// whose every step each worker must take part in while any has work.
+pub fn any_left(worker: &mut Worker, left: usize) -> bool {
+    all_gather(worker, left as u64).iter().any(|&n| n > 0)
+}
+
 /// Every worker's `value`, on every worker, in worker order.
 pub fn all_gather<T: ExchangeData + Clone>(worker: &mut Worker, value: T) -> Vec<T> {
     let (me, peers) = (worker.index(), worker.peers());

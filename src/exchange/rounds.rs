@@ -54,10 +54,19 @@ impl RoundsOutput {
         }
         self.pairs.push(p);
         if self.pairs.len() >= self.compact_at {
-            self.compact_at = compact(candidates, &mut self.pairs, self.compact_at);
-            if candidates.merges_repeats() {
-                (self.sorted, self.cursor) = (self.pairs.len(), 0);
-            }
+            self.merge_repeats(candidates);
+        }
+    }
+
+    /// Merges the repeats among the pairs held ([`Candidates::compact`]) and sets when to merge
+    /// next: when what is left has doubled, so each pair is sorted a few times.
+    fn merge_repeats<C: Candidates>(&mut self, candidates: &C) {
+        candidates.compact(&mut self.pairs);
+        self.compact_at = (2 * self.pairs.len()).max(COMPACT_FROM);
+        // Room for exactly that many: growing by doubling could take up to twice as much.
+        self.pairs.reserve_exact(self.compact_at - self.pairs.len());
+        if candidates.merges_repeats() {
+            (self.sorted, self.cursor) = (self.pairs.len(), 0);
         }
     }
 
@@ -201,20 +210,6 @@ where
 
 /// Pairs the rounds hold before their repeats are first merged.
 const COMPACT_FROM: usize = 1 << 16;
-
-/// Merges the repeats among `pairs` once they reach `at` ([`Candidates::compact`]); returns
-/// when to merge next: when what is left has doubled, so each pair is sorted a few times.
-#[inline]
-fn compact<C: Candidates>(candidates: &C, pairs: &mut Vec<Pair>, at: usize) -> usize {
-    if pairs.len() < at {
-        return at;
-    }
-    candidates.compact(pairs);
-    let next = (2 * pairs.len()).max(COMPACT_FROM);
-    // Room for exactly that many: growing by doubling could take up to twice as much.
-    pairs.reserve_exact(next - pairs.len());
-    next
-}
 
 /// Runs `parts` rounds per round of `candidates` over this worker's distinct sketches, whose keys
 /// are `keys` and what each round reads of them `sketches` (round `r * parts + j` carries the

@@ -60,7 +60,7 @@ enum Edge {
 
 /// A spanning forest of `edges`: those that join two of their components, in the order given
 /// (union-find). Its components are the edges' components, with fewer links than nodes.
-pub fn spanning(edges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+pub fn spanning(edges: &[Link]) -> Vec<Link> {
     type Parents = HashMap<u64, u64, BuildHasherDefault<Mixed>>;
     // The root of x's tree, halving its path on the way.
     fn root(mut x: u64, parent: &mut Parents) -> u64 {
@@ -103,6 +103,7 @@ impl Hasher for Mixed {
         self.0 = mix64(x);
     }
 }
+
 type Clusters = TraceAgent<ValSpine<u64, Part, Time, isize>>;
 
 /// A live cluster graph on one worker (every worker makes one, and calls its methods together).

@@ -32,7 +32,7 @@ use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, least, shuffle};
+use crate::exchange::{all_gather, any_left, least, shuffle};
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
@@ -236,10 +236,7 @@ pub fn verify(
             }
         }
         stats.rounds += 1;
-        if all_gather(worker, pairs.len() as u64)
-            .iter()
-            .all(|&n| n == 0)
-        {
+        if !any_left(worker, pairs.len()) {
             break;
         }
     }
@@ -284,8 +281,7 @@ fn collect_sets(
         if let Err(e) = sets.add(got, more) {
             failure.get_or_insert(e);
         }
-        let left = all_gather(worker, rest.len() as u64);
-        if left.iter().all(|&n| n == 0) {
+        if !any_left(worker, rest.len()) {
             break;
         }
     }
