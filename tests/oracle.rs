@@ -636,6 +636,7 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
             let what = format!("collapse={collapse} workers={w}");
             assert_eq!(got.len(), want.len(), "{what}: clustered documents");
             let mut chained = 0;
+            let mut chained_clusters = std::collections::BTreeSet::new();
             for (id, cluster, representative, size, is_paired) in &got {
                 let (first, n) = &want[id];
                 assert_eq!((cluster, size), (first, n), "{what}: {id}");
@@ -644,6 +645,9 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
                 let direct = id == first || paired.contains(&(first.clone(), id.clone()));
                 assert_eq!(*is_paired, direct, "{what}: {id} paired with {first}");
                 chained += u64::from(!direct);
+                if !direct {
+                    chained_clusters.insert(first.clone());
+                }
             }
             let dropped: Vec<(String, String)> = std::fs::read_to_string(out.join("drop.tsv"))
                 .unwrap()
@@ -676,6 +680,9 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
             assert_eq!(c.documents_in_clusters, want.len() as u64, "{what}");
             assert!(chained > 0, "{what}: the chains are reported");
             assert_eq!(c.chained_documents, chained, "{what}");
+            let chained_clusters = chained_clusters.len() as u64;
+            assert!(chained_clusters > 1, "{what}: several clusters are chains");
+            assert_eq!(c.chained_clusters, chained_clusters, "{what}");
         }
     }
 }

@@ -1,15 +1,18 @@
 //! Stage *cluster*: connected components over the pairs (and exact-duplicate groups), a
 //! representative per component by the keep policy, and each document's place at its rank owner.
 //!
-//! 1. **The graph** ([`graph`]), one differential-dataflow dataflow: label propagation over the
-//!    undirected edges gives each node the smallest rank it reaches (ranks follow ids, so a
-//!    cluster's id is its smallest document id, whatever the workers and processes); the labels
-//!    are joined with the rank owners' keep keys and with the pairs, and arranged by label, so
-//!    each cluster's members and pairs meet on one worker. No worker collects the pairs, and the
-//!    arrangement can take a later change.
+//! 1. **The graph** ([`graph`]), one differential-dataflow dataflow: label propagation over a
+//!    spanning forest of each worker's edges gives each node the smallest rank it reaches (ranks
+//!    follow ids, so a cluster's id is its smallest document id, whatever the workers and
+//!    processes); the labels are joined with the rank owners' keep keys (and, for the star split,
+//!    with the pairs), and arranged by label, so each cluster's members (and pairs) meet on one
+//!    worker. No worker collects the pairs, and the arrangement can take a later change.
 //! 2. **Representatives**: each cluster, sorted by `(key, rank)`, keeps its first member; the
 //!    others are dropped in its favour (or the star split cuts it).
 //! 3. Each member's row goes to its rank owner, which writes it (ids in rank order).
+//! 4. Without a split, the owners mark which members are paired with their representative: each
+//!    worker looks through its own pairs for those with a representative at one end
+//!    ([`mark_paired`]).
 //!
 //! Morally: `union_find(pairs).groups().map(|g| (g.min(), g.min_by_key(|d| (key(d), d))))`.
 
@@ -130,8 +133,8 @@ pub fn order(key: u64, stored: Option<bool>) -> u128 {
 /// stars), with each cluster's representative the member of smallest `(keep order, rank)` (in an
 /// audit, `held` says which ranks are stored: [`order`]), cut by
 /// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over
-/// all workers. The graph ([`ClusterGraph`]) brings each cluster's members and pairs together in one
-/// dataflow; one exchange then takes each member to its rank owner.
+/// all workers. The graph ([`ClusterGraph`]) brings each cluster's members (and for the star split
+/// its pairs) together in one dataflow; one exchange then takes each member to its rank owner.
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
@@ -148,7 +151,14 @@ pub fn clusters(
         .filter(|_| keyed)
         .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
     let links = graph::spanning(&edges);
-    graph.update_linked(worker, (edges, links), keys);
+    // Without a split, a cluster's pairs are only asked whether they join a member to the
+    // representative: `mark_paired` answers that from the edges where they are, and the graph
+    // arranges no pair (10,000 near-copies are 50M pairs).
+    let (given, kept) = match settings.split {
+        Split::None => (Vec::new(), edges),
+        Split::Star => (edges, Vec::new()),
+    };
+    graph.update_linked(worker, (given, links), keys);
     graph.settle(worker);
     let parts = graph.read();
     graph.close(worker);
@@ -175,8 +185,61 @@ pub fn clusters(
     let owner_of = ranked.owners();
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
+    if settings.split == Split::None {
+        mark_paired(worker, ranked, &kept, &mut mine, &mut local);
+    }
     let stats = totals(worker, local);
     (mine, stats)
+}
+
+/// Without a split: marks which of this worker's members (sorted by rank) are paired with their
+/// representative, and counts the chains in `local`. A pair with a representative at one end
+/// joins the other end to it (both ends are in one cluster), so every worker is told the
+/// representatives, looks through its own `edges`, and tells each other end's owner.
+fn mark_paired(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    edges: &[(u64, u64)],
+    mine: &mut [Member],
+    local: &mut Local,
+) {
+    let own: Vec<u64> = mine
+        .iter()
+        .filter(|m| m.is_representative())
+        .map(|m| m.rank)
+        .collect();
+    let mut representatives = all_gather(worker, own).concat();
+    representatives.sort_unstable();
+    let is_representative = |r: u64| representatives.binary_search(&r).is_ok();
+    let mut ends: Vec<u64> = Vec::new();
+    for &(a, b) in edges {
+        if is_representative(a) {
+            ends.push(b);
+        }
+        if is_representative(b) {
+            ends.push(a);
+        }
+    }
+    ends.sort_unstable();
+    ends.dedup();
+    let owner_of = ranked.owners();
+    let mut paired = shuffle(worker, ends, move |&r| owner_of(r));
+    paired.sort_unstable();
+    let mut unpaired_clusters = Vec::new();
+    for m in mine.iter_mut() {
+        m.paired = m.is_representative() || paired.binary_search(&m.rank).is_ok();
+        if !m.paired {
+            local.chained_documents += 1;
+            unpaired_clusters.push(m.cluster);
+        }
+    }
+    unpaired_clusters.sort_unstable();
+    unpaired_clusters.dedup();
+    let owner_of = ranked.owners();
+    let mut chained = shuffle(worker, unpaired_clusters, move |&c| owner_of(c));
+    chained.sort_unstable();
+    chained.dedup();
+    local.chained_clusters += chained.len() as u64;
 }
 
 /// The clusters' figures, summed over every worker's.
@@ -263,16 +326,9 @@ impl Local {
         out: &mut Vec<Member>,
     ) {
         match split {
-            Split::None => {
-                let representative = order[0];
-                let start = out.len();
-                self.emit(order, representative, &|m| adjacent(representative, m), out);
-                let chained = out[start..].iter().filter(|m| !m.paired).count() as u64;
-                if chained > 0 {
-                    self.chained_clusters += 1;
-                    self.chained_documents += chained;
-                }
-            }
+            // Which members are paired with the representative is marked later, where the
+            // pairs are ([`mark_paired`]).
+            Split::None => self.emit(order, order[0], &|_| false, out),
             Split::Star => {
                 let mut taken = vec![false; order.len()];
                 let (mut stars, mut covered) = (0, 0);
