@@ -80,6 +80,45 @@ where
         .unwrap_or_else(|rc| std::mem::take(&mut *rc.borrow_mut()))
 }
 
+/// [`shuffle`] of a vector's records, its memory given back as they are sent: a shuffle of 50M
+/// pairs would otherwise hold them twice, sent and received. The records go in the same order.
+pub fn shuffle_vec<T, F>(worker: &mut Worker, records: Vec<T>, target: F) -> Vec<T>
+where
+    T: ExchangeData + Clone,
+    F: Fn(&T) -> u64 + 'static,
+{
+    shuffle(worker, Draining::new(records), target)
+}
+
+/// A vector's records in order, the room of those taken given back as it halves.
+struct Draining<T> {
+    /// The records not yet taken, last first.
+    rest: Vec<T>,
+}
+
+impl<T> Draining<T> {
+    fn new(mut records: Vec<T>) -> Draining<T> {
+        records.reverse();
+        Draining { rest: records }
+    }
+}
+
+/// Room (in records) below which a draining vector keeps what it has.
+const SHRINK_FROM: usize = 1 << 16;
+
+impl<T> Iterator for Draining<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        let next = self.rest.pop();
+        let room = self.rest.capacity();
+        if room > SHRINK_FROM && self.rest.len() < room / 2 {
+            self.rest.shrink_to_fit();
+        }
+        next
+    }
+}
+
 /// Sends everything to worker 0; other workers get an empty vector.
 pub fn gather<T: ExchangeData + Clone, I: IntoIterator<Item = T>>(
     worker: &mut Worker,

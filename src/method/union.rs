@@ -7,7 +7,7 @@
 use timely::worker::Worker;
 
 use super::{Found, Probe, Rounds, Scoring, Sections};
-use crate::exchange::{owner, shuffle};
+use crate::exchange::{owner, shuffle_vec};
 
 /// The rounds of `first`, then of `second`; its summary sections are the first's.
 pub struct Union {
@@ -53,7 +53,7 @@ impl Rounds for Union {
         let mut pairs = first.pairs;
         pairs.extend(second.pairs);
         let peers = worker.peers();
-        let mut mine = shuffle(worker, pairs, move |p| owner(p.a, peers));
+        let mut mine = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
         mine.sort_unstable_by_key(|p| (p.a, p.b));
         mine.dedup_by_key(|p| (p.a, p.b));
         Found {

@@ -23,7 +23,7 @@ use timely::worker::Worker;
 
 use crate::candidates::{Pair, Score};
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, shuffle};
+use crate::exchange::{all_gather, shuffle, shuffle_vec};
 use crate::summary::UrlSummary;
 
 /// What became of a URL held by both the batch and the store.
@@ -208,7 +208,7 @@ pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Op
 pub fn scored(worker: &mut Worker, same: Vec<SameUrl>, pairs: Vec<Pair>) -> Vec<SameUrl> {
     let peers = worker.peers() as u64;
     let mut same = shuffle(worker, same, move |s| s.ends().0 % peers);
-    let mut pairs = shuffle(worker, pairs, move |p| p.a.min(p.b) % peers);
+    let mut pairs = shuffle_vec(worker, pairs, move |p| p.a.min(p.b) % peers);
     pairs.sort_unstable_by_key(|p| (p.a.min(p.b), p.a.max(p.b)));
     for s in &mut same {
         let at = pairs.binary_search_by_key(&s.ends(), |p| (p.a.min(p.b), p.a.max(p.b)));

@@ -7,7 +7,7 @@ use timely::worker::Worker;
 
 use super::collapse::Groups;
 use crate::candidates::{Pair, Score};
-use crate::exchange::{owner, shuffle};
+use crate::exchange::{owner, shuffle_vec};
 
 /// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
 pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
@@ -33,7 +33,7 @@ pub fn expand(
     exact: Score,
 ) -> Vec<Pair> {
     let peers = worker.peers();
-    let at_x = shuffle(worker, pairs, move |p| owner(p.a, peers));
+    let at_x = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
     let mut half: Vec<(u64, u64, Score)> = Vec::new();
     groups.join(
         at_x,
@@ -43,7 +43,7 @@ pub fn expand(
             half.extend(members.iter().map(|&a| (p.b, a, p.score)));
         },
     );
-    let at_y = shuffle(worker, half, move |(y, _, _)| owner(*y, peers));
+    let at_y = shuffle_vec(worker, half, move |(y, _, _)| owner(*y, peers));
     let mut out: Vec<Pair> = Vec::new();
     groups.join(
         at_y,

@@ -14,7 +14,7 @@ use super::cluster::owned_ranks;
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
-use crate::exchange::{all_gather, gather, shuffle, stream_to_leader};
+use crate::exchange::{all_gather, gather, shuffle, shuffle_vec, stream_to_leader};
 use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
 use crate::output::{self, tables, OutputSet, RowFormat, Table};
@@ -184,7 +184,7 @@ pub fn pairs(
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
     let owner_of = ranked.owners();
-    let mut mine = shuffle(worker, pairs, {
+    let mut mine = shuffle_vec(worker, pairs, {
         let owner_of = owner_of.clone();
         move |p| owner_of(p.a)
     });

@@ -32,7 +32,7 @@ use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, any_left, least, shuffle};
+use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_vec};
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
@@ -195,7 +195,7 @@ pub fn verify(
     stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
     let owner_of = owner.clone();
-    let mut pairs = shuffle(worker, pairs, move |p| owner_of(p.a));
+    let mut pairs = shuffle_vec(worker, pairs, move |p| owner_of(p.a));
     pairs.sort_unstable_by_key(|p| (p.a, p.b));
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported

@@ -31,11 +31,11 @@ struct SetCopy {
     with: Vec<(u64, Score)>,
 }
 
-/// Bytes a pair takes in a round beside the copies: the pair in the round (40), its second
-/// document and score in its copy (32), its place in the order of second documents (24).
-const PAIR_BYTES: u64 = 96;
+/// Bytes a pair takes in a round beside the copies: the pair in the round (32), its second
+/// document and score in its copy (24), its place in the order of second documents (24).
+const PAIR_BYTES: u64 = 80;
 
-const _: () = assert!(std::mem::size_of::<Pair>() + std::mem::size_of::<(u64, Score)>() + 24 == 96);
+const _: () = assert!(std::mem::size_of::<Pair>() + std::mem::size_of::<(u64, Score)>() + 24 == 80);
 
 /// Bytes a copy takes beside its set.
 const COPY_BYTES: u64 = 64;
