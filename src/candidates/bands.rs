@@ -14,7 +14,7 @@
 //! Broder's super-shingles (84 min-hashes, 6 super-shingles of 14, at least 2 equal) are the
 //! layout `84 / 6 x 14 / 2` of the same code ([`BandLayout::super_shingles`]).
 
-use super::{CompareStats, Pair};
+use super::{CompareStats, SketchPair};
 use crate::error::Result;
 use crate::sketch::minhash::band_key_of;
 use crate::{bail, ensure};
@@ -186,7 +186,7 @@ impl super::Candidates for BandLayout {
         _round: usize,
         records: &mut Vec<(u64, u64)>,
         _scratch: &mut Vec<(u64, u64)>,
-        emit: &mut dyn FnMut(Pair),
+        emit: &mut dyn FnMut(SketchPair),
     ) -> CompareStats {
         records.sort_unstable();
         let mut stats = CompareStats::default();
@@ -195,7 +195,7 @@ impl super::Candidates for BandLayout {
             for (i, x) in group.iter().enumerate() {
                 for y in &group[i + 1..] {
                     stats.comparisons += 1;
-                    emit(Pair::new(x.1, y.1, 1));
+                    emit(SketchPair::new(x.1, y.1, 1));
                 }
             }
         }
@@ -208,15 +208,15 @@ impl super::Candidates for BandLayout {
 
     /// Keeps each pair once, its distance the bands it shares so far (saturating: unless
     /// `min_bands` is above what a distance counts, when the pairs are kept as emitted).
-    fn compact(&self, pairs: &mut Vec<Pair>) {
+    fn compact(&self, pairs: &mut Vec<SketchPair>) {
         if !self.merges_repeats() {
             return;
         }
-        pairs.sort_unstable_by_key(|p| (p.a, p.b));
+        pairs.sort_unstable_by_key(SketchPair::sides);
         pairs.dedup_by(|later, kept| {
-            let same = (later.a, later.b) == (kept.a, kept.b);
+            let same = later.sides() == kept.sides();
             if same {
-                kept.score.distance = kept.score.distance.saturating_add(later.score.distance);
+                kept.distance = kept.distance.saturating_add(later.distance);
             }
             same
         });

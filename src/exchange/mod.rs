@@ -87,7 +87,12 @@ where
     T: ExchangeData + Clone,
     F: Fn(&T) -> u64 + 'static,
 {
-    shuffle(worker, Draining::new(records), target)
+    shuffle(worker, draining(records), target)
+}
+
+/// A vector's records in order, its room given back as they are taken.
+pub(crate) fn draining<T>(records: Vec<T>) -> impl Iterator<Item = T> {
+    Draining::new(records)
 }
 
 /// A vector's records in order, the room of those taken given back as it halves.
@@ -116,6 +121,10 @@ impl<T> Iterator for Draining<T> {
             self.rest.shrink_to_fit();
         }
         next
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.rest.len(), Some(self.rest.len()))
     }
 }
 
@@ -249,4 +258,52 @@ pub fn stream_to_leader(
         drain(&mut sink);
     }
     drain(&mut sink);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A draining vector gives its records in order, and gives back its room as it goes: a
+    /// shuffle of 50M pairs held them twice, sent and received.
+    #[test]
+    fn a_draining_vector_gives_its_records_in_order_and_its_room_back() {
+        let n = 4 * SHRINK_FROM + 7;
+        let records: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
+        let mut drain = Draining::new(records.clone());
+        assert_eq!(drain.size_hint(), (n, Some(n)));
+        let mut got = Vec::new();
+        let mut least_room = usize::MAX;
+        while let Some(x) = drain.next() {
+            got.push(x);
+            least_room = least_room.min(drain.rest.capacity());
+            assert!(drain.rest.capacity() <= (2 * drain.rest.len()).max(SHRINK_FROM) + 1);
+        }
+        assert_eq!(got, records);
+        assert!(least_room <= SHRINK_FROM, "the room was given back");
+    }
+
+    /// `shuffle_vec` delivers what `shuffle` delivers, in the same order.
+    #[test]
+    fn a_shuffle_of_a_vector_delivers_what_a_shuffle_of_its_records_does() {
+        for workers in [1, 2, 4] {
+            let got = timely::execute(timely::Config::process(workers), |worker| {
+                let me = worker.index() as u64;
+                let records: Vec<(u64, u64)> = (0..50_000).map(|i| (me, mix64(i) % 1000)).collect();
+                let peers = worker.peers() as u64;
+                let a = shuffle(worker, records.clone(), move |r| r.1 % peers);
+                let b = shuffle_vec(worker, records, move |r| r.1 % peers);
+                (a, b)
+            })
+            .expect("workers start");
+            for r in got.join() {
+                let (mut a, mut b) = r.expect("a worker");
+                // Senders interleave as they are scheduled; each sender's records keep its order.
+                a.sort_by_key(|r| r.0);
+                b.sort_by_key(|r| r.0);
+                assert_eq!(a, b, "{workers} workers");
+                assert!(!a.is_empty());
+            }
+        }
+    }
 }

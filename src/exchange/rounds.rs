@@ -13,15 +13,16 @@ use timely::dataflow::operators::{Capability, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
+use super::draining;
 use super::BATCH;
-use crate::candidates::{Candidates, CompareStats, Pair};
+use crate::candidates::{Candidates, CompareStats, Pair, SketchPair};
 use crate::hashing::mix64;
 
 /// The pairs a worker found in the rounds, and what comparing cost.
 #[derive(Default)]
 pub struct RoundsOutput {
-    /// Sketch pairs, each on exactly one worker.
-    pub pairs: Vec<Pair>,
+    /// Sketch pairs found on this worker (for bands, the same pair may be found on several).
+    pub pairs: Vec<SketchPair>,
     /// Comparison statistics summed over this worker's groups.
     pub stats: CompareStats,
     /// How many pairs `pairs` may hold before their repeats are merged next.
@@ -43,13 +44,13 @@ impl RoundsOutput {
     /// Only a pair that follows the last one emitted with the same first side is looked up (a
     /// large group's run): the pairs of small groups land anywhere, and looking each up cost the
     /// band rounds of 1M documents a fifth more time than merging them later.
-    fn take<C: Candidates>(&mut self, candidates: &C, p: Pair) {
+    fn take<C: Candidates>(&mut self, candidates: &C, p: SketchPair) {
         let in_run = self.last.0 == p.a && self.last.1 < p.b;
         self.last = (p.a, p.b);
         let held = if in_run { self.held_at(&p) } else { None };
         if let Some(i) = held {
-            let d = &mut self.pairs[i].score.distance;
-            *d = d.saturating_add(p.score.distance);
+            let d = &mut self.pairs[i].distance;
+            *d = d.saturating_add(p.distance);
             return;
         }
         self.pairs.push(p);
@@ -72,7 +73,7 @@ impl RoundsOutput {
 
     /// Where `p` is among the sorted pairs, if it is: searched forward from the last lookup when
     /// it comes after it (a group emits its pairs in order), else from the start, by galloping.
-    fn held_at(&mut self, p: &Pair) -> Option<usize> {
+    fn held_at(&mut self, p: &SketchPair) -> Option<usize> {
         let sorted = &self.pairs[..self.sorted];
         let key = (p.a, p.b);
         let before = |i: usize| (sorted[i].a, sorted[i].b) < key;
@@ -92,6 +93,13 @@ impl RoundsOutput {
         let i = lo + sorted[lo..hi].partition_point(|q| (q.a, q.b) < key);
         self.cursor = i;
         (i < sorted.len() && (sorted[i].a, sorted[i].b) == key).then_some(i)
+    }
+
+    /// The pairs found, each scored by its distance, and what comparing cost: converted as they
+    /// are taken, so the two forms are not both held whole.
+    pub fn into_pairs(self) -> (Vec<Pair>, CompareStats) {
+        let pairs = draining(self.pairs).map(SketchPair::pair).collect();
+        (pairs, self.stats)
     }
 }
 
@@ -296,16 +304,13 @@ mod tests {
                     (x.min(y), x.max(y) + 1)
                 });
                 for (a, b) in clique.chain(random) {
-                    out.take(&layout, Pair::new(a, b, 1));
+                    out.take(&layout, SketchPair::new(a, b, 1));
                     *want.entry((a, b)).or_default() += 1;
                 }
             }
             layout.compact(&mut out.pairs);
-            let got: BTreeMap<(u64, u64), u8> = out
-                .pairs
-                .iter()
-                .map(|p| ((p.a, p.b), p.score.distance))
-                .collect();
+            let got: BTreeMap<(u64, u64), u8> =
+                out.pairs.iter().map(|p| ((p.a, p.b), p.distance)).collect();
             assert_eq!(got.len(), out.pairs.len(), "each pair once (seed {seed})");
             assert_eq!(got, want, "seed {seed}");
         }

@@ -8,9 +8,9 @@ use timely::worker::Worker;
 
 use super::{ColumnRounds, Found, Probe, Rounds, Scoring, Sections};
 use crate::candidates::bands::BandLayout;
-use crate::candidates::Pair;
+use crate::candidates::{Pair, SketchPair};
 use crate::error::{Error, Result};
-use crate::exchange::{owner, rounds, shuffle, shuffle_vec};
+use crate::exchange::{draining, owner, rounds, shuffle, shuffle_vec};
 use crate::sketch::minhash::{band_key, estimate};
 use crate::spill::columns::Columns;
 use crate::summary::BandsSummary;
@@ -222,7 +222,7 @@ fn merge(
     keys: &[u64],
     values: &[u32],
     m: usize,
-    (pairs, collisions): (Vec<Pair>, u64),
+    (pairs, collisions): (Vec<SketchPair>, u64),
     min_bands: usize,
     scoring: Scoring,
 ) -> (Vec<Pair>, BandStats) {
@@ -232,7 +232,7 @@ fn merge(
         ..Default::default()
     };
     let mut at_a = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
-    at_a.sort_unstable_by_key(|p| (p.a, p.b));
+    at_a.sort_unstable_by_key(SketchPair::sides);
     let merged = keep_shared(at_a, min_bands);
     stats.candidates = merged.len() as u64;
     if !scoring.estimate {
@@ -265,24 +265,25 @@ fn merge(
 }
 
 /// Each of `pairs` (sorted) once, if its copies share `min_bands` bands or more (each copy's
-/// distance its count of them), with distance 0. In place: 50M pairs of near-copies are 1.6 GB.
-fn keep_shared(mut pairs: Vec<Pair>, min_bands: usize) -> Vec<Pair> {
+/// distance its count of them), as a pair at distance 0. Merged in place, then converted as they
+/// are taken: 50M pairs of near-copies are 1.2 GB.
+fn keep_shared(mut pairs: Vec<SketchPair>, min_bands: usize) -> Vec<Pair> {
     let (mut kept, mut i) = (0, 0);
     while i < pairs.len() {
-        let (a, b) = (pairs[i].a, pairs[i].b);
+        let sides = pairs[i].sides();
         let mut bands = 0;
-        while i < pairs.len() && (pairs[i].a, pairs[i].b) == (a, b) {
-            bands += pairs[i].score.distance as usize;
+        while i < pairs.len() && pairs[i].sides() == sides {
+            bands += pairs[i].distance as usize;
             i += 1;
         }
         if bands >= min_bands {
-            pairs[kept] = Pair::new(a, b, 0);
+            pairs[kept] = SketchPair::new(sides.0, sides.1, 0);
             kept += 1;
         }
     }
     pairs.truncate(kept);
     pairs.shrink_to_fit();
-    pairs
+    draining(pairs).map(SketchPair::pair).collect()
 }
 
 /// The method half of a banded method whose sketch is one 64-bit hash per band (two values a

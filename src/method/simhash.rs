@@ -252,10 +252,11 @@ impl Rounds for TableRounds {
             &mut rounds::KeysOnly,
             progress,
         );
+        let (pairs, stats) = found.into_pairs();
         Found {
-            pairs: found.pairs,
-            comparisons: found.stats.comparisons,
-            largest_group: found.stats.largest_group,
+            pairs,
+            comparisons: stats.comparisons,
+            largest_group: stats.largest_group,
             bands: None,
         }
     }
