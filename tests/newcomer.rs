@@ -162,3 +162,42 @@ fn readme_presets_table_is_the_one_the_benchmark_files_give() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Regression: a run whose memory passed its budget said nothing (10,000 near-copies ran at 2.5
+/// times their 4 GiB in silence). The summary keeps the budget, and its text warns, naming the
+/// stage of the peak, exactly when a process's peak passed it: the sample job's own summary,
+/// within its budget, then given budgets just below and at its peak.
+#[test]
+fn a_run_over_its_memory_budget_says_so_and_one_within_it_does_not() {
+    let out = tempfile::tempdir().unwrap();
+    let o = neardup(&[
+        "run",
+        "jobs/sample.toml",
+        "--out-dir",
+        out.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("memory budget"), "{}", stderr(&o));
+    let text = std::fs::read_to_string(out.path().join("summary.json")).unwrap();
+    let mut summary: neardup::summary::Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!(summary.memory_budget_bytes, Some(4096 << 20), "the default");
+    let peak = *summary.peak_memory_bytes_by_process.iter().max().unwrap();
+    let (stage, _) = summary
+        .peak_memory_bytes_by_stage
+        .iter()
+        .max_by_key(|(_, b)| **b)
+        .unwrap();
+    let warning = format!(
+        "peak memory {} MiB passed the memory budget of {} MiB during stage {stage}:",
+        peak >> 20,
+        (peak - 1) >> 20
+    );
+    summary.memory_budget_bytes = Some(peak - 1);
+    assert!(summary.human().contains(&warning), "{}", summary.human());
+    summary.memory_budget_bytes = Some(peak);
+    assert!(
+        !summary.human().contains("memory budget"),
+        "{}",
+        summary.human()
+    );
+}

@@ -399,6 +399,7 @@ fn summarize(
         seconds: clock.stop(),
         peak_memory_bytes_by_process: t.peak,
         peak_memory_bytes_by_stage: t.by_stage,
+        memory_budget_bytes: plan.pairs.as_ref().map(|p| p.memory_budget),
         spilled_bytes_by_stage: spilled,
         dataflows_by_stage: clock.dataflows(),
         outputs: Default::default(),

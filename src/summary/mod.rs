@@ -407,6 +407,10 @@ pub struct Summary {
     pub peak_memory_bytes_by_process: Vec<u64>,
     /// Peak resident memory during each stage, in bytes: the largest over the processes.
     pub peak_memory_bytes_by_stage: BTreeMap<String, u64>,
+    /// Each process's memory budget in bytes (`[run] memory_budget_mib`), when the run finds
+    /// pairs: a process whose peak passed it is warned of in the summary's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_budget_bytes: Option<u64>,
     /// Bytes each stage spilled to the scratch directory, all processes (absent: none spilled).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub spilled_bytes_by_stage: BTreeMap<String, u64>,
@@ -576,10 +580,35 @@ impl Summary {
             self.workers,
             self.processes
         );
+        s += &self.over_budget();
         for (name, w) in &self.outputs {
             s += &format!("\n  {name}: {}", w.path);
         }
         s
+    }
+
+    /// A warning when a process's peak passed the memory budget, naming the stage of the
+    /// largest peak; empty otherwise.
+    fn over_budget(&self) -> String {
+        let peak = self.peak_memory_bytes_by_process.iter().max().copied();
+        let (Some(budget), Some(peak)) = (self.memory_budget_bytes, peak) else {
+            return String::new();
+        };
+        if peak <= budget {
+            return String::new();
+        }
+        let stage = self
+            .peak_memory_bytes_by_stage
+            .iter()
+            .max_by_key(|(_, b)| **b);
+        let during = stage.map_or(String::new(), |(s, _)| format!(" during stage {s}"));
+        format!(
+            "\n  warning: peak memory {} MiB passed the memory budget of {} MiB{during}: what \
+             stays in memory (such as the candidate and verified pairs, 32 B each) passed it; \
+             raise memory_budget_mib or add processes (docs/DESIGN.md, \"Known limits\")",
+            peak >> 20,
+            budget >> 20
+        )
     }
 }
 
