@@ -91,7 +91,7 @@ where
 }
 
 /// A vector's records in order, its room given back as they are taken.
-pub(crate) fn draining<T>(records: Vec<T>) -> impl Iterator<Item = T> {
+pub(crate) fn draining<T>(records: Vec<T>) -> impl ExactSizeIterator<Item = T> {
     Draining::new(records)
 }
 
@@ -127,6 +127,8 @@ impl<T> Iterator for Draining<T> {
         (self.rest.len(), Some(self.rest.len()))
     }
 }
+
+impl<T> ExactSizeIterator for Draining<T> {}
 
 /// Sends everything to worker 0; other workers get an empty vector.
 pub fn gather<T: ExchangeData + Clone, I: IntoIterator<Item = T>>(

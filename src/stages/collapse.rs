@@ -68,11 +68,12 @@ impl<T: Ord> Groups<T> {
 
     /// Calls `f(members, item)` for every item, where `members` belong to the group whose fingerprint
     /// is `key(item)` (empty if absent). Items are sorted by key and matched by one linear merge with
-    /// the groups, not a binary search each: the lookups of millions of pairs stay sequential.
+    /// the groups, not a binary search each: the lookups of millions of pairs stay sequential. The
+    /// items' room is given back as they are taken (what `f` makes of them grows meanwhile).
     pub fn join<I>(&self, mut items: Vec<I>, key: impl Fn(&I) -> u64, mut f: impl FnMut(&[T], I)) {
         items.sort_unstable_by_key(&key);
         let mut g = 0;
-        for item in items {
+        for item in crate::exchange::draining(items) {
             let k = key(&item);
             while g < self.fps.len() && self.fps[g] < k {
                 g += 1;

@@ -44,7 +44,7 @@ const COPY_BYTES: u64 = 64;
 /// (one a first document and destination, of `mean_set` bytes) and the pairs themselves take
 /// less than `room`; one pair at least.
 pub fn next_round(
-    pairs: &mut std::iter::Peekable<std::vec::IntoIter<Pair>>,
+    pairs: &mut std::iter::Peekable<impl Iterator<Item = Pair>>,
     owner: &impl Fn(u64) -> u64,
     room: u64,
     mean_set: u64,
