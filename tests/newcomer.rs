@@ -121,20 +121,24 @@ fn number_before(text: &str, marker: &str) -> (usize, u64) {
     (at, digits.parse().unwrap())
 }
 
-#[test]
-fn stderr_summary_counts_chain_in_stage_order() {
-    let out = tempfile::tempdir().unwrap();
+/// Runs the sample job into `out`, which must succeed: its stderr and its summary.json.
+fn run_sample(out: &std::path::Path) -> (String, String) {
     let o = neardup(&[
         "run",
         "jobs/sample.toml",
         "--out-dir",
-        out.path().to_str().unwrap(),
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let e = stderr(&o);
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.path().join("summary.json")).unwrap())
-            .unwrap();
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    (stderr(&o), summary)
+}
+
+#[test]
+fn stderr_summary_counts_chain_in_stage_order() {
+    let out = tempfile::tempdir().unwrap();
+    let (e, summary) = run_sample(out.path());
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     let (at_bands, candidates) = number_before(&e, "candidate pairs of distinct signatures");
     let (at_verify, verified) = number_after(&e, "verified ");
     let (at_pairs, pairs) = number_before(&e, "near-duplicate pairs");
@@ -170,15 +174,8 @@ fn readme_presets_table_is_the_one_the_benchmark_files_give() {
 #[test]
 fn a_run_over_its_memory_budget_says_so_and_one_within_it_does_not() {
     let out = tempfile::tempdir().unwrap();
-    let o = neardup(&[
-        "run",
-        "jobs/sample.toml",
-        "--out-dir",
-        out.path().to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("memory budget"), "{}", stderr(&o));
-    let text = std::fs::read_to_string(out.path().join("summary.json")).unwrap();
+    let (e, text) = run_sample(out.path());
+    assert!(!e.contains("memory budget"), "{e}");
     let mut summary: neardup::summary::Summary = serde_json::from_str(&text).unwrap();
     assert_eq!(summary.memory_budget_bytes, Some(4096 << 20), "the default");
     let peak = *summary.peak_memory_bytes_by_process.iter().max().unwrap();

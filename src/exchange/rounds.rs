@@ -46,7 +46,7 @@ impl RoundsOutput {
     /// band rounds of 1M documents a fifth more time than merging them later.
     fn take<C: Candidates>(&mut self, candidates: &C, p: SketchPair) {
         let in_run = self.last.0 == p.a && self.last.1 < p.b;
-        self.last = (p.a, p.b);
+        self.last = p.sides();
         let held = if in_run { self.held_at(&p) } else { None };
         if let Some(i) = held {
             let d = &mut self.pairs[i].distance;
@@ -75,8 +75,8 @@ impl RoundsOutput {
     /// it comes after it (a group emits its pairs in order), else from the start, by galloping.
     fn held_at(&mut self, p: &SketchPair) -> Option<usize> {
         let sorted = &self.pairs[..self.sorted];
-        let key = (p.a, p.b);
-        let before = |i: usize| (sorted[i].a, sorted[i].b) < key;
+        let key = p.sides();
+        let before = |i: usize| sorted[i].sides() < key;
         // Everything before `lo` comes before `p`.
         let mut lo = if self.cursor > 0 && before(self.cursor - 1) {
             self.cursor
@@ -90,9 +90,9 @@ impl RoundsOutput {
             step *= 2;
         }
         let hi = hi.min(sorted.len());
-        let i = lo + sorted[lo..hi].partition_point(|q| (q.a, q.b) < key);
+        let i = lo + sorted[lo..hi].partition_point(|q| q.sides() < key);
         self.cursor = i;
-        (i < sorted.len() && (sorted[i].a, sorted[i].b) == key).then_some(i)
+        (i < sorted.len() && sorted[i].sides() == key).then_some(i)
     }
 
     /// The pairs found, each scored by its distance, and what comparing cost: converted as they

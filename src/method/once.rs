@@ -1,7 +1,7 @@
 //! What the index methods (SpotSig's inverted index, containment's LSH Ensemble) share. Their
 //! postings are made and exchanged in parts ([`in_parts`]), so one part's postings are in memory at
 //! a time. Their candidate pairs of distinct sketches come with repeats and are gathered in
-//! [`KeyPairs`]. [`once_where`] then keeps each pair once, and only when a test of the two
+//! [`KeyPairs`] (a [`Distinct`], which verification also gathers its documents in). [`once_where`] then keeps each pair once, and only when a test of the two
 //! sketches' values passes: a pair goes to the owner of its first side (deduplicated there), then
 //! with that side's values to the owner of the second, which tests it. Every worker calls them
 //! together; the sketches `keys` (ascending, `m` values each in `values`) are those this worker
@@ -14,29 +14,56 @@ use crate::candidates::{Pair, Score};
 use crate::exchange::rounds::part_of;
 use crate::exchange::{owner, shuffle};
 
-/// Candidate pairs of sketch keys, smaller first, found with repeats: sorted and deduplicated
-/// whenever they have doubled since the last time, so repeats never pile up.
-#[derive(Default)]
-pub struct KeyPairs {
-    pairs: Vec<(u64, u64)>,
+/// Values found with repeats: sorted and deduplicated whenever they have doubled since the last
+/// time, so repeats never pile up (candidate pairs; the documents of verification's pairs, where
+/// 50M pairs of near-copies have 10,000).
+pub struct Distinct<T> {
+    values: Vec<T>,
     distinct: usize,
 }
+
+impl<T> Default for Distinct<T> {
+    fn default() -> Distinct<T> {
+        Distinct {
+            values: Vec::new(),
+            distinct: 0,
+        }
+    }
+}
+
+impl<T: Ord> Distinct<T> {
+    /// Adds `value`.
+    #[inline]
+    pub fn push(&mut self, value: T) {
+        self.values.push(value);
+        if self.values.len() > 2 * self.distinct.max(1 << 20) {
+            self.once();
+        }
+    }
+
+    /// Each value once, sorted.
+    fn once(&mut self) {
+        self.values.sort_unstable();
+        self.values.dedup();
+        self.distinct = self.values.len();
+    }
+
+    /// The values, each once, sorted.
+    pub fn into_sorted(mut self) -> Vec<T> {
+        self.once();
+        self.values
+    }
+}
+
+/// Candidate pairs of sketch keys, smaller first, found with repeats ([`Distinct`]).
+#[derive(Default)]
+pub struct KeyPairs(Distinct<(u64, u64)>);
 
 impl KeyPairs {
     /// Adds the pair of `x` and `y`.
     #[inline]
     pub fn push(&mut self, x: u64, y: u64) {
-        self.pairs.push((x.min(y), x.max(y)));
-        if self.pairs.len() > 2 * self.distinct.max(1 << 20) {
-            self.once();
-        }
-    }
-
-    /// Each pair once.
-    fn once(&mut self) {
-        self.pairs.sort_unstable();
-        self.pairs.dedup();
-        self.distinct = self.pairs.len();
+        self.0.push((x.min(y), x.max(y)));
     }
 }
 
@@ -76,7 +103,7 @@ pub struct Test<S, K> {
 pub fn once_where<S, K>(
     worker: &mut Worker,
     (keys, values, m): (&[u64], &[u32], usize),
-    mut candidates: KeyPairs,
+    candidates: KeyPairs,
     test: Test<S, K>,
     score: Score,
 ) -> Vec<Pair>
@@ -91,10 +118,8 @@ where
             .expect("a sketch's key is its owner's");
         &values[i * m..(i + 1) * m]
     };
-    candidates.once();
-    let mut at_a = shuffle(worker, candidates.pairs, move |p: &(u64, u64)| {
-        owner(p.0, peers)
-    });
+    let pairs = candidates.0.into_sorted();
+    let mut at_a = shuffle(worker, pairs, move |p: &(u64, u64)| owner(p.0, peers));
     at_a.sort_unstable();
     at_a.dedup();
     let with_a: Vec<((u64, u64), Vec<u32>)> = at_a

@@ -869,22 +869,7 @@ pub fn common_of(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>) -> 
 
 /// Exact Jaccard similarity of two sorted, distinct sets (0 for two empty sets).
 pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 0.0;
-    }
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    common as f64 / (a.len() + b.len() - common) as f64
+    Measure::Jaccard.between(a, b)
 }
 
 #[cfg(test)]

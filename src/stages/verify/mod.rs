@@ -33,6 +33,7 @@ use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, any_left, draining, least, shuffle, shuffle_vec};
+use crate::method::once::Distinct;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{common, shingle_set_of, Measure, Scratch};
@@ -248,22 +249,15 @@ pub fn verify(
     }
 }
 
-/// The documents of `pairs`, each once, sorted: deduplicated as they are gathered each time they
-/// double, since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
+/// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
+/// ([`Distinct`]), since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
 fn documents_of(pairs: &[Pair]) -> Vec<u64> {
-    let mut documents = Vec::new();
-    let mut distinct = 0;
+    let mut documents = Distinct::default();
     for p in pairs {
-        documents.extend([p.a, p.b]);
-        if documents.len() > 2 * distinct.max(1 << 16) {
-            documents.sort_unstable();
-            documents.dedup();
-            distinct = documents.len();
-        }
+        documents.push(p.a);
+        documents.push(p.b);
     }
-    documents.sort_unstable();
-    documents.dedup();
-    documents
+    documents.into_sorted()
 }
 
 /// Reads this worker's records again in chunks, each chunk's sets sent to their owners and added
