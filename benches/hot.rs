@@ -138,5 +138,28 @@ fn tables(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, features, simhash, tables);
+/// Verification's set merge: two near-copies' shingle sets of about 600 hashes, 90% shared.
+fn verify(c: &mut Criterion) {
+    // The second set has one value in ten of the first replaced.
+    let set = |edited: bool| -> Vec<u64> {
+        let mut v: Vec<u64> = (0..600u64)
+            .map(|i| i + u64::from(edited && i % 10 == 0) * 1_000_000)
+            .map(neardup::hashing::mix64)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (a, b) = (set(false), set(true));
+    let mut g = c.benchmark_group("verify");
+    g.throughput(Throughput::Elements((a.len() + b.len()) as u64));
+    g.bench_function("common (best for the CPU)", |x| {
+        x.iter(|| neardup::text::common(black_box(&a), black_box(&b)))
+    });
+    g.bench_function("common, scalar", |x| {
+        x.iter(|| neardup::text::common_scalar(black_box(&a), black_box(&b)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, features, simhash, tables, verify);
 criterion_main!(benches);

@@ -12,6 +12,10 @@
 use unicode_normalization::UnicodeNormalization;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
+mod common;
+
+pub use common::{common, common_scalar};
+
 /// Largest supported shingle size (tokens per shingle).
 pub const MAX_SHINGLE: usize = 16;
 
@@ -830,20 +834,6 @@ impl Measure {
     }
 }
 
-/// How many values two sorted, distinct sets share. The hot loop of verification (a pair of
-/// near-copies is a merge of two sets of hundreds): a merge without branches on the values, whose
-/// every step the processor cannot predict, each side stepping past the smaller value.
-pub fn common(a: &[u64], b: &[u64]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        n += usize::from(x == y);
-        i += usize::from(x <= y);
-        j += usize::from(y <= x);
-    }
-    n
-}
-
 /// How many values two ascending, distinct sequences share (sets kept in some other form, such
 /// as SpotSig's signatures in pairs of `u32`).
 pub fn common_of(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>) -> usize {
@@ -891,32 +881,6 @@ mod tests {
 
     /// The branchless merge counts what the merge of two sequences counts (and a set's
     /// intersection), on sets that share much, little, nothing, or all, and on empty ones.
-    #[test]
-    fn common_counts_the_shared_values_as_the_plain_merge_does() {
-        let set = |seed: u64, n: u64, range: u64| -> Vec<u64> {
-            let mut v: Vec<u64> = (0..n)
-                .map(|i| crate::hashing::mix64(seed ^ i) % range)
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        let cases = [
-            (set(1, 400, 500), set(2, 400, 500)),
-            (set(3, 400, 1 << 40), set(4, 300, 1 << 40)),
-            (set(5, 1000, 1200), set(5, 1000, 1200)),
-            (set(6, 50, 100), Vec::new()),
-            (Vec::new(), Vec::new()),
-            (vec![0, u64::MAX], vec![u64::MAX]),
-        ];
-        for (a, b) in cases {
-            let want = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
-            assert_eq!(common(&a, &b), want);
-            assert_eq!(common(&b, &a), want);
-            assert_eq!(common_of(a.iter().copied(), b.iter().copied()), want);
-        }
-    }
-
     /// Regression: a shingle set grew by doubling and kept that room after deduplication (up to
     /// twice its shingles); verification holds millions of them within a byte budget.
     #[test]
