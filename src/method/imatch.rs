@@ -14,7 +14,6 @@
 //! by its whole token sequence, which meets only its exact copies.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -25,7 +24,7 @@ use super::{Entry, Method, Probe, Rounds, Section, Sketch};
 use crate::candidates::Score;
 use crate::ensure;
 use crate::error::{Error, Result};
-use crate::hashing::{mix64, sequence_step, SEQUENCE_SEED};
+use crate::hashing::{mix64, sequence_step, BuildAsIs, SEQUENCE_SEED};
 use crate::sketch::Sketcher;
 use crate::text::{for_each_token_hash, token_hash, tokens, Scratch};
 
@@ -60,29 +59,9 @@ pub struct ImatchSpec {
     pub memory_budget_mib: Option<u64>,
 }
 
-/// Hashes token hashes (already mixed) by themselves.
-#[derive(Default)]
-pub struct Identity(u64);
-
-impl Hasher for Identity {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = x;
-    }
-}
-
 /// The lexicon's terms (token hashes), each with its ordinal and the lexicons it is in: bit j for
 /// lexicon j (bit 0, the whole lexicon, always set).
-pub type Terms = HashMap<u64, (u32, u64), BuildHasherDefault<Identity>>;
+pub type Terms = HashMap<u64, (u32, u64), BuildAsIs>;
 
 /// Each term of `sorted` (distinct token hashes, ascending) with its ordinal and its lexicons: the
 /// whole one, and sub-lexicon j (1..K) when the term's mix with j's seed falls below `keep` of the

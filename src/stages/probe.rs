@@ -13,7 +13,6 @@
 //! dropped (the run that stored them judged them), so the outputs are those of keeping them all.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use timely::worker::Worker;
 use xxhash_rust::xxh3::xxh3_64;
@@ -22,12 +21,13 @@ use super::changes::{canonical, host};
 use super::read::Sketched;
 use crate::config::Plan;
 use crate::exchange::all_gather;
+use crate::hashing::BuildAsIs;
 use crate::method::Probe;
 use crate::store::segment::StoredDoc;
 
 /// A set of well-mixed 64-bit keys (probe keys and xxh3 hashes), hashed as they are.
 #[derive(Default)]
-pub struct KeySet(HashSet<u64, BuildHasherDefault<AsIs>>);
+pub struct KeySet(HashSet<u64, BuildAsIs>);
 
 impl KeySet {
     /// True if `key` is in it.
@@ -70,26 +70,6 @@ impl KeySet {
     /// True if it has none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-}
-
-/// The hasher of [`KeySet`]: its keys are already mixed.
-#[derive(Default)]
-pub struct AsIs(u64);
-
-impl Hasher for AsIs {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8 | u64::from(*b)).rotate_left(5);
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = x;
     }
 }
 
@@ -177,7 +157,7 @@ mod tests {
     fn a_key_set_holds_exactly_its_keys() {
         let mut rng = crate::tools::gen::Rng::new(7);
         let keys: Vec<u64> = (0..10_000).map(|_| rng.next_u64()).collect();
-        let mut set = HashSet::with_capacity_and_hasher(0, BuildHasherDefault::<AsIs>::default());
+        let mut set = HashSet::with_capacity_and_hasher(0, BuildAsIs::default());
         set.extend(keys.iter().chain(&keys[..10]).copied());
         let set = KeySet(set);
         assert_eq!(set.len(), 10_000);
