@@ -1,7 +1,8 @@
 //! What the index methods (SpotSig's inverted index, containment's LSH Ensemble) share. Their
 //! postings are made and exchanged in parts ([`in_parts`]), so one part's postings are in memory at
 //! a time. Their candidate pairs of distinct sketches come with repeats and are gathered in
-//! [`KeyPairs`] (a [`Distinct`], which verification also gathers its documents in). [`once_where`] then keeps each pair once, and only when a test of the two
+//! [`KeyPairs`] (a [`Distinct`], which verification also gathers its documents in).
+//! [`once_where`] then keeps each pair once, and only when a test of the two
 //! sketches' values passes: a pair goes to the owner of its first side (deduplicated there), then
 //! with that side's values to the owner of the second, which tests it. Every worker calls them
 //! together; the sketches `keys` (ascending, `m` values each in `values`) are those this worker

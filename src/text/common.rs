@@ -78,6 +78,9 @@ mod tests {
         v
     }
 
+    /// The vector merge and the branchless one count what the merge of two sequences counts
+    /// (and a set's intersection), on sets that share much, little, nothing, or all, on empty
+    /// ones, and at every length where the vector merge's blocks end.
     #[test]
     fn common_counts_the_shared_values_as_the_plain_merge_does() {
         let mut cases = vec![

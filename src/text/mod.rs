@@ -879,8 +879,6 @@ mod tests {
         out
     }
 
-    /// The branchless merge counts what the merge of two sequences counts (and a set's
-    /// intersection), on sets that share much, little, nothing, or all, and on empty ones.
     /// Regression: a shingle set grew by doubling and kept that room after deduplication (up to
     /// twice its shingles); verification holds millions of them within a byte budget.
     #[test]
