@@ -349,8 +349,6 @@ type Twin = Vec<(String, Vec<u32>, Vec<u64>)>;
 /// returns each usable one's id, MinHash signature (128 values, one permutation) and 5-shingle
 /// set: the twin of the MinHash path.
 fn minhash_twin(dir: &Path, seed: u64, n: usize) -> Twin {
-    use neardup::sketch::{MinHasher, Scheme};
-    use neardup::text::{shingle_set_of, Scratch};
     let docs = dir.join("docs.jsonl");
     let opts = neardup::tools::gen::DocOptions {
         n,
@@ -364,9 +362,17 @@ fn minhash_twin(dir: &Path, seed: u64, n: usize) -> Twin {
     let mut bytes = Vec::new();
     neardup::tools::gen::write_documents(&opts, &mut bytes).unwrap();
     std::fs::write(&docs, &bytes).unwrap();
+    twin_of(&bytes)
+}
+
+/// Each usable document of the JSON lines `bytes`: its id, MinHash signature (128 values, one
+/// permutation) and 5-shingle set.
+fn twin_of(bytes: &[u8]) -> Twin {
+    use neardup::sketch::{MinHasher, Scheme};
+    use neardup::text::{shingle_set_of, Scratch};
     let mut hasher = MinHasher::new(128, 5, Scheme::OnePermutation);
     let mut scratch = Scratch::default();
-    let all = std::str::from_utf8(&bytes)
+    let all = std::str::from_utf8(bytes)
         .unwrap()
         .lines()
         .filter_map(|l| {
@@ -499,6 +505,97 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     check_minhash_job(dir.path(), &sections, &exact, "exact");
     let sections = format!("{sections}mode = \"estimate\"\n");
     check_minhash_job(dir.path(), &sections, &estimated, "estimate");
+}
+
+/// Regression: every pair of a band's group was held by the one worker its band key named (all
+/// 50M pairs of 10,000 near-copies on each worker that met the group in some band). A group of
+/// `SPREAD_FROM` or more is now paired by every worker on its share; the verified pairs are still
+/// brute force's (a shared band key and exact Jaccard >= 0.8) at 1, 2 and 4 workers and on two
+/// processes. 300 near-copies of a 200-word page (a word each replaced) among 200 others.
+#[test]
+fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_two_processes() {
+    use neardup::sketch::minhash::band_key;
+    use neardup::text::jaccard;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = neardup::tools::gen::DocOptions {
+        n: 200,
+        seed: 41,
+        median_tokens: 60.0,
+        ..Default::default()
+    };
+    let mut generated = Vec::new();
+    neardup::tools::gen::write_documents(&opts, &mut generated).unwrap();
+    // No record is skipped (a run that skips some exits with 3): the others have 20 words or more.
+    let mut bytes = Vec::new();
+    for line in std::str::from_utf8(&generated).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["text"].as_str().unwrap().split_whitespace().count() >= 20 {
+            bytes.extend_from_slice(format!("{line}\n").as_bytes());
+        }
+    }
+    let template: Vec<String> = (0..200u64)
+        .map(|i| format!("w{}", (i * 7919 + 13) % 1009))
+        .collect();
+    for c in 0..300usize {
+        let mut words = template.clone();
+        words[(c * 37) % 200] = format!("edit{c}");
+        let line = serde_json::json!({"id": format!("copy{c:03}"), "text": words.join(" ")});
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    std::fs::write(dir.path().join("docs.jsonl"), &bytes).unwrap();
+    let all = twin_of(&bytes);
+    let texts = texts_by_id(&bytes);
+    let (bands, rows) = (21, 6);
+    let keys: Vec<Vec<u64>> = all
+        .iter()
+        .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
+        .collect();
+    let largest = (0..bands)
+        .map(|b| {
+            let mut counts = std::collections::HashMap::new();
+            keys.iter()
+                .for_each(|k| *counts.entry(k[b]).or_insert(0) += 1);
+            counts.into_values().max().unwrap()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        largest >= neardup::candidates::SPREAD_FROM,
+        "largest group {largest}"
+    );
+    let mut want = Vec::new();
+    for i in 0..all.len() {
+        for j in i + 1..all.len() {
+            if !(0..bands).any(|b| keys[i][b] == keys[j][b]) {
+                continue;
+            }
+            let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+            let s = jaccard(&all[a].2, &all[b].2);
+            if s >= 0.8 {
+                let kind = kind(&texts, &all[a].0, &all[b].0, s);
+                want.push(format!("{}\t{}\t{s:.4}\t{kind}", all[a].0, all[b].0));
+            }
+        }
+    }
+    want.sort();
+    assert!(want.len() > 30_000, "{} pairs", want.len());
+    let sections =
+        format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = 0.8\n");
+    check_minhash_job(dir.path(), &sections, &want, "a large group");
+    let job = dir.path().join("job.toml");
+    let out = dir.path().join("out-cluster");
+    std::fs::write(
+        &job,
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n{sections}\n\
+             [output]\ndir = {out:?}\n"
+        ),
+    )
+    .unwrap();
+    let args = vec!["run".to_string(), job.display().to_string()];
+    assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+    let got = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
+    assert_eq!(got.lines().collect::<Vec<_>>(), want, "two processes");
 }
 
 /// Union-find over `pairs` of `ids`: each clustered id with its cluster's smallest id and size.

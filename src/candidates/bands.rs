@@ -179,23 +179,32 @@ impl super::Candidates for BandLayout {
         record.0
     }
 
-    /// Emits every pair of sketch keys that share the band key (a pair of several bands in each),
-    /// its distance counting the bands it shares (one) until the pairs are merged.
+    /// Gives every pair of sketch keys that share the band key (a pair of several bands in each),
+    /// its distance counting the bands it shares (one) until the pairs are merged; a group of
+    /// [`super::SPREAD_FROM`] or more as its keys, for every worker to pair its share.
     fn compare(
         &self,
         _round: usize,
         records: &mut Vec<(u64, u64)>,
         _scratch: &mut Vec<(u64, u64)>,
-        emit: &mut dyn FnMut(SketchPair),
+        found: &mut dyn super::Found,
     ) -> CompareStats {
         records.sort_unstable();
         let mut stats = CompareStats::default();
+        let mut keys = Vec::new();
         for group in records.chunk_by(|x, y| x.0 == y.0) {
-            stats.largest_group = stats.largest_group.max(group.len() as u64);
+            let n = group.len() as u64;
+            stats.largest_group = stats.largest_group.max(n);
+            stats.comparisons += n * (n - 1) / 2;
+            if group.len() >= super::SPREAD_FROM {
+                keys.clear();
+                keys.extend(group.iter().map(|r| r.1));
+                found.group(&keys);
+                continue;
+            }
             for (i, x) in group.iter().enumerate() {
                 for y in &group[i + 1..] {
-                    stats.comparisons += 1;
-                    emit(SketchPair::new(x.1, y.1, 1));
+                    found.pair(SketchPair::new(x.1, y.1, 1));
                 }
             }
         }

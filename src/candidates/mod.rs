@@ -247,6 +247,22 @@ impl SketchPair {
     }
 }
 
+/// Where a round's comparisons go.
+pub trait Found {
+    /// A pair that qualifies.
+    fn pair(&mut self, p: SketchPair);
+
+    /// A group whose every pair qualifies, each counting one round, of [`SPREAD_FROM`] sketches
+    /// or more: their keys, ascending and distinct. The group is sent to every worker, and each
+    /// pairs the keys it owns with those after them ([`crate::exchange::rounds`]): a worker holds
+    /// its share of a large group's pairs, not all of them (10,000 near-copies are 50M pairs).
+    fn group(&mut self, keys: &[u64]);
+}
+
+/// Groups of this many sketches or more, whose every pair qualifies, are paired by every worker,
+/// each on its share ([`Found::group`]); smaller ones where they met.
+pub const SPREAD_FROM: usize = 128;
+
 /// A candidate scheme: keyed records per round, grouping by key, and a comparison that emits each
 /// qualifying pair only in its first colliding round.
 pub trait Candidates {
@@ -269,14 +285,14 @@ pub trait Candidates {
     fn route(&self, record: &Self::Record) -> u64;
 
     /// Compares the records of `round` that met here (in any order; reordered in place, with
-    /// `scratch` for room) and emits every pair of sketches that qualifies and first collides in
-    /// this round.
+    /// `scratch` for room) and gives `found` every pair of sketches that qualifies and first
+    /// collides in this round, or a group whose every pair does ([`Found::group`]).
     fn compare(
         &self,
         round: usize,
         records: &mut Vec<Self::Record>,
         scratch: &mut Vec<Self::Record>,
-        emit: &mut dyn FnMut(SketchPair),
+        found: &mut dyn Found,
     ) -> CompareStats;
 
     /// Merges the repeats among `pairs` (what the rounds have emitted so far), for a kind whose
@@ -317,11 +333,11 @@ impl Candidates for TableLayout {
         round: usize,
         records: &mut Vec<u64>,
         scratch: &mut Vec<u64>,
-        emit: &mut dyn FnMut(SketchPair),
+        found: &mut dyn Found,
     ) -> CompareStats {
         group::sort_by_leading_bits(records, self.tables[round].p, scratch);
         group::compare_sorted(self, round, records, self.k, |x, y, d| {
-            emit(SketchPair::new(x, y, d as u8))
+            found.pair(SketchPair::new(x, y, d as u8))
         })
     }
 }

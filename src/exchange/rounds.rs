@@ -14,8 +14,9 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
 use super::draining;
+use super::owner;
 use super::BATCH;
-use crate::candidates::{Candidates, CompareStats, Pair, SketchPair};
+use crate::candidates::{Candidates, CompareStats, Found, Pair, SketchPair};
 use crate::hashing::mix64;
 
 /// The pairs a worker found in the rounds, and what comparing cost.
@@ -153,9 +154,55 @@ impl Sketches<[u32]> for Rows<'_> {
 /// The records of a round, as a worker sends them.
 type RecordInput<C> = InputHandle<u64, CapacityContainerBuilder<Vec<<C as Candidates>::Record>>>;
 
+/// A group whose every pair qualifies, sent to a worker to pair its share: the worker and the
+/// group's sketch keys (see [`crate::candidates::Found::group`]).
+type Spread = (u64, Vec<u64>);
+
+/// What a worker's comparisons of a round give: pairs to its own sink, large groups to every
+/// worker.
+struct Emitter<'a, C, S> {
+    candidates: &'a C,
+    sink: &'a mut RoundsOutput,
+    /// Sends a large group to a worker.
+    spread: S,
+    peers: u64,
+}
+
+impl<C: Candidates, S: FnMut(Spread)> Found for Emitter<'_, C, S> {
+    #[inline]
+    fn pair(&mut self, p: SketchPair) {
+        self.sink.take(self.candidates, p);
+    }
+
+    fn group(&mut self, keys: &[u64]) {
+        for w in 0..self.peers {
+            (self.spread)((w, keys.to_vec()));
+        }
+    }
+}
+
+/// Pairs each of `keys` (ascending) that worker `me` of `peers` owns with the keys after it,
+/// each pair counting one round: this worker's share of a spread group's pairs (their first
+/// sides' owner is the worker that merges them after the rounds).
+fn pair_owned<C: Candidates>(
+    keys: &[u64],
+    (me, peers): (u64, usize),
+    candidates: &C,
+    sink: &mut RoundsOutput,
+) {
+    for (i, &a) in keys.iter().enumerate() {
+        if owner(a, peers) != me {
+            continue;
+        }
+        for &b in &keys[i + 1..] {
+            sink.take(candidates, SketchPair::new(a, b, 1));
+        }
+    }
+}
+
 /// The dataflow of the rounds: records exchanged by their route, and each worker comparing the
-/// groups that met on it once the frontier passes their round, into `sink`. Returns its input
-/// and probe.
+/// groups that met on it once the frontier passes their round, into `sink`; a large group is
+/// sent to every worker, which pairs its share into its `sink`. Returns its input and probe.
 fn compare_groups<C>(
     worker: &mut Worker,
     candidates: &C,
@@ -165,16 +212,17 @@ fn compare_groups<C>(
 where
     C: Candidates + Clone + 'static,
 {
-    let shared = candidates.clone();
-    let router = candidates.clone();
-    let peers = worker.peers() as u64;
+    let (shared, router, owned) = (candidates.clone(), candidates.clone(), candidates.clone());
+    let peers = worker.peers();
+    let me = worker.index() as u64;
+    let sink_owned = Rc::clone(&sink);
     let mut input: RecordInput<C> = InputHandle::new();
     let probe = ProbeHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
         input
             .to_stream(scope)
-            .unary_frontier::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                Exchange::new(move |r: &C::Record| router.route(r) % peers),
+            .unary_frontier::<CapacityContainerBuilder<Vec<Spread>>, _, _, _>(
+                Exchange::new(move |r: &C::Record| router.route(r) % peers as u64),
                 "CompareGroups",
                 move |_, _| {
                     let mut stash: Vec<(Capability<u64>, Vec<C::Record>)> = Vec::new();
@@ -201,12 +249,32 @@ where
                             }
                             let round = (*cap.time() / parts as u64) as usize;
                             let mut out = sink.borrow_mut();
-                            let mut emit = |p| out.take(&shared, p);
-                            let s = shared.compare(round, records, &mut scratch, &mut emit);
+                            let mut session = output.session(cap);
+                            let mut found = Emitter {
+                                candidates: &shared,
+                                sink: &mut out,
+                                spread: |g| session.give(g),
+                                peers: peers as u64,
+                            };
+                            let s = shared.compare(round, records, &mut scratch, &mut found);
                             let stats = &mut out.stats;
                             stats.comparisons += s.comparisons;
                             stats.largest_group = stats.largest_group.max(s.largest_group);
                             false
+                        });
+                    }
+                },
+            )
+            .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(|g: &Spread| g.0),
+                "PairOwned",
+                move |_, _| {
+                    move |input, _| {
+                        input.for_each(|_, groups| {
+                            let mut out = sink_owned.borrow_mut();
+                            for (_, keys) in groups.drain(..) {
+                                pair_owned(&keys, (me, peers), &owned, &mut out);
+                            }
                         });
                     }
                 },
@@ -282,6 +350,71 @@ mod tests {
 
     use super::*;
     use crate::candidates::BandLayout;
+
+    /// Regression: every pair of a band's group was held by the worker the group met on, so
+    /// each worker held all 50M pairs of 10,000 near-copies however many workers there were. A
+    /// group of `SPREAD_FROM` or more is now paired by every worker on its share: the pairs of
+    /// the rounds, over all workers, are still each pair with the bands it shares (brute
+    /// force), and a large group's pairs are held by the owner of their first side alone, at
+    /// 1, 2 and 4 workers.
+    #[test]
+    fn a_large_groups_pairs_are_held_by_the_owner_of_their_first_side() {
+        use crate::candidates::SPREAD_FROM;
+        let (n, bands, big) = (1000u64, 4usize, SPREAD_FROM as u64 + 60);
+        // Sketches below `big` share every band; the even others share band b with those equal
+        // to them mod 2 + b (groups of 81 to 406, spread and not), the odd ones nothing.
+        let band_of = move |d: u64, b: usize| -> u32 {
+            if d < big {
+                7
+            } else if d.is_multiple_of(2) {
+                1000 + (d % (2 + b as u64)) as u32
+            } else {
+                (d as u32) << 8 | b as u32
+            }
+        };
+        let mut want: BTreeMap<(u64, u64), u8> = BTreeMap::new();
+        for x in 0..n {
+            for y in x + 1..n {
+                let shared = (0..bands)
+                    .filter(|&b| band_of(x, b) == band_of(y, b))
+                    .count();
+                if shared > 0 {
+                    want.insert((x + 1, y + 1), shared as u8);
+                }
+            }
+        }
+        for workers in [1, 2, 4] {
+            let guards = timely::execute(timely::Config::process(workers), move |worker| {
+                let (me, peers) = (worker.index(), worker.peers());
+                let mine: Vec<u64> = (0..n).filter(|d| d % peers as u64 == me as u64).collect();
+                let keys: Vec<u64> = mine.iter().map(|d| d + 1).collect();
+                let values: Vec<u32> = mine
+                    .iter()
+                    .flat_map(|&d| (0..bands).map(move |b| band_of(d, b)))
+                    .collect();
+                let layout = BandLayout::new(bands, bands, 1, 1).unwrap();
+                let mut rows = Rows {
+                    values: &values,
+                    stride: bands,
+                    width: 1,
+                };
+                let found = run(worker, &layout, 1, &keys, &mut rows, |_, _| {});
+                (me as u64, peers, found.pairs)
+            })
+            .unwrap();
+            let mut got: BTreeMap<(u64, u64), u8> = BTreeMap::new();
+            for r in guards.join() {
+                let (me, peers, pairs) = r.unwrap();
+                for p in pairs {
+                    if p.b <= big {
+                        assert_eq!(owner(p.a, peers), me, "{workers} workers: {p:?}");
+                    }
+                    *got.entry(p.sides()).or_default() += p.distance;
+                }
+            }
+            assert_eq!(got, want, "{workers} workers");
+        }
+    }
 
     /// Pairs taken one by one, repeats added to the sorted ones found by the lookups and the
     /// rest merged when held pairs double, give each pair once with the sum of its counts: as

@@ -364,7 +364,7 @@ mod tests {
                 }
             }
         }
-        for workers in [1, 2] {
+        for workers in [1, 2, 4] {
             let config = timely::Config::process(workers);
             let guards = timely::execute(config, move |worker| {
                 let (me, peers) = (worker.index(), worker.peers());
