@@ -745,12 +745,16 @@ impl<'a> Pass<'a> {
             None => Vec::new(),
             Some(c) => {
                 let pairs = &*clustered(self.plan, pairs);
-                let mut edges: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
-                edges.extend(exact.map(cluster::group_edges).into_iter().flatten());
+                let mut more: Vec<cluster::Link> = exact
+                    .map(cluster::group_edges)
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 let stored = self.stored.as_ref();
                 if let Some(s) = stored.filter(|_| c.split == Split::None) {
-                    edges.extend(s.cluster_edges(worker, pairs));
+                    more.extend(s.cluster_edges(worker, pairs));
                 }
+                let edges = cluster::Edges { pairs, more };
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);

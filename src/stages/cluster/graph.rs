@@ -60,7 +60,7 @@ enum Edge {
 
 /// A spanning forest of `edges`: those that join two of their components, in the order given
 /// (union-find). Its components are the edges' components, with fewer links than nodes.
-pub fn spanning(edges: &[Link]) -> Vec<Link> {
+pub fn spanning(edges: impl IntoIterator<Item = Link>) -> Vec<Link> {
     type Parents = HashMap<u64, u64, BuildHasherDefault<Mixed>>;
     // The root of x's tree, halving its path on the way.
     fn root(mut x: u64, parent: &mut Parents) -> u64 {
@@ -74,7 +74,7 @@ pub fn spanning(edges: &[Link]) -> Vec<Link> {
     }
     let mut parent = Parents::default();
     let mut links = Vec::new();
-    for &(a, b) in edges {
+    for (a, b) in edges {
         let (ra, rb) = (root(a, &mut parent), root(b, &mut parent));
         if ra != rb {
             parent.insert(ra.max(rb), ra.min(rb));
@@ -448,7 +448,7 @@ mod tests {
                     let (me, peers) = (worker.index(), worker.peers());
                     let mine: Vec<(u64, u64)> =
                         pairs.iter().copied().skip(me).step_by(peers).collect();
-                    let links = spanning(&mine);
+                    let links = spanning(mine.iter().copied());
                     assert!(links.len() < 80, "a forest has fewer links than nodes");
                     let keys = (0..nodes)
                         .filter(|r| *r as usize % peers == me)
@@ -477,7 +477,7 @@ mod tests {
     fn a_spanning_forest_has_the_components_of_its_edges_and_a_link_fewer_than_their_nodes() {
         for seed in 1..=5u64 {
             let edges = random_pairs(seed, 50, 70);
-            let links = spanning(&edges);
+            let links = spanning(edges.iter().copied());
             let zeros: BTreeMap<u64, u64> = (0..50).map(|r| (r, 0)).collect();
             let normal = |e: &(u64, u64)| (e.0.min(e.1), e.0.max(e.1));
             let components = |e: &[(u64, u64)]| {

@@ -23,9 +23,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-pub use graph::{ClusterGraph, Part};
+pub use graph::{ClusterGraph, Link, Part};
 
 use super::reread;
+use crate::candidates::Pair;
 use crate::config::{ClusterPlan, Inputs, KeepPolicy, Split};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
@@ -129,6 +130,24 @@ pub fn order(key: u64, stored: Option<bool>) -> u128 {
     (u128::from(key) << 1) | u128::from(stored == Some(false))
 }
 
+/// A worker's edges: the sides of its pairs, where they are (10,000 near-copies are 50M pairs:
+/// a copy of their sides was 16 B each), and the edges of exact-duplicate groups and stored
+/// clusters.
+pub struct Edges<'a> {
+    /// The pairs that join clusters.
+    pub pairs: &'a [Pair],
+    /// The other edges.
+    pub more: Vec<Link>,
+}
+
+impl Edges<'_> {
+    /// Every edge: the pairs' sides, then the others.
+    fn iter(&self) -> impl Iterator<Item = Link> + '_ {
+        let sides = self.pairs.iter().map(|p| (p.a, p.b));
+        sides.chain(self.more.iter().copied())
+    }
+}
+
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
 /// stars), with each cluster's representative the member of smallest `(keep order, rank)` (in an
 /// audit, `held` says which ranks are stored: [`order`]), cut by
@@ -138,7 +157,7 @@ pub fn order(key: u64, stored: Option<bool>) -> u128 {
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
-    edges: Vec<(u64, u64)>,
+    edges: Edges<'_>,
     settings: ClusterPlan,
     held: Option<&dyn Fn(u64) -> bool>,
 ) -> (Vec<Member>, ClusterStats) {
@@ -150,13 +169,13 @@ pub fn clusters(
         .owned()
         .filter(|_| keyed)
         .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
-    let links = graph::spanning(&edges);
+    let links = graph::spanning(edges.iter());
     // Without a split, a cluster's pairs are only asked whether they join a member to the
     // representative: `mark_paired` answers that from the edges where they are, and the graph
     // arranges no pair (10,000 near-copies are 50M pairs).
-    let (given, kept) = match settings.split {
-        Split::None => (Vec::new(), edges),
-        Split::Star => (edges, Vec::new()),
+    let given = match settings.split {
+        Split::None => Vec::new(),
+        Split::Star => edges.iter().collect(),
     };
     graph.update_linked(worker, (given, links), keys);
     graph.settle(worker);
@@ -186,7 +205,7 @@ pub fn clusters(
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
     if settings.split == Split::None {
-        mark_paired(worker, ranked, &kept, &mut mine, &mut local);
+        mark_paired(worker, ranked, &edges, &mut mine, &mut local);
     }
     let stats = totals(worker, local);
     (mine, stats)
@@ -199,7 +218,7 @@ pub fn clusters(
 fn mark_paired(
     worker: &mut Worker,
     ranked: &Ranked,
-    edges: &[(u64, u64)],
+    edges: &Edges<'_>,
     mine: &mut [Member],
     local: &mut Local,
 ) {
@@ -212,7 +231,7 @@ fn mark_paired(
     representatives.sort_unstable();
     let is_representative = |r: u64| representatives.binary_search(&r).is_ok();
     let mut ends: Vec<u64> = Vec::new();
-    for &(a, b) in edges {
+    for (a, b) in edges.iter() {
         if is_representative(a) {
             ends.push(b);
         }
