@@ -209,8 +209,8 @@ impl<T: Ord> Pair<T> {
 
 /// A pair of sketches as the rounds find and hold it: `a < b` and their distance (for bands, the
 /// bands they share so far). A [`Pair`] without the similarity that verification gives it: 24
-/// bytes where 32, and the rounds may hold a group of 10,000 near-copies' 50M pairs on every
-/// worker.
+/// bytes where 32, and the rounds hold 10,000 near-copies' 50M pairs (each worker its share:
+/// [`Found::group`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SketchPair {
     /// The smaller sketch key.
