@@ -356,7 +356,7 @@ mod tests {
     /// group of `SPREAD_FROM` or more is now paired by every worker on its share: the pairs of
     /// the rounds, over all workers, are still each pair with the bands it shares (brute
     /// force), and a large group's pairs are held by the owner of their first side alone, at
-    /// 1, 2 and 4 workers.
+    /// 1, 2 and 4 workers, and with each round in three parts.
     #[test]
     fn a_large_groups_pairs_are_held_by_the_owner_of_their_first_side() {
         use crate::candidates::SPREAD_FROM;
@@ -383,7 +383,7 @@ mod tests {
                 }
             }
         }
-        for workers in [1, 2, 4] {
+        for (workers, parts) in [(1, 1), (2, 1), (4, 1), (2, 3)] {
             let guards = timely::execute(timely::Config::process(workers), move |worker| {
                 let (me, peers) = (worker.index(), worker.peers());
                 let mine: Vec<u64> = (0..n).filter(|d| d % peers as u64 == me as u64).collect();
@@ -398,7 +398,7 @@ mod tests {
                     stride: bands,
                     width: 1,
                 };
-                let found = run(worker, &layout, 1, &keys, &mut rows, |_, _| {});
+                let found = run(worker, &layout, parts, &keys, &mut rows, |_, _| {});
                 (me as u64, peers, found.pairs)
             })
             .unwrap();
@@ -407,12 +407,16 @@ mod tests {
                 let (me, peers, pairs) = r.unwrap();
                 for p in pairs {
                     if p.b <= big {
-                        assert_eq!(owner(p.a, peers), me, "{workers} workers: {p:?}");
+                        assert_eq!(
+                            owner(p.a, peers),
+                            me,
+                            "{workers} workers, {parts} parts: {p:?}"
+                        );
                     }
                     *got.entry(p.sides()).or_default() += p.distance;
                 }
             }
-            assert_eq!(got, want, "{workers} workers");
+            assert_eq!(got, want, "{workers} workers, {parts} parts");
         }
     }
 
