@@ -200,6 +200,18 @@ fn pair_owned<C: Candidates>(
     }
 }
 
+/// The records stashed at `cap`'s time, a new stash for a time not yet stashed.
+fn stashed_at<R>(stash: &mut Vec<(Capability<u64>, Vec<R>)>, cap: Capability<u64>) -> &mut Vec<R> {
+    let at = match stash.iter().position(|(c, _)| c.time() == cap.time()) {
+        Some(i) => i,
+        None => {
+            stash.push((cap, Vec::new()));
+            stash.len() - 1
+        }
+    };
+    &mut stash[at].1
+}
+
 /// The dataflow of the rounds: records exchanged by their route, and each worker comparing the
 /// groups that met on it once the frontier passes their round, into `sink`; a large group is
 /// sent to every worker, which pairs its share into its `sink`. Returns its input and probe.
@@ -232,16 +244,8 @@ where
                             let Some(cap) = cap.retain_least(output.output_index()) else {
                                 return;
                             };
-                            let at = match stash.iter().position(|(c, _)| c.time() == cap.time()) {
-                                Some(i) => i,
-                                None => {
-                                    stash.push((cap, Vec::new()));
-                                    stash.len() - 1
-                                }
-                            };
-                            for batch in data {
-                                stash[at].1.append(batch);
-                            }
+                            let records = stashed_at(&mut stash, cap);
+                            data.for_each(|batch| records.append(batch));
                         });
                         stash.retain_mut(|(cap, records)| {
                             if frontier.less_equal(cap.time()) {
