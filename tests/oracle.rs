@@ -343,7 +343,10 @@ fn verified_pairs_equal_brute_force_jaccard_at_1_2_4_workers() {
 }
 
 /// Each usable document's id, MinHash signature and 5-shingle set.
-type Twin = Vec<(String, Vec<u32>, Vec<u64>)>;
+type Twin = Vec<TwinDoc>;
+
+/// A document's id, MinHash signature and 5-shingle set.
+type TwinDoc = (String, Vec<u32>, Vec<u64>);
 
 /// Writes `docs.jsonl` into `dir`: generated documents with near-duplicates and exact copies; and
 /// returns each usable one's id, MinHash signature (128 values, one permutation) and 5-shingle
@@ -388,6 +391,25 @@ fn twin_of(bytes: &[u8]) -> Twin {
     all
 }
 
+/// Each document's `bands` band keys of `rows` values (the twin of the band rounds' records).
+fn band_keys(all: &Twin, bands: usize, rows: usize) -> Vec<Vec<u64>> {
+    use neardup::sketch::minhash::band_key;
+    all.iter()
+        .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
+        .collect()
+}
+
+/// The pairs output's row of documents `a` and `b` (ids in order) when their exact Jaccard
+/// reaches `threshold`: ids, similarity and kind, as verification writes them.
+fn verified_row(
+    texts: &std::collections::HashMap<String, String>,
+    (a, b): (&TwinDoc, &TwinDoc),
+    threshold: f64,
+) -> Option<String> {
+    let s = neardup::text::jaccard(&a.2, &b.2);
+    (s >= threshold).then(|| format!("{}\t{}\t{s:.4}\t{}", a.0, b.0, kind(texts, &a.0, &b.0, s)))
+}
+
 /// Runs a MinHash job (the `[minhash]` and `[verify]` lines given) over `docs.jsonl` in `dir` at
 /// 1, 2 and 4 workers with small splits, and checks each pairs output against `want`.
 fn check_minhash_job(dir: &Path, sections: &str, want: &[String], what: &str) {
@@ -419,15 +441,12 @@ fn check_minhash_job(dir: &Path, sections: &str, want: &[String], what: &str) {
 #[test]
 fn lsh_bands_each_pair_once_equal_to_brute_force_over_band_keys_at_1_2_4_workers() {
     use neardup::candidates::BandLayout;
-    use neardup::sketch::minhash::{band_key, estimate};
+    use neardup::sketch::minhash::estimate;
     let dir = tempfile::tempdir().unwrap();
     let all = minhash_twin(dir.path(), 33, 500);
     for (bands, rows, min_bands) in [(16, 8, 1), (32, 4, 2), (6, 14, 2)] {
         let layout = BandLayout::new(128, bands, rows, min_bands).unwrap();
-        let keys: Vec<Vec<u64>> = all
-            .iter()
-            .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
-            .collect();
+        let keys = band_keys(&all, bands, rows);
         // Brute force: every pair of documents sharing at least min_bands band keys, once, with
         // the estimate of its signatures (exact copies share them all).
         let mut want = Vec::new();
@@ -457,16 +476,12 @@ fn lsh_bands_each_pair_once_equal_to_brute_force_over_band_keys_at_1_2_4_workers
 
 #[test]
 fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
-    use neardup::sketch::minhash::{band_key, estimate};
-    use neardup::text::jaccard;
+    use neardup::sketch::minhash::estimate;
     let dir = tempfile::tempdir().unwrap();
     let all = minhash_twin(dir.path(), 34, 500);
     let texts = texts_by_id(&std::fs::read(dir.path().join("docs.jsonl")).unwrap());
     let (bands, rows, threshold) = (20, 5, 0.7);
-    let keys: Vec<Vec<u64>> = all
-        .iter()
-        .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
-        .collect();
+    let keys = band_keys(&all, bands, rows);
     let (mut exact, mut estimated) = (Vec::new(), Vec::new());
     let mut exact_copies = 0;
     for i in 0..all.len() {
@@ -475,11 +490,7 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
                 continue;
             }
             let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
-            let s = jaccard(&all[a].2, &all[b].2);
-            if s >= threshold {
-                let kind = kind(&texts, &all[a].0, &all[b].0, s);
-                exact.push(format!("{}\t{}\t{s:.4}\t{kind}", all[a].0, all[b].0));
-            }
+            exact.extend(verified_row(&texts, (&all[a], &all[b]), threshold));
             let e = estimate(&all[a].1, &all[b].1);
             if e >= threshold {
                 estimated.push(format!("{}\t{}\t{e:.4}", all[a].0, all[b].0));
@@ -514,8 +525,6 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
 /// processes. 300 near-copies of a 200-word page (a word each replaced) among 200 others.
 #[test]
 fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_two_processes() {
-    use neardup::sketch::minhash::band_key;
-    use neardup::text::jaccard;
     let dir = tempfile::tempdir().unwrap();
     let opts = neardup::tools::gen::DocOptions {
         n: 200,
@@ -546,10 +555,7 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
     let all = twin_of(&bytes);
     let texts = texts_by_id(&bytes);
     let (bands, rows) = (21, 6);
-    let keys: Vec<Vec<u64>> = all
-        .iter()
-        .map(|(_, sig, _)| (0..bands).map(|b| band_key(sig, b, rows)).collect())
-        .collect();
+    let keys = band_keys(&all, bands, rows);
     let largest = (0..bands)
         .map(|b| {
             let mut counts = std::collections::HashMap::new();
@@ -570,11 +576,7 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
                 continue;
             }
             let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
-            let s = jaccard(&all[a].2, &all[b].2);
-            if s >= 0.8 {
-                let kind = kind(&texts, &all[a].0, &all[b].0, s);
-                want.push(format!("{}\t{}\t{s:.4}\t{kind}", all[a].0, all[b].0));
-            }
+            want.extend(verified_row(&texts, (&all[a], &all[b]), 0.8));
         }
     }
     want.sort();

@@ -282,8 +282,8 @@ mod tests {
         let mut least_room = usize::MAX;
         while let Some(x) = drain.next() {
             got.push(x);
-            least_room = least_room.min(drain.rest.capacity());
             let room = drain.rest.capacity();
+            least_room = least_room.min(room);
             assert!(room <= SHRINK_FROM || drain.rest.len() >= room - room / 8 - 1);
         }
         assert_eq!(got, records);
