@@ -10,6 +10,7 @@
 
 pub mod bands;
 pub mod group;
+pub mod pairs;
 pub mod tables;
 
 use serde::{Deserialize, Serialize};

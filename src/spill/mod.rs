@@ -10,6 +10,7 @@
 
 pub mod columns;
 pub mod runs;
+pub mod sorted;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -1,0 +1,322 @@
+//! A worker's pairs out of core: held in memory up to their room, past it written in sorted runs
+//! to the scratch directory ([`crate::spill::sorted`]), and read back in one ascending order.
+//! 20,000 near-copies of one page are 200M pairs (6.4 GB); each stage from the band rounds to the
+//! writers holds a room of them, not all.
+//!
+//! Morally: a `Vec<Pair>` that is sorted before it is read.
+
+use std::sync::Arc;
+
+use super::{Kind, Pair, Score, SketchPair};
+use crate::error::{Error, Result};
+use crate::spill::sorted::{Merged, Record, SortedRuns};
+use crate::spill::Scratch;
+
+/// How many records a worker's pairs hold before they spill, and where they spill.
+#[derive(Clone)]
+pub struct PairRoom {
+    /// Records held before a run is written (one at least).
+    pub records: usize,
+    /// The process's scratch directory; `None`: never spill.
+    pub scratch: Option<Arc<Scratch>>,
+    /// The spill file's name (`verify-w3`), and what it holds, for a full disk's message.
+    pub name: String,
+}
+
+impl PairRoom {
+    /// Pairs that never spill.
+    pub fn held() -> PairRoom {
+        PairRoom {
+            records: usize::MAX,
+            scratch: None,
+            name: String::new(),
+        }
+    }
+}
+
+/// A worker's pairs as they come: held up to their room, then written as a sorted run.
+pub struct Pairs<R = Pair> {
+    held: Vec<R>,
+    runs: Option<SortedRuns<R>>,
+    room: PairRoom,
+    len: u64,
+    /// The first failure to spill: kept, and returned by [`Pairs::sorted`].
+    failure: Option<Error>,
+}
+
+impl<R: Record> Pairs<R> {
+    /// No pairs yet.
+    pub fn new(room: PairRoom) -> Pairs<R> {
+        Pairs {
+            held: Vec::new(),
+            runs: None,
+            room,
+            len: 0,
+            failure: None,
+        }
+    }
+
+    /// Pairs held, never to spill.
+    pub fn from_vec(held: Vec<R>) -> Pairs<R> {
+        Pairs {
+            len: held.len() as u64,
+            ..Pairs::new(PairRoom::held())
+        }
+        .with_held(held)
+    }
+
+    fn with_held(mut self, held: Vec<R>) -> Pairs<R> {
+        self.held = held;
+        self
+    }
+
+    /// Pairs so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Adds `p`; past the room, what is held is written as a sorted run.
+    pub fn push(&mut self, p: R) {
+        self.held.push(p);
+        self.len += 1;
+        if self.held.len() >= self.room.records && self.room.scratch.is_some() {
+            self.spill();
+        }
+    }
+
+    /// Writes what is held as one sorted run (the first failure is kept).
+    fn spill(&mut self) {
+        if self.failure.is_some() {
+            // Nothing more is written; the pairs are counted, and the failure reported.
+            self.held.clear();
+            return;
+        }
+        self.held.sort_unstable();
+        let held = std::mem::take(&mut self.held);
+        let written = self.runs_file().and_then(|r| r.write_run(&held));
+        self.held = held;
+        if let Err(e) = written {
+            self.failure = Some(e);
+        }
+        self.held.clear();
+    }
+
+    fn runs_file(&mut self) -> Result<&mut SortedRuns<R>> {
+        if self.runs.is_none() {
+            let scratch = self.room.scratch.as_ref().expect("only pairs with a scratch spill");
+            let what = format!("pairs ({})", self.room.name);
+            let bytes = (self.room.records * R::WORDS * 8) as u64;
+            let file = scratch.file(&self.room.name, bytes, &what)?;
+            self.runs = Some(SortedRuns::new(file));
+        }
+        Ok(self.runs.as_mut().expect("made above"))
+    }
+
+    /// The pairs, sorted: the held ones sorted, or written as the last run if some spilled.
+    pub fn sorted(mut self) -> Result<SortedPairs<R>> {
+        if self.runs.is_some() && !self.held.is_empty() {
+            self.spill();
+        }
+        if let Some(e) = self.failure {
+            return Err(e);
+        }
+        self.held.sort_unstable();
+        let cursors = (self.room.records * R::WORDS * 8) as u64;
+        Ok(SortedPairs {
+            held: self.held,
+            runs: self.runs,
+            len: self.len,
+            cursors,
+        })
+    }
+}
+
+/// A worker's pairs in ascending order, held or in sorted runs, to be read as often as needed.
+pub struct SortedPairs<R = Pair> {
+    held: Vec<R>,
+    runs: Option<SortedRuns<R>>,
+    len: u64,
+    /// Bytes the merge's cursors may take together.
+    cursors: u64,
+}
+
+impl<R: Record> SortedPairs<R> {
+    /// Pairs held, never to spill, sorted here.
+    pub fn from_vec(mut held: Vec<R>) -> SortedPairs<R> {
+        held.sort_unstable();
+        SortedPairs {
+            len: held.len() as u64,
+            held,
+            runs: None,
+            cursors: 0,
+        }
+    }
+
+    /// How many.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes written to the scratch directory.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.runs.as_ref().map_or(0, SortedRuns::bytes)
+    }
+
+    /// Every pair in ascending order (a pair twice if it was added twice). A spill file that
+    /// cannot be read ends them with its error.
+    pub fn iter(&mut self) -> Result<PairIter<'_, R>> {
+        Ok(match &mut self.runs {
+            Some(runs) => PairIter::Merged(runs.merged(self.cursors)?),
+            None => PairIter::Held(self.held.iter()),
+        })
+    }
+
+    /// The pairs in one vector, in order.
+    pub fn into_vec(mut self) -> Result<Vec<R>> {
+        if self.runs.is_none() {
+            return Ok(self.held);
+        }
+        self.iter()?.collect()
+    }
+}
+
+/// The pairs of [`SortedPairs::iter`].
+pub enum PairIter<'a, R> {
+    /// Held in memory.
+    Held(std::slice::Iter<'a, R>),
+    /// Merged from sorted runs.
+    Merged(Merged<'a, R>),
+}
+
+impl<R: Record> Iterator for PairIter<'_, R> {
+    type Item = Result<R>;
+
+    fn next(&mut self) -> Option<Result<R>> {
+        match self {
+            PairIter::Held(it) => it.next().copied().map(Ok),
+            PairIter::Merged(it) => it.next(),
+        }
+    }
+}
+
+/// The code of a kind in a spilled pair's last word: 0 for none.
+fn kind_code(kind: Option<Kind>) -> u64 {
+    kind.map_or(0, |k| k as u64 + 1)
+}
+
+fn kind_of(code: u64) -> Option<Kind> {
+    const KINDS: [Kind; 5] = [
+        Kind::Exact,
+        Kind::SameContent,
+        Kind::Near,
+        Kind::Partial,
+        Kind::LayoutOnly,
+    ];
+    code.checked_sub(1).map(|i| KINDS[i as usize])
+}
+
+/// A pair spills as its sides, its similarity's word, and its distance, estimate flag and kind.
+impl Record for Pair {
+    const WORDS: usize = 4;
+
+    fn put(&self, words: &mut Vec<u64>) {
+        let s = self.score;
+        let rest = u64::from(s.distance) | u64::from(s.estimated) << 8 | kind_code(s.kind) << 16;
+        words.extend([self.a, self.b, s.jaccard, rest]);
+    }
+
+    fn get(words: &[u64]) -> Pair {
+        let rest = words[3];
+        let score = Score {
+            distance: rest as u8,
+            jaccard: words[2],
+            estimated: rest >> 8 & 1 == 1,
+            kind: kind_of(rest >> 16 & 0xff),
+        };
+        Pair {
+            a: words[0],
+            b: words[1],
+            score,
+        }
+    }
+}
+
+/// A sketch pair spills as its sides and its distance.
+impl Record for SketchPair {
+    const WORDS: usize = 3;
+
+    fn put(&self, words: &mut Vec<u64>) {
+        words.extend([self.a, self.b, u64::from(self.distance)]);
+    }
+
+    fn get(words: &[u64]) -> SketchPair {
+        SketchPair {
+            a: words[0],
+            b: words[1],
+            distance: words[2] as u8,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spill::SpillMode;
+
+    /// Pairs with every field varied: sides, distance, similarity (exact or estimated, or
+    /// none), kind.
+    fn pairs(n: u64) -> Vec<Pair> {
+        let kinds = [None, Some(Kind::Exact), Some(Kind::Near), Some(Kind::LayoutOnly)];
+        (0..n)
+            .map(|i| {
+                let score = Score::at_distance((i % 7) as u8);
+                let score = match i % 3 {
+                    0 => score,
+                    1 => score.estimated(i as f64 / n as f64),
+                    _ => score.verified_as(0.5, kinds[(i % 4) as usize].unwrap_or(Kind::Near)),
+                };
+                let score = Score {
+                    kind: kinds[(i % 4) as usize].filter(|_| i % 3 == 2),
+                    ..score
+                };
+                Pair::scored((i * 7919) % 1009, (i * 104_729) % 997 + 3, score)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spilled_pairs_read_back_as_the_held_ones_sorted() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        for (n, records) in [(0, 10), (5, 10), (1000, 1), (1000, 64), (5000, 999), (300, 300)] {
+            let all = pairs(n);
+            let room = PairRoom {
+                records,
+                scratch: Some(Arc::clone(&scratch)),
+                name: "test".into(),
+            };
+            let mut spilled = Pairs::new(room);
+            all.iter().for_each(|&p| spilled.push(p));
+            let mut spilled = spilled.sorted().unwrap();
+            assert_eq!(spilled.len(), n);
+            assert_eq!(spilled.spilled_bytes() > 0, n >= records as u64, "n {n}");
+            let mut expected = all.clone();
+            expected.sort_unstable();
+            let got: Vec<Pair> = spilled.iter().unwrap().map(|p| p.unwrap()).collect();
+            assert_eq!(got, expected, "{n} pairs, room {records}");
+            assert_eq!(spilled.into_vec().unwrap(), expected);
+            let held = Pairs::from_vec(all).sorted().unwrap();
+            assert_eq!((held.spilled_bytes(), held.into_vec().unwrap()), (0, expected));
+        }
+    }
+}
