@@ -22,8 +22,10 @@ use timely::dataflow::InputHandle;
 use timely::worker::Worker;
 use timely::ExchangeData;
 
+use crate::candidates::pairs::Pairs;
 use crate::error::{Error, Result};
 use crate::hashing::mix64;
+use crate::spill::sorted::Record;
 
 /// Records sent per batch before the worker steps, bounding what sits in channel buffers.
 pub(crate) const BATCH: usize = 8192;
@@ -92,45 +94,62 @@ where
 
 /// A vector's records in order, its room given back as they are taken.
 pub(crate) fn draining<T>(records: Vec<T>) -> impl ExactSizeIterator<Item = T> {
-    Draining::new(records)
+    crate::candidates::pairs::Draining::new(records)
 }
 
-/// A vector's records in order, the room of those taken given back each time an eighth of it is
-/// free (a large vector's shrink is the allocator's `mremap`, no copy): what the records become
-/// grows meanwhile, and giving back at each halving held up to half again as much at once.
-struct Draining<T> {
-    /// The records not yet taken, last first.
-    rest: Vec<T>,
+/// Pairs [`shuffle_pairs`] sends at a time: 32 MiB of pairs.
+const PAIRS_AT_A_TIME: usize = 1 << 20;
+
+/// Sends `pairs` to the workers `target` names, [`PAIRS_AT_A_TIME`] at a time, into `into`
+/// (every worker calls it together): a worker holds one batch in flight beside what `into` holds,
+/// which spills past its room. A pair that cannot be read ends what this worker sends, and is
+/// the error once every worker is done.
+pub fn shuffle_pairs<R, F>(
+    worker: &mut Worker,
+    pairs: impl Iterator<Item = Result<R>>,
+    target: F,
+    into: &mut Pairs<R>,
+) -> Result<()>
+where
+    R: ExchangeData + Record,
+    F: Fn(&R) -> u64 + Clone + 'static,
+{
+    shuffle_pairs_by(worker, pairs, target, into, PAIRS_AT_A_TIME)
 }
 
-impl<T> Draining<T> {
-    fn new(mut records: Vec<T>) -> Draining<T> {
-        records.reverse();
-        Draining { rest: records }
-    }
-}
-
-/// Room (in records) below which a draining vector keeps what it has.
-const SHRINK_FROM: usize = 1 << 16;
-
-impl<T> Iterator for Draining<T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        let next = self.rest.pop();
-        let room = self.rest.capacity();
-        if room > SHRINK_FROM && self.rest.len() < room - room / 8 {
-            self.rest.shrink_to_fit();
+/// [`shuffle_pairs`], `at_a_time` pairs a batch.
+fn shuffle_pairs_by<R, F>(
+    worker: &mut Worker,
+    pairs: impl Iterator<Item = Result<R>>,
+    target: F,
+    into: &mut Pairs<R>,
+    at_a_time: usize,
+) -> Result<()>
+where
+    R: ExchangeData + Record,
+    F: Fn(&R) -> u64 + Clone + 'static,
+{
+    let mut pairs = pairs.peekable();
+    let mut failure = None;
+    loop {
+        let mut batch = Vec::new();
+        while batch.len() < at_a_time && failure.is_none() {
+            match pairs.next() {
+                Some(Ok(p)) => batch.push(p),
+                Some(Err(e)) => failure = Some(e),
+                None => break,
+            }
         }
-        next
+        let left = failure.is_none() && pairs.peek().is_some();
+        for p in shuffle_vec(worker, batch, target.clone()) {
+            into.push(p);
+        }
+        if !any_left(worker, usize::from(left)) {
+            break;
+        }
     }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.rest.len(), Some(self.rest.len()))
-    }
+    failure.map_or(Ok(()), Err)
 }
-
-impl<T> ExactSizeIterator for Draining<T> {}
 
 /// Sends everything to worker 0; other workers get an empty vector.
 pub fn gather<T: ExchangeData + Clone, I: IntoIterator<Item = T>>(
@@ -268,26 +287,48 @@ pub fn stream_to_leader(
 mod tests {
     use super::*;
 
-    /// A draining vector gives its records in order, and gives back its room as it goes: a
-    /// shuffle of 50M pairs held them twice, sent and received. Regression: it gave its room back
-    /// each time it halved, so a stage held up to half as much again as its pairs (20,000
-    /// near-copies: expand peaked at 9.8 GB); now at most an eighth of its room is free.
+    /// Pairs shuffled a batch at a time into pairs that spill past a small room arrive where
+    /// their target is, each once, as a shuffle of them all at once would send them, at 1, 2
+    /// and 4 workers; workers with more batches than others keep the rest in step.
     #[test]
-    fn a_draining_vector_gives_its_records_in_order_and_its_room_back() {
-        let n = 4 * SHRINK_FROM + 7;
-        let records: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
-        let mut drain = Draining::new(records.clone());
-        assert_eq!(drain.size_hint(), (n, Some(n)));
-        let mut got = Vec::new();
-        let mut least_room = usize::MAX;
-        while let Some(x) = drain.next() {
-            got.push(x);
-            let room = drain.rest.capacity();
-            least_room = least_room.min(room);
-            assert!(room <= SHRINK_FROM || drain.rest.len() >= room - room / 8 - 1);
+    fn pairs_shuffled_in_batches_into_spilled_runs_arrive_as_one_shuffle_sends_them() {
+        use crate::candidates::pairs::{PairRoom, SortedPairs};
+        use crate::candidates::{Pair, Score};
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
+        for workers in [1, 2, 4] {
+            let scratch = std::sync::Arc::clone(&scratch);
+            let got = timely::execute(timely::Config::process(workers), move |worker| {
+                let (me, peers) = (worker.index() as u64, worker.peers());
+                let n = 3000 * (me + 1);
+                let mine: Vec<Pair> = (0..n)
+                    .map(|i| {
+                        let x = mix64(me << 32 | i) % 5000;
+                        Pair::scored(x, x + 1 + i % 7, Score::at_distance((i % 3) as u8))
+                    })
+                    .collect();
+                let target = move |p: &Pair| owner(p.a, peers);
+                let want = shuffle(worker, mine.clone(), target);
+                let room = PairRoom {
+                    records: 100,
+                    scratch: Some(std::sync::Arc::clone(&scratch)),
+                    name: format!("test-w{me}"),
+                };
+                let mut into = Pairs::new(room);
+                let sent = SortedPairs::from_vec(mine).into_pairs().unwrap();
+                shuffle_pairs_by(worker, sent, target, &mut into, 700).unwrap();
+                let got = into.sorted().unwrap();
+                let spilled = got.spilled_bytes() > 0;
+                (want, got.into_vec().unwrap(), spilled)
+            })
+            .expect("workers start");
+            for r in got.join() {
+                let (mut want, got, spilled) = r.expect("a worker");
+                want.sort_unstable();
+                assert_eq!(got, want, "{workers} workers");
+                assert!(spilled, "{workers} workers");
+            }
         }
-        assert_eq!(got, records);
-        assert!(least_room <= SHRINK_FROM, "the room was given back");
     }
 
     /// `shuffle_vec` delivers what `shuffle` delivers, in the same order.

@@ -5,6 +5,7 @@
 //!
 //! Morally: `records.sort()`, a run at a time, then a k-way merge.
 
+use std::borrow::Borrow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::marker::PhantomData;
@@ -95,27 +96,22 @@ impl<R: Record> SortedRuns<R> {
 
     /// Every record of every run in ascending order, read through cursors that take `room`
     /// bytes together (each between [`CURSOR_RECORDS`] records and [`CURSOR_BYTES`]).
-    pub fn merged(&mut self, room: u64) -> Result<Merged<'_, R>> {
+    pub fn merged(&mut self, room: u64) -> Result<Merged<R, &SpillFile>> {
         self.file.flush()?;
-        let bytes = (room / self.runs.len().max(1) as u64).min(CURSOR_BYTES);
-        let per_read = (bytes / (8 * R::WORDS as u64)).max(CURSOR_RECORDS);
-        let cursors = self.runs.iter().map(|&run| Cursor::new(run, per_read));
-        let mut merged = Merged {
-            file: &self.file,
-            cursors: cursors.collect(),
-            heap: BinaryHeap::with_capacity(self.runs.len()),
-            words: Vec::new(),
-        };
-        for i in 0..merged.cursors.len() {
-            merged.advance(i)?;
-        }
-        Ok(merged)
+        Merged::new(&self.file, &self.runs, room)
+    }
+
+    /// [`SortedRuns::merged`], the runs' file taken along (and removed when the merge is dropped).
+    pub fn into_merged(mut self, room: u64) -> Result<Merged<R, SpillFile>> {
+        self.file.flush()?;
+        Merged::new(self.file, &self.runs, room)
     }
 }
 
-/// The records of sorted runs in one ascending order ([`SortedRuns::merged`]).
-pub struct Merged<'a, R> {
-    file: &'a SpillFile,
+/// The records of sorted runs in one ascending order ([`SortedRuns::merged`]), read from the
+/// file `F` holds or borrows.
+pub struct Merged<R, F> {
+    file: F,
     cursors: Vec<Cursor<R>>,
     /// Each run's next record, smallest first.
     heap: BinaryHeap<Reverse<(R, usize)>>,
@@ -123,7 +119,23 @@ pub struct Merged<'a, R> {
     words: Vec<u64>,
 }
 
-impl<R: Record> Merged<'_, R> {
+impl<R: Record, F: Borrow<SpillFile>> Merged<R, F> {
+    fn new(file: F, runs: &[Run], room: u64) -> Result<Merged<R, F>> {
+        let bytes = (room / runs.len().max(1) as u64).min(CURSOR_BYTES);
+        let per_read = (bytes / (8 * R::WORDS as u64)).max(CURSOR_RECORDS);
+        let cursors = runs.iter().map(|&run| Cursor::new(run, per_read));
+        let mut merged = Merged {
+            file,
+            cursors: cursors.collect(),
+            heap: BinaryHeap::with_capacity(runs.len()),
+            words: Vec::new(),
+        };
+        for i in 0..merged.cursors.len() {
+            merged.advance(i)?;
+        }
+        Ok(merged)
+    }
+
     /// Puts run `i`'s next record on the heap, reading the run's next part when its buffer is
     /// used up.
     fn advance(&mut self, i: usize) -> Result<()> {
@@ -135,7 +147,7 @@ impl<R: Record> Merged<'_, R> {
             }
             let at = c.run.at + c.read * R::WORDS as u64;
             let len = records as usize * R::WORDS;
-            self.file.read(at, len, &mut self.words)?;
+            self.file.borrow().read(at, len, &mut self.words)?;
             c.buf.clear();
             c.buf.extend(self.words.chunks_exact(R::WORDS).map(R::get));
             (c.read, c.pos) = (c.read + records, 0);
@@ -146,7 +158,7 @@ impl<R: Record> Merged<'_, R> {
     }
 }
 
-impl<R: Record> Iterator for Merged<'_, R> {
+impl<R: Record, F: Borrow<SpillFile>> Iterator for Merged<R, F> {
     type Item = Result<R>;
 
     fn next(&mut self) -> Option<Result<R>> {
@@ -206,8 +218,12 @@ mod tests {
     fn merged_runs_are_every_record_in_order_repeats_included() {
         let parent = tempfile::tempdir().unwrap();
         let spill = Spill::open(parent.path()).unwrap();
-        for (runs, per_run, room) in [(1, 10, 1 << 20), (5, 700, 0), (9, 5000, 64 << 10), (3, 0, 0)]
-        {
+        for (runs, per_run, room) in [
+            (1, 10, 1 << 20),
+            (5, 700, 0),
+            (9, 5000, 64 << 10),
+            (3, 0, 0),
+        ] {
             let mut sorted = SortedRuns::new(spill.file("sorted").unwrap());
             let mut all = Vec::new();
             for r in 0..runs {
@@ -222,8 +238,14 @@ mod tests {
             assert_eq!(sorted.records(), all.len() as u64);
             let got: Vec<Three> = sorted.merged(room).unwrap().map(|r| r.unwrap()).collect();
             assert_eq!(got, all, "{runs} runs of {per_run}, {room} bytes");
-            // Merged again, from the start.
+            // Merged again, from the start, and taking the file along.
             assert_eq!(sorted.merged(room).unwrap().count(), all.len());
+            let owned: Vec<Three> = sorted
+                .into_merged(room)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            assert_eq!(owned, all);
         }
     }
 }
