@@ -5,6 +5,7 @@
 //!
 //! Morally: a `Vec<Pair>` that is sorted before it is read.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{Kind, Pair, Score, SketchPair};
@@ -21,6 +22,14 @@ pub struct PairRoom {
     pub scratch: Option<Arc<Scratch>>,
     /// The spill file's name (`verify-w3`), and what it holds, for a full disk's message.
     pub name: String,
+    /// Bytes the pairs of this room (and of its clones) wrote.
+    pub written: Arc<AtomicU64>,
+}
+
+impl Default for PairRoom {
+    fn default() -> PairRoom {
+        PairRoom::held()
+    }
 }
 
 impl PairRoom {
@@ -30,7 +39,13 @@ impl PairRoom {
             records: usize::MAX,
             scratch: None,
             name: String::new(),
+            written: Default::default(),
         }
+    }
+
+    /// Bytes the pairs of this room (and of its clones) wrote to the scratch directory.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
     }
 }
 
@@ -89,21 +104,54 @@ impl<R: Record> Pairs<R> {
         }
     }
 
-    /// Writes what is held as one sorted run (the first failure is kept).
-    fn spill(&mut self) {
-        if self.failure.is_some() {
-            // Nothing more is written; the pairs are counted, and the failure reported.
-            self.held.clear();
+    /// Adds `batch`: taken as it is when nothing is held, and written as a sorted run with what
+    /// is held once they pass the room (by up to a batch).
+    pub fn extend(&mut self, mut batch: Vec<R>) {
+        self.len += batch.len() as u64;
+        if self.held.is_empty() {
+            self.held = batch;
+        } else {
+            self.held.append(&mut batch);
+        }
+        if self.held.len() >= self.room.records && self.room.scratch.is_some() {
+            self.spill();
+        }
+    }
+
+    /// Adds `held`, written as one sorted run when these pairs spill; `held` is left empty,
+    /// its room kept.
+    pub fn spill_all(&mut self, held: &mut Vec<R>) {
+        self.len += held.len() as u64;
+        if self.room.scratch.is_none() {
+            self.held.append(held);
             return;
         }
-        self.held.sort_unstable();
-        let held = std::mem::take(&mut self.held);
-        let written = self.runs_file().and_then(|r| r.write_run(&held));
+        self.write_run(held);
+    }
+
+    /// Writes what is held as one sorted run.
+    fn spill(&mut self) {
+        let mut held = std::mem::take(&mut self.held);
+        self.write_run(&mut held);
         self.held = held;
-        if let Err(e) = written {
-            self.failure = Some(e);
+    }
+
+    /// Writes `records` as one sorted run and empties them (the first failure is kept).
+    fn write_run(&mut self, records: &mut Vec<R>) {
+        if self.failure.is_none() {
+            records.sort_unstable();
+            let written = self.runs_file().and_then(|r| r.write_run(records));
+            match written {
+                Ok(()) => {
+                    let bytes = (records.len() * R::WORDS * 8) as u64;
+                    self.room.written.fetch_add(bytes, Ordering::Relaxed);
+                }
+                Err(e) => self.failure = Some(e),
+            }
         }
-        self.held.clear();
+        // After a failure nothing more is written; the pairs are counted, and the failure
+        // reported by `sorted`.
+        records.clear();
     }
 
     fn runs_file(&mut self) -> Result<&mut SortedRuns<R>> {
@@ -122,42 +170,73 @@ impl<R: Record> Pairs<R> {
     }
 
     /// The pairs, sorted: the held ones sorted, or written as the last run if some spilled.
-    pub fn sorted(mut self) -> Result<SortedPairs<R>> {
+    pub fn sorted(self) -> Result<PairList<R>> {
+        self.list(true)
+    }
+
+    /// The pairs, for a reader that does not need them in order (one that sends them on and
+    /// sorts them where they arrive): the held ones as they came, unless some spilled.
+    pub fn unsorted(self) -> Result<PairList<R>> {
+        self.list(false)
+    }
+
+    fn list(mut self, sort: bool) -> Result<PairList<R>> {
         if self.runs.is_some() && !self.held.is_empty() {
             self.spill();
+        }
+        if let Some(runs) = self.runs.as_mut() {
+            runs.flush()?;
         }
         if let Some(e) = self.failure {
             return Err(e);
         }
-        self.held.sort_unstable();
+        if sort {
+            self.held.sort_unstable();
+        }
         let cursors = (self.room.records * R::WORDS * 8) as u64;
-        Ok(SortedPairs {
+        Ok(PairList {
             held: self.held,
             runs: self.runs,
             len: self.len,
             cursors,
+            failure: Default::default(),
         })
     }
 }
 
-/// A worker's pairs in ascending order, held or in sorted runs, to be read as often as needed.
-pub struct SortedPairs<R = Pair> {
+/// A worker's pairs, held or in sorted runs, to be read as often as needed: in ascending order,
+/// unless made by [`Pairs::unsorted`] or [`PairList::unsorted`] (whose held pairs are as they came).
+pub struct PairList<R = Pair> {
     held: Vec<R>,
     runs: Option<SortedRuns<R>>,
     len: u64,
     /// Bytes the merge's cursors may take together.
     cursors: u64,
+    /// The first spill file that could not be read by [`PairList::each`].
+    failure: std::cell::RefCell<Option<Error>>,
 }
 
-impl<R: Record> SortedPairs<R> {
+impl<R: Record> Default for PairList<R> {
+    fn default() -> PairList<R> {
+        PairList::from_vec(Vec::new())
+    }
+}
+
+impl<R: Record> PairList<R> {
     /// Pairs held, never to spill, sorted here.
-    pub fn from_vec(mut held: Vec<R>) -> SortedPairs<R> {
+    pub fn from_vec(mut held: Vec<R>) -> PairList<R> {
         held.sort_unstable();
-        SortedPairs {
+        PairList::unsorted(held)
+    }
+
+    /// Pairs held, never to spill, as they are.
+    pub fn unsorted(held: Vec<R>) -> PairList<R> {
+        PairList {
             len: held.len() as u64,
             held,
             runs: None,
             cursors: 0,
+            failure: Default::default(),
         }
     }
 
@@ -178,11 +257,33 @@ impl<R: Record> SortedPairs<R> {
 
     /// Every pair in ascending order (a pair twice if it was added twice). A spill file that
     /// cannot be read ends them with its error.
-    pub fn iter(&mut self) -> Result<PairIter<'_, R>> {
-        Ok(match &mut self.runs {
+    pub fn iter(&self) -> Result<PairIter<'_, R>> {
+        Ok(match &self.runs {
             Some(runs) => PairIter::Merged(runs.merged(self.cursors)?),
             None => PairIter::Held(self.held.iter()),
         })
+    }
+
+    /// Every pair in ascending order, for readers that cannot stop at an error: a spill file
+    /// that cannot be read ends them early, and [`PairList::check`] returns its error.
+    pub fn each(&self) -> Each<'_, R> {
+        match self.iter() {
+            Ok(PairIter::Held(it)) => Each::Held(it),
+            Ok(PairIter::Merged(m)) => Each::Merged(m, self),
+            Err(e) => {
+                self.keep(e);
+                Each::Done
+            }
+        }
+    }
+
+    fn keep(&self, e: Error) {
+        self.failure.borrow_mut().get_or_insert(e);
+    }
+
+    /// The first error [`PairList::each`] met, once.
+    pub fn check(&self) -> Result<()> {
+        self.failure.borrow_mut().take().map_or(Ok(()), Err)
     }
 
     /// Every pair in ascending order, the held ones' room given back and the spill file
@@ -194,6 +295,14 @@ impl<R: Record> SortedPairs<R> {
         })
     }
 
+    /// The pairs, if they are held; else the list as it was.
+    pub fn into_held(self) -> std::result::Result<Vec<R>, Box<PairList<R>>> {
+        match self.runs {
+            None => Ok(self.held),
+            Some(_) => Err(Box::new(self)),
+        }
+    }
+
     /// The pairs in one vector, in order.
     pub fn into_vec(self) -> Result<Vec<R>> {
         if self.runs.is_none() {
@@ -203,7 +312,108 @@ impl<R: Record> SortedPairs<R> {
     }
 }
 
-/// The pairs of [`SortedPairs::into_pairs`].
+/// A worker's pairs taken a batch at a time, to be sent on, the first failure to read them
+/// kept: a worker whose pairs cannot be read takes no more, and takes part in every exchange
+/// still. Held pairs come as they are, from the last (one batch, the common case, is the held
+/// vector itself); spilled ones in order.
+pub struct Batches<R: Record> {
+    held: Vec<R>,
+    merged: Option<std::iter::Peekable<Merged<R, SpillFile>>>,
+    failure: Option<Error>,
+}
+
+impl<R: Record> Batches<R> {
+    /// The batches of `list`.
+    pub fn of(list: PairList<R>) -> Batches<R> {
+        let mut batches = Batches {
+            held: Vec::new(),
+            merged: None,
+            failure: None,
+        };
+        match list.runs {
+            None => batches.held = list.held,
+            Some(runs) => match runs.into_merged(list.cursors) {
+                Ok(m) => batches.merged = Some(m.peekable()),
+                Err(e) => batches.failure = Some(e),
+            },
+        }
+        batches
+    }
+
+    /// The next `n` pairs, or those left.
+    pub fn next_batch(&mut self, n: usize) -> Vec<R> {
+        if !self.held.is_empty() {
+            if self.held.len() <= n {
+                return std::mem::take(&mut self.held);
+            }
+            let batch = self.held.split_off(self.held.len() - n);
+            let room = self.held.capacity();
+            if self.held.len() < room - room / 8 {
+                // The room of those taken given back (a large vector's shrink is `mremap`).
+                self.held.shrink_to_fit();
+            }
+            return batch;
+        }
+        let mut batch = Vec::new();
+        while let Some(next) = self
+            .merged
+            .as_mut()
+            .filter(|_| batch.len() < n)
+            .and_then(Iterator::next)
+        {
+            match next {
+                Ok(p) => batch.push(p),
+                Err(e) => {
+                    self.failure = Some(e);
+                    self.merged = None;
+                }
+            }
+        }
+        batch
+    }
+
+    /// True if pairs are left.
+    pub fn any_left(&mut self) -> bool {
+        !self.held.is_empty() || self.merged.as_mut().is_some_and(|m| m.peek().is_some())
+    }
+
+    /// The first failure, if any.
+    pub fn finish(self) -> Result<()> {
+        self.failure.map_or(Ok(()), Err)
+    }
+}
+
+/// The pairs of [`PairList::each`].
+pub enum Each<'a, R> {
+    /// Held in memory.
+    Held(std::slice::Iter<'a, R>),
+    /// Merged from sorted runs, a failure kept by the list.
+    Merged(Merged<R, &'a SpillFile>, &'a PairList<R>),
+    /// Ended by a failure.
+    Done,
+}
+
+impl<R: Record> Iterator for Each<'_, R> {
+    type Item = R;
+
+    #[inline]
+    fn next(&mut self) -> Option<R> {
+        match self {
+            Each::Held(it) => it.next().copied(),
+            Each::Merged(m, list) => match m.next()? {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    list.keep(e);
+                    *self = Each::Done;
+                    None
+                }
+            },
+            Each::Done => None,
+        }
+    }
+}
+
+/// The pairs of [`PairList::into_pairs`].
 pub enum IntoPairs<R> {
     /// Held in memory.
     Held(Draining<R>),
@@ -222,7 +432,7 @@ impl<R: Record> Iterator for IntoPairs<R> {
     }
 }
 
-/// The pairs of [`SortedPairs::iter`].
+/// The pairs of [`PairList::iter`].
 pub enum PairIter<'a, R> {
     /// Held in memory.
     Held(std::slice::Iter<'a, R>),
@@ -408,12 +618,14 @@ mod tests {
                 records,
                 scratch: Some(Arc::clone(&scratch)),
                 name: "test".into(),
+                written: Default::default(),
             };
-            let mut spilled = Pairs::new(room);
+            let mut spilled = Pairs::new(room.clone());
             all.iter().for_each(|&p| spilled.push(p));
-            let mut spilled = spilled.sorted().unwrap();
+            let spilled = spilled.sorted().unwrap();
             assert_eq!(spilled.len(), n);
             assert_eq!(spilled.spilled_bytes() > 0, n >= records as u64, "n {n}");
+            assert_eq!(room.spilled_bytes(), spilled.spilled_bytes());
             let mut expected = all.clone();
             expected.sort_unstable();
             let got: Vec<Pair> = spilled.iter().unwrap().map(|p| p.unwrap()).collect();

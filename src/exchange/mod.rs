@@ -22,7 +22,7 @@ use timely::dataflow::InputHandle;
 use timely::worker::Worker;
 use timely::ExchangeData;
 
-use crate::candidates::pairs::Pairs;
+use crate::candidates::pairs::{Batches, PairList, PairRoom, Pairs};
 use crate::error::{Error, Result};
 use crate::hashing::mix64;
 use crate::spill::sorted::Record;
@@ -97,58 +97,48 @@ pub(crate) fn draining<T>(records: Vec<T>) -> impl ExactSizeIterator<Item = T> {
     crate::candidates::pairs::Draining::new(records)
 }
 
-/// Pairs [`shuffle_pairs`] sends at a time: 32 MiB of pairs.
-const PAIRS_AT_A_TIME: usize = 1 << 20;
+/// Pairs [`shuffle_sorted`] sends at a time: 32 MiB of pairs.
+pub const PAIRS_AT_A_TIME: usize = 1 << 20;
 
-/// Sends `pairs` to the workers `target` names, [`PAIRS_AT_A_TIME`] at a time, into `into`
-/// (every worker calls it together): a worker holds one batch in flight beside what `into` holds,
-/// which spills past its room. A pair that cannot be read ends what this worker sends, and is
-/// the error once every worker is done.
-pub fn shuffle_pairs<R, F>(
+/// `pairs` sent to the workers `target` names, [`PAIRS_AT_A_TIME`] at a time, sorted where they
+/// arrive, in pairs of room `room` that spill past it (every worker calls it together; a failure
+/// on one is an error on all). A worker holds one batch in flight beside what it received.
+pub fn shuffle_sorted<R, F>(
     worker: &mut Worker,
-    pairs: impl Iterator<Item = Result<R>>,
+    pairs: PairList<R>,
     target: F,
-    into: &mut Pairs<R>,
-) -> Result<()>
+    room: PairRoom,
+) -> Result<PairList<R>>
 where
     R: ExchangeData + Record,
     F: Fn(&R) -> u64 + Clone + 'static,
 {
-    shuffle_pairs_by(worker, pairs, target, into, PAIRS_AT_A_TIME)
+    shuffle_sorted_by(worker, pairs, target, room, PAIRS_AT_A_TIME)
 }
 
-/// [`shuffle_pairs`], `at_a_time` pairs a batch.
-fn shuffle_pairs_by<R, F>(
+/// [`shuffle_sorted`], `at_a_time` pairs a batch.
+fn shuffle_sorted_by<R, F>(
     worker: &mut Worker,
-    pairs: impl Iterator<Item = Result<R>>,
+    pairs: PairList<R>,
     target: F,
-    into: &mut Pairs<R>,
+    room: PairRoom,
     at_a_time: usize,
-) -> Result<()>
+) -> Result<PairList<R>>
 where
     R: ExchangeData + Record,
     F: Fn(&R) -> u64 + Clone + 'static,
 {
-    let mut pairs = pairs.peekable();
-    let mut failure = None;
+    let mut into = Pairs::new(room);
+    let mut batches = Batches::of(pairs);
     loop {
-        let mut batch = Vec::new();
-        while batch.len() < at_a_time && failure.is_none() {
-            match pairs.next() {
-                Some(Ok(p)) => batch.push(p),
-                Some(Err(e)) => failure = Some(e),
-                None => break,
-            }
-        }
-        let left = failure.is_none() && pairs.peek().is_some();
-        for p in shuffle_vec(worker, batch, target.clone()) {
-            into.push(p);
-        }
-        if !any_left(worker, usize::from(left)) {
+        let batch = batches.next_batch(at_a_time);
+        into.extend(shuffle_vec(worker, batch, target.clone()));
+        if !any_left(worker, usize::from(batches.any_left())) {
             break;
         }
     }
-    failure.map_or(Ok(()), Err)
+    let sorted = batches.finish().and_then(|()| into.sorted());
+    all_ok(worker, sorted)
 }
 
 /// Sends everything to worker 0; other workers get an empty vector.
@@ -292,7 +282,6 @@ mod tests {
     /// and 4 workers; workers with more batches than others keep the rest in step.
     #[test]
     fn pairs_shuffled_in_batches_into_spilled_runs_arrive_as_one_shuffle_sends_them() {
-        use crate::candidates::pairs::{PairRoom, SortedPairs};
         use crate::candidates::{Pair, Score};
         let parent = tempfile::tempdir().unwrap();
         let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
@@ -313,11 +302,10 @@ mod tests {
                     records: 100,
                     scratch: Some(std::sync::Arc::clone(&scratch)),
                     name: format!("test-w{me}"),
+                    written: Default::default(),
                 };
-                let mut into = Pairs::new(room);
-                let sent = SortedPairs::from_vec(mine).into_pairs().unwrap();
-                shuffle_pairs_by(worker, sent, target, &mut into, 700).unwrap();
-                let got = into.sorted().unwrap();
+                let sent = PairList::from_vec(mine);
+                let got = shuffle_sorted_by(worker, sent, target, room, 700).unwrap();
                 let spilled = got.spilled_bytes() > 0;
                 (want, got.into_vec().unwrap(), spilled)
             })

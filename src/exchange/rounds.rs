@@ -13,10 +13,11 @@ use timely::dataflow::operators::{Capability, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
-use super::draining;
 use super::owner;
 use super::BATCH;
-use crate::candidates::{Candidates, CompareStats, Found, Pair, SketchPair};
+use crate::candidates::pairs::{PairList, PairRoom, Pairs};
+use crate::candidates::{Candidates, CompareStats, Found, SketchPair};
+use crate::error::Result;
 use crate::hashing::mix64;
 
 /// The pairs a worker found in the rounds, and what comparing cost.
@@ -35,6 +36,11 @@ pub struct RoundsOutput {
     cursor: usize,
     /// The last pair emitted.
     last: (u64, u64),
+    /// Where the pairs spill, and past how many held.
+    room: PairRoom,
+    /// The pairs written to the scratch directory so far, in sorted runs: a later round's
+    /// repeats of them are held again, and met when the runs are merged back.
+    spilled: Option<Pairs<SketchPair>>,
 }
 
 impl RoundsOutput {
@@ -64,9 +70,18 @@ impl RoundsOutput {
     /// next: when what is left has doubled, so each pair is sorted a few times.
     fn merge_repeats<C: Candidates>(&mut self, candidates: &C) {
         candidates.compact(&mut self.pairs);
-        self.compact_at = (2 * self.pairs.len()).max(COMPACT_FROM);
+        let room = self.room.records;
+        if self.room.scratch.is_some() && self.pairs.len() >= room / 2 {
+            let spilled = self
+                .spilled
+                .get_or_insert_with(|| Pairs::new(self.room.clone()));
+            spilled.spill_all(&mut self.pairs);
+        }
+        // Never past the room: what is held spills once it is half of it.
+        self.compact_at = (2 * self.pairs.len()).max(COMPACT_FROM).min(room).max(1);
         // Room for exactly that many: growing by doubling could take up to twice as much.
-        self.pairs.reserve_exact(self.compact_at - self.pairs.len());
+        let more = self.compact_at.saturating_sub(self.pairs.len());
+        self.pairs.reserve_exact(more);
         if candidates.merges_repeats() {
             (self.sorted, self.cursor) = (self.pairs.len(), 0);
         }
@@ -96,11 +111,30 @@ impl RoundsOutput {
         (i < sorted.len() && sorted[i].sides() == key).then_some(i)
     }
 
-    /// The pairs found, each scored by its distance, and what comparing cost: converted as they
-    /// are taken, so the two forms are not both held whole.
-    pub fn into_pairs(self) -> (Vec<Pair>, CompareStats) {
-        let pairs = draining(self.pairs).map(SketchPair::pair).collect();
-        (pairs, self.stats)
+    /// The pairs found (for bands, a pair once a run it was spilled in, with the bands counted
+    /// there; in order if any spilled), and what comparing cost.
+    pub fn into_list(mut self) -> Result<(PairList<SketchPair>, CompareStats)> {
+        let pairs = match self.spilled.take() {
+            None => PairList::unsorted(self.pairs),
+            Some(mut spilled) => {
+                spilled.spill_all(&mut self.pairs);
+                spilled.unsorted()?
+            }
+        };
+        Ok((pairs, self.stats))
+    }
+
+    /// The pairs found, each once, scored by its distance, and what comparing cost: converted
+    /// as they are taken, so the two forms are not both held whole (for rounds whose pairs are
+    /// found once: tables; in order if any spilled).
+    pub fn into_pairs(self) -> Result<(PairList, CompareStats)> {
+        let room = self.room.clone();
+        let (sketch_pairs, stats) = self.into_list()?;
+        let mut pairs = Pairs::new(room);
+        for p in sketch_pairs.into_pairs()? {
+            pairs.push(p?.pair());
+        }
+        Ok((pairs.unsorted()?, stats))
     }
 }
 
@@ -301,14 +335,15 @@ pub fn run<C>(
     parts: u32,
     keys: &[u64],
     sketches: &mut impl Sketches<C::Sketch>,
-    mut on_round: impl FnMut(u64, u64),
+    (room, mut on_round): (PairRoom, impl FnMut(u64, u64)),
 ) -> RoundsOutput
 where
     C: Candidates + Clone + 'static,
 {
     let parts = parts.max(1);
     let found = Rc::new(RefCell::new(RoundsOutput {
-        compact_at: COMPACT_FROM,
+        compact_at: COMPACT_FROM.min(room.records),
+        room,
         ..RoundsOutput::default()
     }));
     let sink = Rc::clone(&found);
@@ -402,7 +437,14 @@ mod tests {
                     stride: bands,
                     width: 1,
                 };
-                let found = run(worker, &layout, parts, &keys, &mut rows, |_, _| {});
+                let found = run(
+                    worker,
+                    &layout,
+                    parts,
+                    &keys,
+                    &mut rows,
+                    (PairRoom::held(), |_, _| {}),
+                );
                 (me as u64, peers, found.pairs)
             })
             .unwrap();

@@ -8,9 +8,10 @@ use timely::worker::Worker;
 
 use super::{ColumnRounds, Found, Probe, Rounds, Scoring, Sections};
 use crate::candidates::bands::BandLayout;
+use crate::candidates::pairs::{PairList, PairRoom, Pairs};
 use crate::candidates::{Pair, SketchPair};
 use crate::error::{Error, Result};
-use crate::exchange::{draining, owner, rounds, shuffle, shuffle_vec};
+use crate::exchange::{all_ok, draining, owner, rounds, shuffle, shuffle_sorted};
 use crate::sketch::minhash::{band_key, estimate};
 use crate::spill::columns::Columns;
 use crate::summary::BandsSummary;
@@ -101,19 +102,27 @@ impl Rounds for BandRounds {
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
+        (keys, values): (&[u64], &[u32]),
         scoring: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
+    ) -> Result<Found> {
         let m = self.stride;
         let mut rows = rounds::Rows {
             values,
             stride: m,
             width: self.layout.rows,
         };
-        let found = rounds::run(worker, &self.layout, self.parts, keys, &mut rows, progress);
-        self.found(worker, (keys, values), found, scoring)
+        let (layout, parts) = (&self.layout, self.parts);
+        let found = rounds::run(
+            worker,
+            layout,
+            parts,
+            keys,
+            &mut rows,
+            (room.clone(), progress),
+        );
+        self.found(worker, (keys, values), found, (scoring, room))
     }
 
     /// Without estimates a round needs its band alone (and not over a longer sketch, whose
@@ -132,9 +141,9 @@ impl ColumnRounds for BandRounds {
     fn run_columns(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        columns: &Columns,
+        (keys, columns): (&[u64], &Columns),
         scoring: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Found> {
         let mut bands = Spilled {
@@ -144,12 +153,18 @@ impl ColumnRounds for BandRounds {
             width: self.layout.rows,
             error: None,
         };
-        let found = rounds::run(worker, &self.layout, self.parts, keys, &mut bands, progress);
-        let found = self.found(worker, (keys, &[]), found, scoring);
-        match bands.error {
-            Some(e) => Err(e),
-            None => Ok(found),
-        }
+        let (layout, parts) = (&self.layout, self.parts);
+        let found = rounds::run(
+            worker,
+            layout,
+            parts,
+            keys,
+            &mut bands,
+            (room.clone(), progress),
+        );
+        let read = all_ok(worker, bands.error.map_or(Ok(()), Err));
+        let found = self.found(worker, (keys, &[]), found, (scoring, room));
+        read.and(found)
     }
 }
 
@@ -161,19 +176,20 @@ impl BandRounds {
         worker: &mut Worker,
         (keys, values): (&[u64], &[u32]),
         found: rounds::RoundsOutput,
-        scoring: Scoring,
-    ) -> Found {
+        (scoring, room): (Scoring, PairRoom),
+    ) -> Result<Found> {
         let min_bands = self.layout.min_bands;
         let m = self.stride;
-        let collisions = found.stats.comparisons;
-        let band_pairs = (found.pairs, collisions);
-        let (pairs, stats) = merge(worker, keys, values, m, band_pairs, min_bands, scoring);
-        Found {
+        let (pairs, counts) = all_ok(worker, found.into_list())?;
+        let band_pairs = (pairs, counts.comparisons);
+        let rules = (min_bands, scoring, room);
+        let (pairs, stats) = merge(worker, (keys, values, m), band_pairs, rules)?;
+        Ok(Found {
             pairs,
-            comparisons: found.stats.comparisons,
-            largest_group: found.stats.largest_group,
+            comparisons: counts.comparisons,
+            largest_group: counts.largest_group,
             bands: Some(stats),
-        }
+        })
     }
 }
 
@@ -219,26 +235,25 @@ pub struct BandStats {
 /// bands (every worker calls it together); `values` holds `m` values per key of `keys`, in order.
 fn merge(
     worker: &mut Worker,
-    keys: &[u64],
-    values: &[u32],
-    m: usize,
-    (pairs, collisions): (Vec<SketchPair>, u64),
-    min_bands: usize,
-    scoring: Scoring,
-) -> (Vec<Pair>, BandStats) {
+    (keys, values, m): (&[u64], &[u32], usize),
+    (pairs, collisions): (PairList<SketchPair>, u64),
+    (min_bands, scoring, room): (usize, Scoring, PairRoom),
+) -> Result<(PairList, BandStats)> {
     let peers = worker.peers();
     let mut stats = BandStats {
         band_collisions: collisions,
         ..Default::default()
     };
-    let mut at_a = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
-    at_a.sort_unstable_by_key(SketchPair::sides);
-    let merged = keep_shared(at_a, min_bands);
-    stats.candidates = merged.len() as u64;
+    let to_a = move |p: &SketchPair| owner(p.a, peers);
+    let at_a = shuffle_sorted(worker, pairs, to_a, room.clone())?;
+    let merged = all_ok(worker, keep_shared(at_a, min_bands, room))?;
+    stats.candidates = merged.len();
     if !scoring.estimate {
         stats.kept = stats.candidates;
-        return (merged, stats);
+        return Ok((merged, stats));
     }
+    // Estimates are made of pairs held with their first side's signature.
+    let merged = all_ok(worker, merged.into_vec())?;
     let signature = |key: u64| -> &[u32] {
         let g = keys
             .binary_search(&key)
@@ -261,29 +276,55 @@ fn merge(
         }
     }
     stats.kept = kept.len() as u64;
-    (kept, stats)
+    Ok((PairList::unsorted(kept), stats))
 }
 
 /// Each of `pairs` (sorted) once, if its copies share `min_bands` bands or more (each copy's
-/// distance its count of them), as a pair at distance 0. Merged in place, then converted as they
-/// are taken: 50M pairs of near-copies are 1.2 GB.
-fn keep_shared(mut pairs: Vec<SketchPair>, min_bands: usize) -> Vec<Pair> {
-    let (mut kept, mut i) = (0, 0);
-    while i < pairs.len() {
-        let sides = pairs[i].sides();
-        let mut bands = 0;
-        while i < pairs.len() && pairs[i].sides() == sides {
-            bands += pairs[i].distance as usize;
-            i += 1;
+/// distance its count of them), as a pair at distance 0, in order; spilled past `room`. Held
+/// pairs are merged in place, then converted as they are taken: 50M pairs of near-copies are
+/// 1.2 GB.
+fn keep_shared(pairs: PairList<SketchPair>, min_bands: usize, room: PairRoom) -> Result<PairList> {
+    let pairs = match pairs.into_held() {
+        Ok(mut pairs) => {
+            let (mut kept, mut i) = (0, 0);
+            while i < pairs.len() {
+                let sides = pairs[i].sides();
+                let mut bands = 0;
+                while i < pairs.len() && pairs[i].sides() == sides {
+                    bands += pairs[i].distance as usize;
+                    i += 1;
+                }
+                if bands >= min_bands {
+                    pairs[kept] = SketchPair::new(sides.0, sides.1, 0);
+                    kept += 1;
+                }
+            }
+            pairs.truncate(kept);
+            pairs.shrink_to_fit();
+            let pairs = draining(pairs).map(SketchPair::pair).collect();
+            return Ok(PairList::unsorted(pairs));
         }
+        Err(spilled) => *spilled,
+    };
+    let mut kept = Pairs::new(room);
+    let mut keep = |(sides, bands): ((u64, u64), usize)| {
         if bands >= min_bands {
-            pairs[kept] = SketchPair::new(sides.0, sides.1, 0);
-            kept += 1;
+            kept.push(SketchPair::new(sides.0, sides.1, 0).pair());
+        }
+    };
+    let mut current: Option<((u64, u64), usize)> = None;
+    for p in pairs.into_pairs()? {
+        let p = p?;
+        match current.as_mut() {
+            Some((sides, bands)) if *sides == p.sides() => *bands += p.distance as usize,
+            _ => {
+                current.take().map(&mut keep);
+                current = Some((p.sides(), p.distance as usize));
+            }
         }
     }
-    pairs.truncate(kept);
-    pairs.shrink_to_fit();
-    draining(pairs).map(SketchPair::pair).collect()
+    current.map(&mut keep);
+    kept.unsorted()
 }
 
 /// The method half of a banded method whose sketch is one 64-bit hash per band (two values a
@@ -380,15 +421,19 @@ mod tests {
                     stride: bands,
                     width: 1,
                 };
-                let found = rounds::run(worker, &layout, 1, &keys, &mut rows, |_, _| {});
+                let room = (PairRoom::held(), |_, _| {});
+                let found = rounds::run(worker, &layout, 1, &keys, &mut rows, room);
                 let held = found.pairs.len() as u64;
-                let emitted = (found.pairs, found.stats.comparisons);
+                let (pairs, counts) = found.into_list().unwrap();
+                let emitted = (pairs, counts.comparisons);
                 let scoring = Scoring {
                     estimate: false,
                     threshold: None,
                 };
+                let rules = (min_bands, scoring, PairRoom::held());
                 let (pairs, stats) =
-                    merge(worker, &keys, &values, bands, emitted, min_bands, scoring);
+                    merge(worker, (&keys, &values, bands), emitted, rules).unwrap();
+                let pairs = pairs.into_vec().unwrap();
                 let pairs: Vec<(u64, u64)> = pairs.iter().map(|p| (p.a, p.b)).collect();
                 (pairs, stats.band_collisions, held)
             })

@@ -28,7 +28,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-use crate::candidates::{tables, Pair, Score};
+use crate::candidates::pairs::{PairList, PairRoom};
+use crate::candidates::{tables, Score};
 use crate::error::{Error, Result};
 use crate::sketch::Sketcher;
 use crate::spill::columns::Columns;
@@ -204,15 +205,16 @@ pub trait Rounds {
 
     /// Runs the rounds over this worker's distinct sketches (every worker calls it together):
     /// `keys` ascending, `values` [`Method::values`] per key in the same order. Returns every
-    /// candidate pair of keys once, scored as `scoring` asks.
+    /// candidate pair of keys once, scored as `scoring` asks, spilled past `room`. A spill file
+    /// that cannot be written or read is the error, after the rounds.
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
+        sketches: (&[u64], &[u32]),
         scoring: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found;
+    ) -> Result<Found>;
 
     /// These rounds as rounds that read their sketches' values one column group at a time, if
     /// they can under `scoring`: then the values may be spilled ([`ColumnRounds`]).
@@ -233,9 +235,9 @@ pub trait ColumnRounds {
     fn run_columns(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        columns: &Columns,
+        sketches: (&[u64], &Columns),
         scoring: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Found>;
 }
@@ -250,10 +252,10 @@ pub struct Scoring {
 }
 
 /// What rounds found on one worker.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Found {
-    /// Pairs of sketch keys, each once.
-    pub pairs: Vec<Pair>,
+    /// Pairs of sketch keys, each once, in order.
+    pub pairs: PairList,
     /// Comparisons inside groups.
     pub comparisons: u64,
     /// The largest group compared.
@@ -286,12 +288,12 @@ impl Rounds for NoRounds {
     fn run(
         &self,
         _: &mut Worker,
-        _: &[u64],
-        _: &[u32],
+        _: (&[u64], &[u32]),
         _: Scoring,
+        _: PairRoom,
         _: &mut dyn FnMut(u64, u64),
-    ) -> Found {
-        Found::default()
+    ) -> Result<Found> {
+        Ok(Found::default())
     }
 }
 

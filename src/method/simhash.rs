@@ -7,6 +7,7 @@ use serde::Deserialize;
 use timely::worker::Worker;
 
 use super::{Entry, Found, Method, Probe, Rounds, Scoring, Section, Sections, Sketch};
+use crate::candidates::pairs::PairRoom;
 use crate::candidates::tables::{self, TableLayout, DEFAULT_MAX_CANDIDATES, MAX_K};
 use crate::candidates::Score;
 use crate::ensure;
@@ -239,25 +240,25 @@ impl Rounds for TableRounds {
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        _: &[u32],
+        (keys, _): (&[u64], &[u32]),
         _: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
+    ) -> Result<Found> {
         let found = rounds::run(
             worker,
             &self.layout,
             self.parts,
             keys,
             &mut rounds::KeysOnly,
-            progress,
+            (room, progress),
         );
-        let (pairs, stats) = found.into_pairs();
-        Found {
+        let (pairs, stats) = found.into_pairs()?;
+        Ok(Found {
             pairs,
             comparisons: stats.comparisons,
             largest_group: stats.largest_group,
             bands: None,
-        }
+        })
     }
 }

@@ -7,7 +7,9 @@
 use timely::worker::Worker;
 
 use super::{Found, Probe, Rounds, Scoring, Sections};
-use crate::exchange::{owner, shuffle_vec};
+use crate::candidates::pairs::{PairList, PairRoom};
+use crate::error::Result;
+use crate::exchange::{all_ok, owner, shuffle_vec};
 
 /// The rounds of `first`, then of `second`; its summary sections are the first's.
 pub struct Union {
@@ -40,28 +42,36 @@ impl Rounds for Union {
         self.first.sections()
     }
 
+    /// The two methods' pairs are held together (not spilled) while their repeats are merged.
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
+        sketches: (&[u64], &[u32]),
         scoring: Scoring,
+        room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
-        let first = self.first.run(worker, keys, values, scoring, progress);
-        let second = self.second.run(worker, keys, values, scoring, progress);
-        let mut pairs = first.pairs;
-        pairs.extend(second.pairs);
+    ) -> Result<Found> {
+        let first = self
+            .first
+            .run(worker, sketches, scoring, room.clone(), progress);
+        let second = self.second.run(worker, sketches, scoring, room, progress);
+        let (first, second) = (all_ok(worker, first)?, all_ok(worker, second)?);
+        let taken = |p: PairList| p.into_vec();
+        let both = taken(first.pairs).and_then(|mut a| {
+            a.extend(taken(second.pairs)?);
+            Ok(a)
+        });
+        let pairs = all_ok(worker, both)?;
         let peers = worker.peers();
         let mut mine = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
         mine.sort_unstable_by_key(|p| (p.a, p.b));
         mine.dedup_by_key(|p| (p.a, p.b));
-        Found {
-            pairs: mine,
+        Ok(Found {
+            pairs: PairList::unsorted(mine),
             comparisons: first.comparisons + second.comparisons,
             largest_group: first.largest_group.max(second.largest_group),
             bands: first.bands,
-        }
+        })
     }
 }
 

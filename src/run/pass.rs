@@ -13,6 +13,7 @@ use timely::worker::Worker;
 use super::audit;
 use super::clock::{Clock, Phase};
 use super::report::{kind_counts, places_and_notes, similarity_histogram, Books, Figures};
+use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Pair;
 use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
@@ -33,8 +34,8 @@ use crate::summary::{AuditSummary, Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
 pub struct Candidates {
-    /// Document pairs, each once.
-    pub pairs: Vec<Pair>,
+    /// Document pairs, each once, in order.
+    pub pairs: PairList,
     /// Exact-duplicate groups `(smallest rank, others)`, for the exact-groups output.
     pub exact: Option<Vec<(u64, Vec<u64>)>>,
 }
@@ -300,7 +301,7 @@ impl<'a> Pass<'a> {
 
     /// An audit's URLs, compared with the stored ones and written, when asked for: `pairs` are
     /// the audit's verified pairs (every worker calls it together).
-    pub fn changes(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: &[Pair]) {
+    pub fn changes(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: &PairList) {
         let plan = self.plan;
         // The last stage that reads the kept shingle hashes: freed when it ends.
         let kept = take(&mut self.kept);
@@ -314,13 +315,9 @@ impl<'a> Pass<'a> {
         };
         let mut urls = changes::pair_up(worker, ranked, &|r| stored.segment(r));
         let matches = pairs
-            .iter()
+            .each()
             .filter(|p| stored.contains(p.a) != stored.contains(p.b));
-        let mut same = changes::scored(
-            worker,
-            std::mem::take(&mut urls.same),
-            matches.copied().collect(),
-        );
+        let mut same = changes::scored(worker, std::mem::take(&mut urls.same), matches.collect());
         let exact = plan.verify.filter(|v| v.mode == VerifyMode::Exact);
         if let Some(v) = exact {
             let unscored = same.iter().filter(|s| !s.unchanged && s.score.is_none());
@@ -331,15 +328,18 @@ impl<'a> Pass<'a> {
                 threshold: 0.0,
                 ..v
             };
+            let rooms = [PairRoom::held(), PairRoom::held()];
             let verified = Self::exact_scores(
                 (plan, &mut self.clock, &self.scratch),
                 (kept.as_ref(), &self.readers),
                 worker,
                 ranked,
-                pairs,
+                (PairList::unsorted(pairs), rooms),
                 all,
             );
-            let verified = verified.map_or_else(Vec::new, |(kept, _)| kept);
+            // Held pairs (`PairRoom::held`): taking them cannot fail.
+            let verified =
+                verified.map_or_else(Vec::new, |(kept, _)| kept.into_vec().unwrap_or_default());
             same = changes::scored(worker, same, verified);
         }
         let judge = Judge {
@@ -408,9 +408,9 @@ impl<'a> Pass<'a> {
         (kept, readers): (Option<&KeptSets>, &[Option<u32>]),
         worker: &mut Worker,
         ranked: &Ranked,
-        pairs: Vec<Pair>,
+        (pairs, rooms): (PairList, [PairRoom; 2]),
         v: crate::config::Verification,
-    ) -> Option<(Vec<Pair>, verify::VerifyStats)> {
+    ) -> Option<(PairList, verify::VerifyStats)> {
         let budget = budget(plan);
         let reading = verify::Reading {
             inputs: &plan.inputs,
@@ -420,10 +420,13 @@ impl<'a> Pass<'a> {
             readers,
             workers: plan.exec.workers,
         };
+        let [candidates, kept] = rooms;
         let room = verify::Room {
             budget,
             workers: plan.exec.workers,
             scratch,
+            candidates,
+            kept,
         };
         let found = verify::verify(worker, reading, ranked, pairs, v, room);
         clock.keep_value(found)
@@ -433,7 +436,10 @@ impl<'a> Pass<'a> {
     /// run that stored them).
     pub fn audited(&self, mut candidates: Candidates) -> Candidates {
         if let Some(stored) = &self.stored {
-            stored.drop_stored_pairs(&mut candidates.pairs);
+            // An audit's pairs are held (`Pass::pair_room`): taking them cannot fail.
+            let mut pairs = take(&mut candidates.pairs).into_vec().unwrap_or_default();
+            stored.drop_stored_pairs(&mut pairs);
+            candidates.pairs = PairList::unsorted(pairs);
         }
         candidates
     }
@@ -497,13 +503,17 @@ impl<'a> Pass<'a> {
         };
         let scoring = self.scoring();
         let keys = &groups.fps;
+        let room = self.pair_room(worker.index(), "tables");
+        let pairs_room = room.clone();
         let found = match &values {
-            Values::Held(v) => rounds.run(worker, keys, v, scoring, &mut progress),
+            Values::Held(v) => rounds.run(worker, (keys, v), scoring, room, &mut progress),
             Values::Spilled(c, by) => {
-                let found = by.run_columns(worker, keys, c, scoring, &mut progress);
-                exchange::all_ok(worker, found)?
+                by.run_columns(worker, (keys, c), scoring, room, &mut progress)
             }
         };
+        let found = exchange::all_ok(worker, found)?;
+        let spilled = pairs_room.spilled_bytes();
+        self.figures.spilled.push(("tables".into(), spilled));
         drop(values);
         let loaded = members.map_or(Ok(()), |m| m.load(&mut groups));
         exchange::all_ok(worker, loaded)?;
@@ -515,7 +525,11 @@ impl<'a> Pass<'a> {
         self.clock.enter(Phase::Pairs);
         let collapse = plan.outputs.exact_groups.is_some();
         let identical = method.identical(self.estimates());
-        let pairs = expand::expand(worker, &groups, found.pairs, collapse, identical);
+        let room = self.pair_room(worker.index(), "expand");
+        let spilled = Arc::clone(&room.written);
+        let pairs = expand::expand(worker, &groups, found.pairs, (collapse, identical), room)?;
+        let spilled = spilled.load(std::sync::atomic::Ordering::Relaxed);
+        self.figures.spilled.push(("expand".into(), spilled));
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
         self.clock.stage("expand", worker);
@@ -679,6 +693,26 @@ impl<'a> Pass<'a> {
         keeps.then_some((v.shingle, share.min(input.saturating_mul(4))))
     }
 
+    /// Where worker `me`'s pairs spill in `stage`, and past how many held: an eighth of the
+    /// process's budget over its workers (a 256th of it with `spill = "always"`, so that small
+    /// inputs make several runs). An audit's pairs are held: its matches, URL changes and
+    /// decisions read them in memory.
+    fn pair_room(&self, me: usize, stage: &str) -> PairRoom {
+        let share = budget(self.plan) / 8 / self.plan.exec.workers as u64;
+        let bytes = match self.scratch.mode() {
+            _ if self.plan.audit.is_some() => return PairRoom::held(),
+            SpillMode::Never => return PairRoom::held(),
+            SpillMode::Always => (share / 256).max(2048),
+            SpillMode::Auto => share,
+        };
+        PairRoom {
+            records: (bytes / std::mem::size_of::<Pair>() as u64).max(1) as usize,
+            scratch: Some(Arc::clone(&self.scratch)),
+            name: format!("pairs-{stage}-w{me}"),
+            written: Default::default(),
+        }
+    }
+
     /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter
     /// of the process's budget over its workers.
     fn values_share(&self) -> u64 {
@@ -709,8 +743,10 @@ impl<'a> Pass<'a> {
 
     /// The candidates whose exact Jaccard reaches the threshold, when verification is exact
     /// (else the candidates as they are).
-    pub fn verify(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: Vec<Pair>) -> Vec<Pair> {
+    pub fn verify(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: PairList) -> PairList {
         let plan = self.plan;
+        let me = worker.index();
+        let rooms = [self.pair_room(me, "candidates"), self.pair_room(me, "kept")];
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
             Some(v) => Self::exact_scores(
@@ -718,16 +754,17 @@ impl<'a> Pass<'a> {
                 (self.kept.as_ref(), &self.readers),
                 worker,
                 ranked,
-                pairs,
+                (pairs, rooms),
                 v,
             )
-            .map_or_else(Vec::new, |(kept, stats)| {
+            .map_or_else(PairList::default, |(kept, stats)| {
                 self.figures.verify = Some(stats);
                 kept
             }),
         };
-        self.figures.by_similarity = similarity_histogram(worker, &pairs);
-        self.figures.by_kind = kind_counts(worker, &pairs);
+        self.figures.by_similarity = similarity_histogram(worker, pairs.each());
+        self.figures.by_kind = kind_counts(worker, pairs.each());
+        self.clock.keep(pairs.check());
         self.clock.stage("verify", worker);
         pairs
     }
@@ -738,13 +775,12 @@ impl<'a> Pass<'a> {
         &mut self,
         worker: &mut Worker,
         ranked: &Ranked,
-        pairs: &[Pair],
+        pairs: &PairList,
         exact: Option<&[(u64, Vec<u64>)]>,
     ) -> Vec<Member> {
         let members = match self.plan.clusters {
             None => Vec::new(),
             Some(c) => {
-                let pairs = &*clustered(self.plan, pairs);
                 let mut more: Vec<cluster::Link> = exact
                     .map(cluster::group_edges)
                     .into_iter()
@@ -752,12 +788,18 @@ impl<'a> Pass<'a> {
                     .collect();
                 let stored = self.stored.as_ref();
                 if let Some(s) = stored.filter(|_| c.split == Split::None) {
-                    more.extend(s.cluster_edges(worker, pairs));
+                    more.extend(s.cluster_edges(worker, pairs.each()));
                 }
-                let edges = cluster::Edges { pairs, more };
+                let without_partial = self.plan.verify.and_then(|v| v.partial).is_some();
+                let edges = cluster::Edges {
+                    pairs,
+                    without_partial,
+                    more,
+                };
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);
+                self.clock.keep(pairs.check());
                 let f = &mut self.figures;
                 let reading = (&self.plan.inputs, &self.readers[..]);
                 f.largest = cluster::name_largest(worker, reading, ranked, &stats.top);
@@ -803,7 +845,7 @@ impl<'a> Pass<'a> {
         &mut self,
         worker: &mut Worker,
         ranked: &Ranked,
-        pairs: Vec<Pair>,
+        pairs: PairList,
         exact: Option<Vec<(u64, Vec<u64>)>>,
         members: &[Member],
     ) {
@@ -813,11 +855,13 @@ impl<'a> Pass<'a> {
             |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
         let formats = (format(&o.pairs), format(&o.exact_groups));
         let k = self.plan.method.distance();
+        let room = self.pair_room(worker.index(), "write");
+        let spilled = Arc::clone(&room.written);
         let counts = match &self.stored {
             None => write::pairs(
                 worker,
                 ranked,
-                "pairs",
+                ("pairs", room),
                 pairs,
                 exact,
                 k,
@@ -825,8 +869,11 @@ impl<'a> Pass<'a> {
                 self.writer,
             ),
             Some(stored) => {
+                // An audit's pairs are held (`Pass::pair_room`): taking them cannot fail.
+                let pairs = pairs.into_vec().unwrap_or_default();
                 let (matches, batch) = stored.split(pairs);
                 let figures = audit::summary(worker, self.plan, stored, &matches, batch.len());
+                let (matches, batch) = (PairList::unsorted(matches), PairList::unsorted(batch));
                 let found = self.figures.audit.take().unwrap_or_default();
                 self.figures.audit = Some(AuditSummary {
                     urls: found.urls,
@@ -836,9 +883,20 @@ impl<'a> Pass<'a> {
                 });
                 let formats = (format(&o.matches), format(&o.batch_pairs));
                 let w = self.writer;
-                let found = write::pairs(worker, ranked, "matches", matches, None, k, formats, w);
+                let to = |name| (name, PairRoom::held());
+                let found =
+                    write::pairs(worker, ranked, to("matches"), matches, None, k, formats, w);
                 let formats = (formats.1, formats.1);
-                let batch = write::pairs(worker, ranked, "batch_pairs", batch, None, k, formats, w);
+                let batch = write::pairs(
+                    worker,
+                    ranked,
+                    to("batch_pairs"),
+                    batch,
+                    None,
+                    k,
+                    formats,
+                    w,
+                );
                 found.and_then(|m| batch.map(|b| m.iter().zip(b).map(|(x, y)| x + y).collect()))
             }
         };
@@ -852,6 +910,8 @@ impl<'a> Pass<'a> {
             let written = write::clusters(worker, ranked, members, formats, self.writer);
             self.clock.keep(written);
         }
+        let spilled = spilled.load(std::sync::atomic::Ordering::Relaxed);
+        self.figures.spilled.push(("write_pairs".into(), spilled));
         self.clock.stage("write_pairs", worker);
     }
 
@@ -873,19 +933,6 @@ impl<'a> Pass<'a> {
 fn budget(plan: &Plan) -> u64 {
     let pairs = plan.pairs.as_ref();
     pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
-}
-
-/// The pairs that join clusters: all, but the partial copies `[minhash] containment` lists
-/// beside the near-duplicates (a page quoted in a longer one is not the same document).
-fn clustered<'p>(plan: &Plan, pairs: &'p [Pair]) -> std::borrow::Cow<'p, [Pair]> {
-    match plan.verify.and_then(|v| v.partial) {
-        None => pairs.into(),
-        Some(_) => {
-            let partial = Some(crate::candidates::Kind::Partial);
-            let near = pairs.iter().filter(|p| p.score.kind() != partial);
-            near.copied().collect::<Vec<_>>().into()
-        }
-    }
 }
 
 /// The values of a worker's distinct sketches, as the rounds read them.

@@ -213,7 +213,7 @@ fn keep_field_nowhere(plan: &Plan, counts: &KeepFieldCounts) -> Option<String> {
 /// has pairs with a Jaccard similarity (exact or estimated); empty for unscored pairs.
 pub fn similarity_histogram(
     worker: &mut Worker,
-    pairs: &[crate::candidates::Pair],
+    pairs: impl Iterator<Item = crate::candidates::Pair>,
 ) -> Vec<(u32, u64)> {
     let mut bins = vec![0u64; 101];
     for p in pairs {
@@ -237,11 +237,11 @@ pub fn similarity_histogram(
 /// pairs; empty when the pairs have no kind (not verified).
 pub fn kind_counts(
     worker: &mut Worker,
-    pairs: &[crate::candidates::Pair],
+    pairs: impl Iterator<Item = crate::candidates::Pair>,
 ) -> std::collections::BTreeMap<String, u64> {
     use crate::candidates::Kind;
     let mut counts = vec![0u64; Kind::ALL.len()];
-    for kind in pairs.iter().filter_map(|p| p.score.kind()) {
+    for kind in pairs.filter_map(|p| p.score.kind()) {
         counts[Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0)] += 1;
     }
     let mut total = vec![0u64; Kind::ALL.len()];

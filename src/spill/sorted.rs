@@ -94,16 +94,20 @@ impl<R: Record> SortedRuns<R> {
         Ok(())
     }
 
+    /// Writes out what is buffered: the runs can be merged from now on.
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
     /// Every record of every run in ascending order, read through cursors that take `room`
-    /// bytes together (each between [`CURSOR_RECORDS`] records and [`CURSOR_BYTES`]).
-    pub fn merged(&mut self, room: u64) -> Result<Merged<R, &SpillFile>> {
-        self.file.flush()?;
+    /// bytes together (each between [`CURSOR_RECORDS`] records and [`CURSOR_BYTES`]). Call
+    /// [`SortedRuns::flush`] after the last run is written.
+    pub fn merged(&self, room: u64) -> Result<Merged<R, &SpillFile>> {
         Merged::new(&self.file, &self.runs, room)
     }
 
     /// [`SortedRuns::merged`], the runs' file taken along (and removed when the merge is dropped).
-    pub fn into_merged(mut self, room: u64) -> Result<Merged<R, SpillFile>> {
-        self.file.flush()?;
+    pub fn into_merged(self, room: u64) -> Result<Merged<R, SpillFile>> {
         Merged::new(self.file, &self.runs, room)
     }
 }
@@ -235,6 +239,7 @@ mod tests {
                 all.extend(run);
             }
             all.sort_unstable();
+            sorted.flush().unwrap();
             assert_eq!(sorted.records(), all.len() as u64);
             let got: Vec<Three> = sorted.merged(room).unwrap().map(|r| r.unwrap()).collect();
             assert_eq!(got, all, "{runs} runs of {per_run}, {room} bytes");

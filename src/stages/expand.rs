@@ -6,8 +6,10 @@
 use timely::worker::Worker;
 
 use super::collapse::Groups;
+use crate::candidates::pairs::{Batches, PairList, PairRoom, Pairs};
 use crate::candidates::{Pair, Score};
-use crate::exchange::{owner, shuffle_vec};
+use crate::error::Result;
+use crate::exchange::{all_ok, any_left, owner, shuffle_vec, PAIRS_AT_A_TIME};
 
 /// Calls `emit(a, b)` for every pair of members of every group of two or more: the distance-0 pairs.
 pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
@@ -24,39 +26,51 @@ pub fn exact_pairs<T: Ord>(groups: &Groups<T>, mut emit: impl FnMut(&T, &T)) {
 /// The document pairs (ranks) of this worker's share of the sketch `pairs`, each with its pair's
 /// score; with `collapse`, between group representatives only, and no pairs inside a group.
 /// Otherwise the members of a group are paired with `exact` (distance 0, or an estimated
-/// similarity of 1).
+/// similarity of 1). The sketch pairs are taken a batch at a time, and the document pairs spill
+/// past `room` (every worker calls it together; a failure on one is an error on all).
 pub fn expand(
     worker: &mut Worker,
     groups: &Groups<u64>,
-    pairs: Vec<Pair>,
-    collapse: bool,
-    exact: Score,
-) -> Vec<Pair> {
+    pairs: PairList,
+    (collapse, exact): (bool, Score),
+    room: PairRoom,
+) -> Result<PairList> {
     let peers = worker.peers();
-    let at_x = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
-    let mut half: Vec<(u64, u64, Score)> = Vec::new();
-    groups.join(
-        at_x,
-        |p| p.a,
-        |members, p| {
-            let members = if collapse { &members[..1] } else { members };
-            half.extend(members.iter().map(|&a| (p.b, a, p.score)));
-        },
-    );
-    let at_y = shuffle_vec(worker, half, move |(y, _, _)| owner(*y, peers));
-    let mut out: Vec<Pair> = Vec::new();
-    groups.join(
-        at_y,
-        |h| h.0,
-        |members, (_, a, score)| {
-            let members = if collapse { &members[..1] } else { members };
-            out.extend(members.iter().map(|&b| Pair::scored(a, b, score)));
-        },
-    );
+    let mut out = Pairs::new(room);
+    let mut batches = Batches::of(pairs);
+    loop {
+        let at_x = shuffle_vec(worker, batches.next_batch(PAIRS_AT_A_TIME), move |p| {
+            owner(p.a, peers)
+        });
+        let mut half: Vec<(u64, u64, Score)> = Vec::new();
+        groups.join(
+            at_x,
+            |p| p.a,
+            |members, p| {
+                let members = if collapse { &members[..1] } else { members };
+                half.extend(members.iter().map(|&a| (p.b, a, p.score)));
+            },
+        );
+        let at_y = shuffle_vec(worker, half, move |(y, _, _)| owner(*y, peers));
+        groups.join(
+            at_y,
+            |h| h.0,
+            |members, (_, a, score)| {
+                let members = if collapse { &members[..1] } else { members };
+                members
+                    .iter()
+                    .for_each(|&b| out.push(Pair::scored(a, b, score)));
+            },
+        );
+        if !any_left(worker, usize::from(batches.any_left())) {
+            break;
+        }
+    }
     if !collapse {
         exact_pairs(groups, |&a, &b| out.push(Pair::scored(a, b, exact)));
     }
-    out
+    let sorted = batches.finish().and_then(|()| out.unsorted());
+    all_ok(worker, sorted)
 }
 
 /// This worker's exact-duplicate groups of two or more: `(simhash, member ranks)`.

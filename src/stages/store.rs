@@ -409,13 +409,17 @@ impl StoredRanks {
     /// that one of `pairs` (this worker's) joins to a new document: a chain through them in rank
     /// order, each cluster on the worker its label names (every worker calls it together). A
     /// stored cluster no new document joins stays out of the audit's clusters.
-    pub fn cluster_edges(&self, worker: &mut Worker, pairs: &[Pair]) -> Vec<(u64, u64)> {
+    pub fn cluster_edges(
+        &self,
+        worker: &mut Worker,
+        pairs: impl Iterator<Item = Pair>,
+    ) -> Vec<(u64, u64)> {
         let (me, peers) = (worker.index() as u64, worker.peers() as u64);
         let label = |p: &Pair| match (self.label(p.a), self.label(p.b)) {
             (Some(l), None) | (None, Some(l)) => Some(l),
             _ => None,
         };
-        let touched: Vec<u64> = pairs.iter().filter_map(label).collect();
+        let touched: Vec<u64> = pairs.filter_map(|p| label(&p)).collect();
         let touched = KeySet::gather(worker, touched);
         let mut by_label: Vec<(u64, u64)> = self
             .0

@@ -143,7 +143,8 @@ pub fn pairs(
                 let mine = &fps[i * fps.len() / p..(i + 1) * fps.len() / p];
                 all_gather(worker, ()); // start together
                 let start = Instant::now();
-                let out = rounds::run(worker, &layout, 1, mine, &mut rounds::KeysOnly, |_, _| {});
+                let room = (neardup::candidates::pairs::PairRoom::held(), |_, _| {});
+                let out = rounds::run(worker, &layout, 1, mine, &mut rounds::KeysOnly, room);
                 let counts = all_gather(worker, out.pairs.len() as u64);
                 (start.elapsed().as_secs_f64(), counts.iter().sum::<u64>())
             },

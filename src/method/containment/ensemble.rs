@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use timely::worker::Worker;
 
+use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Score;
 use crate::error::Result;
 use crate::hashing::mix64;
@@ -242,11 +243,11 @@ impl Rounds for EnsembleRounds {
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
+        (keys, values): (&[u64], &[u32]),
         _: Scoring,
+        _: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
+    ) -> Result<Found> {
         let m = self.ensemble.hashes + 1;
         let mut found = Found::default();
         let mut candidates = KeyPairs::default();
@@ -271,8 +272,9 @@ impl Rounds for EnsembleRounds {
             keep: move |a: &[u32], b: &[u32]| e.may_reach(a, b),
         };
         let score = Score::at_distance(0);
-        found.pairs = once_where(worker, (keys, values, m), candidates, test, score);
-        found
+        let pairs = once_where(worker, (keys, values, m), candidates, test, score);
+        found.pairs = PairList::unsorted(pairs);
+        Ok(found)
     }
 }
 

@@ -19,7 +19,9 @@
 use timely::worker::Worker;
 
 use super::SpotSig;
+use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Score;
+use crate::error::Result;
 use crate::method::once::{in_parts, once_where, KeyPairs, Test};
 use crate::method::{Found, Probe, Rounds, Scoring, Sections};
 use crate::text::{common_of, Measure};
@@ -126,11 +128,11 @@ impl Rounds for IndexRounds {
     fn run(
         &self,
         worker: &mut Worker,
-        keys: &[u64],
-        values: &[u32],
+        (keys, values): (&[u64], &[u32]),
         _: Scoring,
+        _: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Found {
+    ) -> Result<Found> {
         let m = self.values;
         let mut found = Found::default();
         let mut candidates = KeyPairs::default();
@@ -154,8 +156,9 @@ impl Rounds for IndexRounds {
             keep: |a: &[u32], b: &[u32]| spot_jaccard(a, b) >= threshold,
         };
         let score = Score::at_distance(0);
-        found.pairs = once_where(worker, (keys, values, m), candidates, test, score);
-        found
+        let pairs = once_where(worker, (keys, values, m), candidates, test, score);
+        found.pairs = PairList::unsorted(pairs);
+        Ok(found)
     }
 }
 

@@ -26,7 +26,8 @@ use timely::worker::Worker;
 pub use graph::{ClusterGraph, Link, Part};
 
 use super::reread;
-use crate::candidates::Pair;
+use crate::candidates::pairs::PairList;
+use crate::candidates::{Kind, Pair};
 use crate::config::{ClusterPlan, Inputs, KeepPolicy, Split};
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, shuffle};
@@ -134,8 +135,11 @@ pub fn order(key: u64, stored: Option<bool>) -> u128 {
 /// a copy of their sides was 16 B each), and the edges of exact-duplicate groups and stored
 /// clusters.
 pub struct Edges<'a> {
-    /// The pairs that join clusters.
-    pub pairs: &'a [Pair],
+    /// The pairs, read where they are (held, or merged back from their spill file).
+    pub pairs: &'a PairList,
+    /// Whether the partial copies among them are left out: `[minhash] containment` lists them
+    /// beside the near-duplicates, and a page quoted in a longer one is not the same document.
+    pub without_partial: bool,
     /// The other edges.
     pub more: Vec<Link>,
 }
@@ -143,7 +147,9 @@ pub struct Edges<'a> {
 impl Edges<'_> {
     /// Every edge: the pairs' sides, then the others.
     fn iter(&self) -> impl Iterator<Item = Link> + '_ {
-        let sides = self.pairs.iter().map(|p| (p.a, p.b));
+        let partial = Some(Kind::Partial);
+        let joins = move |p: &Pair| !(self.without_partial && p.score.kind() == partial);
+        let sides = self.pairs.each().filter(joins).map(|p| (p.a, p.b));
         sides.chain(self.more.iter().copied())
     }
 }

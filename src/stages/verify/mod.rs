@@ -28,11 +28,12 @@ use super::kept::{raw_hash, KeptSets};
 use super::read::document_text;
 use super::reread;
 
+use crate::candidates::pairs::{PairList, PairRoom, Pairs};
 use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, any_left, draining, least, shuffle, shuffle_vec};
+use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted};
 use crate::method::once::Distinct;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
@@ -56,7 +57,7 @@ pub struct VerifyStats {
     pub sets_kept: u64,
     /// Rounds the pairs were scored in (each within the memory budget).
     pub rounds: u64,
-    /// Bytes of shingle sets spilled to the scratch directory.
+    /// Bytes of shingle sets and pairs (candidates and kept) spilled to the scratch directory.
     pub spilled_bytes: u64,
 }
 
@@ -161,7 +162,7 @@ pub struct Reading<'a> {
 
 /// The memory verification may take: the process's budget, shared by its workers, and where the
 /// sets spill past it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Room<'a> {
     /// The process's memory budget in bytes.
     pub budget: u64,
@@ -169,6 +170,10 @@ pub struct Room<'a> {
     pub workers: usize,
     /// The process's scratch directory.
     pub scratch: &'a Arc<ScratchDir>,
+    /// Where the candidate pairs spill, once at their first document's owner.
+    pub candidates: PairRoom,
+    /// Where the kept pairs spill.
+    pub kept: PairRoom,
 }
 
 /// Verifies this worker's share of the candidate `pairs` (every worker calls it together): returns
@@ -178,17 +183,21 @@ pub fn verify(
     worker: &mut Worker,
     reading: Reading<'_>,
     ranked: &Ranked,
-    pairs: Vec<Pair>,
+    pairs: PairList,
     v: Verification,
     room: Room<'_>,
-) -> Result<(Vec<Pair>, VerifyStats)> {
+) -> Result<(PairList, VerifyStats)> {
     let budget = room.budget;
     let mut stats = VerifyStats::default();
+    let pairs_spilled = [room.candidates.clone(), room.kept.clone()];
     // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
     //    owner.
     let needed = documents_of(&pairs);
     let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
-    let (mine, mut failure) = match reread::route(worker, ranked, needed, reading.readers, kept) {
+    let routed = pairs
+        .check()
+        .and_then(|()| reread::route(worker, ranked, needed, reading.readers, kept));
+    let (mine, mut failure) = match routed {
         Ok(mine) => (mine, None),
         Err(e) => (Vec::new(), Some(e)),
     };
@@ -196,8 +205,13 @@ pub fn verify(
     stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
     let owner_of = owner.clone();
-    let mut pairs = shuffle_vec(worker, pairs, move |p| owner_of(p.a));
-    pairs.sort_unstable_by_key(|p| (p.a, p.b));
+    let pairs = shuffle_sorted(
+        worker,
+        pairs,
+        move |p: &Pair| owner_of(p.a),
+        room.candidates,
+    )?;
+    stats.spilled_bytes += pairs.spilled_bytes();
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
@@ -213,7 +227,7 @@ pub fn verify(
     if let Err(e) = sets.seal() {
         failure.get_or_insert(e);
     }
-    stats.spilled_bytes = sets.spilled_bytes();
+    stats.spilled_bytes += sets.spilled_bytes();
     // 3. Each first document's set goes once to each worker owning second documents of its
     //    pairs, in rounds whose copies and pairs fit the budget (`score`); every worker goes on
     //    while any has pairs left.
@@ -224,12 +238,25 @@ pub fn verify(
     let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
     // The same room on every worker: the least any process has left.
     let left = least(worker, left);
-    let room = round_bytes(left / 4, mean_set, worker.peers() as u64);
-    let mut kept = Vec::new();
-    // The pairs' room is given back as they are scored: the kept ones grow meanwhile.
-    let mut pairs = draining(pairs).peekable();
+    let round_room = round_bytes(left / 4, mean_set, worker.peers() as u64);
+    let mut kept = Pairs::new(room.kept);
+    // The pairs are taken in order as they are scored (a held one's room given back): the kept
+    // ones grow meanwhile. A spill file that cannot be read ends them, and is the failure.
+    let read_failure = std::cell::RefCell::new(None);
+    let taken = match pairs.into_pairs() {
+        Ok(taken) => Some(taken),
+        Err(e) => {
+            *read_failure.borrow_mut() = Some(e);
+            None
+        }
+    };
+    let mut pairs = taken
+        .into_iter()
+        .flatten()
+        .map_while(|p| p.map_err(|e| *read_failure.borrow_mut() = Some(e)).ok())
+        .peekable();
     loop {
-        let round = score::next_round(&mut pairs, &owner, room, mean_set);
+        let round = score::next_round(&mut pairs, &owner, round_room, mean_set);
         let r = score::score_round(worker, &owner, &mut sets, round, v, &mut kept);
         match r {
             Ok(n) => stats.candidates += n,
@@ -238,22 +265,30 @@ pub fn verify(
             }
         }
         stats.rounds += 1;
-        if !any_left(worker, pairs.len()) {
+        if !any_left(worker, usize::from(pairs.peek().is_some())) {
             break;
         }
     }
-    stats.kept = kept.len() as u64;
-    match failure {
-        Some(e) => Err(e),
-        None => Ok((kept, stats)),
+    drop(pairs);
+    stats.kept = kept.len();
+    let kept = kept.unsorted();
+    match (failure.or(read_failure.into_inner()), kept) {
+        (Some(e), _) | (None, Err(e)) => Err(e),
+        (None, Ok(kept)) => {
+            stats.spilled_bytes += pairs_spilled
+                .iter()
+                .map(PairRoom::spilled_bytes)
+                .sum::<u64>();
+            Ok((kept, stats))
+        }
     }
 }
 
 /// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
 /// ([`Distinct`]), since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
-fn documents_of(pairs: &[Pair]) -> Vec<u64> {
+fn documents_of(pairs: &PairList) -> Vec<u64> {
     let mut documents = Distinct::default();
-    for p in pairs {
+    for p in pairs.each() {
         documents.push(p.a);
         documents.push(p.b);
     }
@@ -343,7 +378,7 @@ mod tests {
             let mut want: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
             want.sort_unstable();
             want.dedup();
-            assert_eq!(documents_of(&pairs), want);
+            assert_eq!(documents_of(&PairList::unsorted(pairs)), want);
         }
     }
 

@@ -11,6 +11,7 @@ use timely::worker::Worker;
 
 use super::scored;
 use super::sets::{Sets, Side};
+use crate::candidates::pairs::Pairs;
 use crate::candidates::{Pair, Score};
 use crate::config::Verification;
 use crate::error::{Error, Result};
@@ -77,7 +78,7 @@ pub fn score_round(
     sets: &mut Sets,
     round: Vec<Pair>,
     v: Verification,
-    kept: &mut Vec<Pair>,
+    kept: &mut Pairs,
 ) -> Result<u64> {
     let mut failure = None;
     let copies = copies_of(round, owner, sets, &mut failure);
