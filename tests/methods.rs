@@ -1456,7 +1456,10 @@ fn spilled_band_keys_and_sets_report_the_true_pairs_at_1_2_4_workers_and_two_pro
     // The document pairs, in sorted runs, from the rounds to the writer.
     for stage in ["expand", "write_pairs"] {
         let spilled = summary.spilled_bytes_by_stage.get(stage).copied();
-        assert!(spilled >= Some(32 * truth.len() as u64), "{stage}: {spilled:?}");
+        assert!(
+            spilled >= Some(32 * truth.len() as u64),
+            "{stage}: {spilled:?}"
+        );
     }
     // And before them, after the read stage, each worker's signatures of its distinct keys,
     // which the read stage wrote in sorted runs as it went (a key and 21 words a record).

@@ -162,7 +162,7 @@ impl<R: Record> Pairs<R> {
                 .as_ref()
                 .expect("only pairs with a scratch spill");
             let what = format!("pairs ({})", self.room.name);
-            let bytes = (self.room.records * R::WORDS * 8) as u64;
+            let bytes = self.room.records.saturating_mul(R::WORDS * 8) as u64;
             let file = scratch.file(&self.room.name, bytes, &what)?;
             self.runs = Some(SortedRuns::new(file));
         }
@@ -193,7 +193,7 @@ impl<R: Record> Pairs<R> {
         if sort {
             self.held.sort_unstable();
         }
-        let cursors = (self.room.records * R::WORDS * 8) as u64;
+        let cursors = self.room.records.saturating_mul(R::WORDS * 8) as u64;
         Ok(PairList {
             held: self.held,
             runs: self.runs,

@@ -41,6 +41,11 @@ pub struct RoundsOutput {
     /// The pairs written to the scratch directory so far, in sorted runs: a later round's
     /// repeats of them are held again, and met when the runs are merged back.
     spilled: Option<Pairs<SketchPair>>,
+    /// The large groups this worker received, their keys ascending: paired once the rounds
+    /// are done ([`owned_pairs`]), each pair once with the groups it is in counted.
+    groups: Vec<Vec<u64>>,
+    /// This worker and the workers: whose keys it pairs in the large groups.
+    owned: (u64, usize),
 }
 
 impl RoundsOutput {
@@ -114,11 +119,14 @@ impl RoundsOutput {
     /// The pairs found (for bands, a pair once a run it was spilled in, with the bands counted
     /// there; in order if any spilled), and what comparing cost.
     pub fn into_list(mut self) -> Result<(PairList<SketchPair>, CompareStats)> {
-        let pairs = match self.spilled.take() {
-            None => PairList::unsorted(self.pairs),
-            Some(mut spilled) => {
-                spilled.spill_all(&mut self.pairs);
-                spilled.unsorted()?
+        let pairs = match (self.spilled.take(), self.groups.is_empty()) {
+            (None, true) => PairList::unsorted(self.pairs),
+            (spilled, _) => {
+                let mut all = spilled.unwrap_or_else(|| Pairs::new(self.room.clone()));
+                all.spill_all(&mut self.pairs);
+                drop(self.pairs);
+                owned_pairs(&self.groups, self.owned, &mut all);
+                all.unsorted()?
             }
         };
         Ok((pairs, self.stats))
@@ -215,21 +223,51 @@ impl<C: Candidates, S: FnMut(Spread)> Found for Emitter<'_, C, S> {
     }
 }
 
-/// Pairs each of `keys` (ascending) that worker `me` of `peers` owns with the keys after it,
-/// each pair counting one round: this worker's share of a spread group's pairs (their first
-/// sides' owner is the worker that merges them after the rounds).
-fn pair_owned<C: Candidates>(
-    keys: &[u64],
-    (me, peers): (u64, usize),
-    candidates: &C,
-    sink: &mut RoundsOutput,
-) {
-    for (i, &a) in keys.iter().enumerate() {
-        if owner(a, peers) != me {
-            continue;
+/// Pairs each key of the large `groups` (each ascending) that worker `me` of `peers` owns with
+/// the keys after it in each group, into `into` in ascending order: each pair once, its distance
+/// the number of groups (rounds) it is in. This worker's share of the large groups' pairs (their
+/// first sides' owner is the worker that merges them after the rounds), made once the rounds are
+/// done: a group of 10,000 near-copies met in 21 bands was 21 times its 50M pairs, each looked
+/// up among those held; its keys are 80 KB a band.
+fn owned_pairs(groups: &[Vec<u64>], (me, peers): (u64, usize), into: &mut Pairs<SketchPair>) {
+    // The groups' keys as dense indices into their sorted union.
+    let mut universe: Vec<u64> = groups.concat();
+    universe.sort_unstable();
+    universe.dedup();
+    let index = |k: &u64| universe.binary_search(k).expect("a key of the union") as u32;
+    let lists: Vec<Vec<u32>> = groups
+        .iter()
+        .map(|g| g.iter().map(index).collect())
+        .collect();
+    // Each owned key's places: (its index, its group, its position there), in key order.
+    let mut places: Vec<(u32, u32, u32)> = Vec::new();
+    for (g, list) in lists.iter().enumerate() {
+        let owned = list
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| owner(universe[k as usize], peers) == me);
+        places.extend(owned.map(|(i, &k)| (k, g as u32, i as u32)));
+    }
+    places.sort_unstable();
+    let mut count = vec![0u8; universe.len()];
+    for same_key in places.chunk_by(|x, y| x.0 == y.0) {
+        let a = same_key[0].0;
+        let (mut lo, mut hi) = (u32::MAX, 0);
+        for &(_, g, i) in same_key {
+            let after = &lists[g as usize][i as usize + 1..];
+            after
+                .iter()
+                .for_each(|&b| count[b as usize] = count[b as usize].saturating_add(1));
+            if let (Some(&first), Some(&last)) = (after.first(), after.last()) {
+                (lo, hi) = (lo.min(first), hi.max(last));
+            }
         }
-        for &b in &keys[i + 1..] {
-            sink.take(candidates, SketchPair::new(a, b, 1));
+        for b in lo..hi.saturating_add(1) {
+            let n = std::mem::take(&mut count[b as usize]);
+            if n > 0 {
+                let sides = (universe[a as usize], universe[b as usize]);
+                into.push(SketchPair::new(sides.0, sides.1, n));
+            }
         }
     }
 }
@@ -258,9 +296,8 @@ fn compare_groups<C>(
 where
     C: Candidates + Clone + 'static,
 {
-    let (shared, router, owned) = (candidates.clone(), candidates.clone(), candidates.clone());
+    let (shared, router) = (candidates.clone(), candidates.clone());
     let peers = worker.peers();
-    let me = worker.index() as u64;
     let sink_owned = Rc::clone(&sink);
     let mut input: RecordInput<C> = InputHandle::new();
     let probe = ProbeHandle::new();
@@ -310,9 +347,7 @@ where
                     move |input, _| {
                         input.for_each(|_, groups| {
                             let mut out = sink_owned.borrow_mut();
-                            for (_, keys) in groups.drain(..) {
-                                pair_owned(&keys, (me, peers), &owned, &mut out);
-                            }
+                            out.groups.extend(groups.drain(..).map(|(_, keys)| keys));
                         });
                     }
                 },
@@ -344,6 +379,7 @@ where
     let found = Rc::new(RefCell::new(RoundsOutput {
         compact_at: COMPACT_FROM.min(room.records),
         room,
+        owned: (worker.index() as u64, worker.peers()),
         ..RoundsOutput::default()
     }));
     let sink = Rc::clone(&found);
@@ -395,7 +431,8 @@ mod tests {
     /// group of `SPREAD_FROM` or more is now paired by every worker on its share: the pairs of
     /// the rounds, over all workers, are still each pair with the bands it shares (brute
     /// force), and a large group's pairs are held by the owner of their first side alone, at
-    /// 1, 2 and 4 workers, and with each round in three parts.
+    /// 1, 2 and 4 workers, and with each round in three parts. The same when the pairs spill
+    /// past a room of 50 (a pair in several runs then, its counts split among them).
     #[test]
     fn a_large_groups_pairs_are_held_by_the_owner_of_their_first_side() {
         use crate::candidates::SPREAD_FROM;
@@ -422,7 +459,12 @@ mod tests {
                 }
             }
         }
-        for (workers, parts) in [(1, 1), (2, 1), (4, 1), (2, 3)] {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
+        let runs = [(1, 1, false), (2, 1, false), (4, 1, false), (2, 3, false)];
+        let spilled = [(1, 1, true), (2, 1, true), (4, 2, true)];
+        for (workers, parts, spills) in runs.into_iter().chain(spilled) {
+            let scratch = std::sync::Arc::clone(&scratch);
             let guards = timely::execute(timely::Config::process(workers), move |worker| {
                 let (me, peers) = (worker.index(), worker.peers());
                 let mine: Vec<u64> = (0..n).filter(|d| d % peers as u64 == me as u64).collect();
@@ -437,15 +479,21 @@ mod tests {
                     stride: bands,
                     width: 1,
                 };
-                let found = run(
-                    worker,
-                    &layout,
-                    parts,
-                    &keys,
-                    &mut rows,
-                    (PairRoom::held(), |_, _| {}),
-                );
-                (me as u64, peers, found.pairs)
+                let room = match spills {
+                    false => PairRoom::held(),
+                    true => PairRoom {
+                        records: 50,
+                        scratch: Some(std::sync::Arc::clone(&scratch)),
+                        name: format!("test-w{me}"),
+                        written: Default::default(),
+                    },
+                };
+                let written = std::sync::Arc::clone(&room.written);
+                let found = run(worker, &layout, parts, &keys, &mut rows, (room, |_, _| {}));
+                let (pairs, _) = found.into_list().unwrap();
+                let written = written.load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(written > 0, spills, "{workers} workers");
+                (me as u64, peers, pairs.into_vec().unwrap())
             })
             .unwrap();
             let mut got: BTreeMap<(u64, u64), u8> = BTreeMap::new();

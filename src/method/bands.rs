@@ -423,8 +423,8 @@ mod tests {
                 };
                 let room = (PairRoom::held(), |_, _| {});
                 let found = rounds::run(worker, &layout, 1, &keys, &mut rows, room);
-                let held = found.pairs.len() as u64;
                 let (pairs, counts) = found.into_list().unwrap();
+                let held = pairs.len();
                 let emitted = (pairs, counts.comparisons);
                 let scoring = Scoring {
                     estimate: false,

@@ -212,18 +212,7 @@ pub fn pairs(
             .chain(my_groups.iter().flat_map(|(_, ids)| ids.iter().copied())),
     );
     let name = |r: u64| book.name(ranked, r);
-    let slots = k.unwrap_or(0) as usize + 1;
-    let mut by_distance = vec![0u64; slots];
-    for p in mine.each() {
-        by_distance[p.score.distance as usize] += 1;
-    }
-    let by_distance =
-        all_gather(worker, by_distance)
-            .into_iter()
-            .fold(vec![0u64; slots], |mut acc, v| {
-                acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
-                acc
-            });
+    let by_distance = by_distance(worker, &mine, k);
     let pairs_table = if k.is_some() {
         tables::PAIRS_SIMHASH
     } else {
@@ -258,6 +247,23 @@ pub fn pairs(
     };
     read.and(pairs_written).and(groups_written)?;
     Ok(by_distance)
+}
+
+/// The pairs by distance over all workers, from each worker's `pairs`: a count for each
+/// distance up to `k` (one count, of distance 0, without `k`).
+fn by_distance(worker: &mut Worker, pairs: &PairList, k: Option<u32>) -> Vec<u64> {
+    let slots = k.unwrap_or(0) as usize + 1;
+    let mut by_distance = vec![0u64; slots];
+    for p in pairs.each() {
+        by_distance[p.score.distance as usize] += 1;
+    }
+    let sum = |mut acc: Vec<u64>, v: Vec<u64>| {
+        acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
+        acc
+    };
+    all_gather(worker, by_distance)
+        .into_iter()
+        .fold(vec![0u64; slots], sum)
 }
 
 /// Which of the cluster outputs a run writes, and in which format.

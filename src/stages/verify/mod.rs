@@ -239,29 +239,52 @@ pub fn verify(
     // The same room on every worker: the least any process has left.
     let left = least(worker, left);
     let round_room = round_bytes(left / 4, mean_set, worker.peers() as u64);
-    let mut kept = Pairs::new(room.kept);
-    // The pairs are taken in order as they are scored (a held one's room given back): the kept
-    // ones grow meanwhile. A spill file that cannot be read ends them, and is the failure.
-    let read_failure = std::cell::RefCell::new(None);
-    let taken = match pairs.into_pairs() {
-        Ok(taken) => Some(taken),
-        Err(e) => {
-            *read_failure.borrow_mut() = Some(e);
-            None
-        }
-    };
+    let rounds = (round_room, mean_set);
+    let kept = score_all(
+        worker,
+        (&owner, &mut sets),
+        pairs,
+        (v, rounds),
+        room.kept,
+        &mut stats,
+    );
+    let spilled: u64 = pairs_spilled.iter().map(PairRoom::spilled_bytes).sum();
+    stats.spilled_bytes += spilled;
+    match (failure, kept) {
+        (Some(e), _) | (None, Err(e)) => Err(e),
+        (None, Ok(kept)) => Ok((kept, stats)),
+    }
+}
+
+/// Step 3: this worker's `pairs` (at their first documents' owners, in order) scored in rounds
+/// of `room` bytes, each first document's set sent once to each worker owning second documents
+/// of its pairs (`score`); every worker goes on while any has pairs left. The pairs are taken in
+/// order as they are scored (a held one's room given back); the kept ones grow meanwhile, and
+/// spill past `kept`. A spill file that cannot be read ends the pairs, and is the error.
+fn score_all(
+    worker: &mut Worker,
+    (owner, sets): (&(impl Fn(u64) -> u64 + Clone + 'static), &mut Sets),
+    pairs: PairList,
+    (v, (room, mean_set)): (Verification, (u64, u64)),
+    kept: PairRoom,
+    stats: &mut VerifyStats,
+) -> Result<PairList> {
+    let mut kept = Pairs::new(kept);
+    let failure = std::cell::RefCell::new(None);
+    let taken = pairs
+        .into_pairs()
+        .map_err(|e| *failure.borrow_mut() = Some(e));
     let mut pairs = taken
         .into_iter()
         .flatten()
-        .map_while(|p| p.map_err(|e| *read_failure.borrow_mut() = Some(e)).ok())
+        .map_while(|p| p.map_err(|e| *failure.borrow_mut() = Some(e)).ok())
         .peekable();
     loop {
-        let round = score::next_round(&mut pairs, &owner, round_room, mean_set);
-        let r = score::score_round(worker, &owner, &mut sets, round, v, &mut kept);
-        match r {
+        let round = score::next_round(&mut pairs, owner, room, mean_set);
+        match score::score_round(worker, owner, sets, round, v, &mut kept) {
             Ok(n) => stats.candidates += n,
             Err(e) => {
-                failure.get_or_insert(e);
+                failure.borrow_mut().get_or_insert(e);
             }
         }
         stats.rounds += 1;
@@ -271,16 +294,9 @@ pub fn verify(
     }
     drop(pairs);
     stats.kept = kept.len();
-    let kept = kept.unsorted();
-    match (failure.or(read_failure.into_inner()), kept) {
-        (Some(e), _) | (None, Err(e)) => Err(e),
-        (None, Ok(kept)) => {
-            stats.spilled_bytes += pairs_spilled
-                .iter()
-                .map(PairRoom::spilled_bytes)
-                .sum::<u64>();
-            Ok((kept, stats))
-        }
+    match failure.into_inner() {
+        Some(e) => Err(e),
+        None => kept.unsorted(),
     }
 }
 
