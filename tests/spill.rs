@@ -288,3 +288,40 @@ fn an_appending_audit_with_spilled_origins_writes_what_one_that_holds_them_write
     }
     assert!(scratch_dirs(&d.join("scratch")).is_empty());
 }
+
+/// Issue 20: the pairs spill in sorted runs from the band rounds to the writer (a least budget
+/// and `spill = "always"`: a room of 128 pairs a worker). A run killed as any pairs' spill file
+/// begins leaves its scratch directory, which the next run removes, and that run writes the
+/// pairs of an unkilled one.
+#[test]
+fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    // 40 near-copies of one page, one word each replaced: 780 pairs.
+    let base: Vec<String> = (0..200u64)
+        .map(|i| format!("w{}", i * 7919 % 1000))
+        .collect();
+    let lines: Vec<String> = (0..40)
+        .map(|j| {
+            let mut words = base.clone();
+            words[j * 5] = format!("x{j}");
+            format!("{{\"id\":\"d{j}\",\"text\":\"{}\"}}", words.join(" "))
+        })
+        .collect();
+    let input = dir.path().join("copies.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let body = format!(
+        "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\nmemory_budget_mib = 16\n\
+         scratch = {scratch:?}\nspill = \"always\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n"
+    );
+    let job = dir.path().join("job.toml");
+    std::fs::write(&job, body).unwrap();
+    let points = fault_points(&job, "spill: a spill file begun (pairs");
+    // The band rounds', expand's, verification's and the writer's, on each of 2 workers.
+    assert!(points.len() >= 8, "{points:?}");
+    let pairs = std::fs::read(dir.path().join("out/pairs.tsv")).unwrap();
+    assert_eq!(pairs.iter().filter(|&&b| b == b'\n').count(), 780);
+    for at in points {
+        killed_at(&job, &scratch, &at, &pairs);
+    }
+}
