@@ -3,7 +3,8 @@
 //! 20,000 near-copies of one page are 200M pairs (6.4 GB); each stage from the band rounds to the
 //! writers holds a room of them, not all.
 //!
-//! Morally: a `Vec<Pair>` that is sorted before it is read.
+//! Morally: a `Vec<Pair>`, sorted before it is read once it has spilled. [`Draining`] takes a
+//! vector's records in order and gives its room back as it goes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -34,7 +34,7 @@ use crate::summary::{AuditSummary, Counters, FingerprintSummary};
 
 /// Candidate document pairs, and the groups of identical sketches when they are an output.
 pub struct Candidates {
-    /// Document pairs, each once, in order.
+    /// Document pairs, each once (in order only where they spilled).
     pub pairs: PairList,
     /// Exact-duplicate groups `(smallest rank, others)`, for the exact-groups output.
     pub exact: Option<Vec<(u64, Vec<u64>)>>,
@@ -504,7 +504,7 @@ impl<'a> Pass<'a> {
         let scoring = self.scoring();
         let keys = &groups.fps;
         let room = self.pair_room(worker.index(), "tables");
-        let pairs_room = room.clone();
+        let spilled = room.clone();
         let found = match &values {
             Values::Held(v) => rounds.run(worker, (keys, v), scoring, room, &mut progress),
             Values::Spilled(c, by) => {
@@ -512,7 +512,7 @@ impl<'a> Pass<'a> {
             }
         };
         let found = exchange::all_ok(worker, found)?;
-        let spilled = pairs_room.spilled_bytes();
+        let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("tables".into(), spilled));
         drop(values);
         let loaded = members.map_or(Ok(()), |m| m.load(&mut groups));
@@ -526,9 +526,9 @@ impl<'a> Pass<'a> {
         let collapse = plan.outputs.exact_groups.is_some();
         let identical = method.identical(self.estimates());
         let room = self.pair_room(worker.index(), "expand");
-        let spilled = Arc::clone(&room.written);
+        let spilled = room.clone();
         let pairs = expand::expand(worker, &groups, found.pairs, (collapse, identical), room)?;
-        let spilled = spilled.load(std::sync::atomic::Ordering::Relaxed);
+        let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("expand".into(), spilled));
         let exact = collapse.then(|| expand::exact_groups(&groups));
         drop(groups);
@@ -856,7 +856,7 @@ impl<'a> Pass<'a> {
         let formats = (format(&o.pairs), format(&o.exact_groups));
         let k = self.plan.method.distance();
         let room = self.pair_room(worker.index(), "write");
-        let spilled = Arc::clone(&room.written);
+        let spilled = room.clone();
         let counts = match &self.stored {
             None => write::pairs(
                 worker,
@@ -910,7 +910,7 @@ impl<'a> Pass<'a> {
             let written = write::clusters(worker, ranked, members, formats, self.writer);
             self.clock.keep(written);
         }
-        let spilled = spilled.load(std::sync::atomic::Ordering::Relaxed);
+        let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("write_pairs".into(), spilled));
         self.clock.stage("write_pairs", worker);
     }
