@@ -211,14 +211,10 @@ impl super::Candidates for BandLayout {
         stats
     }
 
-    fn merges_repeats(&self) -> bool {
-        self.min_bands <= u8::MAX as usize
-    }
-
     /// Keeps each pair once, its distance the bands it shares so far (saturating: unless
     /// `min_bands` is above what a distance counts, when the pairs are kept as emitted).
     fn compact(&self, pairs: &mut Vec<SketchPair>) {
-        if !self.merges_repeats() {
+        if self.min_bands > u8::MAX as usize {
             return;
         }
         pairs.sort_unstable_by_key(SketchPair::sides);

@@ -301,12 +301,6 @@ pub trait Candidates {
     /// what the rounds hold grows with the distinct pairs, not the collisions. The default keeps
     /// them as emitted (each pair is emitted once).
     fn compact(&self, _pairs: &mut Vec<SketchPair>) {}
-
-    /// Whether [`Candidates::compact`] merges repeats, and so a pair emitted again may be added
-    /// to the count of the one already held (the default: no).
-    fn merges_repeats(&self) -> bool {
-        false
-    }
 }
 
 impl Candidates for TableLayout {

@@ -29,13 +29,6 @@ pub struct RoundsOutput {
     pub stats: CompareStats,
     /// How many pairs `pairs` may hold before their repeats are merged next.
     compact_at: usize,
-    /// How many of `pairs` are sorted, each once (those held at the last merge), when the
-    /// candidates merge repeats; 0 when they do not.
-    sorted: usize,
-    /// Where in the sorted pairs the last one emitted was looked up.
-    cursor: usize,
-    /// The last pair emitted.
-    last: (u64, u64),
     /// Where the pairs spill, and past how many held.
     room: PairRoom,
     /// The pairs written to the scratch directory so far, in sorted runs: a later round's
@@ -49,22 +42,10 @@ pub struct RoundsOutput {
 }
 
 impl RoundsOutput {
-    /// Takes a pair a round emitted: added to the count of the same pair among the sorted ones
-    /// if it is there, else held, and the repeats merged when what is held has doubled. A group
-    /// of 10,000 near-copies emits its 50M pairs in every band, each already held after the
-    /// first: 20 sorts of 100M pairs became lookups, most of them one step from the last.
-    /// Only a pair that follows the last one emitted with the same first side is looked up (a
-    /// large group's run): the pairs of small groups land anywhere, and looking each up cost the
-    /// band rounds of 1M documents a fifth more time than merging them later.
+    /// Takes a pair a round emitted: held, and the repeats merged when what is held has
+    /// doubled. (A large group's pairs do not come here: they are made once after the rounds,
+    /// [`owned_pairs`].)
     fn take<C: Candidates>(&mut self, candidates: &C, p: SketchPair) {
-        let in_run = self.last.0 == p.a && self.last.1 < p.b;
-        self.last = p.sides();
-        let held = if in_run { self.held_at(&p) } else { None };
-        if let Some(i) = held {
-            let d = &mut self.pairs[i].distance;
-            *d = d.saturating_add(p.distance);
-            return;
-        }
         self.pairs.push(p);
         if self.pairs.len() >= self.compact_at {
             self.merge_repeats(candidates);
@@ -87,33 +68,6 @@ impl RoundsOutput {
         // Room for exactly that many: growing by doubling could take up to twice as much.
         let more = self.compact_at.saturating_sub(self.pairs.len());
         self.pairs.reserve_exact(more);
-        if candidates.merges_repeats() {
-            (self.sorted, self.cursor) = (self.pairs.len(), 0);
-        }
-    }
-
-    /// Where `p` is among the sorted pairs, if it is: searched forward from the last lookup when
-    /// it comes after it (a group emits its pairs in order), else from the start, by galloping.
-    fn held_at(&mut self, p: &SketchPair) -> Option<usize> {
-        let sorted = &self.pairs[..self.sorted];
-        let key = p.sides();
-        let before = |i: usize| sorted[i].sides() < key;
-        // Everything before `lo` comes before `p`.
-        let mut lo = if self.cursor > 0 && before(self.cursor - 1) {
-            self.cursor
-        } else {
-            0
-        };
-        let (mut hi, mut step) = (lo, 1);
-        while hi < sorted.len() && before(hi) {
-            lo = hi + 1;
-            hi = lo + step;
-            step *= 2;
-        }
-        let hi = hi.min(sorted.len());
-        let i = lo + sorted[lo..hi].partition_point(|q| q.sides() < key);
-        self.cursor = i;
-        (i < sorted.len() && sorted[i].sides() == key).then_some(i)
     }
 
     /// The pairs found (for bands, a pair once a run it was spilled in, with the bands counted
@@ -249,24 +203,26 @@ fn owned_pairs(groups: &[Vec<u64>], (me, peers): (u64, usize), into: &mut Pairs<
         places.extend(owned.map(|(i, &k)| (k, g as u32, i as u32)));
     }
     places.sort_unstable();
-    let mut count = vec![0u8; universe.len()];
+    let mut count = vec![0u32; universe.len()];
     for same_key in places.chunk_by(|x, y| x.0 == y.0) {
         let a = same_key[0].0;
         let (mut lo, mut hi) = (u32::MAX, 0);
         for &(_, g, i) in same_key {
             let after = &lists[g as usize][i as usize + 1..];
-            after
-                .iter()
-                .for_each(|&b| count[b as usize] = count[b as usize].saturating_add(1));
+            after.iter().for_each(|&b| count[b as usize] += 1);
             if let (Some(&first), Some(&last)) = (after.first(), after.last()) {
                 (lo, hi) = (lo.min(first), hi.max(last));
             }
         }
         for b in lo..hi.saturating_add(1) {
-            let n = std::mem::take(&mut count[b as usize]);
-            if n > 0 {
-                let sides = (universe[a as usize], universe[b as usize]);
-                into.push(SketchPair::new(sides.0, sides.1, n));
+            let mut n = std::mem::take(&mut count[b as usize]);
+            let sides = (universe[a as usize], universe[b as usize]);
+            // A distance counts up to 255: a pair in more groups comes as several, whose counts
+            // the bands' merge adds (as it adds the repeats a round emits).
+            while n > 0 {
+                let part = n.min(u8::MAX as u32);
+                into.push(SketchPair::new(sides.0, sides.1, part as u8));
+                n -= part;
             }
         }
     }
@@ -514,9 +470,44 @@ mod tests {
         }
     }
 
-    /// Pairs taken one by one, repeats added to the sorted ones found by the lookups and the
-    /// rest merged when held pairs double, give each pair once with the sum of its counts: as
-    /// merging them all at the end would. Groups emit in order (the cursor's case) and at random.
+    /// Regression: a large group's pairs, made once after the rounds, counted their groups in
+    /// a byte that stopped at 255, so a pair of sketches equal in 300 bands came with 255 of
+    /// them, below a `min_bands` of 280 (the rounds keep such pairs as emitted, one a band).
+    /// The counts of a pair now add up to its bands, at 1 and 2 workers.
+    #[test]
+    fn a_large_group_in_more_than_255_bands_counts_every_band() {
+        use crate::candidates::SPREAD_FROM;
+        let (n, bands) = (SPREAD_FROM as u64 + 2, 300usize);
+        for workers in [1, 2] {
+            let guards = timely::execute(timely::Config::process(workers), move |worker| {
+                let (me, peers) = (worker.index() as u64, worker.peers() as u64);
+                let keys: Vec<u64> = (1..=n).filter(|k| k % peers == me).collect();
+                let values = vec![7u32; keys.len() * bands];
+                let layout = BandLayout::new(bands, bands, 1, 280).unwrap();
+                let mut rows = Rows {
+                    values: &values,
+                    stride: bands,
+                    width: 1,
+                };
+                let room = (PairRoom::held(), |_, _| {});
+                let found = run(worker, &layout, 1, &keys, &mut rows, room);
+                found.into_list().unwrap().0.into_vec().unwrap()
+            })
+            .unwrap();
+            let mut got: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+            for r in guards.join() {
+                for p in r.unwrap() {
+                    *got.entry(p.sides()).or_default() += p.distance as usize;
+                }
+            }
+            assert_eq!(got.len() as u64, n * (n - 1) / 2, "{workers} workers");
+            assert!(got.values().all(|&d| d == bands), "{workers} workers");
+        }
+    }
+
+    /// Pairs taken one by one, their repeats merged each time the held pairs double, give each
+    /// pair once with the sum of its counts: as merging them all at the end would. Groups emit
+    /// in order and at random.
     #[test]
     fn pairs_taken_as_emitted_hold_each_pair_once_with_its_bands() {
         let layout = BandLayout::new(8, 8, 1, 1).unwrap();
