@@ -168,6 +168,29 @@ fn job(dir: &Path, name: &str, method: &str) -> PathBuf {
     path
 }
 
+/// The pairs of a bulk run of `job` over `ab.jsonl` in `dir` that a bulk run over `a1.jsonl` and
+/// `a2.jsonl` does not find, with more than `planted` matches and batch pairs among them.
+fn bulk_of_a_and_b_minus_bulk_of_a(
+    d: &Path,
+    (name, job): (&str, &str),
+    planted: (usize, usize),
+) -> BTreeSet<(String, String, String)> {
+    let bulk = |input: &[&str], out: &str| {
+        let mut args = vec!["run", job, "--out-dir", out, "--input"];
+        args.extend(input);
+        neardup(d, &args);
+        pairs(&d.join(out).join("pairs.tsv"))
+    };
+    let all = bulk(&["ab.jsonl"], &format!("{name}-ab"));
+    let old = bulk(&["a1.jsonl", "a2.jsonl"], &format!("{name}-a"));
+    let want: BTreeSet<_> = all.difference(&old).cloned().collect();
+    let crossing = want.iter().filter(|p| p.0.starts_with('a')).count();
+    assert!(crossing > planted.0, "{name}: matches planted ({crossing})");
+    let batch = want.len() - crossing;
+    assert!(batch > planted.1, "{name}: batch pairs planted ({batch})");
+    want
+}
+
 #[test]
 fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two_processes() {
     let dir = tempfile::tempdir().unwrap();
@@ -190,19 +213,7 @@ fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two
     for (name, method) in JOBS {
         let job = job(d, name, method);
         let job = job.to_str().unwrap();
-        let bulk = |input: &[&str], out: &str| {
-            let mut args = vec!["run", job, "--out-dir", out, "--input"];
-            args.extend(input);
-            neardup(d, &args);
-            pairs(&d.join(out).join("pairs.tsv"))
-        };
-        let all = bulk(&["ab.jsonl"], &format!("{name}-ab"));
-        let old = bulk(&["a1.jsonl", "a2.jsonl"], &format!("{name}-a"));
-        let want: BTreeSet<_> = all.difference(&old).cloned().collect();
-        let crossing = want.iter().filter(|p| p.0.starts_with('a')).count();
-        assert!(crossing > 20, "{name}: matches planted ({crossing})");
-        let batch = want.len() - crossing;
-        assert!(batch > 10, "{name}: batch pairs planted ({batch})");
+        let want = bulk_of_a_and_b_minus_bulk_of_a(d, (name, job), (20, 10));
 
         let mut segments = Vec::new();
         for workers in ["1", "2", "4"] {
@@ -302,6 +313,82 @@ fn an_audit_reports_bulk_of_a_and_b_minus_bulk_of_a_at_1_2_and_4_workers_and_two
     }
 }
 
+/// Issue 20: an audit's pairs spill as a bulk run's do. With the least budget and `spill =
+/// "always"` (a room of 128 pairs a worker), an audit whose crawls share a cluster of 70
+/// near-copies (1,200 matches and 435 batch pairs in it) reports bulk(A + B) minus bulk(A),
+/// byte for byte as the same audit with its pairs held, for the MinHash band rounds (verified,
+/// estimated, and with LSH Ensemble's as well) and simhash's tables; its summary counts the
+/// pairs' spilled bytes.
+#[test]
+fn an_audit_with_its_pairs_spilled_reports_bulk_of_a_and_b_minus_bulk_of_a() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0x5b111);
+    let page = texts(&mut rng, 1, &[]).remove(0);
+    // Each copy the page and a word of its own: every two of them are near-duplicates.
+    let copies: Vec<String> = (0..70).map(|i| format!("{page} copy{i}")).collect();
+    let others = texts(&mut rng, 120, &[]);
+    let (a, b) = (
+        [&copies[..40], &others[..60]].concat(),
+        [&copies[40..], &others[60..]].concat(),
+    );
+    write_docs(&d.join("a1.jsonl"), "a", &a[..50]);
+    write_docs(&d.join("a2.jsonl"), "a1", &a[50..]);
+    write_docs(&d.join("b.jsonl"), "b", &b);
+    let ab: String = ["a1.jsonl", "a2.jsonl", "b.jsonl"]
+        .iter()
+        .map(|f| std::fs::read_to_string(d.join(f)).unwrap())
+        .collect();
+    std::fs::write(d.join("ab.jsonl"), ab).unwrap();
+    let spilled = "[run]\nmemory_budget_mib = 16\nspill = \"always\"\nscratch = \"scratch\"\n";
+    for (name, method) in JOBS
+        .iter()
+        .filter(|(n, _)| n.starts_with("minhash") || *n == "simhash")
+    {
+        let held = job(d, name, method);
+        let held = held.to_str().unwrap();
+        let spills = d.join(format!("{name}-spilled.toml"));
+        let text = std::fs::read_to_string(held).unwrap() + spilled;
+        std::fs::write(&spills, text).unwrap();
+        let spills = spills.to_str().unwrap();
+        let want = bulk_of_a_and_b_minus_bulk_of_a(d, (name, held), (400, 100));
+
+        let store = format!("{name}-store");
+        let out = format!("{name}-stored");
+        neardup(d, &store_run(held, &store, "a1.jsonl", &out));
+        let out = format!("{name}-stored-2");
+        neardup(d, &store_run(held, &store, "a2.jsonl", &out));
+        let mut outputs = Vec::new();
+        for (job, out) in [(held, "held"), (spills, "spilled")] {
+            let out = format!("{name}-audit-{out}");
+            let audit = ["audit", job, "--store", &store, "-w", "2"];
+            neardup(
+                d,
+                &[&audit[..], &["--input", "b.jsonl", "--out-dir", &out]].concat(),
+            );
+            let out = d.join(&out);
+            assert_eq!(audit_pairs(&out), want, "{name}, {job}");
+            let read = |f: &str| std::fs::read(out.join(f)).unwrap();
+            outputs.push([read("matches.tsv"), read("batch_pairs.tsv")]);
+        }
+        assert!(
+            outputs[0] == outputs[1],
+            "{name}: spilled and held write the same bytes"
+        );
+        let text = std::fs::read_to_string(d.join(format!("{name}-audit-spilled/summary.json")));
+        let summary: serde_json::Value = serde_json::from_str(&text.unwrap()).unwrap();
+        let by_stage = &summary["spilled_bytes_by_stage"];
+        let rounds = name.starts_with("minhash").then_some("tables");
+        for stage in ["expand", "write_pairs"].into_iter().chain(rounds) {
+            let bytes = by_stage[stage].as_u64().unwrap_or(0);
+            assert!(
+                bytes >= 32 * 128,
+                "{name}: {stage} spilled {bytes} bytes ({by_stage})"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference() {
     let dir = tempfile::tempdir().unwrap();
@@ -316,7 +403,6 @@ fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference
     assert!(!d.join("out/matches.tsv").exists());
 }
 
-/// The number of documents the store in `dir` holds, by `store info`.
 /// The audit's stored documents and those it held (the rest streamed past), from its summary.
 fn stored_and_held(out: &Path) -> (u64, u64) {
     let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
@@ -330,6 +416,7 @@ fn stored_and_held(out: &Path) -> (u64, u64) {
     (count("stored_documents"), count("stored_held"))
 }
 
+/// The number of documents the store in `dir` holds, by `store info`.
 fn stored_documents(dir: &Path, store: &str) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["store", "info", store])

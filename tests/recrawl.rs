@@ -381,6 +381,20 @@ fn an_audit_reports_each_url_as_brute_force_does_and_decides_as_a_bulk_run_at_an
         check_decisions(d, &out, &drops, &crawls[2]);
         made.push(outputs_of(&out));
     }
+    // The same audit with its pairs spilled (the least budget, `spill = "always"`).
+    let spilled = d.join("spilled.toml").to_str().unwrap().to_string();
+    let run = "[run]\nmemory_budget_mib = 16\nspill = \"always\"\nscratch = \"scratch\"\n";
+    let text = std::fs::read_to_string(&job).unwrap() + run;
+    std::fs::write(&spilled, text).unwrap();
+    let out = audit(d, &spilled, "st", "2", "audit-spilled", &[]);
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let rounds = summary["spilled_bytes_by_stage"]["tables"].as_u64();
+    assert!(
+        rounds.is_some_and(|b| b > 0),
+        "the band rounds' pairs spilled: {summary}"
+    );
+    made.push(outputs_of(&out));
     let out = d.join("audit-cluster");
     let args: Vec<String> = [
         "audit",

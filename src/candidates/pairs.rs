@@ -304,6 +304,58 @@ impl<R: Record> PairList<R> {
         }
     }
 
+    /// The pairs `keep` keeps, in a list of `room`: held pairs in place, in the order they
+    /// came; spilled ones in ascending order.
+    pub fn retain(self, room: PairRoom, keep: impl Fn(&R) -> bool) -> Result<PairList<R>> {
+        if self.runs.is_none() {
+            let mut held = self.held;
+            held.retain(keep);
+            return Ok(PairList::unsorted(held));
+        }
+        let mut kept = Pairs::new(room);
+        for p in self.into_pairs()? {
+            let p = p?;
+            if keep(&p) {
+                kept.push(p);
+            }
+        }
+        kept.sorted()
+    }
+
+    /// The pairs `side` puts first (`true`) and those it puts second, each pair as `side` left
+    /// it (it may change them), in lists of `rooms`: held pairs are split as they are, in the
+    /// order they came; spilled ones each in ascending order.
+    pub fn partition(
+        self,
+        rooms: [PairRoom; 2],
+        mut side: impl FnMut(&mut R) -> bool,
+    ) -> Result<[PairList<R>; 2]> {
+        if self.runs.is_none() {
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            for mut p in Draining::new(self.held) {
+                let into = if side(&mut p) {
+                    &mut first
+                } else {
+                    &mut second
+                };
+                into.push(p);
+            }
+            return Ok([PairList::unsorted(first), PairList::unsorted(second)]);
+        }
+        let [a, b] = rooms;
+        let (mut first, mut second) = (Pairs::new(a), Pairs::new(b));
+        for p in self.into_pairs()? {
+            let mut p = p?;
+            let into = if side(&mut p) {
+                &mut first
+            } else {
+                &mut second
+            };
+            into.push(p);
+        }
+        Ok([first.sorted()?, second.sorted()?])
+    }
+
     /// The pairs in one vector, in order.
     pub fn into_vec(self) -> Result<Vec<R>> {
         if self.runs.is_none() {
@@ -637,6 +689,54 @@ mod tests {
                 (held.spilled_bytes(), held.into_vec().unwrap()),
                 (0, expected)
             );
+        }
+    }
+
+    #[test]
+    fn spilled_pairs_are_retained_and_partitioned_as_held_ones() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        // Odd first sides go first, turned round.
+        let side = |p: &mut Pair| {
+            let odd = p.a % 2 == 1;
+            if odd {
+                std::mem::swap(&mut p.a, &mut p.b);
+            }
+            odd
+        };
+        for (n, records) in [(0, 10), (1000, 1), (1000, 64), (3000, 5000)] {
+            let room = PairRoom {
+                records,
+                scratch: Some(Arc::clone(&scratch)),
+                name: "test".into(),
+                written: Default::default(),
+            };
+            let all = pairs(n);
+            // Pairs whose second side is a multiple of 3 are dropped first.
+            let keep = |p: &Pair| p.b % 3 != 0;
+            let mut want: [Vec<Pair>; 2] = Default::default();
+            for mut p in all.iter().copied().filter(keep) {
+                let first = side(&mut p);
+                want[usize::from(!first)].push(p);
+            }
+            let mut spilled = Pairs::new(room.clone());
+            all.iter().for_each(|&p| spilled.push(p));
+            let spilled = spilled.sorted().unwrap();
+            assert_eq!(spilled.spilled_bytes() > 0, n >= records as u64);
+            let held = PairList::unsorted(all.clone());
+            for (list, how) in [(spilled, "spilled"), (held, "held")] {
+                let list = list.retain(room.clone(), keep).unwrap();
+                let got = list.partition([room.clone(), room.clone()], side).unwrap();
+                for (want, got) in want.iter().zip(got) {
+                    let mut got = got.into_vec().unwrap();
+                    got.sort_unstable();
+                    let mut want = want.clone();
+                    want.sort_unstable();
+                    assert_eq!(got, want, "{how}: {n} pairs, room {records}");
+                }
+            }
+            let (firsts, kept) = (want[0].len(), want[0].len() + want[1].len());
+            assert!(n == 0 || (0 < firsts && firsts < kept && kept < all.len()));
         }
     }
 }

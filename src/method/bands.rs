@@ -8,10 +8,10 @@ use timely::worker::Worker;
 
 use super::{ColumnRounds, Found, Probe, Rounds, Scoring, Sections};
 use crate::candidates::bands::BandLayout;
-use crate::candidates::pairs::{PairList, PairRoom, Pairs};
+use crate::candidates::pairs::{Batches, PairList, PairRoom, Pairs};
 use crate::candidates::{Pair, SketchPair};
 use crate::error::{Error, Result};
-use crate::exchange::{all_ok, draining, owner, rounds, shuffle, shuffle_sorted};
+use crate::exchange::{all_ok, any_left, draining, owner, rounds, shuffle, shuffle_sorted};
 use crate::sketch::minhash::{band_key, estimate};
 use crate::spill::columns::Columns;
 use crate::summary::BandsSummary;
@@ -246,37 +246,56 @@ fn merge(
     };
     let to_a = move |p: &SketchPair| owner(p.a, peers);
     let at_a = shuffle_sorted(worker, pairs, to_a, room.clone())?;
-    let merged = all_ok(worker, keep_shared(at_a, min_bands, room))?;
+    let merged = all_ok(worker, keep_shared(at_a, min_bands, room.clone()))?;
     stats.candidates = merged.len();
     if !scoring.estimate {
         stats.kept = stats.candidates;
         return Ok((merged, stats));
     }
-    // Estimates are made of pairs held with their first side's signature.
-    let merged = all_ok(worker, merged.into_vec())?;
+    let kept = estimated(worker, (keys, values, m), merged, scoring, room);
+    let kept = all_ok(worker, kept)?;
+    stats.kept = kept.len();
+    Ok((kept, stats))
+}
+
+/// The pairs of `merged` (at the owner of their first side) whose MinHash estimate reaches
+/// `scoring`'s threshold, each with it (every worker calls it together): a batch of pairs at a
+/// time goes to the owner of its second side with its first side's signature, about 32 MiB of
+/// them.
+fn estimated(
+    worker: &mut Worker,
+    (keys, values, m): (&[u64], &[u32], usize),
+    merged: PairList,
+    scoring: Scoring,
+    room: PairRoom,
+) -> Result<PairList> {
+    let peers = worker.peers();
     let signature = |key: u64| -> &[u32] {
         let g = keys
             .binary_search(&key)
             .expect("a pair's sides are keys of their owner");
         &values[g * m..(g + 1) * m]
     };
-    let with_a: Vec<(Pair, Vec<u32>)> = merged
-        .into_iter()
-        .map(|p| (p, signature(p.a).to_vec()))
-        .collect();
-    let at_b = shuffle(worker, with_a, move |(p, _)| owner(p.b, peers));
-    let mut kept = Vec::with_capacity(at_b.len());
-    for (p, sig_a) in at_b {
-        let j = estimate(&sig_a, signature(p.b));
-        if scoring.threshold.is_none_or(|t| j >= t) {
-            kept.push(Pair {
-                score: p.score.estimated(j),
-                ..p
-            });
+    let at_a_time = (32 << 20) / (m * 4 + 64);
+    let (mut kept, mut batches) = (Pairs::new(room), Batches::of(merged));
+    loop {
+        let with_a: Vec<(Pair, Vec<u32>)> = (batches.next_batch(at_a_time).into_iter())
+            .map(|p| (p, signature(p.a).to_vec()))
+            .collect();
+        for (p, sig_a) in shuffle(worker, with_a, move |(p, _)| owner(p.b, peers)) {
+            let j = estimate(&sig_a, signature(p.b));
+            if scoring.threshold.is_none_or(|t| j >= t) {
+                kept.push(Pair {
+                    score: p.score.estimated(j),
+                    ..p
+                });
+            }
+        }
+        if !any_left(worker, usize::from(batches.any_left())) {
+            break;
         }
     }
-    stats.kept = kept.len() as u64;
-    Ok((PairList::unsorted(kept), stats))
+    batches.finish().and_then(|()| kept.unsorted())
 }
 
 /// Each of `pairs` (sorted) once, if its copies share `min_bands` bands or more (each copy's

@@ -7,9 +7,10 @@
 use timely::worker::Worker;
 
 use super::{Found, Probe, Rounds, Scoring, Sections};
-use crate::candidates::pairs::{PairList, PairRoom};
+use crate::candidates::pairs::{PairList, PairRoom, Pairs};
+use crate::candidates::Pair;
 use crate::error::Result;
-use crate::exchange::{all_ok, owner, shuffle_vec};
+use crate::exchange::{all_ok, owner, shuffle_sorted};
 
 /// The rounds of `first`, then of `second`; its summary sections are the first's.
 pub struct Union {
@@ -42,7 +43,8 @@ impl Rounds for Union {
         self.first.sections()
     }
 
-    /// The two methods' pairs are held together (not spilled) while their repeats are merged.
+    /// Each method's pairs go to the owner of their first side, where the two lists are merged
+    /// in order, each pair once.
     fn run(
         &self,
         worker: &mut Worker,
@@ -54,25 +56,45 @@ impl Rounds for Union {
         let first = self
             .first
             .run(worker, sketches, scoring, room.clone(), progress);
-        let second = self.second.run(worker, sketches, scoring, room, progress);
+        let second = self
+            .second
+            .run(worker, sketches, scoring, room.clone(), progress);
         let (first, second) = (all_ok(worker, first)?, all_ok(worker, second)?);
-        let taken = |p: PairList| p.into_vec();
-        let both = taken(first.pairs).and_then(|mut a| {
-            a.extend(taken(second.pairs)?);
-            Ok(a)
-        });
-        let pairs = all_ok(worker, both)?;
         let peers = worker.peers();
-        let mut mine = shuffle_vec(worker, pairs, move |p| owner(p.a, peers));
-        mine.sort_unstable_by_key(|p| (p.a, p.b));
-        mine.dedup_by_key(|p| (p.a, p.b));
+        let to_a = move |p: &Pair| owner(p.a, peers);
+        let mine = shuffle_sorted(worker, first.pairs, to_a, room.clone())?;
+        let theirs = shuffle_sorted(worker, second.pairs, to_a, room.clone())?;
+        let pairs = all_ok(worker, distinct_union(mine, theirs, room))?;
         Ok(Found {
-            pairs: PairList::unsorted(mine),
+            pairs,
             comparisons: first.comparisons + second.comparisons,
             largest_group: first.largest_group.max(second.largest_group),
             bands: first.bands,
         })
     }
+}
+
+/// The pairs of two sorted lists in order, a pair of the same sides once (the least), in a
+/// list of `room`.
+fn distinct_union(first: PairList, second: PairList, room: PairRoom) -> Result<PairList> {
+    let mut out = Pairs::new(room);
+    let (mut xs, mut ys) = (first.into_pairs()?, second.into_pairs()?);
+    let (mut x, mut y) = (xs.next().transpose()?, ys.next().transpose()?);
+    let mut last = None;
+    loop {
+        let next = match (x, y) {
+            (None, None) => break,
+            (Some(p), Some(q)) if q < p => std::mem::replace(&mut y, ys.next().transpose()?),
+            (Some(_), _) => std::mem::replace(&mut x, xs.next().transpose()?),
+            (None, Some(_)) => std::mem::replace(&mut y, ys.next().transpose()?),
+        };
+        let next = next.expect("a pair is left");
+        if last != Some((next.a, next.b)) {
+            last = Some((next.a, next.b));
+            out.push(next);
+        }
+    }
+    out.sorted()
 }
 
 /// The probe keys of both, the first's first.

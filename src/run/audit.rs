@@ -1,11 +1,14 @@
 //! An audit's pairs: those of a new and a stored document (the matches, new side first) and those
 //! of two new documents (the batch pairs), and the audit's figures.
 
+use std::mem::take;
+
 use timely::worker::Worker;
 
-use crate::candidates::Pair;
+use crate::candidates::pairs::PairList;
 use crate::config::Plan;
-use crate::exchange::{all_gather, shuffle};
+use crate::error::Result;
+use crate::exchange::{all_gather, all_ok, any_left, shuffle_vec, PAIRS_AT_A_TIME};
 use crate::stages::store::StoredRanks;
 use crate::summary::AuditSummary;
 
@@ -15,20 +18,28 @@ pub fn summary(
     worker: &mut Worker,
     plan: &Plan,
     stored: &StoredRanks,
-    matches: &[Pair],
-    batch: usize,
-) -> AuditSummary {
+    matches: &PairList,
+    batch: u64,
+) -> Result<AuditSummary> {
     let peers = worker.peers() as u64;
-    let mut matched = shuffle(
-        worker,
-        matches.iter().map(|m| m.a).collect::<Vec<_>>(),
-        move |a| a % peers,
-    );
-    matched.sort_unstable();
-    matched.dedup();
-    let mine = (matches.len() as u64, matched.len() as u64, batch as u64);
+    let (mut sent, mut matched) = (Vec::new(), Vec::new());
+    let mut left = matches.each().peekable();
+    loop {
+        // The new sides of a batch of matches, each once at its worker.
+        sent.extend(left.by_ref().take(PAIRS_AT_A_TIME).map(|m| m.a));
+        sent.sort_unstable();
+        sent.dedup();
+        matched.extend(shuffle_vec(worker, take(&mut sent), move |a| a % peers));
+        matched.sort_unstable();
+        matched.dedup();
+        if !any_left(worker, usize::from(left.peek().is_some())) {
+            break;
+        }
+    }
+    all_ok(worker, matches.check())?;
+    let mine = (matches.len(), matched.len() as u64, batch);
     let counts = all_gather(worker, mine);
-    AuditSummary {
+    Ok(AuditSummary {
         store: plan
             .store
             .as_deref()
@@ -44,5 +55,5 @@ pub fn summary(
         new_with_a_match: counts.iter().map(|c| c.1).sum(),
         batch_pairs: counts.iter().map(|c| c.2).sum(),
         ..AuditSummary::default()
-    }
+    })
 }

@@ -49,7 +49,6 @@ pub fn run_worker(
             pass.spill_cold(worker, &mut ranked)?;
             let appended = pass.new_signatures(&keyed, &signatures);
             let candidates = pass.candidates(worker, stage, keyed, signatures)?;
-            let candidates = pass.audited(candidates);
             let pairs = pass.verify(worker, &ranked, candidates.pairs);
             pass.load_cold(worker, &mut ranked)?;
             pass.changes(worker, &ranked, &pairs);

@@ -317,7 +317,15 @@ impl<'a> Pass<'a> {
         let matches = pairs
             .each()
             .filter(|p| stored.contains(p.a) != stored.contains(p.b));
-        let mut same = changes::scored(worker, std::mem::take(&mut urls.same), matches.collect());
+        let mut same = changes::scored(worker, std::mem::take(&mut urls.same), matches);
+        if self
+            .clock
+            .keep_value(exchange::all_ok(worker, pairs.check()))
+            .is_none()
+        {
+            self.clock.stage("changes", worker);
+            return;
+        }
         let exact = plan.verify.filter(|v| v.mode == VerifyMode::Exact);
         if let Some(v) = exact {
             let unscored = same.iter().filter(|s| !s.unchanged && s.score.is_none());
@@ -340,7 +348,7 @@ impl<'a> Pass<'a> {
             // Held pairs (`PairRoom::held`): taking them cannot fail.
             let verified =
                 verified.map_or_else(Vec::new, |(kept, _)| kept.into_vec().unwrap_or_default());
-            same = changes::scored(worker, same, verified);
+            same = changes::scored(worker, same, verified.into_iter());
         }
         let judge = Judge {
             exact: exact.map(|v| v.threshold),
@@ -433,15 +441,12 @@ impl<'a> Pass<'a> {
     }
 
     /// An audit's candidates: the pairs of two stored documents dropped (their audit was the
-    /// run that stored them).
-    pub fn audited(&self, mut candidates: Candidates) -> Candidates {
-        if let Some(stored) = &self.stored {
-            // An audit's pairs are held (`Pass::pair_room`): taking them cannot fail.
-            let mut pairs = take(&mut candidates.pairs).into_vec().unwrap_or_default();
-            stored.drop_stored_pairs(&mut pairs);
-            candidates.pairs = PairList::unsorted(pairs);
+    /// run that stored them), in `room`.
+    fn audited(&self, pairs: PairList, room: PairRoom) -> Result<PairList> {
+        match &self.stored {
+            Some(stored) => pairs.retain(room, |p| !stored.joins_stored(p)),
+            None => Ok(pairs),
         }
-        candidates
     }
 
     /// The fingerprints and documents outputs, when asked for.
@@ -527,7 +532,14 @@ impl<'a> Pass<'a> {
         let identical = method.identical(self.estimates());
         let room = self.pair_room(worker.index(), "expand");
         let spilled = room.clone();
-        let pairs = expand::expand(worker, &groups, found.pairs, (collapse, identical), room)?;
+        let pairs = expand::expand(
+            worker,
+            &groups,
+            found.pairs,
+            (collapse, identical),
+            room.clone(),
+        );
+        let pairs = exchange::all_ok(worker, pairs.and_then(|p| self.audited(p, room)))?;
         let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("expand".into(), spilled));
         let exact = collapse.then(|| expand::exact_groups(&groups));
@@ -695,12 +707,10 @@ impl<'a> Pass<'a> {
 
     /// Where worker `me`'s pairs spill in `stage`, and past how many held: an eighth of the
     /// process's budget over its workers (a 256th of it with `spill = "always"`, so that small
-    /// inputs make several runs). An audit's pairs are held: its matches, URL changes and
-    /// decisions read them in memory.
+    /// inputs make several runs).
     fn pair_room(&self, me: usize, stage: &str) -> PairRoom {
         let share = budget(self.plan) / 8 / self.plan.exec.workers as u64;
         let bytes = match self.scratch.mode() {
-            _ if self.plan.audit.is_some() => return PairRoom::held(),
             SpillMode::Never => return PairRoom::held(),
             SpillMode::Always => (share / 256).max(2048),
             SpillMode::Auto => share,
@@ -857,7 +867,7 @@ impl<'a> Pass<'a> {
         let k = self.plan.method.distance();
         let room = self.pair_room(worker.index(), "write");
         let spilled = room.clone();
-        let counts = match &self.stored {
+        let counts = match self.stored {
             None => write::pairs(
                 worker,
                 ranked,
@@ -868,37 +878,7 @@ impl<'a> Pass<'a> {
                 formats,
                 self.writer,
             ),
-            Some(stored) => {
-                // An audit's pairs are held (`Pass::pair_room`): taking them cannot fail.
-                let pairs = pairs.into_vec().unwrap_or_default();
-                let (matches, batch) = stored.split(pairs);
-                let figures = audit::summary(worker, self.plan, stored, &matches, batch.len());
-                let (matches, batch) = (PairList::unsorted(matches), PairList::unsorted(batch));
-                let found = self.figures.audit.take().unwrap_or_default();
-                self.figures.audit = Some(AuditSummary {
-                    urls: found.urls,
-                    decisions: found.decisions,
-                    appended: found.appended,
-                    ..figures
-                });
-                let formats = (format(&o.matches), format(&o.batch_pairs));
-                let w = self.writer;
-                let to = |name| (name, PairRoom::held());
-                let found =
-                    write::pairs(worker, ranked, to("matches"), matches, None, k, formats, w);
-                let formats = (formats.1, formats.1);
-                let batch = write::pairs(
-                    worker,
-                    ranked,
-                    to("batch_pairs"),
-                    batch,
-                    None,
-                    k,
-                    formats,
-                    w,
-                );
-                found.and_then(|m| batch.map(|b| m.iter().zip(b).map(|(x, y)| x + y).collect()))
-            }
+            Some(_) => self.write_audit_pairs(worker, ranked, pairs, room),
         };
         self.figures.by_distance = self.clock.keep_value(counts);
         if self.plan.clusters.is_some() {
@@ -913,6 +893,48 @@ impl<'a> Pass<'a> {
         let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("write_pairs".into(), spilled));
         self.clock.stage("write_pairs", worker);
+    }
+
+    /// An audit's pairs, written apart: its matches (new document first) and its batch pairs,
+    /// with the audit's figures; the counts by distance of both (every worker calls it together).
+    fn write_audit_pairs(
+        &mut self,
+        worker: &mut Worker,
+        ranked: &Ranked,
+        pairs: PairList,
+        room: PairRoom,
+    ) -> Result<Vec<u64>> {
+        let (plan, stored) = (self.plan, self.stored.as_ref().expect("an audit"));
+        let split = pairs.partition([room.clone(), room.clone()], |p| stored.is_match(p));
+        let [matches, batch] = exchange::all_ok(worker, split)?;
+        let figures = audit::summary(worker, plan, stored, &matches, batch.len())?;
+        let found = self.figures.audit.take().unwrap_or_default();
+        self.figures.audit = Some(AuditSummary {
+            urls: found.urls,
+            decisions: found.decisions,
+            appended: found.appended,
+            ..figures
+        });
+        let o = &plan.outputs;
+        let format =
+            |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
+        let (k, w) = (plan.method.distance(), self.writer);
+        let formats = (format(&o.matches), format(&o.batch_pairs));
+        let to = |name| (name, room.clone());
+        let found = write::pairs(worker, ranked, to("matches"), matches, None, k, formats, w);
+        let formats = (formats.1, formats.1);
+        let batch = write::pairs(
+            worker,
+            ranked,
+            to("batch_pairs"),
+            batch,
+            None,
+            k,
+            formats,
+            w,
+        );
+        let (found, batch) = (found?, batch?);
+        Ok(found.iter().zip(batch).map(|(x, y)| x + y).collect())
     }
 
     /// The skipped-records output, in input order, when asked for; the notes are dropped.

@@ -23,7 +23,7 @@ use timely::worker::Worker;
 
 use crate::candidates::{Pair, Score};
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, shuffle, shuffle_vec};
+use crate::exchange::{all_gather, any_left, shuffle, shuffle_vec, PAIRS_AT_A_TIME};
 use crate::summary::UrlSummary;
 
 /// What became of a URL held by both the batch and the store.
@@ -204,16 +204,32 @@ pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Op
 
 /// `same` with the score of each that is one of `pairs` (every worker calls it together): the
 /// URLs move to the worker of their smaller rank, where that worker's share of the pairs meets
-/// them.
-pub fn scored(worker: &mut Worker, same: Vec<SameUrl>, pairs: Vec<Pair>) -> Vec<SameUrl> {
+/// them, [`PAIRS_AT_A_TIME`] pairs at a time.
+pub fn scored(
+    worker: &mut Worker,
+    same: Vec<SameUrl>,
+    pairs: impl Iterator<Item = Pair>,
+) -> Vec<SameUrl> {
     let peers = worker.peers() as u64;
     let mut same = shuffle(worker, same, move |s| s.ends().0 % peers);
-    let mut pairs = shuffle_vec(worker, pairs, move |p| p.a.min(p.b) % peers);
-    pairs.sort_unstable_by_key(|p| (p.a.min(p.b), p.a.max(p.b)));
-    for s in &mut same {
-        let at = pairs.binary_search_by_key(&s.ends(), |p| (p.a.min(p.b), p.a.max(p.b)));
-        if let Ok(i) = at {
-            s.score = Some(pairs[i].score);
+    let mut by_ends: Vec<u32> = (0..same.len() as u32).collect();
+    by_ends.sort_unstable_by_key(|&i| same[i as usize].ends());
+    let mut pairs = pairs.peekable();
+    loop {
+        let batch = pairs.by_ref().take(PAIRS_AT_A_TIME).collect();
+        for p in shuffle_vec(worker, batch, move |p| p.a.min(p.b) % peers) {
+            let ends = (p.a.min(p.b), p.a.max(p.b));
+            let from = by_ends.partition_point(|&i| same[i as usize].ends() < ends);
+            for &i in by_ends[from..].iter() {
+                let s = &mut same[i as usize];
+                if s.ends() != ends {
+                    break;
+                }
+                s.score = Some(p.score);
+            }
+        }
+        if !any_left(worker, usize::from(pairs.peek().is_some())) {
+            break;
         }
     }
     same

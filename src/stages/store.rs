@@ -445,23 +445,18 @@ impl StoredRanks {
         self.0.len() as u64
     }
 
-    /// `pairs` without those of two stored documents (the run that stored them judged them).
-    pub fn drop_stored_pairs(&self, pairs: &mut Vec<Pair>) {
-        pairs.retain(|p| !(self.contains(p.a) && self.contains(p.b)));
+    /// True if `p` joins two stored documents (the run that stored them judged it).
+    pub fn joins_stored(&self, p: &Pair) -> bool {
+        self.contains(p.a) && self.contains(p.b)
     }
 
-    /// `(matches, batch pairs)` of `pairs`, none of which joins two stored documents. A match
-    /// names the new document first.
-    pub fn split(&self, pairs: Vec<Pair>) -> (Vec<Pair>, Vec<Pair>) {
-        let (mut matches, batch): (Vec<Pair>, Vec<Pair>) = pairs
-            .into_iter()
-            .partition(|p| self.contains(p.a) || self.contains(p.b));
-        for m in &mut matches {
-            if self.contains(m.a) {
-                std::mem::swap(&mut m.a, &mut m.b);
-            }
+    /// True if `p`, which joins no two stored documents, is a match (a new document and a
+    /// stored one), which it then names new document first; false for a batch pair.
+    pub fn is_match(&self, p: &mut Pair) -> bool {
+        if self.contains(p.a) {
+            std::mem::swap(&mut p.a, &mut p.b);
         }
-        (matches, batch)
+        self.contains(p.b)
     }
 }
 
@@ -478,9 +473,19 @@ mod tests {
             score: Score::at_distance(1),
         };
         let stored = StoredRanks(vec![(2, 0, 9), (5, 1, 8)]);
-        let (matches, batch) = stored.split(vec![pair(1, 2), pair(5, 7), pair(1, 3)]);
-        let ends = |v: &[Pair]| v.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>();
-        assert_eq!(ends(&matches), [(1, 2), (7, 5)]);
-        assert_eq!(ends(&batch), [(1, 3)]);
+        let (mut matches, mut batch) = (Vec::new(), Vec::new());
+        for mut p in [pair(1, 2), pair(5, 7), pair(1, 3), pair(2, 5)] {
+            if stored.joins_stored(&p) {
+                continue;
+            }
+            let into = if stored.is_match(&mut p) {
+                &mut matches
+            } else {
+                &mut batch
+            };
+            into.push((p.a, p.b));
+        }
+        assert_eq!(matches, [(1, 2), (7, 5)]);
+        assert_eq!(batch, [(1, 3)]);
     }
 }
