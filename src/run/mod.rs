@@ -71,6 +71,30 @@ pub fn run_worker(
     report::finish(worker, plan, pass.clock, pass.figures, books)
 }
 
+/// The error of worker threads that did not start (`e`, timely's `Debug` of the system's
+/// error): a resource error when the system refused a thread (`EAGAIN` or `ENOMEM`: a memory or
+/// process limit), else a bug.
+fn workers_not_started(e: &str, workers: usize) -> Error {
+    let refused = ["WouldBlock", "OutOfMemory"].iter().any(|k| e.contains(k));
+    if !refused {
+        return Error::Internal(format!("starting workers: {e}"));
+    }
+    let limit = crate::output::cleanup::address_space_limit().map_or_else(
+        || " (the machine's memory or thread limit is exhausted)".to_string(),
+        |l| {
+            format!(
+                " under an address-space limit (ulimit -v) of {} MiB",
+                l >> 20
+            )
+        },
+    );
+    Error::Resource(format!(
+        "out of memory: the system refused to start the {workers} worker thread(s) a process \
+         runs{limit}.\n  Hint: raise the limit, run fewer workers per process, or spread \
+         the input over more processes (--processes); outputs are left as they were."
+    ))
+}
+
 /// The store segment worker 0 made, handed to [`execute`], which appends it once the outputs
 /// are committed.
 pub type NewSegment = Mutex<Option<(Vec<u8>, u64)>>;
@@ -120,7 +144,7 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
         timely::WorkerConfig::default(),
         move |worker| run_worker(worker, &p, o.as_deref(), (&progress, &s, &scratch)),
     )
-    .map_err(|e| Error::Internal(format!("starting workers: {e}")))?;
+    .map_err(|e| workers_not_started(&e, plan.exec.workers))?;
     let mut summary = None;
     let mut error = None;
     for result in guards.join() {
@@ -189,4 +213,28 @@ fn commit(
         }
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_the_system_refuses_to_start_are_out_of_memory_not_a_bug() {
+        // Regression: a thread refused under `ulimit -v` was "internal error (a bug in
+        // neardup)". timely gives the system's error as its `Debug`.
+        for refused in [
+            r#"Os { code: 11, kind: WouldBlock, message: "Resource temporarily unavailable" }"#,
+            r#"Os { code: 12, kind: OutOfMemory, message: "Cannot allocate memory" }"#,
+        ] {
+            let e = workers_not_started(refused, 8).to_string();
+            assert!(
+                e.starts_with("out of memory: the system refused to start the 8 "),
+                "{e}"
+            );
+            assert!(e.contains("Hint: raise the limit"), "{e}");
+        }
+        let other = workers_not_started("Os { code: 1, kind: PermissionDenied }", 8).to_string();
+        assert!(other.contains("a bug in neardup"), "{other}");
+    }
 }
