@@ -4,6 +4,8 @@
 //! `NEARDUP_FAULT_AT=N` kills the process at the N-th fault point it reaches (counted from 1);
 //! `NEARDUP_FAULT_LOG=1` prints each point's number and label on stderr as it passes. Without
 //! them a fault point costs one environment lookup; there are a dozen per commit.
+//! `NEARDUP_FAULT_SCRATCH_FULL=NAME` makes the first write of every spill file whose name begins
+//! with `NAME` (`pairs-expand`) fail as a full disk does.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -24,4 +26,10 @@ pub fn point(label: &str) {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
     }
+}
+
+/// True if the test asked the spill files named after `name` (`pairs-expand-w0`) to find their
+/// disk full (`NEARDUP_FAULT_SCRATCH_FULL`, a prefix of the name).
+pub fn scratch_full(name: &str) -> bool {
+    std::env::var("NEARDUP_FAULT_SCRATCH_FULL").is_ok_and(|prefix| name.starts_with(&prefix))
 }

@@ -289,15 +289,9 @@ fn an_appending_audit_with_spilled_origins_writes_what_one_that_holds_them_write
     assert!(scratch_dirs(&d.join("scratch")).is_empty());
 }
 
-/// Issue 20: the pairs spill in sorted runs from the band rounds to the writer (a least budget
-/// and `spill = "always"`: a room of 128 pairs a worker). A run killed as any pairs' spill file
-/// begins leaves its scratch directory, which the next run removes, and that run writes the
-/// pairs of an unkilled one.
-#[test]
-fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let scratch = dir.path().join("scratch");
-    // 40 near-copies of one page, one word each replaced: 780 pairs.
+/// A job over 40 near-copies of one page (one word each replaced: 780 pairs) whose pairs spill
+/// at every stage: the least budget and `spill = "always"`, a room of 128 pairs a worker.
+fn copies_job(dir: &Path, scratch: &Path) -> PathBuf {
     let base: Vec<String> = (0..200u64)
         .map(|i| format!("w{}", i * 7919 % 1000))
         .collect();
@@ -308,14 +302,26 @@ fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_i
             format!("{{\"id\":\"d{j}\",\"text\":\"{}\"}}", words.join(" "))
         })
         .collect();
-    let input = dir.path().join("copies.jsonl");
+    let input = dir.join("copies.jsonl");
     std::fs::write(&input, lines.join("\n") + "\n").unwrap();
     let body = format!(
         "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[run]\nmemory_budget_mib = 16\n\
          scratch = {scratch:?}\nspill = \"always\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n"
     );
-    let job = dir.path().join("job.toml");
+    let job = dir.join("job.toml");
     std::fs::write(&job, body).unwrap();
+    job
+}
+
+/// Issue 20: the pairs spill in sorted runs from the band rounds to the writer (a least budget
+/// and `spill = "always"`: a room of 128 pairs a worker). A run killed as any pairs' spill file
+/// begins leaves its scratch directory, which the next run removes, and that run writes the
+/// pairs of an unkilled one.
+#[test]
+fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let job = copies_job(dir.path(), &scratch);
     let points = fault_points(&job, "spill: a spill file begun (pairs");
     // The band rounds', expand's, verification's and the writer's, on each of 2 workers.
     assert!(points.len() >= 8, "{points:?}");
@@ -323,5 +329,38 @@ fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_i
     assert_eq!(pairs.iter().filter(|&&b| b == b'\n').count(), 780);
     for at in points {
         killed_at(&job, &scratch, &at, &pairs);
+    }
+}
+
+/// Issue 20: a scratch disk that fills as the pairs of a stage spill (the band rounds', expand's,
+/// verification's candidates and kept pairs, the writer's) stops the run with the directory,
+/// the spill file and the bytes named; the outputs of the run before are untouched, and no
+/// scratch directory is left.
+#[test]
+fn a_scratch_disk_full_as_pairs_spill_names_the_directory_and_touches_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let job = copies_job(dir.path(), &scratch);
+    assert!(run(&job, &[]).status.success());
+    let before = std::fs::read(dir.path().join("out/pairs.tsv")).unwrap();
+    for stage in ["tables", "expand", "candidates", "kept", "write"] {
+        let name = format!("pairs-{stage}");
+        let full = run(&job, &[("NEARDUP_FAULT_SCRATCH_FULL", &name)]);
+        let err = String::from_utf8_lossy(&full.stderr);
+        assert_eq!(full.status.code(), Some(1), "{stage}: {err}");
+        let dir_named = format!("the scratch directory {}", scratch.display());
+        assert!(err.contains(&dir_named) && err.contains("is full"), "{err}");
+        assert!(
+            err.contains(&format!("{name}-w")) && err.contains("MiB"),
+            "{err}"
+        );
+        assert!(!err.contains("a bug in neardup"), "{err}");
+        let after = std::fs::read(dir.path().join("out/pairs.tsv")).unwrap();
+        assert!(after == before, "{stage}: the pairs output is untouched");
+        assert!(
+            scratch_dirs(&scratch).is_empty(),
+            "{:?}",
+            scratch_dirs(&scratch)
+        );
     }
 }

@@ -208,7 +208,12 @@ impl SpillFile {
     pub fn append(&mut self, words: &[u64]) -> Result<u64> {
         let at = self.len;
         let bytes: &[u8] = bytemuck_words(words);
-        if let Err(e) = self.out.write_all(bytes) {
+        let full = at == 0 && crate::fault::scratch_full(&self.what);
+        let written = match full {
+            true => Err(std::io::Error::from_raw_os_error(libc::ENOSPC)),
+            false => self.out.write_all(bytes),
+        };
+        if let Err(e) = written {
             return Err(self.write_error(e, bytes.len() as u64));
         }
         self.len += words.len() as u64;
