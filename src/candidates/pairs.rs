@@ -246,6 +246,11 @@ impl<R: Record> PairList<R> {
         self.len
     }
 
+    /// How many are held in memory.
+    pub fn held_len(&self) -> usize {
+        self.held.len()
+    }
+
     /// True if there are none.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -302,6 +307,14 @@ impl<R: Record> PairList<R> {
             None => Ok(self.held),
             Some(_) => Err(Box::new(self)),
         }
+    }
+
+    /// The pairs of this list and `other`, both in ascending order, in one ascending order (a
+    /// pair in both comes twice), each list's room given back as it is taken.
+    pub fn merged_with(self, other: PairList<R>) -> Result<MergedPairs<R>> {
+        let (mut xs, mut ys) = (self.into_pairs()?, other.into_pairs()?);
+        let (x, y) = (xs.next(), ys.next());
+        Ok(MergedPairs { xs, ys, x, y })
     }
 
     /// The pairs `keep` keeps, in a list of `room`: held pairs in place, in the order they
@@ -481,6 +494,32 @@ impl<R: Record> Iterator for IntoPairs<R> {
         match self {
             IntoPairs::Held(it) => it.next().map(Ok),
             IntoPairs::Merged(it) => it.next(),
+        }
+    }
+}
+
+/// The pairs of [`PairList::merged_with`].
+pub struct MergedPairs<R> {
+    xs: IntoPairs<R>,
+    ys: IntoPairs<R>,
+    /// The next of each, or its error.
+    x: Option<Result<R>>,
+    y: Option<Result<R>>,
+}
+
+impl<R: Record> Iterator for MergedPairs<R> {
+    type Item = Result<R>;
+
+    fn next(&mut self) -> Option<Result<R>> {
+        let second = match (&self.x, &self.y) {
+            (_, Some(Err(_))) | (None, Some(_)) => true,
+            (Some(Ok(x)), Some(Ok(y))) => y < x,
+            _ => false,
+        };
+        if second {
+            std::mem::replace(&mut self.y, self.ys.next())
+        } else {
+            std::mem::replace(&mut self.x, self.xs.next())
         }
     }
 }
@@ -683,7 +722,14 @@ mod tests {
             expected.sort_unstable();
             let got: Vec<Pair> = spilled.iter().unwrap().map(|p| p.unwrap()).collect();
             assert_eq!(got, expected, "{n} pairs, room {records}");
-            assert_eq!(spilled.into_vec().unwrap(), expected);
+            let held = Pairs::from_vec(all.clone()).sorted().unwrap();
+            let mut twice = [&all[..], &all[..]].concat();
+            twice.sort_unstable();
+            let merged: Result<Vec<Pair>> = spilled.merged_with(held).unwrap().collect();
+            assert_eq!(merged.unwrap(), twice, "merged: {n} pairs, room {records}");
+            let mut again = Pairs::new(room.clone());
+            all.iter().for_each(|&p| again.push(p));
+            assert_eq!(again.sorted().unwrap().into_vec().unwrap(), expected);
             let held = Pairs::from_vec(all).sorted().unwrap();
             assert_eq!(
                 (held.spilled_bytes(), held.into_vec().unwrap()),

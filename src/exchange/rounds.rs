@@ -86,6 +86,31 @@ impl RoundsOutput {
         Ok((pairs, self.stats))
     }
 
+    /// The pairs found, as [`RoundsOutput::into_list`] gives them but without the large
+    /// groups' pairs; those apart, in order: the pairs whose first side this worker owns, made
+    /// once ([`owned_pairs`]) in what the found pairs leave of the room; and what comparing cost.
+    /// (The owner of a pair's first side merges its copies: the owned pairs are there already.)
+    #[allow(clippy::type_complexity)]
+    pub fn into_lists(
+        mut self,
+    ) -> Result<(PairList<SketchPair>, PairList<SketchPair>, CompareStats)> {
+        let found = match self.spilled.take() {
+            None => PairList::unsorted(std::mem::take(&mut self.pairs)),
+            Some(mut spilled) => {
+                spilled.spill_all(&mut self.pairs);
+                spilled.unsorted()?
+            }
+        };
+        let held = found.held_len();
+        let room = PairRoom {
+            records: self.room.records.saturating_sub(held).max(1),
+            ..self.room.clone()
+        };
+        let mut owned = Pairs::new(room);
+        owned_pairs(&self.groups, self.owned, &mut owned);
+        Ok((found, owned.sorted()?, self.stats))
+    }
+
     /// The pairs found, each once, scored by its distance, and what comparing cost: converted
     /// as they are taken, so the two forms are not both held whole (for rounds whose pairs are
     /// found once: tables; in order if any spilled).

@@ -78,20 +78,12 @@ impl Rounds for Union {
 /// list of `room`.
 fn distinct_union(first: PairList, second: PairList, room: PairRoom) -> Result<PairList> {
     let mut out = Pairs::new(room);
-    let (mut xs, mut ys) = (first.into_pairs()?, second.into_pairs()?);
-    let (mut x, mut y) = (xs.next().transpose()?, ys.next().transpose()?);
     let mut last = None;
-    loop {
-        let next = match (x, y) {
-            (None, None) => break,
-            (Some(p), Some(q)) if q < p => std::mem::replace(&mut y, ys.next().transpose()?),
-            (Some(_), _) => std::mem::replace(&mut x, xs.next().transpose()?),
-            (None, Some(_)) => std::mem::replace(&mut y, ys.next().transpose()?),
-        };
-        let next = next.expect("a pair is left");
-        if last != Some((next.a, next.b)) {
-            last = Some((next.a, next.b));
-            out.push(next);
+    for p in first.merged_with(second)? {
+        let p = p?;
+        if last != Some((p.a, p.b)) {
+            last = Some((p.a, p.b));
+            out.push(p);
         }
     }
     out.sorted()
