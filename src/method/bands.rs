@@ -471,7 +471,10 @@ mod tests {
                 let rooms = (room.clone(), |_, _| {});
                 let found = rounds::run(worker, &layout, 1, &keys, &mut rows, rooms);
                 let (pairs, owned, counts) = found.into_lists().unwrap();
-                assert!(!owned.is_empty(), "the groups of 200 are paired once, apart");
+                assert!(
+                    !owned.is_empty(),
+                    "the groups of 200 are paired once, apart"
+                );
                 let held = pairs.len() + owned.len();
                 let emitted = ((pairs, owned), counts.comparisons);
                 let scoring = Scoring {
