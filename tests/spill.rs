@@ -364,3 +364,20 @@ fn a_scratch_disk_full_as_pairs_spill_names_the_directory_and_touches_no_output(
         );
     }
 }
+
+/// Regression: verification counted its candidates' spilled bytes twice (from the list and from
+/// its room). Over the 40 near-copies, every set and pair spilled, each byte is counted once: the
+/// 40 sets of 196 distinct shingles (8 B each), and the 780 candidate and 780 kept pairs (32 B).
+#[test]
+fn verifications_spilled_bytes_count_each_set_and_pair_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = copies_job(dir.path(), &dir.path().join("scratch"));
+    let out = run(&job, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let v = &summary["verification"];
+    assert_eq!((v["candidates"].as_u64(), v["kept"].as_u64()), (Some(780), Some(780)));
+    let sets = 40 * 196 * 8;
+    assert_eq!(v["spilled_bytes"].as_u64(), Some(sets + 2 * 780 * 32), "{v}");
+}

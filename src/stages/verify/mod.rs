@@ -211,7 +211,6 @@ pub fn verify(
         move |p: &Pair| owner_of(p.a),
         room.candidates,
     )?;
-    stats.spilled_bytes += pairs.spilled_bytes();
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
