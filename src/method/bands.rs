@@ -107,22 +107,13 @@ impl Rounds for BandRounds {
         room: PairRoom,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Found> {
-        let m = self.stride;
         let mut rows = rounds::Rows {
             values,
-            stride: m,
+            stride: self.stride,
             width: self.layout.rows,
         };
-        let (layout, parts) = (&self.layout, self.parts);
-        let found = rounds::run(
-            worker,
-            layout,
-            parts,
-            keys,
-            &mut rows,
-            (room.clone(), progress),
-        );
-        self.found(worker, (keys, values), found, (scoring, room))
+        let rules = (scoring, room, progress);
+        self.rounds_over(worker, (keys, values), &mut rows, rules)
     }
 
     /// Without estimates a round needs its band alone (and not over a longer sketch, whose
@@ -153,31 +144,26 @@ impl ColumnRounds for BandRounds {
             width: self.layout.rows,
             error: None,
         };
-        let (layout, parts) = (&self.layout, self.parts);
-        let found = rounds::run(
-            worker,
-            layout,
-            parts,
-            keys,
-            &mut bands,
-            (room.clone(), progress),
-        );
+        let rules = (scoring, room, progress);
+        let found = self.rounds_over(worker, (keys, &[]), &mut bands, rules);
         let read = all_ok(worker, bands.error.map_or(Ok(()), Err));
-        let found = self.found(worker, (keys, &[]), found, (scoring, room));
         read.and(found)
     }
 }
 
 impl BandRounds {
-    /// The candidate pairs of the rounds' band collisions (`keys` and, to estimate, `values` of
-    /// this worker's sketches: see [`merge`]), with what the rounds counted.
-    fn found(
+    /// The band rounds over `bands` (this worker's sketches' bands, held or read back), and the
+    /// candidate pairs of their collisions (`keys` and, to estimate, `values` of this worker's
+    /// sketches: see [`merge`]), with what the rounds counted.
+    fn rounds_over(
         &self,
         worker: &mut Worker,
         (keys, values): (&[u64], &[u32]),
-        found: rounds::RoundsOutput,
-        (scoring, room): (Scoring, PairRoom),
+        bands: &mut impl rounds::Sketches<[u32]>,
+        (scoring, room, progress): (Scoring, PairRoom, &mut dyn FnMut(u64, u64)),
     ) -> Result<Found> {
+        let rounds = (room.clone(), progress);
+        let found = rounds::run(worker, &self.layout, self.parts, keys, bands, rounds);
         let min_bands = self.layout.min_bands;
         let m = self.stride;
         let (pairs, owned, counts) = all_ok(worker, found.into_lists())?;
