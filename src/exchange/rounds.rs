@@ -71,24 +71,9 @@ impl RoundsOutput {
     }
 
     /// The pairs found (for bands, a pair once a run it was spilled in, with the bands counted
-    /// there; in order if any spilled), and what comparing cost.
-    pub fn into_list(mut self) -> Result<(PairList<SketchPair>, CompareStats)> {
-        let pairs = match (self.spilled.take(), self.groups.is_empty()) {
-            (None, true) => PairList::unsorted(self.pairs),
-            (spilled, _) => {
-                let mut all = spilled.unwrap_or_else(|| Pairs::new(self.room.clone()));
-                all.spill_all(&mut self.pairs);
-                drop(self.pairs);
-                owned_pairs(&self.groups, self.owned, &mut all);
-                all.unsorted()?
-            }
-        };
-        Ok((pairs, self.stats))
-    }
-
-    /// The pairs found, as [`RoundsOutput::into_list`] gives them but without the large
-    /// groups' pairs; those apart, in order: the pairs whose first side this worker owns, made
-    /// once ([`owned_pairs`]) in what the found pairs leave of the room; and what comparing cost.
+    /// there; in order if any spilled) but the large groups'; those apart, in order: the pairs
+    /// whose first side this worker owns, made once ([`owned_pairs`]) in what the found pairs
+    /// leave of the room; and what comparing cost.
     /// (The owner of a pair's first side merges its copies: the owned pairs are there already.)
     #[allow(clippy::type_complexity)]
     pub fn into_lists(
@@ -116,9 +101,9 @@ impl RoundsOutput {
     /// found once: tables; in order if any spilled).
     pub fn into_pairs(self) -> Result<(PairList, CompareStats)> {
         let room = self.room.clone();
-        let (sketch_pairs, stats) = self.into_list()?;
+        let (found, owned, stats) = self.into_lists()?;
         let mut pairs = Pairs::new(room);
-        for p in sketch_pairs.into_pairs()? {
+        for p in found.into_pairs()?.chain(owned.into_pairs()?) {
             pairs.push(p?.pair());
         }
         Ok((pairs.unsorted()?, stats))
@@ -471,10 +456,12 @@ mod tests {
                 };
                 let written = std::sync::Arc::clone(&room.written);
                 let found = run(worker, &layout, parts, &keys, &mut rows, (room, |_, _| {}));
-                let (pairs, _) = found.into_list().unwrap();
+                let (pairs, owned, _) = found.into_lists().unwrap();
                 let written = written.load(std::sync::atomic::Ordering::Relaxed);
                 assert_eq!(written > 0, spills, "{workers} workers");
-                (me as u64, peers, pairs.into_vec().unwrap())
+                let mut pairs = pairs.into_vec().unwrap();
+                pairs.extend(owned.into_vec().unwrap());
+                (me as u64, peers, pairs)
             })
             .unwrap();
             let mut got: BTreeMap<(u64, u64), u8> = BTreeMap::new();
@@ -516,7 +503,12 @@ mod tests {
                 };
                 let room = (PairRoom::held(), |_, _| {});
                 let found = run(worker, &layout, 1, &keys, &mut rows, room);
-                found.into_list().unwrap().0.into_vec().unwrap()
+                let (pairs, owned, _) = found.into_lists().unwrap();
+                assert!(
+                    pairs.is_empty(),
+                    "one large group: its pairs are made apart"
+                );
+                owned.into_vec().unwrap()
             })
             .unwrap();
             let mut got: BTreeMap<(u64, u64), usize> = BTreeMap::new();
