@@ -343,30 +343,27 @@ impl<R: Record> PairList<R> {
         rooms: [PairRoom; 2],
         mut side: impl FnMut(&mut R) -> bool,
     ) -> Result<[PairList<R>; 2]> {
-        if self.runs.is_none() {
-            let (mut first, mut second) = (Vec::new(), Vec::new());
-            for mut p in Draining::new(self.held) {
-                let into = if side(&mut p) {
-                    &mut first
-                } else {
-                    &mut second
-                };
-                into.push(p);
-            }
-            return Ok([PairList::unsorted(first), PairList::unsorted(second)]);
-        }
-        let [a, b] = rooms;
-        let (mut first, mut second) = (Pairs::new(a), Pairs::new(b));
+        let spilled = self.runs.is_some();
+        let rooms = match spilled {
+            true => rooms,
+            false => [PairRoom::held(), PairRoom::held()],
+        };
+        let [mut first, mut second] = rooms.map(Pairs::new);
         for p in self.into_pairs()? {
             let mut p = p?;
-            let into = if side(&mut p) {
-                &mut first
-            } else {
-                &mut second
-            };
-            into.push(p);
+            match side(&mut p) {
+                true => first.push(p),
+                false => second.push(p),
+            }
         }
-        Ok([first.sorted()?, second.sorted()?])
+        let list = |pairs: Pairs<R>| {
+            if spilled {
+                pairs.sorted()
+            } else {
+                pairs.unsorted()
+            }
+        };
+        Ok([list(first)?, list(second)?])
     }
 
     /// The pairs in one vector, in order.
