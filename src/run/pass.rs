@@ -861,9 +861,7 @@ impl<'a> Pass<'a> {
     ) {
         self.clock.enter(Phase::Write);
         let o = &self.plan.outputs;
-        let format =
-            |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
-        let formats = (format(&o.pairs), format(&o.exact_groups));
+        let formats = (format_of(&o.pairs), format_of(&o.exact_groups));
         let k = self.plan.method.distance();
         let room = self.pair_room(worker.index(), "write");
         let spilled = room.clone();
@@ -916,10 +914,8 @@ impl<'a> Pass<'a> {
             ..figures
         });
         let o = &plan.outputs;
-        let format =
-            |p: &Option<std::path::PathBuf>| p.as_deref().map_or(RowFormat::Tsv, RowFormat::of);
         let (k, w) = (plan.method.distance(), self.writer);
-        let formats = (format(&o.matches), format(&o.batch_pairs));
+        let formats = (format_of(&o.matches), format_of(&o.batch_pairs));
         let to = |name| (name, room.clone());
         let found = write::pairs(worker, ranked, to("matches"), matches, None, k, formats, w);
         let formats = (formats.1, formats.1);
@@ -955,6 +951,11 @@ impl<'a> Pass<'a> {
 fn budget(plan: &Plan) -> u64 {
     let pairs = plan.pairs.as_ref();
     pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
+}
+
+/// The row format of a pairs output's `path` (tab-separated when it is not asked for).
+fn format_of(path: &Option<std::path::PathBuf>) -> RowFormat {
+    path.as_deref().map_or(RowFormat::Tsv, RowFormat::of)
 }
 
 /// The values of a worker's distinct sketches, as the rounds read them.
