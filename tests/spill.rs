@@ -373,11 +373,22 @@ fn verifications_spilled_bytes_count_each_set_and_pair_once() {
     let dir = tempfile::tempdir().unwrap();
     let job = copies_job(dir.path(), &dir.path().join("scratch"));
     let out = run(&job, &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
     let v = &summary["verification"];
-    assert_eq!((v["candidates"].as_u64(), v["kept"].as_u64()), (Some(780), Some(780)));
+    assert_eq!(
+        (v["candidates"].as_u64(), v["kept"].as_u64()),
+        (Some(780), Some(780))
+    );
     let sets = 40 * 196 * 8;
-    assert_eq!(v["spilled_bytes"].as_u64(), Some(sets + 2 * 780 * 32), "{v}");
+    assert_eq!(
+        v["spilled_bytes"].as_u64(),
+        Some(sets + 2 * 780 * 32),
+        "{v}"
+    );
 }
