@@ -832,28 +832,35 @@ fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers() {
         want.len() < components.len(),
         "the chains leave some documents alone"
     );
-    for w in [1, 2, 4] {
-        let out = dir.path().join(format!("star-{w}"));
-        let summary = execute(clusters_plan(
-            &input,
-            &out,
-            k,
-            "[clusters]\nsplit = \"star\"",
-            w,
-        ))
-        .unwrap()
-        .unwrap();
+    // Held, then with every pair the split streams spilled (a room of 64 pairs).
+    let scratch = dir.path().join("scratch");
+    let spill = format!("[run]\nscratch = {scratch:?}\nmemory_budget_mib = 16\nspill = \"always\"");
+    for (w, run) in [1, 2, 4]
+        .into_iter()
+        .flat_map(|w| [(w, ""), (w, spill.as_str())])
+    {
+        let what = format!(
+            "{w} workers, {}",
+            if run.is_empty() { "held" } else { "spilled" }
+        );
+        let out = dir.path().join(format!("star-{w}-{}", run.len()));
+        let split = format!("[clusters]\nsplit = \"star\"\n{run}");
+        let summary = execute(clusters_plan(&input, &out, k, &split, w))
+            .unwrap()
+            .unwrap();
         let got = read_clusters(&out.join("clusters.tsv"));
-        assert_eq!(got.len(), want.len(), "{w} workers: documents in stars");
+        assert_eq!(got.len(), want.len(), "{what}: documents in stars");
         for (id, cluster, representative, size, paired) in &got {
             let (star, center, n) = &want[id];
-            assert_eq!((cluster, size), (star, n), "{w} workers: {id}");
-            assert_eq!(*representative, id == center, "{w} workers: {id}");
+            assert_eq!((cluster, size), (star, n), "{what}: {id}");
+            assert_eq!(*representative, id == center, "{what}: {id}");
             assert!(*paired && (id == center || is_pair(id, center)));
         }
         let c = summary.clusters.unwrap();
         assert_eq!(c.chained_clusters, 0);
         assert!(c.split_components >= 20, "every chain is cut");
+        let spilled = summary.spilled_bytes_by_stage.get("clusters").copied();
+        assert_eq!(spilled.is_some_and(|b| b > 0), !run.is_empty(), "{what}");
     }
 }
 

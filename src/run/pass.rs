@@ -808,8 +808,16 @@ impl<'a> Pass<'a> {
                 };
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
-                let (members, stats) = cluster::clusters(worker, ranked, edges, c, held);
+                let room = self.pair_room(worker.index(), "clusters");
+                let made = cluster::clusters(worker, ranked, edges, (c, &room), held);
+                self.figures
+                    .spilled
+                    .push(("clusters".into(), room.spilled_bytes()));
                 self.clock.keep(pairs.check());
+                let Some((members, stats)) = self.clock.keep_value(made) else {
+                    self.clock.stage("clusters", worker);
+                    return Vec::new();
+                };
                 let f = &mut self.figures;
                 let reading = (&self.plan.inputs, &self.readers[..]);
                 f.largest = cluster::name_largest(worker, reading, ranked, &stats.top);

@@ -25,6 +25,19 @@ pub trait Record: Ord + Copy {
     fn get(words: &[u64]) -> Self;
 }
 
+/// A record of `N` words, compared word by word (the star split's ends and edges).
+impl<const N: usize> Record for [u64; N] {
+    const WORDS: usize = N;
+
+    fn put(&self, words: &mut Vec<u64>) {
+        words.extend_from_slice(self);
+    }
+
+    fn get(words: &[u64]) -> [u64; N] {
+        words[..N].try_into().expect("a record's words")
+    }
+}
+
 /// Most bytes a run's cursor reads at a time during a merge (1 MiB).
 const CURSOR_BYTES: u64 = 1 << 20;
 /// Fewest records a run's cursor reads at a time.

@@ -4,11 +4,12 @@
 //! 1. **The graph** ([`graph`]), one differential-dataflow dataflow: label propagation over a
 //!    spanning forest of each worker's edges gives each node the smallest rank it reaches (ranks
 //!    follow ids, so a cluster's id is its smallest document id, whatever the workers and
-//!    processes); the labels are joined with the rank owners' keep keys (and, for the star split,
-//!    with the pairs), and arranged by label, so each cluster's members (and pairs) meet on one
-//!    worker. No worker collects the pairs, and the arrangement can take a later change.
+//!    processes); the labels are joined with the rank owners' keep keys and arranged by label,
+//!    so each cluster's members meet on one worker. No worker collects the pairs, the graph
+//!    arranges none, and the arrangement can take a later change.
 //! 2. **Representatives**: each cluster, sorted by `(key, rank)`, keeps its first member; the
-//!    others are dropped in its favour (or the star split cuts it).
+//!    others are dropped in its favour. The star split instead cuts it into stars ([`star`]):
+//!    the pairs, oriented by their ends' places in keep order, stream past its members once.
 //! 3. Each member's row goes to its rank owner, which writes it (ids in rank order).
 //! 4. Without a split, the owners mark which members are paired with their representative: each
 //!    worker looks through its own pairs for those with a representative at one end
@@ -17,6 +18,7 @@
 //! Morally: `union_find(pairs).groups().map(|g| (g.min(), g.min_by_key(|d| (key(d), d))))`.
 
 mod graph;
+mod star;
 
 use std::collections::BTreeMap;
 
@@ -26,11 +28,12 @@ use timely::worker::Worker;
 pub use graph::{ClusterGraph, Link, Part};
 
 use super::reread;
-use crate::candidates::pairs::PairList;
+use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::{Kind, Pair};
 use crate::config::{ClusterPlan, Inputs, KeepPolicy, Split};
+use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, shuffle};
+use crate::exchange::{all_gather, all_ok, shuffle};
 use crate::output::Member;
 use crate::summary::LargestCluster;
 
@@ -157,16 +160,17 @@ impl Edges<'_> {
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
 /// stars), with each cluster's representative the member of smallest `(keep order, rank)` (in an
 /// audit, `held` says which ranks are stored: [`order`]), cut by
-/// `settings.split`: the members of the ranks this worker owns, sorted by rank, and the counts over
-/// all workers. The graph ([`ClusterGraph`]) brings each cluster's members (and for the star split
-/// its pairs) together in one dataflow; one exchange then takes each member to its rank owner.
+/// `settings.split` (whose pairs pass in lists of `room`): the members of the ranks this worker
+/// owns, sorted by rank, and the counts over all workers (every worker calls it together; a
+/// failure on one is an error on all). The graph ([`ClusterGraph`]) brings each cluster's members
+/// together in one dataflow; one exchange then takes each member to its rank owner.
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
     edges: Edges<'_>,
-    settings: ClusterPlan,
+    (settings, room): (ClusterPlan, &PairRoom),
     held: Option<&dyn Fn(u64) -> bool>,
-) -> (Vec<Member>, ClusterStats) {
+) -> Result<(Vec<Member>, ClusterStats)> {
     // The first policy's keys are all 0, unless an audit's stored documents are `held` first: the
     // members then need no join with them.
     let keyed = settings.keep != KeepPolicy::First || held.is_some();
@@ -176,37 +180,41 @@ pub fn clusters(
         .filter(|_| keyed)
         .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
     let links = graph::spanning(edges.iter());
-    // Without a split, a cluster's pairs are only asked whether they join a member to the
-    // representative: `mark_paired` answers that from the edges where they are, and the graph
-    // arranges no pair (10,000 near-copies are 50M pairs).
-    let given = match settings.split {
-        Split::None => Vec::new(),
-        Split::Star => edges.iter().collect(),
-    };
-    graph.update_linked(worker, (given, links), keys);
+    let linked = edges.pairs.check();
+    // The graph arranges no pair: a cluster's pairs are asked only whether they join a member
+    // to the representative (`mark_paired`) or, for the star split, streamed in keep order
+    // (`star`), where they are (10,000 near-copies are 50M pairs).
+    graph.update_linked(worker, (Vec::new(), links), keys);
     graph.settle(worker);
     let parts = graph.read();
     graph.close(worker);
-    let mut members = Vec::new();
+    all_ok(worker, linked)?;
     let mut local = Local::default();
-    for cluster in parts.chunk_by(|x, y| x.0 == y.0) {
-        let split_at = cluster.partition_point(|(_, p)| matches!(p, Part::Member { .. }));
-        let (ranks, pairs) = cluster.split_at(split_at);
-        let order: Vec<u64> = ranks
-            .iter()
-            .map(|(_, p)| match p {
-                Part::Member { rank, .. } => *rank,
-                Part::Edge(..) => unreachable!("members sort first"),
-            })
-            .collect();
-        let adjacent = |x: u64, y: u64| {
-            pairs
-                .binary_search(&(cluster[0].0, Part::Edge(x.min(y), x.max(y))))
-                .is_ok()
-        };
-        local.cut(&order, settings.split, &adjacent, &mut members);
+    let mut members = Vec::new();
+    let components = parts.chunk_by(|x, y| x.0 == y.0).map(|component| {
+        let ranks = component.iter().map(|(_, p)| match p {
+            Part::Member { rank, .. } => *rank,
+            Part::Edge(..) => unreachable!("the graph is given no pair"),
+        });
+        (component[0].0, ranks)
+    });
+    match settings.split {
+        Split::None => {
+            for (_, ranks) in components {
+                let order: Vec<u64> = ranks.collect();
+                // Which members are paired with the representative is marked later, where
+                // the pairs are ([`mark_paired`]).
+                local.emit(&order, order[0], &|_| false, &mut members);
+            }
+        }
+        Split::Star => {
+            let places: Vec<star::Place> = components
+                .flat_map(|(c, ranks)| ranks.enumerate().map(move |(p, r)| [c, p as u64, r]))
+                .collect();
+            drop(parts);
+            members = star::stars(worker, ranked, places, &edges, room, &mut local)?;
+        }
     }
-    drop(parts);
     let owner_of = ranked.owners();
     let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
@@ -214,7 +222,7 @@ pub fn clusters(
         mark_paired(worker, ranked, &edges, &mut mine, &mut local);
     }
     let stats = totals(worker, local);
-    (mine, stats)
+    Ok((mine, stats))
 }
 
 /// Without a split: marks which of this worker's members (sorted by rank) are paired with their
@@ -339,48 +347,6 @@ impl Local {
         self.split_components += other.split_components;
         self.top.extend(other.top);
         keep_largest(&mut self.top);
-    }
-
-    /// The members of one component (`order`: its ranks in keep-policy order; `adjacent`: whether
-    /// two of them are a pair), cut by `split`, appended to `out`.
-    fn cut(
-        &mut self,
-        order: &[u64],
-        split: Split,
-        adjacent: &dyn Fn(u64, u64) -> bool,
-        out: &mut Vec<Member>,
-    ) {
-        match split {
-            // Which members are paired with the representative is marked later, where the
-            // pairs are ([`mark_paired`]).
-            Split::None => self.emit(order, order[0], &|_| false, out),
-            Split::Star => {
-                let mut taken = vec![false; order.len()];
-                let (mut stars, mut covered) = (0, 0);
-                for c in 0..order.len() {
-                    if taken[c] {
-                        continue;
-                    }
-                    taken[c] = true;
-                    let center = order[c];
-                    let mut star = vec![center];
-                    for (m, &rank) in order.iter().enumerate().skip(c + 1) {
-                        if !taken[m] && adjacent(center, rank) {
-                            taken[m] = true;
-                            star.push(rank);
-                        }
-                    }
-                    if star.len() >= 2 {
-                        stars += 1;
-                        covered += star.len();
-                        self.emit(&star, center, &|_| true, out);
-                    }
-                }
-                if stars != 1 || covered != order.len() {
-                    self.split_components += 1;
-                }
-            }
-        }
     }
 
     /// One cluster: `members` (two or more), with `representative` kept; its id is its smallest
