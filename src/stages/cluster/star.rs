@@ -178,9 +178,9 @@ mod tests {
             }
             taken[c] = true;
             let mut star = vec![c];
-            for m in c + 1..n {
-                if !taken[m] && (pairs.contains(&(c, m)) || pairs.contains(&(m, c))) {
-                    taken[m] = true;
+            for (m, t) in taken.iter_mut().enumerate().skip(c + 1) {
+                if !*t && (pairs.contains(&(c, m)) || pairs.contains(&(m, c))) {
+                    *t = true;
                     star.push(m);
                 }
             }
