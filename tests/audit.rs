@@ -1004,3 +1004,121 @@ fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compac
         "compaction keeps the merges"
     );
 }
+
+/// Issue 20 (the star split streams its pairs, where the cluster graph held them): an audit's
+/// stars are brute force's greedy stars over its own pairs (matches and batch pairs), every
+/// stored document before every new one in keep order (the new ids sort first here, so the
+/// order is not the ids'), at 1, 2 and 4 workers, held and with every list of pairs spilled.
+#[test]
+fn an_audits_star_split_is_brute_force_stars_over_its_pairs_stored_documents_first() {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0x57a4);
+    let a = texts(&mut rng, 600, &[]);
+    let b = texts(&mut rng, 900, &a);
+    write_scored(&d.join("s.jsonl"), "s", &a, &mut rng);
+    write_scored(&d.join("n.jsonl"), "n", &b, &mut rng);
+    let job = |name: &str, run: &str| {
+        let text = format!(
+            "method = \"minhash\"\n[clusters]\nsplit = \"star\"\n[input]\npaths = [\"s.jsonl\"]\n\
+             {run}\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\n"
+        );
+        std::fs::write(d.join(name), text).unwrap();
+        d.join(name).display().to_string()
+    };
+    let held = job("held.toml", "");
+    let scratch = d.join("scratch");
+    let spill = format!("[run]\nscratch = {scratch:?}\nmemory_budget_mib = 16\nspill = \"always\"");
+    let spilled_job = job("spilled.toml", &spill);
+    neardup(d, &store_run(&held, "store", "s.jsonl", "s-out"));
+    let mut seen = Vec::new();
+    for (workers, job) in ["1", "2", "4"]
+        .into_iter()
+        .flat_map(|w| [(w, &held), (w, &spilled_job)])
+    {
+        let what = format!("{workers} worker(s), {job}");
+        let out = d.join(format!("audit-{}", seen.len()));
+        let args = [
+            "audit", job, "--store", "store", "--input", "n.jsonl", "-w", workers,
+        ];
+        let out_dir = out.display().to_string();
+        neardup(d, &[&args[..], &["--out-dir", &out_dir]].concat());
+        // The audit's pairs, and each component in keep order: stored, then new, each by id.
+        let mut adjacent: BTreeSet<(String, String)> = BTreeSet::new();
+        for file in ["matches.tsv", "batch_pairs.tsv"] {
+            for line in std::fs::read_to_string(out.join(file)).unwrap().lines() {
+                let f: Vec<&str> = line.split('\t').collect();
+                adjacent.insert((f[0].to_string(), f[1].to_string()));
+                adjacent.insert((f[1].to_string(), f[0].to_string()));
+            }
+        }
+        let mut parent: BTreeMap<String, String> = BTreeMap::new();
+        fn root(parent: &mut BTreeMap<String, String>, x: &str) -> String {
+            let p = parent.entry(x.to_string()).or_insert(x.to_string()).clone();
+            if p == x {
+                return p;
+            }
+            let r = root(parent, &p);
+            parent.insert(x.to_string(), r.clone());
+            r
+        }
+        for (x, y) in &adjacent {
+            let (rx, ry) = (root(&mut parent, x), root(&mut parent, y));
+            parent.insert(rx.clone().max(ry.clone()), rx.min(ry));
+        }
+        let keep_order = |id: &String| (id.starts_with('n'), id.clone());
+        let mut components: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let ids: Vec<String> = parent.keys().cloned().collect();
+        for id in ids {
+            let r = root(&mut parent, &id);
+            components.entry(r).or_default().push(id);
+        }
+        let mut want: BTreeSet<Vec<String>> = BTreeSet::new();
+        for members in components.values_mut() {
+            members.sort_by_key(keep_order);
+            let mut taken: BTreeSet<&String> = BTreeSet::new();
+            for center in members.iter() {
+                if !taken.insert(center) {
+                    continue;
+                }
+                let mut star = vec![center];
+                for m in members.iter() {
+                    if !taken.contains(m) && adjacent.contains(&(center.clone(), m.clone())) {
+                        taken.insert(m);
+                        star.push(m);
+                    }
+                }
+                if star.len() >= 2 {
+                    let id = star.iter().min().unwrap().to_string();
+                    for m in &star {
+                        let kept = if m == &center { "1" } else { "0" };
+                        let row = [m.as_str(), &id, kept, &star.len().to_string()];
+                        want.insert(row.map(str::to_string).to_vec());
+                    }
+                }
+            }
+        }
+        let stored_kept = want.iter().filter(|r| r[0].starts_with('s') && r[2] == "1");
+        assert!(
+            stored_kept.count() > 10,
+            "{what}: stored centers of new documents"
+        );
+        let got = clusters_with(&out.join("clusters.tsv"), "");
+        assert_eq!(got, want, "{what}");
+        let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        let spilled = summary["spilled_bytes_by_stage"]["clusters"].as_u64();
+        let pairs = adjacent.len() / 2;
+        assert_eq!(
+            spilled.unwrap_or(0) > 0,
+            job == &spilled_job,
+            "{what}: {pairs} pairs"
+        );
+        seen.push(std::fs::read(out.join("clusters.tsv")).unwrap());
+    }
+    assert!(
+        seen.iter().all(|s| s == &seen[0]),
+        "the same at any workers"
+    );
+}
