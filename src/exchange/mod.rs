@@ -113,16 +113,35 @@ where
     R: ExchangeData + Record,
     F: Fn(&R) -> u64 + Clone + 'static,
 {
-    shuffle_sorted_by(worker, pairs, target, room, PAIRS_AT_A_TIME)
+    shuffle_sorted_by(worker, pairs, target, room, (PAIRS_AT_A_TIME, &mut |_| {}))
 }
 
-/// [`shuffle_sorted`], `at_a_time` pairs a batch.
+/// [`shuffle_sorted`], each batch that arrives shown to `seen` first: a reader that needs to
+/// see every pair before it reads them in order is spared a pass over the list (a merge from
+/// disk once it spilled).
+pub fn shuffle_sorted_seen<R, F>(
+    worker: &mut Worker,
+    pairs: PairList<R>,
+    (target, room): (F, PairRoom),
+    seen: &mut dyn FnMut(&[R]),
+) -> Result<PairList<R>>
+where
+    R: ExchangeData + Record,
+    F: Fn(&R) -> u64 + Clone + 'static,
+{
+    shuffle_sorted_by(worker, pairs, target, room, (PAIRS_AT_A_TIME, seen))
+}
+
+/// What [`shuffle_sorted_seen`] shows each batch that arrives.
+type Seen<'a, R> = &'a mut dyn FnMut(&[R]);
+
+/// [`shuffle_sorted_seen`], `at_a_time` pairs a batch.
 fn shuffle_sorted_by<R, F>(
     worker: &mut Worker,
     pairs: PairList<R>,
     target: F,
     room: PairRoom,
-    at_a_time: usize,
+    (at_a_time, seen): (usize, Seen<'_, R>),
 ) -> Result<PairList<R>>
 where
     R: ExchangeData + Record,
@@ -132,7 +151,9 @@ where
     let mut batches = Batches::of(pairs);
     loop {
         let batch = batches.next_batch(at_a_time);
-        into.extend(shuffle_vec(worker, batch, target.clone()));
+        let arrived = shuffle_vec(worker, batch, target.clone());
+        seen(&arrived);
+        into.extend(arrived);
         if !any_left(worker, usize::from(batches.any_left())) {
             break;
         }
@@ -279,7 +300,8 @@ mod tests {
 
     /// Pairs shuffled a batch at a time into pairs that spill past a small room arrive where
     /// their target is, each once, as a shuffle of them all at once would send them, at 1, 2
-    /// and 4 workers; workers with more batches than others keep the rest in step.
+    /// and 4 workers; workers with more batches than others keep the rest in step. Each batch is
+    /// shown as it arrives ([`shuffle_sorted_seen`]): every pair once.
     #[test]
     fn pairs_shuffled_in_batches_into_spilled_runs_arrive_as_one_shuffle_sends_them() {
         use crate::candidates::{Pair, Score};
@@ -305,16 +327,23 @@ mod tests {
                     written: Default::default(),
                 };
                 let sent = PairList::from_vec(mine);
-                let got = shuffle_sorted_by(worker, sent, target, room, 700).unwrap();
+                let mut seen = Vec::new();
+                let mut see = |batch: &[Pair]| seen.extend_from_slice(batch);
+                let got = shuffle_sorted_by(worker, sent, target, room, (700, &mut see)).unwrap();
                 let spilled = got.spilled_bytes() > 0;
-                (want, got.into_vec().unwrap(), spilled)
+                (want, got.into_vec().unwrap(), spilled, seen)
             })
             .expect("workers start");
             for r in got.join() {
-                let (mut want, got, spilled) = r.expect("a worker");
+                let (mut want, got, spilled, mut seen) = r.expect("a worker");
                 want.sort_unstable();
                 assert_eq!(got, want, "{workers} workers");
                 assert!(spilled, "{workers} workers");
+                seen.sort_unstable();
+                assert_eq!(
+                    seen, want,
+                    "{workers} workers: every pair seen as it arrived"
+                );
             }
         }
     }

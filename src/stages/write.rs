@@ -15,7 +15,7 @@ use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
-use crate::exchange::{all_gather, gather, shuffle, shuffle_sorted, stream_to_leader};
+use crate::exchange::{all_gather, gather, shuffle, shuffle_sorted_seen, stream_to_leader};
 use crate::method::once::Distinct;
 use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
@@ -93,7 +93,13 @@ impl NameBook {
         ranks
             .filter(|&r| !ranked.owns(r))
             .for_each(|r| distinct.push(r));
-        let needed = distinct.into_sorted();
+        NameBook::of(worker, ranked, distinct)
+    }
+
+    /// Fetches the names of `others`, ranks this worker does not own (every worker calls it
+    /// together).
+    fn of(worker: &mut Worker, ranked: &Ranked, others: Distinct<u64>) -> NameBook {
+        let needed = others.into_sorted();
         let remote = ranks::fetch(worker, ranked, &needed);
         NameBook { needed, remote }
     }
@@ -189,38 +195,38 @@ pub fn pairs(
     out: Option<&OutputSet>,
 ) -> Result<Vec<u64>> {
     let owner_of = ranked.owners();
-    let mine = shuffle_sorted(
-        worker,
-        pairs,
-        {
-            let o = owner_of.clone();
-            move |p: &Pair| o(p.a)
-        },
-        room,
-    )?;
+    // The names of the other ranks these rows mention, gathered as the pairs arrive.
+    let mut others = Distinct::default();
+    let mut note = |batch: &[Pair]| {
+        let other = batch.iter().map(|p| p.b).filter(|&r| !ranked.owns(r));
+        other.for_each(|r| others.push(r));
+    };
+    let target = {
+        let o = owner_of.clone();
+        move |p: &Pair| o(p.a)
+    };
+    let mine = shuffle_sorted_seen(worker, pairs, (target, room), &mut note)?;
     let collapse = groups.is_some();
     let mut my_groups = groups
         .map(|g| shuffle(worker, g, move |(_, ids)| owner_of(ids[0])))
         .unwrap_or_default();
     my_groups.sort_unstable_by_key(|(_, ids)| ids[0]);
-    // Names of the other ranks these rows mention, from their owners.
-    let book = NameBook::fetch(
-        worker,
-        ranked,
-        mine.each()
-            .map(|p| p.b)
-            .chain(my_groups.iter().flat_map(|(_, ids)| ids.iter().copied())),
-    );
+    let in_groups = my_groups.iter().flat_map(|(_, ids)| ids.iter().copied());
+    in_groups
+        .filter(|&r| !ranked.owns(r))
+        .for_each(|r| others.push(r));
+    let book = NameBook::of(worker, ranked, others);
     let name = |r: u64| book.name(ranked, r);
-    let by_distance = by_distance(worker, &mine, k);
     let pairs_table = if k.is_some() {
         tables::PAIRS_SIMHASH
     } else {
         tables::PAIRS_MINHASH
     };
-    // The rows in order, a chunk at a time (spilled pairs are read back as they are written).
+    // The rows in order, a chunk at a time (spilled pairs are read back as they are written),
+    // counted by distance as they go.
     let mut rows = mine.each();
     let mut chunk = Vec::new();
+    let mut by_distance = vec![0u64; k.unwrap_or(0) as usize + 1];
     let pairs_written = stream_rows(
         worker,
         (output_name, pairs_table),
@@ -228,11 +234,15 @@ pub fn pairs(
         |range, buf| {
             chunk.clear();
             chunk.extend(rows.by_ref().take(range.len()));
+            for p in &chunk {
+                by_distance[p.score.distance as usize] += 1;
+            }
             output::write_pairs(buf, formats.0, &chunk, k.is_some(), &name)
         },
         out,
     );
     drop(rows);
+    let by_distance = summed(worker, by_distance);
     let read = crate::exchange::all_ok(worker, mine.check());
     let groups_written = if collapse {
         stream_rows(
@@ -249,21 +259,14 @@ pub fn pairs(
     Ok(by_distance)
 }
 
-/// The pairs by distance over all workers, from each worker's `pairs`: a count for each
-/// distance up to `k` (one count, of distance 0, without `k`).
-fn by_distance(worker: &mut Worker, pairs: &PairList, k: Option<u32>) -> Vec<u64> {
-    let slots = k.unwrap_or(0) as usize + 1;
-    let mut by_distance = vec![0u64; slots];
-    for p in pairs.each() {
-        by_distance[p.score.distance as usize] += 1;
-    }
+/// Counts summed over every worker's (every worker calls it together).
+fn summed(worker: &mut Worker, counts: Vec<u64>) -> Vec<u64> {
     let sum = |mut acc: Vec<u64>, v: Vec<u64>| {
         acc.iter_mut().zip(v).for_each(|(a, b)| *a += b);
         acc
     };
-    all_gather(worker, by_distance)
-        .into_iter()
-        .fold(vec![0u64; slots], sum)
+    let zero = vec![0u64; counts.len()];
+    all_gather(worker, counts).into_iter().fold(zero, sum)
 }
 
 /// Which of the cluster outputs a run writes, and in which format.
