@@ -333,17 +333,28 @@ fn a_run_killed_as_its_pairs_spill_leaves_its_scratch_and_the_next_run_removes_i
 }
 
 /// Issue 20: a scratch disk that fills as the pairs of a stage spill (the band rounds', expand's,
-/// verification's candidates and kept pairs, the writer's) stops the run with the directory,
-/// the spill file and the bytes named; the outputs of the run before are untouched, and no
-/// scratch directory is left.
+/// verification's candidates and kept pairs, the star split's, the writer's) stops the run with
+/// the directory, the spill file and the bytes named; the outputs of the run before are
+/// untouched, and no scratch directory is left.
 #[test]
 fn a_scratch_disk_full_as_pairs_spill_names_the_directory_and_touches_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let scratch = dir.path().join("scratch");
     let job = copies_job(dir.path(), &scratch);
+    // The same job with star clusters.
+    let text = std::fs::read_to_string(&job).unwrap();
+    let star = "[clusters]\nsplit = \"star\"\n[output]\nclusters = \"clusters.tsv\"\n";
+    std::fs::write(&job, text.replace("[output]\n", star)).unwrap();
     assert!(run(&job, &[]).status.success());
     let before = std::fs::read(dir.path().join("out/pairs.tsv")).unwrap();
-    for stage in ["tables", "expand", "candidates", "kept", "write"] {
+    for stage in [
+        "tables",
+        "expand",
+        "candidates",
+        "kept",
+        "clusters",
+        "write",
+    ] {
         let name = format!("pairs-{stage}");
         let full = run(&job, &[("NEARDUP_FAULT_SCRATCH_FULL", &name)]);
         let err = String::from_utf8_lossy(&full.stderr);
