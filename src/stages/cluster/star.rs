@@ -74,7 +74,8 @@ fn oriented(
         (*c, *p)
     };
     let mut ends = Pairs::new(room.clone());
-    // A document paired with itself is no edge (the graph links none such, so it may have no place).
+    // A document paired with itself is no edge: the graph links none such, so it may have no
+    // place.
     let edges_between = edges.iter().filter(|(a, b)| a != b);
     edges_between.for_each(|(a, b)| ends.push([a, b]));
     let ends = edges.pairs.check().and_then(|()| ends.unsorted());
