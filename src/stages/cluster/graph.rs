@@ -11,7 +11,8 @@
 //! Each cluster's members and pairs end up together on one worker (differential-dataflow
 //! exchanges them by label), read from the arrangement when a time has settled. A bulk run gives
 //! it no pairs, only links ([`ClusterGraph::update_linked`]): the star split streams its pairs
-//! apart (`cluster::star`), and the pairs input serves changes that retract some.
+//! apart (`cluster::star`); the pairs input is for changes that retract some
+//! ([`ClusterGraph::update`], tested here, for the incremental audits to come).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
