@@ -865,22 +865,29 @@ fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers_and_two_processe
         let spilled = summary.spilled_bytes_by_stage.get("clusters").copied();
         assert_eq!(spilled.is_some_and(|b| b > 0), !run.is_empty(), "{what}");
     }
-    // Two processes of two workers, spilled: the clusters of one worker, byte for byte.
-    let job = dir.path().join("star.toml");
-    let out = dir.path().join("star-processes");
-    std::fs::write(
-        &job,
-        format!(
-            "[input]\npaths = [{input:?}]\nformat = \"fingerprints\"\n[simhash]\nk = {k}\n\
-             [clusters]\nsplit = \"star\"\n{spill}\n[output]\ndir = {out:?}\n\
-             clusters = \"clusters.tsv\"\n"
-        ),
-    )
-    .unwrap();
-    let args = vec!["run".to_string(), job.display().to_string()];
-    assert!(run_cluster_of(&args, dir.path(), 2) || run_cluster_of(&args, dir.path(), 2));
+    // Two processes of two workers, held (every place on every worker) and spilled (the places
+    // at their owners): the clusters of one worker, byte for byte.
     let one = std::fs::read(dir.path().join("star-1-0/clusters.tsv")).unwrap();
-    assert_eq!(std::fs::read(out.join("clusters.tsv")).unwrap(), one);
+    for run in ["", spill.as_str()] {
+        let job = dir.path().join("star.toml");
+        let out = dir.path().join(format!("star-processes-{}", run.len()));
+        std::fs::write(
+            &job,
+            format!(
+                "[input]\npaths = [{input:?}]\nformat = \"fingerprints\"\n[simhash]\nk = {k}\n\
+                 [clusters]\nsplit = \"star\"\n{run}\n[output]\ndir = {out:?}\n\
+                 clusters = \"clusters.tsv\"\n"
+            ),
+        )
+        .unwrap();
+        let args = vec!["run".to_string(), job.display().to_string()];
+        assert!(run_cluster_of(&args, dir.path(), 2) || run_cluster_of(&args, dir.path(), 2));
+        assert_eq!(
+            std::fs::read(out.join("clusters.tsv")).unwrap(),
+            one,
+            "{run}"
+        );
+    }
 }
 
 /// The text of each document of a JSON Lines corpus, by id.

@@ -809,7 +809,14 @@ impl<'a> Pass<'a> {
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let room = self.pair_room(worker.index(), "clusters");
-                let made = cluster::clusters(worker, ranked, edges, (c, &room), held);
+                // The star split's places, on every worker when they fit a sixteenth of the
+                // budget over the workers (never with `spill = "always"`, the least memory).
+                let table_room = match self.scratch.mode() {
+                    SpillMode::Always => 0,
+                    _ => self.values_share() / 4,
+                };
+                let rooms = (&room, table_room);
+                let made = cluster::clusters(worker, ranked, edges, (c, rooms), held);
                 self.figures
                     .spilled
                     .push(("clusters".into(), room.spilled_bytes()));

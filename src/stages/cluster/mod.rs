@@ -160,7 +160,8 @@ impl Edges<'_> {
 /// The clusters of `edges` (pairs of ranks, each worker its own; exact-duplicate groups given as
 /// stars), with each cluster's representative the member of smallest `(keep order, rank)` (in an
 /// audit, `held` says which ranks are stored: [`order`]), cut by
-/// `settings.split` (whose pairs pass in lists of `room`): the members of the ranks this worker
+/// `settings.split` (the star split's pairs in lists of `rooms.0`, its table of places given
+/// every worker when it fits `rooms.1` bytes): the members of the ranks this worker
 /// owns, sorted by rank, and the counts over all workers (every worker calls it together; a
 /// failure on one is an error on all). The graph ([`ClusterGraph`]) brings each cluster's members
 /// together in one dataflow; one exchange then takes each member to its rank owner.
@@ -168,7 +169,7 @@ pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
     edges: Edges<'_>,
-    (settings, room): (ClusterPlan, &PairRoom),
+    (settings, rooms): (ClusterPlan, (&PairRoom, u64)),
     held: Option<&dyn Fn(u64) -> bool>,
 ) -> Result<(Vec<Member>, ClusterStats)> {
     // The first policy's keys are all 0, unless an audit's stored documents are `held` first: the
@@ -212,7 +213,7 @@ pub fn clusters(
                 .flat_map(|(c, ranks)| ranks.enumerate().map(move |(p, r)| [c, p as u64, r]))
                 .collect();
             drop(parts);
-            members = star::stars(worker, ranked, places, &edges, room, &mut local)?;
+            members = star::stars(worker, ranked, places, &edges, rooms, &mut local)?;
         }
     }
     let owner_of = ranked.owners();

@@ -6,11 +6,13 @@
 //! The greedy cover needs only each pair's ends' places in the component's keep order: a pair
 //! oriented from its earlier end, the pairs sorted by `(component, earlier, later)`, and one pass
 //! with a taken bit a member gives the same stars as asking every center about every later
-//! member. So the pairs travel three times, in lists that spill past their room:
+//! member. When the places fit a share of the budget, every worker is given them all and the
+//! pairs travel once; else three times. Their lists spill past their room:
 //!
 //! ```text
-//! places (component, place, rank) --> rank owners (by rank)   and   component owners (in order)
+//! places (component, place, rank) --> every worker, or rank owners  and  component owners
 //! pairs [a, b] --owner(a)--> [b, component, place(a)] --owner(b)--> [component, earlier, later]
+//!       (or oriented where they are, with every place at hand)
 //!       --owner(component), sorted--> one pass beside the component's members --> stars
 //! ```
 //!
@@ -22,7 +24,7 @@ use super::{Edges, Local};
 use crate::candidates::pairs::{PairList, PairRoom, Pairs};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_ok, shuffle, shuffle_sorted};
+use crate::exchange::{all_gather, all_ok, shuffle, shuffle_sorted};
 use crate::output::Member;
 use crate::spill::sorted::Record;
 
@@ -32,22 +34,33 @@ pub type Place = [u64; 3];
 /// The stars of the components whose members this worker read from the graph (`places`), cut
 /// from `edges` (every worker calls it together; a failure on one is an error on all): the
 /// members of every star of two or more, each on its component's owner, counted in `local`.
+/// When every member's place fits `table_room` bytes, every worker is given them all and orients
+/// its own pairs: one exchange of the pairs where three were (10,000 near-copies are 10,000
+/// places and 50M pairs).
 pub fn stars(
     worker: &mut Worker,
     ranked: &Ranked,
     places: Vec<Place>,
     edges: &Edges<'_>,
-    room: &PairRoom,
+    (room, table_room): (&PairRoom, u64),
     local: &mut Local,
 ) -> Result<Vec<Member>> {
+    let known: u64 = all_gather(worker, places.len() as u64).into_iter().sum();
+    let everywhere = known.saturating_mul(PLACE_BYTES) <= table_room;
     let owner_of = ranked.owners();
-    let by_rank = places.iter().map(|&[c, p, r]| [r, c, p]);
-    let mut by_rank = shuffle(worker, by_rank, move |x: &[u64; 3]| owner_of(x[0]));
+    let by_rank: Vec<[u64; 3]> = places.iter().map(|&[c, p, r]| [r, c, p]).collect();
+    let mut by_rank = match everywhere {
+        true => all_gather(worker, by_rank).concat(),
+        false => shuffle(worker, by_rank, move |x: &[u64; 3]| owner_of(x[0])),
+    };
     by_rank.sort_unstable();
     let owner_of = ranked.owners();
     let mut order = shuffle(worker, places, move |x: &Place| owner_of(x[0]));
     order.sort_unstable();
-    let oriented = oriented(worker, ranked, &by_rank, edges, room);
+    let oriented = match everywhere {
+        true => oriented_here(worker, ranked, &by_rank, edges, room),
+        false => oriented(worker, ranked, &by_rank, edges, room),
+    };
     drop(by_rank);
     let oriented = all_ok(worker, oriented)?;
     let mut out = Vec::new();
@@ -56,8 +69,47 @@ pub fn stars(
     Ok(out)
 }
 
+/// Bytes a place takes in a table of them.
+const PLACE_BYTES: u64 = std::mem::size_of::<Place>() as u64;
+
+/// The component and place of rank `r` in `by_rank` (`[rank, component, place]`, sorted).
+fn place_in(by_rank: &[[u64; 3]], r: u64) -> (u64, u64) {
+    let at = by_rank.partition_point(|x| x[0] < r);
+    let [_, c, p] = by_rank
+        .get(at)
+        .filter(|x| x[0] == r)
+        .expect("both ends of a pair are members of its component");
+    (*c, *p)
+}
+
+/// This worker's pairs of `edges`, but a document paired with itself: the graph links none such,
+/// so it may have no place.
+fn pairs_between<'a>(edges: &'a Edges<'_>) -> impl Iterator<Item = (u64, u64)> + 'a {
+    edges.iter().filter(|(a, b)| a != b)
+}
+
 /// Every pair of `edges` as `[component, earlier place, later place]`, on its component's owner,
-/// sorted (`by_rank`: `[rank, component, place]` of the ranks this worker owns, sorted).
+/// sorted, oriented where it is (`by_rank`: every member's `[rank, component, place]`, sorted).
+fn oriented_here(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    by_rank: &[[u64; 3]],
+    edges: &Edges<'_>,
+    room: &PairRoom,
+) -> Result<PairList<[u64; 3]>> {
+    let mut whole = Pairs::new(room.clone());
+    for (a, b) in pairs_between(edges) {
+        let ((c, p), (_, q)) = (place_in(by_rank, a), place_in(by_rank, b));
+        whole.push([c, p.min(q), p.max(q)]);
+    }
+    let whole = edges.pairs.check().and_then(|()| whole.unsorted());
+    let whole = all_ok(worker, whole)?;
+    let owner_of = ranked.owners();
+    shuffle_sorted(worker, whole, move |x| owner_of(x[0]), room.clone())
+}
+
+/// [`oriented_here`], each worker holding the places of the ranks it owns only (`by_rank`): each
+/// pair goes to its first end's owner, then to its second end's.
 fn oriented(
     worker: &mut Worker,
     ranked: &Ranked,
@@ -65,32 +117,21 @@ fn oriented(
     edges: &Edges<'_>,
     room: &PairRoom,
 ) -> Result<PairList<[u64; 3]>> {
-    let place = |r: u64| {
-        let at = by_rank.partition_point(|x| x[0] < r);
-        let [_, c, p] = by_rank
-            .get(at)
-            .filter(|x| x[0] == r)
-            .expect("both ends of a pair are members of its component");
-        (*c, *p)
-    };
     let mut ends = Pairs::new(room.clone());
-    // A document paired with itself is no edge: the graph links none such, so it may have no
-    // place.
-    let edges_between = edges.iter().filter(|(a, b)| a != b);
-    edges_between.for_each(|(a, b)| ends.push([a, b]));
+    pairs_between(edges).for_each(|(a, b)| ends.push([a, b]));
     let ends = edges.pairs.check().and_then(|()| ends.unsorted());
     let ends = all_ok(worker, ends)?;
     let owner_of = ranked.owners();
     let ends = shuffle_sorted(worker, ends, move |x| owner_of(x[0]), room.clone())?;
     let halves = mapped(ends, room, |[a, b]| {
-        let (c, p) = place(a);
+        let (c, p) = place_in(by_rank, a);
         [b, c, p]
     });
     let owner_of = ranked.owners();
     let halves = all_ok(worker, halves)?;
     let halves = shuffle_sorted(worker, halves, move |x| owner_of(x[0]), room.clone())?;
     let whole = mapped(halves, room, |[b, c, p]| {
-        let (_, q) = place(b);
+        let (_, q) = place_in(by_rank, b);
         [c, p.min(q), p.max(q)]
     });
     let owner_of = ranked.owners();
