@@ -786,9 +786,10 @@ fn clusters_equal_union_find_over_brute_force_pairs_at_1_2_4_workers() {
     }
 }
 
-/// The star split equals brute force's greedy stars at 1, 2 and 4 workers, held and with every
-/// list of pairs it streams spilled (issue 20: it arranged every pair in the cluster graph), and
-/// two processes write the clusters one worker writes.
+/// The star split equals brute force's greedy stars at 1, 2 and 4 workers, held (every worker
+/// given every place, each pair sent once) and with every list of pairs it streams spilled (the
+/// places at their owners, each pair sent three times) (issue 20: it arranged every pair in the
+/// cluster graph), and two processes write the clusters one worker writes, both ways.
 #[test]
 fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers_and_two_processes() {
     use std::collections::{BTreeMap, BTreeSet};
