@@ -57,10 +57,7 @@ pub fn stars(
     let owner_of = ranked.owners();
     let mut order = shuffle(worker, places, move |x: &Place| owner_of(x[0]));
     order.sort_unstable();
-    let oriented = match everywhere {
-        true => oriented_here(worker, ranked, &by_rank, edges, room),
-        false => oriented(worker, ranked, &by_rank, edges, room),
-    };
+    let oriented = oriented(worker, ranked, (&by_rank, everywhere), edges, room);
     drop(by_rank);
     let oriented = all_ok(worker, oriented)?;
     let mut out = Vec::new();
@@ -82,61 +79,67 @@ fn place_in(by_rank: &[[u64; 3]], r: u64) -> (u64, u64) {
     (*c, *p)
 }
 
-/// This worker's pairs of `edges`, but a document paired with itself: the graph links none such,
-/// so it may have no place.
-fn pairs_between<'a>(edges: &'a Edges<'_>) -> impl Iterator<Item = (u64, u64)> + 'a {
-    edges.iter().filter(|(a, b)| a != b)
+/// This worker's pairs of `edges` made into records by `f`, in a list of `room` (a document
+/// paired with itself is left out: the graph links none such, so it may have no place).
+fn records_of<const N: usize>(
+    worker: &mut Worker,
+    edges: &Edges<'_>,
+    room: &PairRoom,
+    f: impl Fn(u64, u64) -> [u64; N],
+) -> Result<PairList<[u64; N]>> {
+    let mut records = Pairs::new(room.clone());
+    for (a, b) in edges.iter().filter(|(a, b)| a != b) {
+        records.push(f(a, b));
+    }
+    let records = edges.pairs.check().and_then(|()| records.unsorted());
+    all_ok(worker, records)
+}
+
+/// `list` sent to the owners of its records' first words, sorted there, in lists of `room`.
+fn sent<const N: usize>(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    list: Result<PairList<[u64; N]>>,
+    room: &PairRoom,
+) -> Result<PairList<[u64; N]>>
+where
+    [u64; N]: timely::ExchangeData,
+{
+    let list = all_ok(worker, list)?;
+    let owner_of = ranked.owners();
+    shuffle_sorted(worker, list, move |x| owner_of(x[0]), room.clone())
 }
 
 /// Every pair of `edges` as `[component, earlier place, later place]`, on its component's owner,
-/// sorted, oriented where it is (`by_rank`: every member's `[rank, component, place]`, sorted).
-fn oriented_here(
-    worker: &mut Worker,
-    ranked: &Ranked,
-    by_rank: &[[u64; 3]],
-    edges: &Edges<'_>,
-    room: &PairRoom,
-) -> Result<PairList<[u64; 3]>> {
-    let mut whole = Pairs::new(room.clone());
-    for (a, b) in pairs_between(edges) {
-        let ((c, p), (_, q)) = (place_in(by_rank, a), place_in(by_rank, b));
-        whole.push([c, p.min(q), p.max(q)]);
-    }
-    let whole = edges.pairs.check().and_then(|()| whole.unsorted());
-    let whole = all_ok(worker, whole)?;
-    let owner_of = ranked.owners();
-    shuffle_sorted(worker, whole, move |x| owner_of(x[0]), room.clone())
-}
-
-/// [`oriented_here`], each worker holding the places of the ranks it owns only (`by_rank`): each
-/// pair goes to its first end's owner, then to its second end's.
+/// sorted (`by_rank`: `[rank, component, place]`, sorted, of every member if `everywhere`, else of
+/// the ranks this worker owns). With every place at hand a pair is oriented where it is; else it
+/// goes to its first end's owner, then to its second end's.
 fn oriented(
     worker: &mut Worker,
     ranked: &Ranked,
-    by_rank: &[[u64; 3]],
+    (by_rank, everywhere): (&[[u64; 3]], bool),
     edges: &Edges<'_>,
     room: &PairRoom,
 ) -> Result<PairList<[u64; 3]>> {
-    let mut ends = Pairs::new(room.clone());
-    pairs_between(edges).for_each(|(a, b)| ends.push([a, b]));
-    let ends = edges.pairs.check().and_then(|()| ends.unsorted());
-    let ends = all_ok(worker, ends)?;
-    let owner_of = ranked.owners();
-    let ends = shuffle_sorted(worker, ends, move |x| owner_of(x[0]), room.clone())?;
+    let whole = |[c, p]: [u64; 2], q: u64| [c, p.min(q), p.max(q)];
+    if everywhere {
+        let oriented = records_of(worker, edges, room, |a, b| {
+            let ((c, p), (_, q)) = (place_in(by_rank, a), place_in(by_rank, b));
+            whole([c, p], q)
+        });
+        return sent(worker, ranked, oriented, room);
+    }
+    let ends = records_of(worker, edges, room, |a, b| [a, b]);
+    let ends = sent(worker, ranked, ends, room)?;
     let halves = mapped(ends, room, |[a, b]| {
         let (c, p) = place_in(by_rank, a);
         [b, c, p]
     });
-    let owner_of = ranked.owners();
-    let halves = all_ok(worker, halves)?;
-    let halves = shuffle_sorted(worker, halves, move |x| owner_of(x[0]), room.clone())?;
-    let whole = mapped(halves, room, |[b, c, p]| {
-        let (_, q) = place_in(by_rank, b);
-        [c, p.min(q), p.max(q)]
+    let halves = sent(worker, ranked, halves, room)?;
+    let oriented = mapped(halves, room, |[b, c, p]| {
+        whole([c, p], place_in(by_rank, b).1)
     });
-    let owner_of = ranked.owners();
-    let whole = all_ok(worker, whole)?;
-    shuffle_sorted(worker, whole, move |x| owner_of(x[0]), room.clone())
+    sent(worker, ranked, oriented, room)
 }
 
 /// `f` of every record of `list`, in a list of `room` (unsorted: it is sent on).
