@@ -122,7 +122,8 @@ where
 pub fn shuffle_sorted_seen<R, F>(
     worker: &mut Worker,
     pairs: PairList<R>,
-    (target, room): (F, PairRoom),
+    target: F,
+    room: PairRoom,
     seen: &mut dyn FnMut(&[R]),
 ) -> Result<PairList<R>>
 where

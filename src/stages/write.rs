@@ -205,7 +205,7 @@ pub fn pairs(
         let o = owner_of.clone();
         move |p: &Pair| o(p.a)
     };
-    let mine = shuffle_sorted_seen(worker, pairs, (target, room), &mut note)?;
+    let mine = shuffle_sorted_seen(worker, pairs, target, room, &mut note)?;
     let collapse = groups.is_some();
     let mut my_groups = groups
         .map(|g| shuffle(worker, g, move |(_, ids)| owner_of(ids[0])))

@@ -57,9 +57,9 @@ pub fn stars(
     let owner_of = ranked.owners();
     let mut order = shuffle(worker, places, move |x: &Place| owner_of(x[0]));
     order.sort_unstable();
-    let oriented = oriented(worker, ranked, (&by_rank, everywhere), edges, room);
+    // Every worker has the same answer: each list of the pairs is checked on all before it is sent.
+    let oriented = oriented(worker, ranked, (&by_rank, everywhere), edges, room)?;
     drop(by_rank);
-    let oriented = all_ok(worker, oriented)?;
     let mut out = Vec::new();
     let cut = cover(&order, oriented, local, &mut out);
     all_ok(worker, cut)?;
