@@ -600,6 +600,84 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "two processes");
 }
 
+/// Two clusters of near-copies (two pages of 400 words, each copy up to 15 words edited,
+/// so that some copies are far from any reference set) among others: every round of scoring
+/// has many pairs a set and counts most of them through a reference set, the rest merged whole,
+/// and the pairs are brute force's at 1, 2 and 4 workers, held and spilled.
+#[test]
+fn pairs_of_near_copies_scored_through_a_reference_are_brute_forces_at_1_2_4_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    for page in 0..2u64 {
+        let template: Vec<String> = (0..400u64)
+            .map(|i| format!("p{page}w{}", (i * 7919 + 13 * page) % 1009))
+            .collect();
+        for c in 0..120u64 {
+            let mut words = template.clone();
+            for e in 0..next(16) {
+                words[next(400) as usize] = format!("edit{page}x{c}x{e}");
+            }
+            let line =
+                serde_json::json!({"id": format!("p{page}c{c:03}"), "text": words.join(" ")});
+            bytes.extend_from_slice(format!("{line}\n").as_bytes());
+        }
+    }
+    for o in 0..40u64 {
+        let words: Vec<String> = (0..60).map(|_| format!("o{}", next(5000))).collect();
+        let line = serde_json::json!({"id": format!("other{o:02}"), "text": words.join(" ")});
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    std::fs::write(dir.path().join("docs.jsonl"), &bytes).unwrap();
+    let all = twin_of(&bytes);
+    let texts = texts_by_id(&bytes);
+    let (bands, rows) = (21, 6);
+    let keys = band_keys(&all, bands, rows);
+    let mut want = Vec::new();
+    for i in 0..all.len() {
+        for j in i + 1..all.len() {
+            if (0..bands).any(|b| keys[i][b] == keys[j][b]) {
+                let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+                want.extend(verified_row(&texts, (&all[a], &all[b]), 0.8));
+            }
+        }
+    }
+    want.sort();
+    assert!(want.len() > 2_000, "{} pairs", want.len());
+    for (w, spill) in [(1, "auto"), (2, "auto"), (4, "auto"), (2, "always")] {
+        let out = dir.path().join(format!("out-{w}-{spill}"));
+        let mut plan = plan_of(
+            dir.path(),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n\
+                 [minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = 0.8\n\
+                 [run]\nspill = \"{spill}\"\n[output]\ndir = {out:?}\n"
+            ),
+            w,
+        );
+        plan.verbose = false;
+        let summary = execute(plan).unwrap().unwrap();
+        let got = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            want,
+            "workers {w}, spill {spill}"
+        );
+        let v = summary.verification.unwrap();
+        let (through, all) = (v.through_reference, v.candidates);
+        assert!(
+            through > all / 2 && through < all,
+            "workers {w}, spill {spill}: {v:?}"
+        );
+    }
+}
+
 /// Union-find over `pairs` of `ids`: each clustered id with its cluster's smallest id and size.
 fn union_find_clusters(
     ids: &[String],

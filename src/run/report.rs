@@ -465,6 +465,7 @@ impl Totals {
                 sum.kept += v.kept;
                 sum.records_read += v.records_read;
                 sum.sets_kept += v.sets_kept;
+                sum.through_reference += v.through_reference;
                 sum.rounds = sum.rounds.max(v.rounds);
                 sum.spilled_bytes += v.spilled_bytes;
             }

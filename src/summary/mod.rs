@@ -185,6 +185,10 @@ pub struct VerifySummary {
     /// Sets made from the shingle hashes the read stage kept (their records not read again).
     #[serde(default)]
     pub sets_kept: u64,
+    /// Candidate pairs whose shared shingles were counted from their sets' differences from one
+    /// reference set, in rounds of many pairs a set (clusters of near-copies).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub through_reference: u64,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle
     /// set, so many pairs are scored a memory budget's worth at a time.
     #[serde(default)]

@@ -37,8 +37,9 @@ use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted};
 use crate::method::once::Distinct;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
-use crate::text::{common, shingle_set_of, Measure, Scratch};
+use crate::text::{shingle_set_of, Measure, Scratch};
 
+mod reference;
 mod score;
 mod sets;
 use sets::{ReadSet, Sets};
@@ -55,6 +56,9 @@ pub struct VerifyStats {
     /// Sets made from the shingle hashes the read stage kept, instead of reading their records
     /// again.
     pub sets_kept: u64,
+    /// Candidate pairs whose shared shingles were counted from their sets' differences from a
+    /// reference set (pairs of near-copies, `reference`).
+    pub through_reference: u64,
     /// Rounds the pairs were scored in (each within the memory budget).
     pub rounds: u64,
     /// Bytes of shingle sets and pairs (candidates and kept) spilled to the scratch directory.
@@ -122,11 +126,17 @@ fn read_sets(
     Ok((sets, dealt))
 }
 
-/// The score and kind of a pair whose documents have the bytes hashes and shingle sets `a` and
-/// `b`, if its similarity (the measure `v` asks for) reaches the threshold.
-fn scored(v: Verification, score: Score, a: (u64, &[u64]), b: (u64, &[u64])) -> Option<Score> {
-    let common = common(a.1, b.1);
-    let (na, nb) = (a.1.len(), b.1.len());
+/// The score and kind of a pair whose documents have the bytes hashes and shingle set sizes `a`
+/// and `b`, and share `common` shingles, if its similarity (the measure `v` asks for) reaches the
+/// threshold.
+fn scored(
+    v: Verification,
+    score: Score,
+    a: (u64, usize),
+    b: (u64, usize),
+    common: usize,
+) -> Option<Score> {
+    let (na, nb) = (a.1, b.1);
     let similarity = v.measure.of(common, na, nb);
     let jaccard = Measure::Jaccard.of(common, na, nb);
     let some = na > 0 && nb > 0;
@@ -281,7 +291,10 @@ fn score_all(
     loop {
         let round = score::next_round(&mut pairs, owner, room, mean_set);
         match score::score_round(worker, owner, sets, round, v, &mut kept) {
-            Ok(n) => stats.candidates += n,
+            Ok(n) => {
+                stats.candidates += n.pairs;
+                stats.through_reference += n.through_reference;
+            }
             Err(e) => {
                 failure.borrow_mut().get_or_insert(e);
             }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
+use super::reference::{Near, References, PAIRS_A_SET};
 use super::scored;
 use super::sets::{Sets, Side};
 use crate::candidates::pairs::Pairs;
@@ -16,6 +17,7 @@ use crate::candidates::{Pair, Score};
 use crate::config::Verification;
 use crate::error::{Error, Result};
 use crate::exchange::shuffle;
+use crate::text::common;
 
 /// One first document's set, on its way to a worker that owns second documents of its pairs.
 #[derive(Clone, Serialize, Deserialize)]
@@ -69,9 +71,18 @@ pub fn next_round(
     round
 }
 
+/// Pairs scored in a round on one worker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scored {
+    /// Pairs scored.
+    pub pairs: u64,
+    /// Of them, pairs whose shared shingles were counted through a reference set.
+    pub through_reference: u64,
+}
+
 /// Scores one round of pairs (this worker's, sorted by `a`): each first document's set goes once
 /// to each worker owning second documents of its pairs, where the kept pairs join `kept`. Returns
-/// the pairs scored here.
+/// what was scored here.
 pub fn score_round(
     worker: &mut Worker,
     owner: &(impl Fn(u64) -> u64 + Clone + 'static),
@@ -79,7 +90,7 @@ pub fn score_round(
     round: Vec<Pair>,
     v: Verification,
     kept: &mut Pairs,
-) -> Result<u64> {
+) -> Result<Scored> {
     let mut failure = None;
     let copies = copies_of(round, owner, sets, &mut failure);
     let copies = shuffle(worker, copies, |c: &SetCopy| c.to);
@@ -94,7 +105,12 @@ pub fn score_round(
         })
         .collect();
     order.sort_unstable();
-    let scored_here = order.len() as u64;
+    let mut scored_here = Scored {
+        pairs: order.len() as u64,
+        through_reference: 0,
+    };
+    let seconds = order.chunk_by(|x, y| x.0 == y.0).count();
+    let shared = shared_references(&copies, order.len(), seconds);
     for group in order.chunk_by(|x, y| x.0 == y.0) {
         let b = match sets.get(group[0].0, Side::B) {
             Ok(Some(b)) => b,
@@ -104,16 +120,51 @@ pub fn score_round(
                 continue;
             }
         };
+        // What a copy shares with `b`, through a reference when both are near the same one.
+        let near_b = shared.as_ref().and_then(|(r, _)| r.near(b.1));
+        let through = |c: usize| match (&shared, &near_b) {
+            (Some((r, near)), Some(near_b)) => r.common(near[c].as_ref()?, near_b),
+            _ => None,
+        };
         for &(rank_b, _, c, i) in group {
             let copy = &copies[c as usize];
-            let score = copy.with[i as usize].1;
-            if let Some(score) = scored(v, score, (copy.raw, &copy.set), b) {
-                let (a, b) = (copy.a, rank_b);
-                kept.push(Pair { a, b, score });
+            let shared = through(c as usize);
+            scored_here.through_reference += u64::from(shared.is_some());
+            let common = shared.unwrap_or_else(|| common(&copy.set, b.1));
+            let (a, b) = ((copy.raw, copy.set.len()), (b.0, b.1.len()));
+            if let Some(score) = scored(v, copy.with[i as usize].1, a, b, common) {
+                kept.push(Pair {
+                    a: copy.a,
+                    b: rank_b,
+                    score,
+                });
             }
         }
     }
     failure.map_or(Ok(scored_here), Err)
+}
+
+/// When a round's pairs are many for its sets (`reference::PAIRS_A_SET` a set on average:
+/// clusters of near-copies), its references and each copy's set as its differences from the
+/// first it is near: the copies are taken most pairs first, and one with many pairs that is near
+/// no reference yet becomes one.
+fn shared_references(
+    copies: &[SetCopy],
+    pairs: usize,
+    seconds: usize,
+) -> Option<(References<'_>, Vec<Option<Near>>)> {
+    if pairs < PAIRS_A_SET * (copies.len() + seconds) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..copies.len()).collect();
+    order.sort_unstable_by_key(|&c| std::cmp::Reverse(copies[c].with.len()));
+    let mut references = References::default();
+    let mut near: Vec<Option<Near>> = copies.iter().map(|_| None).collect();
+    for c in order {
+        let copy = &copies[c];
+        near[c] = references.near_or_new(&copy.set, copy.with.len() >= PAIRS_A_SET);
+    }
+    Some((references, near))
 }
 
 /// The copies of one round's first documents' sets, one a first document and destination.
