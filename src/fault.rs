@@ -6,17 +6,34 @@
 //! them a fault point costs one environment lookup; there are a dozen per commit.
 //! `NEARDUP_FAULT_SCRATCH_FULL=NAME` makes the first write of every spill file whose name begins
 //! with `NAME` (`pairs-expand`) fail as a full disk does.
+//! `NEARDUP_FAULT_INTERRUPT=LABEL` makes the process send itself SIGINT at the first fault point
+//! whose label begins with `LABEL`, and go on, as a user's Ctrl-C arriving at that instant: the
+//! interrupt tests choose the step instead of guessing it with sleeps.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Fault points passed so far in this process.
 static PASSED: AtomicUsize = AtomicUsize::new(0);
 
-/// A step of a commit has just finished: the process dies here if the test asked for it.
+/// Set once the interrupt `NEARDUP_FAULT_INTERRUPT` asks for has been sent.
+static INTERRUPT_SENT: AtomicBool = AtomicBool::new(false);
+
+/// A step of a commit has just finished: the process dies (or is interrupted) here if the test
+/// asked for it.
 pub fn point(label: &str) {
     let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
     if std::env::var_os("NEARDUP_FAULT_LOG").is_some() {
         eprintln!("neardup: fault point {n}: {label}");
+    }
+    let interrupt = std::env::var("NEARDUP_FAULT_INTERRUPT");
+    if interrupt.is_ok_and(|prefix| label.starts_with(&prefix))
+        && !INTERRUPT_SENT.swap(true, Ordering::SeqCst)
+    {
+        eprintln!("neardup: fault injection: SIGINT at step {n} ({label})");
+        // SAFETY: sends a signal to this process.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGINT);
+        }
     }
     let at = std::env::var("NEARDUP_FAULT_AT").ok();
     if at.and_then(|v| v.parse::<usize>().ok()) == Some(n) {

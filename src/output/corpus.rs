@@ -66,6 +66,7 @@ pub fn write_part(
     if let Some(dir) = dest.parent() {
         make_dir(dir)?;
     }
+    crate::fault::point("corpus: a part begun");
     let copied = source.copy_kept(piece, kept, dest)?;
     if copied.records != kept.len() as u64 {
         return Err(Error::Input(format!(
