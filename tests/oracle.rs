@@ -601,9 +601,9 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
 }
 
 /// Two clusters of near-copies (two pages of 400 words, each copy up to 15 words edited,
-/// so that some copies are far from any reference set) among others: every round of scoring
-/// has many pairs a set and counts most of them through a reference set, the rest merged whole,
-/// and the pairs are brute force's at 1, 2 and 4 workers, held and spilled.
+/// so that some copies are far from any reference set) among others and 2,000 pairs of twins: the
+/// rounds of scoring count most pairs through a reference set, the rest merged whole, and the
+/// pairs are brute force's at 1, 2 and 4 workers, held and spilled.
 #[test]
 fn pairs_of_near_copies_scored_through_a_reference_are_brute_forces_at_1_2_4_workers() {
     let dir = tempfile::tempdir().unwrap();
@@ -629,10 +629,16 @@ fn pairs_of_near_copies_scored_through_a_reference_are_brute_forces_at_1_2_4_wor
             bytes.extend_from_slice(format!("{line}\n").as_bytes());
         }
     }
-    for o in 0..40u64 {
-        let words: Vec<String> = (0..60).map(|_| format!("o{}", next(5000))).collect();
-        let line = serde_json::json!({"id": format!("other{o:02}"), "text": words.join(" ")});
-        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    // Others, and 2,000 pairs of two near-copies: a round holds many sets in one pair each, so
+    // fewer than 8 pairs a set on average.
+    for o in 0..2040u64 {
+        let mut words: Vec<String> = (0..60).map(|_| format!("o{}", next(50_000))).collect();
+        for twin in 0..1 + u64::from(o >= 40) {
+            words[(7 * twin) as usize] = format!("twin{twin}");
+            let line =
+                serde_json::json!({"id": format!("other{o:04}-{twin}"), "text": words.join(" ")});
+            bytes.extend_from_slice(format!("{line}\n").as_bytes());
+        }
     }
     std::fs::write(dir.path().join("docs.jsonl"), &bytes).unwrap();
     let all = twin_of(&bytes);

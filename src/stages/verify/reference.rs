@@ -1,22 +1,22 @@
-//! Scoring many pairs of near-copies against a shared reference set: a round whose pairs are
-//! many for its sets (a cluster of near-copies of one page, where each set is in thousands of
-//! pairs) holds each set as its two differences from one reference set `R`, and counts what two
-//! sets share from those differences alone:
+//! Scoring many pairs of near-copies against a shared reference set: in a round of scoring, a
+//! set in many pairs (a member of a cluster of near-copies of one page, in thousands) is held as
+//! its two differences from a reference set `R`, and what two sets share is counted from those
+//! differences alone:
 //!
 //! `|A ∩ B| = |R| - |R \ A| - |R \ B| + |(R \ A) ∩ (R \ B)| + |(A \ R) ∩ (B \ R)|`
 //!
 //! (the values of `R` that neither lacks, and the values outside `R` that both hold). A pair of
 //! near-copies of 400 shingles each, 30 apart from `R`, costs two merges of about 30 values where
 //! a merge of the two sets costs 800. A round may hold clusters of several pages: it takes up to
-//! [`MOST_REFERENCES`] references, each a set near none before it ([`References`]). A set near
-//! none of them is not held so, and its pairs are merged whole, as every pair is in a round with
-//! few pairs a set.
+//! [`MOST_REFERENCES`] references, each a set near none before it ([`References`]). A pair whose
+//! sets are not near the same reference (or in few pairs) is merged whole.
 
 use crate::text::common;
 
-/// How many pairs a set must be in, on average over a round's sets, before the round measures
-/// them against a reference: a set's differences cost a merge with `R` (without vector
-/// instructions, a few pairs' merges), and each pair then costs a small part of one.
+/// How many pairs of a round a set must be in before it is measured against the round's
+/// references: its differences cost a merge with a reference (without vector instructions, a few
+/// pairs' merges), and each pair then costs a small part of one. A round mixes every kind of
+/// pair, so this is asked of each set, not of the round on average.
 pub const PAIRS_A_SET: usize = 8;
 
 /// Most references a round takes: a set near none of them was compared with each in vain.

@@ -109,8 +109,7 @@ pub fn score_round(
         pairs: order.len() as u64,
         through_reference: 0,
     };
-    let seconds = order.chunk_by(|x, y| x.0 == y.0).count();
-    let shared = shared_references(&copies, order.len(), seconds);
+    let shared = shared_references(&copies);
     for group in order.chunk_by(|x, y| x.0 == y.0) {
         let b = match sets.get(group[0].0, Side::B) {
             Ok(Some(b)) => b,
@@ -121,7 +120,10 @@ pub fn score_round(
             }
         };
         // What a copy shares with `b`, through a reference when both are near the same one.
-        let near_b = shared.as_ref().and_then(|(r, _)| r.near(b.1));
+        let near_b = shared
+            .as_ref()
+            .filter(|_| group.len() >= PAIRS_A_SET)
+            .and_then(|(r, _)| r.near(b.1));
         let through = |c: usize| match (&shared, &near_b) {
             (Some((r, near)), Some(near_b)) => r.common(near[c].as_ref()?, near_b),
             _ => None,
@@ -144,25 +146,22 @@ pub fn score_round(
     failure.map_or(Ok(scored_here), Err)
 }
 
-/// When a round's pairs are many for its sets (`reference::PAIRS_A_SET` a set on average:
-/// clusters of near-copies), its references and each copy's set as its differences from the
-/// first it is near: the copies are taken most pairs first, and one with many pairs that is near
-/// no reference yet becomes one.
-fn shared_references(
-    copies: &[SetCopy],
-    pairs: usize,
-    seconds: usize,
-) -> Option<(References<'_>, Vec<Option<Near>>)> {
-    if pairs < PAIRS_A_SET * (copies.len() + seconds) {
+/// The references of a round and each copy's set as its differences from the first it is near,
+/// for the copies in `reference::PAIRS_A_SET` pairs or more (a cluster of near-copies; a set in
+/// fewer is merged whole): the copies are taken most pairs first, and one near no reference yet
+/// becomes one. `None` when no copy is in that many pairs.
+fn shared_references(copies: &[SetCopy]) -> Option<(References<'_>, Vec<Option<Near>>)> {
+    let mut order: Vec<usize> = (0..copies.len())
+        .filter(|&c| copies[c].with.len() >= PAIRS_A_SET)
+        .collect();
+    if order.is_empty() {
         return None;
     }
-    let mut order: Vec<usize> = (0..copies.len()).collect();
     order.sort_unstable_by_key(|&c| std::cmp::Reverse(copies[c].with.len()));
     let mut references = References::default();
     let mut near: Vec<Option<Near>> = copies.iter().map(|_| None).collect();
     for c in order {
-        let copy = &copies[c];
-        near[c] = references.near_or_new(&copy.set, copy.with.len() >= PAIRS_A_SET);
+        near[c] = references.near_or_new(&copies[c].set, true);
     }
     Some((references, near))
 }
