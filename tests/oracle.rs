@@ -410,6 +410,31 @@ fn verified_row(
     (s >= threshold).then(|| format!("{}\t{}\t{s:.4}\t{}", a.0, b.0, kind(texts, &a.0, &b.0, s)))
 }
 
+/// Writes the JSON lines `bytes` as `docs.jsonl` in `dir`; returns each document's band keys
+/// and brute force's pairs output: every pair sharing a band key whose exact Jaccard reaches 0.8,
+/// sorted.
+fn brute_force_band_pairs(
+    dir: &Path,
+    bytes: &[u8],
+    (bands, rows): (usize, usize),
+) -> (Vec<Vec<u64>>, Vec<String>) {
+    std::fs::write(dir.join("docs.jsonl"), bytes).unwrap();
+    let all = twin_of(bytes);
+    let texts = texts_by_id(bytes);
+    let keys = band_keys(&all, bands, rows);
+    let mut want = Vec::new();
+    for i in 0..all.len() {
+        for j in i + 1..all.len() {
+            if (0..bands).any(|b| keys[i][b] == keys[j][b]) {
+                let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
+                want.extend(verified_row(&texts, (&all[a], &all[b]), 0.8));
+            }
+        }
+    }
+    want.sort();
+    (keys, want)
+}
+
 /// Runs a MinHash job (the `[minhash]` and `[verify]` lines given) over `docs.jsonl` in `dir` at
 /// 1, 2 and 4 workers with small splits, and checks each pairs output against `want`.
 fn check_minhash_job(dir: &Path, sections: &str, want: &[String], what: &str) {
@@ -551,11 +576,8 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
         let line = serde_json::json!({"id": format!("copy{c:03}"), "text": words.join(" ")});
         bytes.extend_from_slice(format!("{line}\n").as_bytes());
     }
-    std::fs::write(dir.path().join("docs.jsonl"), &bytes).unwrap();
-    let all = twin_of(&bytes);
-    let texts = texts_by_id(&bytes);
     let (bands, rows) = (21, 6);
-    let keys = band_keys(&all, bands, rows);
+    let (keys, want) = brute_force_band_pairs(dir.path(), &bytes, (bands, rows));
     let largest = (0..bands)
         .map(|b| {
             let mut counts = std::collections::HashMap::new();
@@ -569,17 +591,6 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
         largest >= neardup::candidates::SPREAD_FROM,
         "largest group {largest}"
     );
-    let mut want = Vec::new();
-    for i in 0..all.len() {
-        for j in i + 1..all.len() {
-            if !(0..bands).any(|b| keys[i][b] == keys[j][b]) {
-                continue;
-            }
-            let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
-            want.extend(verified_row(&texts, (&all[a], &all[b]), 0.8));
-        }
-    }
-    want.sort();
     assert!(want.len() > 30_000, "{} pairs", want.len());
     let sections =
         format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = 0.8\n");
@@ -640,21 +651,8 @@ fn pairs_of_near_copies_scored_through_a_reference_are_brute_forces_at_1_2_4_wor
             bytes.extend_from_slice(format!("{line}\n").as_bytes());
         }
     }
-    std::fs::write(dir.path().join("docs.jsonl"), &bytes).unwrap();
-    let all = twin_of(&bytes);
-    let texts = texts_by_id(&bytes);
     let (bands, rows) = (21, 6);
-    let keys = band_keys(&all, bands, rows);
-    let mut want = Vec::new();
-    for i in 0..all.len() {
-        for j in i + 1..all.len() {
-            if (0..bands).any(|b| keys[i][b] == keys[j][b]) {
-                let (a, b) = if all[i].0 < all[j].0 { (i, j) } else { (j, i) };
-                want.extend(verified_row(&texts, (&all[a], &all[b]), 0.8));
-            }
-        }
-    }
-    want.sort();
+    let (_, want) = brute_force_band_pairs(dir.path(), &bytes, (bands, rows));
     assert!(want.len() > 2_000, "{} pairs", want.len());
     for (w, spill) in [(1, "auto"), (2, "auto"), (4, "auto"), (2, "always")] {
         let out = dir.path().join(format!("out-{w}-{spill}"));
