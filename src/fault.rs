@@ -7,8 +7,9 @@
 //! `NEARDUP_FAULT_SCRATCH_FULL=NAME` makes the first write of every spill file whose name begins
 //! with `NAME` (`pairs-expand`) fail as a full disk does.
 //! `NEARDUP_FAULT_INTERRUPT=LABEL` makes the process send itself SIGINT at the first fault point
-//! whose label begins with `LABEL`, and go on, as a user's Ctrl-C arriving at that instant: the
-//! interrupt tests choose the step instead of guessing it with sleeps.
+//! whose label begins with `LABEL`, and go on once the interrupt's handler has begun (as if a
+//! user's Ctrl-C arrived at that instant): the interrupt tests choose the step instead of
+//! guessing it with sleeps.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -17,6 +18,15 @@ static PASSED: AtomicUsize = AtomicUsize::new(0);
 
 /// Set once the interrupt `NEARDUP_FAULT_INTERRUPT` asks for has been sent.
 static INTERRUPT_SENT: AtomicBool = AtomicBool::new(false);
+
+/// Set by the interrupt handler as it begins ([`interrupt_begun`]).
+static INTERRUPT_BEGUN: AtomicBool = AtomicBool::new(false);
+
+/// Called by the interrupt handler once it has marked the run interrupted: a fault point that
+/// sent the interrupt goes on from then.
+pub fn interrupt_begun() {
+    INTERRUPT_BEGUN.store(true, Ordering::SeqCst);
+}
 
 /// A step of a commit has just finished: the process dies (or is interrupted) here if the test
 /// asked for it.
@@ -33,6 +43,12 @@ pub fn point(label: &str) {
         // SAFETY: sends a signal to this process.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGINT);
+        }
+        // The handler runs on its own thread: this step waits for it to begin (10 s at most,
+        // for a process without one).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !INTERRUPT_BEGUN.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+            std::thread::yield_now();
         }
     }
     let at = std::env::var("NEARDUP_FAULT_AT").ok();

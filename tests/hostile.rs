@@ -575,13 +575,12 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
         ),
     );
     // The interrupt arrives at a chosen step (fault injection, not a guessed delay): while a
-    // worker copies its part of the corpus (the old set stays), once the outputs are staged
-    // (either set, whole: the commit may begin before the handler runs), and while they are
-    // renamed into place (the new set: the interrupt waits for the commit).
+    // worker copies its part of the corpus and once the outputs are staged (the old set stays),
+    // and while they are renamed into place (the new set: the interrupt waits for the commit).
     for (step, interrupted_before_commit) in [
-        ("corpus: a part begun", Some(true)),
-        ("outputs staged", None),
-        ("output renamed into place", Some(false)),
+        ("corpus: a part begun", true),
+        ("outputs staged", true),
+        ("output renamed into place", false),
     ] {
         let _ = std::fs::remove_dir_all(&out_dir);
         let out = neardup().arg("run").arg(&old_job).output().unwrap();
@@ -604,9 +603,10 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
         ];
         assert_eq!(listing(&out_dir), set, "at {step}");
         let before_commit = message.contains("staged outputs removed");
-        if let Some(want) = interrupted_before_commit {
-            assert_eq!(before_commit, want, "at {step}: {message}");
-        }
+        assert_eq!(
+            before_commit, interrupted_before_commit,
+            "at {step}: {message}"
+        );
         if before_commit {
             assert_eq!(out.status.code(), Some(130), "at {step}: {message}");
             assert_eq!(listing(&out_dir.join("corpus")), ["old.jsonl"]);

@@ -279,6 +279,7 @@ pub fn install() -> std::io::Result<()> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 INTERRUPTED.store(true, Ordering::SeqCst);
+                super::fault::interrupt_begun();
                 let name = match sig {
                     SIGINT => "SIGINT",
                     SIGTERM => "SIGTERM",
