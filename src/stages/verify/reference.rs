@@ -30,12 +30,12 @@ pub struct References<'a> {
 
 impl<'a> References<'a> {
     /// `x` as its differences from the first reference it is near; else, while there are fewer
-    /// than [`MOST_REFERENCES`] and `may_refer`, `x` as a new reference.
-    pub fn near_or_new(&mut self, x: &'a [u64], may_refer: bool) -> Option<Near> {
+    /// than [`MOST_REFERENCES`], `x` as a new reference.
+    pub fn near_or_new(&mut self, x: &'a [u64]) -> Option<Near> {
         if let Some(near) = self.near(x) {
             return Some(near);
         }
-        (may_refer && self.sets.len() < MOST_REFERENCES).then(|| {
+        (self.sets.len() < MOST_REFERENCES).then(|| {
             self.sets.push(Reference::new(x));
             Near {
                 of: self.sets.len() - 1,
@@ -172,9 +172,9 @@ mod tests {
             (2..10).map(page).collect::<Vec<_>>(),
         );
         let mut references = References::default();
-        let first = references.near_or_new(&r0, true).unwrap();
-        assert_eq!(references.near_or_new(&r1, false), None, "may not refer");
-        let second = references.near_or_new(&r1, true).unwrap();
+        let first = references.near_or_new(&r0).unwrap();
+        assert_eq!(references.near(&r1), None, "near no reference yet");
+        let second = references.near_or_new(&r1).unwrap();
         assert_eq!((first.of, second.of), (0, 1));
         let (a, b) = (edit(0, 2), edit(1, 2));
         let (near_a, near_b) = (references.near(&a).unwrap(), references.near(&b).unwrap());
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(references.common(&near_b, &second), Some(common(&b, &r1)));
         assert_eq!(references.common(&near_a, &near_b), None);
         for p in &pages {
-            references.near_or_new(p, true);
+            references.near_or_new(p);
         }
         assert_eq!(references.sets.len(), MOST_REFERENCES);
         assert!(references.near(&pages[7]).is_none());

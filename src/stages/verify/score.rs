@@ -130,9 +130,9 @@ pub fn score_round(
         };
         for &(rank_b, _, c, i) in group {
             let copy = &copies[c as usize];
-            let shared = through(c as usize);
-            scored_here.through_reference += u64::from(shared.is_some());
-            let common = shared.unwrap_or_else(|| common(&copy.set, b.1));
+            let counted = through(c as usize);
+            scored_here.through_reference += u64::from(counted.is_some());
+            let common = counted.unwrap_or_else(|| common(&copy.set, b.1));
             let (a, b) = ((copy.raw, copy.set.len()), (b.0, b.1.len()));
             if let Some(score) = scored(v, copy.with[i as usize].1, a, b, common) {
                 kept.push(Pair {
@@ -161,7 +161,7 @@ fn shared_references(copies: &[SetCopy]) -> Option<(References<'_>, Vec<Option<N
     let mut references = References::default();
     let mut near: Vec<Option<Near>> = copies.iter().map(|_| None).collect();
     for c in order {
-        near[c] = references.near_or_new(&copies[c].set, true);
+        near[c] = references.near_or_new(&copies[c].set);
     }
     Some((references, near))
 }
