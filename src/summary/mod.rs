@@ -186,7 +186,7 @@ pub struct VerifySummary {
     #[serde(default)]
     pub sets_kept: u64,
     /// Candidate pairs whose shared shingles were counted from their sets' differences from one
-    /// reference set, in rounds of many pairs a set (clusters of near-copies).
+    /// reference set, both sets in many pairs of their round (clusters of near-copies).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub through_reference: u64,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle

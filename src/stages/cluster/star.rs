@@ -80,9 +80,9 @@ fn place_in(by_rank: &[[u64; 3]], r: u64) -> (u64, u64) {
 }
 
 /// This worker's pairs of `edges` made into records by `f`, in a list of `room` (a document
-/// paired with itself is left out: the graph links none such, so it may have no place).
+/// paired with itself is left out: the graph links none such, so it may have no place). A
+/// failure is this worker's alone: [`sent`] makes it every worker's.
 fn records_of<const N: usize>(
-    worker: &mut Worker,
     edges: &Edges<'_>,
     room: &PairRoom,
     f: impl Fn(u64, u64) -> [u64; N],
@@ -91,11 +91,11 @@ fn records_of<const N: usize>(
     for (a, b) in edges.iter().filter(|(a, b)| a != b) {
         records.push(f(a, b));
     }
-    let records = edges.pairs.check().and_then(|()| records.unsorted());
-    all_ok(worker, records)
+    edges.pairs.check().and_then(|()| records.unsorted())
 }
 
-/// `list` sent to the owners of its records' first words, sorted there, in lists of `room`.
+/// `list` sent to the owners of its records' first words, sorted there, in lists of `room`; a
+/// failure on any worker is an error on all.
 fn sent<const N: usize>(
     worker: &mut Worker,
     ranked: &Ranked,
@@ -123,13 +123,13 @@ fn oriented(
 ) -> Result<PairList<[u64; 3]>> {
     let whole = |[c, p]: [u64; 2], q: u64| [c, p.min(q), p.max(q)];
     if everywhere {
-        let oriented = records_of(worker, edges, room, |a, b| {
+        let oriented = records_of(edges, room, |a, b| {
             let ((c, p), (_, q)) = (place_in(by_rank, a), place_in(by_rank, b));
             whole([c, p], q)
         });
         return sent(worker, ranked, oriented, room);
     }
-    let ends = records_of(worker, edges, room, |a, b| [a, b]);
+    let ends = records_of(edges, room, |a, b| [a, b]);
     let ends = sent(worker, ranked, ends, room)?;
     let halves = mapped(ends, room, |[a, b]| {
         let (c, p) = place_in(by_rank, a);
