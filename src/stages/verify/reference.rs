@@ -106,7 +106,8 @@ impl<'a> Reference<'a> {
 
     /// How many values the two sets held as `a` and `b` share.
     pub fn common(&self, a: &Near, b: &Near) -> usize {
-        let kept = self.set.len() - a.lacks.len() - b.lacks.len() + common(&a.lacks, &b.lacks);
+        // |R| + |both lack| >= |either lacks| = the two lacks' sizes: no step goes below zero.
+        let kept = self.set.len() + common(&a.lacks, &b.lacks) - a.lacks.len() - b.lacks.len();
         kept + common(&a.adds, &b.adds)
     }
 }
