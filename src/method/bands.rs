@@ -41,6 +41,8 @@ pub struct BandRounds {
     pub layout: BandLayout,
     /// Parts each band round is split into.
     pub parts: u32,
+    /// Bytes a process holds for one part's records.
+    pub part_bytes: u64,
     /// The planner's line.
     pub reasoning: String,
     /// The summary's section.
@@ -60,13 +62,14 @@ impl BandRounds {
         processes: usize,
         budget: u64,
     ) -> BandRounds {
-        let (parts, memory) = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
-        summary.parts_per_band = parts;
-        summary.reasoning = format!("{}; {memory}", summary.reasoning);
+        let parts = super::parts(distinct, BYTES_PER_BAND_RECORD, processes, budget);
+        summary.parts_per_band = parts.count;
+        summary.reasoning = format!("{}; {}", summary.reasoning, parts.line);
         BandRounds {
             stride: layout.hashes,
             layout,
-            parts,
+            parts: parts.count,
+            part_bytes: parts.bytes,
             reasoning: summary.reasoning.clone(),
             summary,
         }
@@ -97,6 +100,10 @@ impl Rounds for BandRounds {
             tables: None,
             bands: Some(self.summary.clone()),
         }
+    }
+
+    fn part_bytes(&self) -> u64 {
+        self.part_bytes
     }
 
     fn run(

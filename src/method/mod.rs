@@ -203,6 +203,10 @@ pub trait Rounds {
     /// The summary's section of this method's rounds.
     fn sections(&self) -> Sections;
 
+    /// Bytes a process holds for one part of a round's records, as planned: the room the pairs
+    /// the rounds find leave beside them.
+    fn part_bytes(&self) -> u64;
+
     /// Runs the rounds over this worker's distinct sketches (every worker calls it together):
     /// `keys` ascending, `values` [`Method::values`] per key in the same order. Returns every
     /// candidate pair of keys once, scored as `scoring` asks, spilled past `room`. A spill file
@@ -285,6 +289,10 @@ impl Rounds for NoRounds {
         Sections::default()
     }
 
+    fn part_bytes(&self) -> u64 {
+        0
+    }
+
     fn run(
         &self,
         _: &mut Worker,
@@ -297,17 +305,32 @@ impl Rounds for NoRounds {
     }
 }
 
+/// How a round of `records` records of `bytes` each is split so that one part fits `budget` bytes
+/// per process.
+pub struct RoundParts {
+    /// Parts a round is split into.
+    pub count: u32,
+    /// Bytes a process holds for one part's records.
+    pub bytes: u64,
+    /// The planner's line that says so.
+    pub line: String,
+}
+
 /// How many parts a round of `records` records of `bytes` each is split into so that one part
 /// fits `budget` bytes per process, and the line that says so.
-pub fn parts(records: u64, bytes: u64, processes: usize, budget: u64) -> (u32, String) {
-    let parts = tables::parts_per_round(records, bytes, processes, budget);
+pub fn parts(records: u64, bytes: u64, processes: usize, budget: u64) -> RoundParts {
+    let count = tables::parts_per_round(records, bytes, processes, budget);
     let per_process = (records * bytes).div_ceil(processes.max(1) as u64);
-    let memory = format!(
-        "one round needs ~{} MiB per process; {} MiB of the budget left: {parts} part(s) per round",
+    let line = format!(
+        "one round needs ~{} MiB per process; {} MiB of the budget left: {count} part(s) per round",
         per_process >> 20,
         budget >> 20
     );
-    (parts, memory)
+    RoundParts {
+        count,
+        bytes: per_process.div_ceil(count as u64),
+        line,
+    }
 }
 
 /// What a method's builder gets: its job-file section and the settings of others it may read.

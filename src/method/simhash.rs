@@ -168,14 +168,15 @@ impl Method for Simhash {
         };
         tables::check_selectivity(&layout, distinct, self.max_candidates)?;
         let bytes = tables::BYTES_PER_RECORD_IN_ROUND;
-        let (parts, memory) = super::parts(distinct, bytes, processes, budget);
+        let parts = super::parts(distinct, bytes, processes, budget);
         let reasoning = match auto {
-            Some(r) => format!("{r}; {memory}"),
-            None => memory,
+            Some(r) => format!("{r}; {}", parts.line),
+            None => parts.line,
         };
         Ok(Box::new(TableRounds {
             layout,
-            parts,
+            parts: parts.count,
+            part_bytes: parts.bytes,
             reasoning,
         }))
     }
@@ -212,6 +213,7 @@ impl Probe for TableProbe {
 struct TableRounds {
     layout: TableLayout,
     parts: u32,
+    part_bytes: u64,
     reasoning: String,
 }
 
@@ -235,6 +237,10 @@ impl Rounds for TableRounds {
             }),
             bands: None,
         }
+    }
+
+    fn part_bytes(&self) -> u64 {
+        self.part_bytes
     }
 
     fn run(

@@ -43,6 +43,11 @@ impl Rounds for Union {
         self.first.sections()
     }
 
+    /// The larger of the two: they run one after the other.
+    fn part_bytes(&self) -> u64 {
+        self.first.part_bytes().max(self.second.part_bytes())
+    }
+
     /// Each method's pairs go to the owner of their first side, where the two lists are merged
     /// in order, each pair once.
     fn run(

@@ -196,6 +196,7 @@ impl Probe for EnsembleProbe {
 pub struct EnsembleRounds {
     ensemble: Arc<Ensemble>,
     parts: u32,
+    part_bytes: u64,
     reasoning: String,
 }
 
@@ -206,7 +207,8 @@ impl EnsembleRounds {
         (distinct, processes, budget): (u64, usize, u64),
     ) -> EnsembleRounds {
         let records = distinct * ensemble.records_per_document() as u64;
-        let (parts, memory) = crate::method::parts(records, BYTES_PER_RECORD, processes, budget);
+        let parts = crate::method::parts(records, BYTES_PER_RECORD, processes, budget);
+        let memory = &parts.line;
         let reasoning = format!(
             "containment >= {}: LSH Ensemble over partitions by size, ratio <= {}, {} (Jaccard \
              at the bounds {}); {memory}",
@@ -222,7 +224,8 @@ impl EnsembleRounds {
         );
         EnsembleRounds {
             ensemble,
-            parts,
+            parts: parts.count,
+            part_bytes: parts.bytes,
             reasoning,
         }
     }
@@ -238,6 +241,10 @@ impl Rounds for EnsembleRounds {
 
     fn sections(&self) -> Sections {
         Sections::default()
+    }
+
+    fn part_bytes(&self) -> u64 {
+        self.part_bytes
     }
 
     fn run(

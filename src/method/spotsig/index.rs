@@ -88,6 +88,7 @@ pub struct IndexRounds {
     /// Values per sketch (two a signature).
     values: usize,
     parts: u32,
+    part_bytes: u64,
     reasoning: String,
 }
 
@@ -100,11 +101,13 @@ impl IndexRounds {
         (distinct, processes, budget): (u64, usize, u64),
     ) -> IndexRounds {
         let postings = distinct * prefix_len(max_signatures, threshold) as u64;
-        let (parts, memory) = crate::method::parts(postings, BYTES_PER_POSTING, processes, budget);
+        let parts = crate::method::parts(postings, BYTES_PER_POSTING, processes, budget);
+        let memory = parts.line;
         IndexRounds {
             threshold,
             values: 2 * max_signatures,
-            parts,
+            parts: parts.count,
+            part_bytes: parts.bytes,
             reasoning: format!(
                 "spotsig: spot-set Jaccard >= {threshold}, the prefix signatures of each set \
                  indexed, lists paired within the length bound; {memory}"
@@ -123,6 +126,10 @@ impl Rounds for IndexRounds {
 
     fn sections(&self) -> Sections {
         Sections::default()
+    }
+
+    fn part_bytes(&self) -> u64 {
+        self.part_bytes
     }
 
     fn run(
