@@ -98,6 +98,7 @@ impl<R: Record> Pairs<R> {
 
     /// Adds `p`; past the room, what is held is written as a sorted run.
     pub fn push(&mut self, p: R) {
+        self.grow(1);
         self.held.push(p);
         self.len += 1;
         if self.held.len() >= self.room.records && self.room.scratch.is_some() {
@@ -112,10 +113,21 @@ impl<R: Record> Pairs<R> {
         if self.held.is_empty() {
             self.held = batch;
         } else {
+            self.grow(batch.len());
             self.held.append(&mut batch);
         }
         if self.held.len() >= self.room.records && self.room.scratch.is_some() {
             self.spill();
+        }
+    }
+
+    /// Makes room for `more` records held: twice the room held so far, but no more than the
+    /// pairs' room (a vector grown by doubling alone could take twice that).
+    fn grow(&mut self, more: usize) {
+        let (len, room) = (self.held.len(), self.held.capacity());
+        if len + more > room {
+            let want = (2 * room).min(self.room.records).max(len + more);
+            self.held.reserve_exact(want - len);
         }
     }
 
@@ -249,6 +261,11 @@ impl<R: Record> PairList<R> {
     /// How many are held in memory.
     pub fn held_len(&self) -> usize {
         self.held.len()
+    }
+
+    /// Bytes the pairs held in memory take (their vector's room): what reading them gives back.
+    pub fn held_bytes(&self) -> u64 {
+        (self.held.capacity() * std::mem::size_of::<R>()) as u64
     }
 
     /// True if there are none.
@@ -688,6 +705,44 @@ mod tests {
                 Pair::scored((i * 7919) % 1009, (i * 104_729) % 997 + 3, score)
             })
             .collect()
+    }
+
+    /// Regression: pairs grew their vector by doubling alone, so pairs held up to twice their
+    /// room (10,000 near-copies under a 1 GiB budget, rooms from what the process had left:
+    /// 1,281 MiB). Pushed one by one, the vector never takes more than the room; in batches,
+    /// less than a batch more; and the pairs still spill past it.
+    #[test]
+    fn pairs_held_take_no_more_than_their_room() {
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        for (records, batch) in [(1000, 1), (1000, 7), (1000, 300), (4097, 1), (4097, 1000)] {
+            let room = PairRoom {
+                records,
+                scratch: Some(Arc::clone(&scratch)),
+                name: "test".into(),
+                written: Default::default(),
+            };
+            let all = pairs(3 * records as u64 + 5);
+            let mut held = Pairs::new(room);
+            let mut most = 0;
+            for chunk in all.chunks(batch) {
+                match batch {
+                    1 => held.push(chunk[0]),
+                    _ => held.extend(chunk.to_vec()),
+                }
+                most = most.max(held.held.capacity());
+            }
+            // A batch is taken whole: past the room by less than a batch.
+            assert!(
+                most < records + batch,
+                "room {records}, batches of {batch}: {most}"
+            );
+            let list = held.sorted().unwrap();
+            assert!(list.spilled_bytes() > 0);
+            let mut want = all;
+            want.sort_unstable();
+            assert_eq!(list.into_vec().unwrap(), want);
+        }
     }
 
     #[test]

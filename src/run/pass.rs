@@ -500,25 +500,7 @@ impl<'a> Pass<'a> {
         let sections = rounds.sections();
         (self.figures.layout, self.figures.bands) = (sections.tables, sections.bands);
         self.clock.enter(Phase::Rounds);
-        let shown = Arc::clone(&self.clock.progress);
-        let mut progress = move |done, total| {
-            // A round frees what the next does not reuse: the rounds' peak grew round by round.
-            crate::summary::release_freed_memory();
-            shown.round(done, total)
-        };
-        let scoring = self.scoring();
-        let keys = &groups.fps;
-        let room = self.pair_room(worker.index(), "tables");
-        let spilled = room.clone();
-        let found = match &values {
-            Values::Held(v) => rounds.run(worker, (keys, v), scoring, room, &mut progress),
-            Values::Spilled(c, by) => {
-                by.run_columns(worker, (keys, c), scoring, room, &mut progress)
-            }
-        };
-        let found = exchange::all_ok(worker, found)?;
-        let spilled = spilled.spilled_bytes();
-        self.figures.spilled.push(("tables".into(), spilled));
+        let found = self.rounds(worker, &*rounds, (&groups.fps, &values), left)?;
         drop(values);
         let loaded = members.map_or(Ok(()), |m| m.load(&mut groups));
         exchange::all_ok(worker, loaded)?;
@@ -530,7 +512,8 @@ impl<'a> Pass<'a> {
         self.clock.enter(Phase::Pairs);
         let collapse = plan.outputs.exact_groups.is_some();
         let identical = method.identical(self.estimates());
-        let room = self.pair_room(worker.index(), "expand");
+        let taken = (self.budget_left(), found.pairs.held_bytes());
+        let room = self.pair_room(worker.index(), "expand", taken);
         let spilled = room.clone();
         let pairs = expand::expand(
             worker,
@@ -546,6 +529,37 @@ impl<'a> Pass<'a> {
         drop(groups);
         self.clock.stage("expand", worker);
         Ok(Candidates { pairs, exact })
+    }
+
+    /// The candidate pairs of the sketches of `keys` with their `values` (every worker calls it
+    /// together), in half of what one part of a round leaves of the `left` bytes of the budget.
+    fn rounds(
+        &mut self,
+        worker: &mut Worker,
+        rounds: &dyn Rounds,
+        (keys, values): (&[u64], &Values<'_>),
+        left: u64,
+    ) -> Result<crate::method::Found> {
+        let shown = Arc::clone(&self.clock.progress);
+        let mut progress = move |done, total| {
+            // A round frees what the next does not reuse: the rounds' peak grew round by round.
+            crate::summary::release_freed_memory();
+            shown.round(done, total)
+        };
+        let scoring = self.scoring();
+        let left = left.saturating_sub(rounds.part_bytes());
+        let room = self.pair_room(worker.index(), "tables", (left, 0));
+        let spilled = room.clone();
+        let found = match values {
+            Values::Held(v) => rounds.run(worker, (keys, v), scoring, room, &mut progress),
+            Values::Spilled(c, by) => {
+                by.run_columns(worker, (keys, c), scoring, room, &mut progress)
+            }
+        };
+        let found = exchange::all_ok(worker, found)?;
+        let spilled = spilled.spilled_bytes();
+        self.figures.spilled.push(("tables".into(), spilled));
+        Ok(found)
     }
 
     /// The members of this worker's groups written to a spill file while the band rounds run
@@ -705,15 +719,18 @@ impl<'a> Pass<'a> {
         keeps.then_some((v.shingle, share.min(input.saturating_mul(4))))
     }
 
-    /// Where worker `me`'s pairs spill in `stage`, and past how many held: an eighth of the
-    /// process's budget over its workers (a 256th of it with `spill = "always"`, so that small
-    /// inputs make several runs).
-    fn pair_room(&self, me: usize, stage: &str) -> PairRoom {
-        let share = budget(self.plan) / 8 / self.plan.exec.workers as u64;
+    /// Where worker `me`'s pairs spill in `stage`, and past how many held: half of what the
+    /// process has `left` of its budget as the stage begins, over its workers (an eighth of the
+    /// budget over them at least), and the bytes `given_back` as the stage reads the pairs it
+    /// turns into these (a 256th of that eighth with `spill = "always"`, so that small inputs
+    /// make several runs).
+    fn pair_room(&self, me: usize, stage: &str, (left, given_back): (u64, u64)) -> PairRoom {
+        let budget = budget(self.plan);
+        let workers = self.plan.exec.workers as u64;
         let bytes = match self.scratch.mode() {
             SpillMode::Never => return PairRoom::held(),
-            SpillMode::Always => (share / 256).max(2048),
-            SpillMode::Auto => share,
+            SpillMode::Always => (budget / 8 / workers / 256).max(2048),
+            SpillMode::Auto => (budget / 8).max(left / 2) / workers + given_back,
         };
         PairRoom {
             records: (bytes / std::mem::size_of::<Pair>() as u64).max(1) as usize,
@@ -721,6 +738,11 @@ impl<'a> Pass<'a> {
             name: format!("pairs-{stage}-w{me}"),
             written: Default::default(),
         }
+    }
+
+    /// What the process has left of its budget now ([`crate::summary::budget_left`]).
+    fn budget_left(&self) -> u64 {
+        crate::summary::budget_left(budget(self.plan))
     }
 
     /// A worker's share of the budget for the sketch values (signatures, band keys): a quarter
@@ -756,7 +778,12 @@ impl<'a> Pass<'a> {
     pub fn verify(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: PairList) -> PairList {
         let plan = self.plan;
         let me = worker.index();
-        let rooms = [self.pair_room(me, "candidates"), self.pair_room(me, "kept")];
+        // The kept pairs grow as the candidates are taken (their room given back).
+        let taken = (self.budget_left(), pairs.held_bytes());
+        let rooms = [
+            self.pair_room(me, "candidates", taken),
+            self.pair_room(me, "kept", taken),
+        ];
         let pairs = match plan.verify.filter(|v| v.mode == VerifyMode::Exact) {
             None => pairs,
             Some(v) => Self::exact_scores(
@@ -808,7 +835,7 @@ impl<'a> Pass<'a> {
                 };
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
-                let room = self.pair_room(worker.index(), "clusters");
+                let room = self.pair_room(worker.index(), "clusters", (self.budget_left(), 0));
                 // The star split's places, on every worker when they fit a sixteenth of the
                 // budget over the workers (never with `spill = "always"`, the least memory).
                 let table_room = match self.scratch.mode() {
@@ -878,7 +905,8 @@ impl<'a> Pass<'a> {
         let o = &self.plan.outputs;
         let formats = (format_of(&o.pairs), format_of(&o.exact_groups));
         let k = self.plan.method.distance();
-        let room = self.pair_room(worker.index(), "write");
+        let taken = (self.budget_left(), pairs.held_bytes());
+        let room = self.pair_room(worker.index(), "write", taken);
         let spilled = room.clone();
         let counts = match self.stored {
             None => write::pairs(
