@@ -466,6 +466,7 @@ impl Totals {
                 sum.records_read += v.records_read;
                 sum.sets_kept += v.sets_kept;
                 sum.through_reference += v.through_reference;
+                sum.spread |= v.spread;
                 sum.rounds = sum.rounds.max(v.rounds);
                 sum.spilled_bytes += v.spilled_bytes;
             }

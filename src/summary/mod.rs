@@ -189,6 +189,11 @@ pub struct VerifySummary {
     /// reference set, both sets in many pairs of their round (clusters of near-copies).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub through_reference: u64,
+    /// True if the candidates were scored spread over the workers, not at the owners of their
+    /// second documents: one worker owned more than half again its share of them (a cluster of
+    /// near-copies whose ids sort together).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spread: bool,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle
     /// set, so many pairs are scored a memory budget's worth at a time.
     #[serde(default)]

@@ -33,7 +33,7 @@ use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted};
+use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted_seen};
 use crate::method::once::Distinct;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
@@ -42,6 +42,7 @@ use crate::text::{shingle_set_of, Measure, Scratch};
 mod reference;
 mod score;
 mod sets;
+use score::Placement;
 use sets::{ReadSet, Sets};
 
 /// What verifying cost and found, on this worker.
@@ -61,6 +62,9 @@ pub struct VerifyStats {
     pub through_reference: u64,
     /// Rounds the pairs were scored in (each within the memory budget).
     pub rounds: u64,
+    /// True if the pairs were spread over the workers, not scored at their second documents'
+    /// owners (one owned more than half again its share of them: `score::Placement`).
+    pub spread: bool,
     /// Bytes of shingle sets and pairs (candidates and kept) spilled to the scratch directory.
     pub spilled_bytes: u64,
 }
@@ -215,12 +219,16 @@ pub fn verify(
     stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
     let owner_of = owner.clone();
-    let pairs = shuffle_sorted(
+    // Each worker's pairs by the owner of their second document, counted as they arrive.
+    let mut load = vec![0u64; worker.peers()];
+    let pairs = shuffle_sorted_seen(
         worker,
         pairs,
         move |p: &Pair| owner_of(p.a),
         room.candidates,
+        &mut |arrived| arrived.iter().for_each(|p| load[owner(p.b) as usize] += 1),
     )?;
+
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
@@ -240,18 +248,15 @@ pub fn verify(
     // 3. Each first document's set goes once to each worker owning second documents of its
     //    pairs, in rounds whose copies and pairs fit the budget (`score`); every worker goes on
     //    while any has pairs left.
-    let (bytes, count) = sets.size();
-    let (bytes, count) = all_gather(worker, (bytes, count))
-        .into_iter()
-        .fold((0u64, 0u64), |acc, x| (acc.0 + x.0, acc.1 + x.1));
-    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
-    // The same room on every worker: the least any process has left.
-    let left = least(worker, left);
-    let round_room = round_bytes(left / 4, mean_set, worker.peers() as u64);
-    let rounds = (round_room, mean_set);
+    let (placement, rounds) = scoring_plan(
+        worker,
+        (&sets, (room.scratch, room.workers), left),
+        (owner, load),
+    );
+    stats.spread = placement.spread;
     let kept = score_all(
         worker,
-        (&owner, &mut sets),
+        (&placement, &mut sets),
         pairs,
         (v, rounds),
         room.kept,
@@ -270,15 +275,16 @@ pub fn verify(
 /// of its pairs (`score`); every worker goes on while any has pairs left. The pairs are taken in
 /// order as they are scored (a held one's room given back); the kept ones grow meanwhile, and
 /// spill past `kept`. A spill file that cannot be read ends the pairs, and is the error.
-fn score_all(
+fn score_all<O: Fn(u64) -> u64 + Clone + 'static>(
     worker: &mut Worker,
-    (owner, sets): (&(impl Fn(u64) -> u64 + Clone + 'static), &mut Sets),
+    (placement, sets): (&Placement<O>, &mut Sets),
     pairs: PairList,
     (v, (room, mean_set)): (Verification, (u64, u64)),
     kept: PairRoom,
     stats: &mut VerifyStats,
 ) -> Result<PairList> {
     let mut kept = Pairs::new(kept);
+    let mut seconds = score::Seconds::default();
     let failure = std::cell::RefCell::new(None);
     let taken = pairs
         .into_pairs()
@@ -289,8 +295,9 @@ fn score_all(
         .map_while(|p| p.map_err(|e| *failure.borrow_mut() = Some(e)).ok())
         .peekable();
     loop {
-        let round = score::next_round(&mut pairs, owner, room, mean_set);
-        match score::score_round(worker, owner, sets, round, v, &mut kept) {
+        let round = score::next_round(&mut pairs, placement, room, mean_set);
+        let sets = (&mut *sets, &mut seconds);
+        match score::score_round(worker, placement, sets, round, v, &mut kept) {
             Ok(n) => {
                 stats.candidates += n.pairs;
                 stats.through_reference += n.through_reference;
@@ -310,6 +317,38 @@ fn score_all(
         Some(e) => Err(e),
         None => kept.unsorted(),
     }
+}
+
+/// Where the pairs are scored, and the bytes of a round and of a mean set (every worker calls it
+/// together, and plans alike): a round takes a quarter of the least any process has `left`. The
+/// pairs are scored at their second documents' owners, unless one of them owns the second
+/// documents of more than half again its share of the pairs (`load`, this worker's pairs by
+/// that owner) and every set fits another quarter on every worker of a process (never with
+/// `spill = "always"`), when they are spread over the workers.
+fn scoring_plan<O: Fn(u64) -> u64>(
+    worker: &mut Worker,
+    (sets, (scratch, workers), left): (&Sets, (&ScratchDir, usize), u64),
+    (owner, load): (O, Vec<u64>),
+) -> (Placement<O>, (u64, u64)) {
+    let (bytes, count) = all_gather(worker, sets.size())
+        .into_iter()
+        .fold((0u64, 0u64), |acc, x| (acc.0 + x.0, acc.1 + x.1));
+    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
+    let left = least(worker, left);
+    let round_room = round_bytes(left / 4, mean_set, worker.peers() as u64);
+    let every_set = bytes.saturating_mul(workers as u64);
+    let fits = !scratch.wanted(every_set, left / 4);
+    let peers = worker.peers();
+    let mut sum = vec![0u64; peers];
+    for load in all_gather(worker, load) {
+        sum.iter_mut().zip(load).for_each(|(s, l)| *s += l);
+    }
+    let placement = Placement {
+        owner,
+        spread: fits && score::skewed(&sum),
+        peers: peers as u64,
+    };
+    (placement, (round_room, mean_set))
 }
 
 /// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
@@ -390,6 +429,109 @@ const FIRST_SET_BYTES: u64 = 32 << 10;
 mod tests {
     use super::*;
     use crate::source::{Compression, InputFile};
+
+    /// Every worker's kept pairs of scoring `candidates` over `sets` (rank, set) in rounds of a
+    /// few pairs, at `workers` workers, ranks below 40 owned by worker 0 and the rest dealt
+    /// round the others; spread or at the second documents' owners. Returns them sorted, with
+    /// the most rounds a worker took.
+    fn kept_in_rounds(
+        workers: usize,
+        spread: bool,
+        sets: &[(u64, Vec<u64>)],
+        candidates: &[Pair],
+    ) -> (Vec<Pair>, u64) {
+        let (sets, candidates) = (sets.to_vec(), candidates.to_vec());
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().to_path_buf();
+        let guards = timely::execute(timely::Config::process(workers), move |worker| {
+            let (me, peers) = (worker.index() as u64, worker.peers() as u64);
+            let owner = move |r: u64| if r < 40 { 0 } else { 1 + r % (peers - 1) };
+            let scratch = ScratchDir::new(parent.clone(), crate::spill::SpillMode::Never, |_| {});
+            let mut held = Sets::new(scratch, u64::MAX >> 8, worker.index());
+            let mine = sets.iter().filter(|(r, _)| owner(*r) == me);
+            let mine = mine.map(|(r, set)| (*r, 7, set.clone())).collect();
+            held.add(mine, 0).unwrap();
+            held.seal().unwrap();
+            let mut pairs: Vec<Pair> = candidates.clone();
+            pairs.retain(|p| owner(p.a) == me);
+            let placement = Placement {
+                owner,
+                spread,
+                peers,
+            };
+            let v = Verification {
+                threshold: 0.8,
+                shingle: 5,
+                mode: crate::config::VerifyMode::Exact,
+                measure: Measure::Jaccard,
+                list_layout: false,
+                partial: None,
+            };
+            let mut stats = VerifyStats::default();
+            let pairs = PairList::from_vec(pairs);
+            let rounds = (3 * (160 + 64) + 20 * 80, 160);
+            let sets = (&placement, &mut held);
+            let kept = score_all(
+                worker,
+                sets,
+                pairs,
+                (v, rounds),
+                PairRoom::held(),
+                &mut stats,
+            );
+            (kept.unwrap().into_vec().unwrap(), stats.rounds)
+        })
+        .unwrap();
+        let mut all = Vec::new();
+        let mut rounds = 0;
+        for (kept, r) in guards.join().into_iter().map(|g| g.unwrap()) {
+            all.extend(kept);
+            rounds = rounds.max(r);
+        }
+        all.sort_unstable();
+        (all, rounds)
+    }
+
+    /// Spread pairs, scored in many rounds with each second document's set sent once to a
+    /// worker and held for the rounds after, keep what pairs scored at their second documents'
+    /// owners keep, and what brute force keeps: 40 near-copies of one set owned by one worker
+    /// (every pair among them and with 20 others a candidate), at 2 and 4 workers.
+    #[test]
+    fn spread_pairs_scored_in_many_rounds_keep_the_pairs_of_pairs_scored_at_home() {
+        let base: Vec<u64> = (0..20u64).map(crate::hashing::mix64).collect();
+        let sets: Vec<(u64, Vec<u64>)> = (0..60u64)
+            .map(|r| {
+                let mut set = base.clone();
+                let edits = if r < 40 { r % 5 } else { 20 };
+                for e in 0..edits {
+                    set[(e * 7 + r) as usize % 20] = crate::hashing::mix64(r << 32 | e);
+                }
+                set.sort_unstable();
+                set.dedup();
+                (r, set)
+            })
+            .collect();
+        let mut candidates = Vec::new();
+        let mut want = Vec::new();
+        for (a, sa) in &sets {
+            for (b, sb) in sets.iter().filter(|(b, _)| b > a) {
+                candidates.push(Pair::new(*a, *b, 0));
+                let common = crate::text::common(sa, sb);
+                if common as f64 >= 0.8 * (sa.len() + sb.len() - common) as f64 {
+                    want.push((*a, *b));
+                }
+            }
+        }
+        assert!(want.len() > 100, "{} near pairs", want.len());
+        for workers in [2, 4] {
+            let (home, _) = kept_in_rounds(workers, false, &sets, &candidates);
+            let (spread, rounds) = kept_in_rounds(workers, true, &sets, &candidates);
+            assert!(rounds > 10, "{rounds} rounds");
+            assert!(spread == home, "{workers} workers");
+            let kept: Vec<(u64, u64)> = spread.iter().map(|p| (p.a, p.b)).collect();
+            assert_eq!(kept, want, "{workers} workers");
+        }
+    }
 
     /// The documents to read are those of the pairs, each once, whether the pairs share a few
     /// documents (near-copies: deduplicated as they are gathered) or hardly any.

@@ -5,6 +5,14 @@
 //! A set copied once a pair made a cluster of near-copies cost a copy a pair: 10,000 near-copies
 //! of one page (50M pairs) copied 160 GB of sets in 2,390 rounds. Copied once a destination, a
 //! first document's set travels to at most every worker once a round.
+//!
+//! Ranks are owned in ranges of ids, and a cluster of near-copies whose ids sort together (a
+//! site's templated pages) is owned by one worker, which scored all its pairs while the others
+//! waited. When one worker owns the second documents of more than half again its share of the
+//! pairs, and every set fits a quarter of what the budget has left on every worker, the pairs are
+//! spread over the workers by a hash of the pair instead ([`Placement`]), and each second
+//! document's owner sends its set once to each worker that scores pairs of it, which holds it
+//! for the rounds after ([`Seconds`]).
 
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
@@ -34,6 +42,58 @@ struct SetCopy {
     with: Vec<(u64, Score)>,
 }
 
+/// A second document's set, on its way to a worker that scores pairs of it (spread pairs).
+#[derive(Clone, Serialize, Deserialize)]
+struct SecondCopy {
+    /// The worker it goes to.
+    to: u64,
+    /// The second document's rank.
+    b: u64,
+    /// The hash of its bytes as read.
+    raw: u64,
+    /// Its shingle set.
+    set: Vec<u64>,
+}
+
+/// Spread pairs: the second documents' sets a worker has been sent, held for every round after,
+/// and the second documents and destinations this worker has sent a set to.
+#[derive(Default)]
+pub struct Seconds {
+    held: std::collections::HashMap<u64, (u64, Vec<u64>)>,
+    sent: std::collections::HashSet<(u64, u64)>,
+}
+
+/// Where each pair of a round is scored: at the owner of its second document, where that set is,
+/// or, `spread`, at a worker a hash of the pair names, both sets copied there.
+#[derive(Clone)]
+pub struct Placement<O> {
+    /// The owner of a rank.
+    pub owner: O,
+    /// True: spread over the workers by a hash of the pair.
+    pub spread: bool,
+    /// Workers in all.
+    pub peers: u64,
+}
+
+impl<O: Fn(u64) -> u64> Placement<O> {
+    /// The worker that scores `p`.
+    pub fn to(&self, p: &Pair) -> u64 {
+        match self.spread {
+            false => (self.owner)(p.b),
+            true => crate::hashing::mix64(p.a ^ p.b.rotate_left(32)) % self.peers,
+        }
+    }
+}
+
+/// True if one worker owns the second documents of more than half again its share of the pairs
+/// (`load`: each worker's pairs by the owner of their second document, summed on every worker):
+/// with two workers, more than three quarters of them.
+pub fn skewed(load: &[u64]) -> bool {
+    let total: u64 = load.iter().sum();
+    let most = load.iter().copied().max().unwrap_or(0);
+    load.len() > 1 && 2 * most * load.len() as u64 > 3 * total
+}
+
 /// Bytes a pair takes in a round beside the copies: the pair in the round (32), its second
 /// document and score in its copy (24), its place in the order of second documents (24).
 const PAIR_BYTES: u64 = 80;
@@ -45,10 +105,10 @@ const COPY_BYTES: u64 = 64;
 
 /// Takes the next round from `pairs` (this worker's, sorted by `a`): pairs while their copies
 /// (one a first document and destination, of `mean_set` bytes) and the pairs themselves take
-/// less than `room`; one pair at least.
-pub fn next_round(
+/// less than `room`; one pair at least. (Spread, the second documents' sets are held apart.)
+pub fn next_round<O: Fn(u64) -> u64>(
     pairs: &mut std::iter::Peekable<impl Iterator<Item = Pair>>,
-    owner: &impl Fn(u64) -> u64,
+    placement: &Placement<O>,
     room: u64,
     mean_set: u64,
 ) -> Vec<Pair> {
@@ -60,7 +120,7 @@ pub fn next_round(
         if round.last().is_none_or(|q| q.a != p.a) {
             sent.clear();
         }
-        let to = owner(p.b);
+        let to = placement.to(&p);
         if !sent.contains(&to) {
             sent.push(to);
             bytes += mean_set + COPY_BYTES;
@@ -81,18 +141,22 @@ pub struct Scored {
 }
 
 /// Scores one round of pairs (this worker's, sorted by `a`): each first document's set goes once
-/// to each worker owning second documents of its pairs, where the kept pairs join `kept`. Returns
-/// what was scored here.
-pub fn score_round(
+/// to each worker that scores pairs of it (`placement`; and spread, each second document's set
+/// too, once for all rounds: `seconds`), where the kept pairs join `kept`. Returns what was
+/// scored here.
+pub fn score_round<O: Fn(u64) -> u64 + Clone + 'static>(
     worker: &mut Worker,
-    owner: &(impl Fn(u64) -> u64 + Clone + 'static),
-    sets: &mut Sets,
+    placement: &Placement<O>,
+    (sets, seconds): (&mut Sets, &mut Seconds),
     round: Vec<Pair>,
     v: Verification,
     kept: &mut Pairs,
 ) -> Result<Scored> {
     let mut failure = None;
-    let copies = copies_of(round, owner, sets, &mut failure);
+    if placement.spread {
+        second_copies(worker, placement, (sets, seconds), &round, &mut failure);
+    }
+    let copies = copies_of(round, placement, sets, &mut failure);
     let copies = shuffle(worker, copies, |c: &SetCopy| c.to);
     // Each pair here as (b, a, its copy, its place in the copy), in order of `b`, so that each
     // second document's set is looked up once.
@@ -111,7 +175,11 @@ pub fn score_round(
     };
     let shared = shared_references(&copies);
     for group in order.chunk_by(|x, y| x.0 == y.0) {
-        let b = match sets.get(group[0].0, Side::B) {
+        let b = match placement.spread {
+            false => sets.get(group[0].0, Side::B),
+            true => Ok(seconds.held.get(&group[0].0).map(|(r, s)| (*r, &s[..]))),
+        };
+        let b = match b {
             Ok(Some(b)) => b,
             Ok(None) => continue,
             Err(e) => {
@@ -166,10 +234,51 @@ fn shared_references(copies: &[SetCopy]) -> Option<(References<'_>, Vec<Option<N
     Some((references, near))
 }
 
+/// Spread pairs: the sets of a round's second documents to the workers that score pairs of them,
+/// which hold them in `seconds`: each worker asks the owners for those its pairs need, and each
+/// owner sends a set once to each destination, in the first round that needs it there.
+fn second_copies<O: Fn(u64) -> u64 + Clone + 'static>(
+    worker: &mut Worker,
+    placement: &Placement<O>,
+    (sets, seconds): (&mut Sets, &mut Seconds),
+    round: &[Pair],
+    failure: &mut Option<Error>,
+) {
+    let mut wanted: Vec<(u64, u64)> = round.iter().map(|p| (p.b, placement.to(p))).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let owner = placement.owner.clone();
+    let mut wanted = shuffle(worker, wanted, move |&(b, _)| owner(b));
+    wanted.sort_unstable();
+    wanted.dedup();
+    wanted.retain(|&wanted| seconds.sent.insert(wanted));
+    let mut copies: Vec<SecondCopy> = Vec::new();
+    for group in wanted.chunk_by(|x, y| x.0 == y.0) {
+        let (raw, set) = match sets.get(group[0].0, Side::A) {
+            Ok(Some(found)) => found,
+            Ok(None) => continue,
+            Err(e) => {
+                failure.get_or_insert(e);
+                continue;
+            }
+        };
+        copies.extend(group.iter().map(|&(b, to)| SecondCopy {
+            to,
+            b,
+            raw,
+            set: set.to_vec(),
+        }));
+    }
+    let copies = shuffle(worker, copies, |c: &SecondCopy| c.to);
+    seconds
+        .held
+        .extend(copies.into_iter().map(|c| (c.b, (c.raw, c.set))));
+}
+
 /// The copies of one round's first documents' sets, one a first document and destination.
-fn copies_of(
+fn copies_of<O: Fn(u64) -> u64>(
     round: Vec<Pair>,
-    owner: &impl Fn(u64) -> u64,
+    placement: &Placement<O>,
     sets: &mut Sets,
     failure: &mut Option<Error>,
 ) -> Vec<SetCopy> {
@@ -185,7 +294,7 @@ fn copies_of(
         };
         let first = copies.len();
         for p in group {
-            let to = owner(p.b);
+            let to = placement.to(p);
             match copies[first..].iter_mut().find(|c| c.to == to) {
                 Some(copy) => copy.with.push((p.b, p.score)),
                 None => copies.push(SetCopy {
@@ -213,7 +322,11 @@ mod tests {
         let pairs: Vec<Pair> = (0..4)
             .flat_map(|a| (10..30).map(move |b| Pair::new(a, b, 1)))
             .collect();
-        let owner = |r: u64| r % 2;
+        let owner = Placement {
+            owner: |r: u64| r % 2,
+            spread: false,
+            peers: 2,
+        };
         // Each first document: 2 copies of 1,000 bytes, 20 pairs.
         let each = 2 * (1_000 + COPY_BYTES) + 20 * PAIR_BYTES;
         let mut it = pairs.into_iter().peekable();
@@ -225,13 +338,55 @@ mod tests {
         assert!(next_round(&mut it, &owner, 0, 1_000).is_empty());
     }
 
+    /// Pairs are spread only when one worker owns the second documents of more than half again
+    /// its share of them: with two workers, more than three quarters.
+    #[test]
+    fn pairs_spread_when_one_worker_owns_more_than_half_again_its_share() {
+        assert!(!skewed(&[5]), "one worker");
+        assert!(!skewed(&[0, 0]));
+        assert!(!skewed(&[1, 1]));
+        assert!(!skewed(&[3, 1]), "three quarters");
+        assert!(skewed(&[4, 1]));
+        assert!(skewed(&[7, 0]));
+        assert!(!skewed(&[3, 2, 2, 2]), "half again");
+        assert!(skewed(&[4, 2, 2, 1]));
+    }
+
+    /// Spread, a pair is scored where a hash of the pair says, the same on every call; else at
+    /// its second document's owner. Spread pairs of one first document go to every worker.
+    #[test]
+    fn a_pair_is_scored_at_its_second_owner_or_spread_by_its_hash() {
+        let owner = |r: u64| u64::from(r >= 100);
+        let home = Placement {
+            owner,
+            spread: false,
+            peers: 4,
+        };
+        let spread = Placement {
+            spread: true,
+            ..home.clone()
+        };
+        let pairs: Vec<Pair> = (1..100).map(|b| Pair::new(0, b, 1)).collect();
+        assert!(pairs.iter().all(|p| home.to(p) == 0));
+        let mut at: Vec<u64> = pairs.iter().map(|p| spread.to(p)).collect();
+        assert!(pairs.iter().zip(&at).all(|(p, &to)| spread.to(p) == to));
+        at.sort_unstable();
+        at.dedup();
+        assert_eq!(at, [0, 1, 2, 3]);
+    }
+
     /// A round always takes a pair, however small its room.
     #[test]
     fn a_round_takes_one_pair_at_least() {
         let mut it = vec![Pair::new(1, 2, 1), Pair::new(1, 3, 1)]
             .into_iter()
             .peekable();
-        assert_eq!(next_round(&mut it, &|r| r, 0, 1_000).len(), 1);
-        assert_eq!(next_round(&mut it, &|r| r, 0, 1_000).len(), 1);
+        let owner = Placement {
+            owner: |r: u64| r,
+            spread: false,
+            peers: 4,
+        };
+        assert_eq!(next_round(&mut it, &owner, 0, 1_000).len(), 1);
+        assert_eq!(next_round(&mut it, &owner, 0, 1_000).len(), 1);
     }
 }
