@@ -323,8 +323,9 @@ fn score_all<O: Fn(u64) -> u64 + Clone + 'static>(
 /// together, and plans alike): a round takes a quarter of the least any process has `left`. The
 /// pairs are scored at their second documents' owners, unless one of them owns the second
 /// documents of more than half again its share of the pairs (`load`, this worker's pairs by
-/// that owner) and every set fits another quarter on every worker of a process (never with
-/// `spill = "always"`), when they are spread over the workers.
+/// that owner), the pairs are [`score::PAIRS_A_SET_TO_SPREAD`] a set or more, and every set fits
+/// another quarter on every worker of a process (never with `spill = "always"`), when they are
+/// spread over the workers.
 fn scoring_plan<O: Fn(u64) -> u64>(
     worker: &mut Worker,
     (sets, (scratch, workers), left): (&Sets, (&ScratchDir, usize), u64),
@@ -345,7 +346,7 @@ fn scoring_plan<O: Fn(u64) -> u64>(
     }
     let placement = Placement {
         owner,
-        spread: fits && score::skewed(&sum),
+        spread: fits && score::skewed(&sum) && score::worth_spreading(&sum, count),
         peers: peers as u64,
     };
     (placement, (round_room, mean_set))
