@@ -9,8 +9,8 @@
 //! Ranks are owned in ranges of ids, and a cluster of near-copies whose ids sort together (a
 //! site's templated pages) is owned by one worker, which scored all its pairs while the others
 //! waited. When one worker owns the second documents of more than half again its share of the
-//! pairs, and every set fits a quarter of what the budget has left on every worker, the pairs are
-//! spread over the workers by a hash of the pair instead ([`Placement`]), and each second
+//! pairs, they are 16 a set or more, and every set fits a quarter of what the budget has left on
+//! every worker, the pairs are spread over the workers by a hash of the pair instead ([`Placement`]), and each second
 //! document's owner sends its set once to each worker that scores pairs of it, which holds it
 //! for the rounds after ([`Seconds`]).
 
