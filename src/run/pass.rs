@@ -500,7 +500,7 @@ impl<'a> Pass<'a> {
         let sections = rounds.sections();
         (self.figures.layout, self.figures.bands) = (sections.tables, sections.bands);
         self.clock.enter(Phase::Rounds);
-        let found = self.rounds(worker, &*rounds, (&groups.fps, &values), left)?;
+        let found = self.run_rounds(worker, &*rounds, (&groups.fps, &values), left)?;
         drop(values);
         let loaded = members.map_or(Ok(()), |m| m.load(&mut groups));
         exchange::all_ok(worker, loaded)?;
@@ -533,7 +533,7 @@ impl<'a> Pass<'a> {
 
     /// The candidate pairs of the sketches of `keys` with their `values` (every worker calls it
     /// together), in half of what one part of a round leaves of the `left` bytes of the budget.
-    fn rounds(
+    fn run_rounds(
         &mut self,
         worker: &mut Worker,
         rounds: &dyn Rounds,

@@ -191,7 +191,7 @@ pub struct VerifySummary {
     pub through_reference: u64,
     /// True if the candidates were scored spread over the workers, not at the owners of their
     /// second documents: one worker owned more than half again its share of them (a cluster of
-    /// near-copies whose ids sort together).
+    /// near-copies whose ids sort together), and they were 16 a set or more.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spread: bool,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle

@@ -63,7 +63,8 @@ pub struct VerifyStats {
     /// Rounds the pairs were scored in (each within the memory budget).
     pub rounds: u64,
     /// True if the pairs were spread over the workers, not scored at their second documents'
-    /// owners (one owned more than half again its share of them: `score::Placement`).
+    /// owners (one owned more than half again its share of them, 16 a set or more:
+    /// `score::Placement`).
     pub spread: bool,
     /// Bytes of shingle sets and pairs (candidates and kept) spilled to the scratch directory.
     pub spilled_bytes: u64,
@@ -228,7 +229,6 @@ pub fn verify(
         room.candidates,
         &mut |arrived| arrived.iter().for_each(|p| load[owner(p.b) as usize] += 1),
     )?;
-
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
@@ -245,9 +245,9 @@ pub fn verify(
         failure.get_or_insert(e);
     }
     stats.spilled_bytes += sets.spilled_bytes();
-    // 3. Each first document's set goes once to each worker owning second documents of its
-    //    pairs, in rounds whose copies and pairs fit the budget (`score`); every worker goes on
-    //    while any has pairs left.
+    // 3. Each first document's set goes once to each worker scoring pairs of it (the owners of
+    //    their second documents, or spread), in rounds whose copies and pairs fit the budget
+    //    (`score`); every worker goes on while any has pairs left.
     let (placement, rounds) = scoring_plan(
         worker,
         (&sets, (room.scratch, room.workers), left),
@@ -331,19 +331,17 @@ fn scoring_plan<O: Fn(u64) -> u64>(
     (sets, (scratch, workers), left): (&Sets, (&ScratchDir, usize), u64),
     (owner, load): (O, Vec<u64>),
 ) -> (Placement<O>, (u64, u64)) {
-    let (bytes, count) = all_gather(worker, sets.size())
-        .into_iter()
-        .fold((0u64, 0u64), |acc, x| (acc.0 + x.0, acc.1 + x.1));
-    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
-    let left = least(worker, left);
-    let round_room = round_bytes(left / 4, mean_set, worker.peers() as u64);
-    let every_set = bytes.saturating_mul(workers as u64);
-    let fits = !scratch.wanted(every_set, left / 4);
     let peers = worker.peers();
-    let mut sum = vec![0u64; peers];
-    for load in all_gather(worker, load) {
+    let (mut bytes, mut count, mut sum) = (0u64, 0u64, vec![0u64; peers]);
+    for ((b, c), load) in all_gather(worker, (sets.size(), load)) {
+        (bytes, count) = (bytes + b, count + c);
         sum.iter_mut().zip(load).for_each(|(s, l)| *s += l);
     }
+    let mean_set = bytes.checked_div(count).unwrap_or(32).max(32);
+    let left = least(worker, left);
+    let round_room = round_bytes(left / 4, mean_set, peers as u64);
+    let every_set = bytes.saturating_mul(workers as u64);
+    let fits = !scratch.wanted(every_set, left / 4);
     let placement = Placement {
         owner,
         spread: fits && score::skewed(&sum) && score::worth_spreading(&sum, count),
