@@ -263,6 +263,11 @@ impl<R: Record> PairList<R> {
         self.held.len()
     }
 
+    /// True if every pair is held in memory (none spilled).
+    pub fn is_held(&self) -> bool {
+        self.runs.is_none()
+    }
+
     /// Bytes the pairs held in memory take (their vector's room): what reading them gives back.
     pub fn held_bytes(&self) -> u64 {
         (self.held.capacity() * std::mem::size_of::<R>()) as u64

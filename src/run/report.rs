@@ -467,6 +467,7 @@ impl Totals {
                 sum.sets_kept += v.sets_kept;
                 sum.through_reference += v.through_reference;
                 sum.spread |= v.spread;
+                sum.firsts_spread |= v.firsts_spread;
                 sum.rounds = sum.rounds.max(v.rounds);
                 sum.spilled_bytes += v.spilled_bytes;
             }

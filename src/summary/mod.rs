@@ -194,6 +194,11 @@ pub struct VerifySummary {
     /// near-copies whose ids sort together), and they were 16 a set or more.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spread: bool,
+    /// True if the candidates were held, sorted and sent on in rounds by a hash of their first
+    /// documents, not by those documents' owners: one worker owned the first documents of more
+    /// than half again its share of them, 16 a document or more.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub firsts_spread: bool,
     /// Rounds the candidates were scored in: each pair carries a copy of one document's shingle
     /// set, so many pairs are scored a memory budget's worth at a time.
     #[serde(default)]

@@ -11,7 +11,9 @@
 //!    hashes, and sends the set to the rank's owner;
 //! 3. each pair goes to the owner of its `a`, which sends `a`'s set once to each worker that owns
 //!    the `b` of one of its pairs, with those pairs, where the two sets meet and each pair is
-//!    scored (`score`).
+//!    scored (`score`). When one worker owns the `a` of too many pairs (a cluster of near-copies
+//!    whose ids sort together), each pair goes instead to the worker a hash of its `a` names,
+//!    which `a`'s owner sends the set (`firsts_spread`).
 //!
 //! So a set travels once to its owner and once to each worker owning a document it is paired
 //! with, never once per table or per pair, and memory holds only the sets of documents in
@@ -66,6 +68,10 @@ pub struct VerifyStats {
     /// owners (one owned more than half again its share of them, 16 a set or more:
     /// `score::Placement`).
     pub spread: bool,
+    /// True if the candidate pairs were held, sorted and sent on by a hash of their first
+    /// document, not by its owner (one owned more than half again its share of them:
+    /// `firsts_spread`).
+    pub firsts_spread: bool,
     /// Bytes of shingle sets and pairs (candidates and kept) spilled to the scratch directory.
     pub spilled_bytes: u64,
 }
@@ -206,8 +212,10 @@ pub fn verify(
     let mut stats = VerifyStats::default();
     let pairs_spilled = [room.candidates.clone(), room.kept.clone()];
     // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
-    //    owner.
+    //    owner, or to the worker a hash of `a` names when one owner has too many.
     let needed = documents_of(&pairs);
+    let owner = ranked.owners();
+    let firsts = firsts_spread(worker, &pairs, &owner, needed.len() as u64);
     let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
     let routed = pairs
         .check()
@@ -216,19 +224,16 @@ pub fn verify(
         Ok(mine) => (mine, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    let owner = ranked.owners();
     stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
-    let owner_of = owner.clone();
+    stats.firsts_spread = firsts;
+    let (owner_of, peers) = (owner.clone(), worker.peers() as u64);
+    let holder = move |p: &Pair| score::holder(p.a, firsts, &owner_of, peers);
     // Each worker's pairs by the owner of their second document, counted as they arrive.
     let mut load = vec![0u64; worker.peers()];
-    let pairs = shuffle_sorted_seen(
-        worker,
-        pairs,
-        move |p: &Pair| owner_of(p.a),
-        room.candidates,
-        &mut |arrived| arrived.iter().for_each(|p| load[owner(p.b) as usize] += 1),
-    )?;
+    let pairs = shuffle_sorted_seen(worker, pairs, holder, room.candidates, &mut |arrived| {
+        arrived.iter().for_each(|p| load[owner(p.b) as usize] += 1)
+    })?;
     // 2. Read again, turned into sets, sent to their owners, in chunks whose sets fit the budget;
     //    an owner holds sets up to its share and spills the rest. A failure is kept and reported
     //    after the exchanges, which every worker must take part in.
@@ -251,7 +256,7 @@ pub fn verify(
     let (placement, rounds) = scoring_plan(
         worker,
         (&sets, (room.scratch, room.workers), left),
-        (owner, load),
+        (owner, load, firsts),
     );
     stats.spread = placement.spread;
     let kept = score_all(
@@ -329,7 +334,7 @@ fn score_all<O: Fn(u64) -> u64 + Clone + 'static>(
 fn scoring_plan<O: Fn(u64) -> u64>(
     worker: &mut Worker,
     (sets, (scratch, workers), left): (&Sets, (&ScratchDir, usize), u64),
-    (owner, load): (O, Vec<u64>),
+    (owner, load, firsts): (O, Vec<u64>, bool),
 ) -> (Placement<O>, (u64, u64)) {
     let peers = worker.peers();
     let (mut bytes, mut count, mut sum) = (0u64, 0u64, vec![0u64; peers]);
@@ -345,9 +350,35 @@ fn scoring_plan<O: Fn(u64) -> u64>(
     let placement = Placement {
         owner,
         spread: fits && score::skewed(&sum) && score::worth_spreading(&sum, count),
+        firsts,
         peers: peers as u64,
     };
     (placement, (round_room, mean_set))
+}
+
+/// True if the candidate pairs are held by a hash of their first document, not by its owner
+/// (every worker calls it together, and decides alike): when one worker owns the first documents
+/// of more than half again its share of the pairs (a cluster of near-copies whose ids sort
+/// together), they are [`score::PAIRS_A_SET_TO_SPREAD`] a document or more (`documents`: this
+/// worker's pairs' documents), and every worker holds its pairs in memory, where counting them
+/// is one pass. That one worker sorted all 50M pairs of 10,000 near-copies and made every copy
+/// of their first documents' sets while the others waited.
+fn firsts_spread<O: Fn(u64) -> u64>(
+    worker: &mut Worker,
+    pairs: &PairList,
+    owner: &O,
+    documents: u64,
+) -> bool {
+    let mut load = vec![0u64; worker.peers()];
+    if pairs.is_held() {
+        pairs.each().for_each(|p| load[owner(p.a) as usize] += 1);
+    }
+    let (mut held, mut sum, mut docs) = (true, vec![0u64; worker.peers()], 0);
+    for (h, l, d) in all_gather(worker, (pairs.is_held(), load, documents)) {
+        (held, docs) = (held && h, docs + d);
+        sum.iter_mut().zip(l).for_each(|(s, l)| *s += l);
+    }
+    held && score::skewed(&sum) && score::worth_spreading(&sum, docs)
 }
 
 /// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
@@ -435,7 +466,7 @@ mod tests {
     /// the most rounds a worker took.
     fn kept_in_rounds(
         workers: usize,
-        spread: bool,
+        (spread, firsts): (bool, bool),
         sets: &[(u64, Vec<u64>)],
         candidates: &[Pair],
     ) -> (Vec<Pair>, u64) {
@@ -451,13 +482,14 @@ mod tests {
             let mine = mine.map(|(r, set)| (*r, 7, set.clone())).collect();
             held.add(mine, 0).unwrap();
             held.seal().unwrap();
-            let mut pairs: Vec<Pair> = candidates.clone();
-            pairs.retain(|p| owner(p.a) == me);
             let placement = Placement {
                 owner,
                 spread,
+                firsts,
                 peers,
             };
+            let mut pairs: Vec<Pair> = candidates.clone();
+            pairs.retain(|p| score::holder(p.a, firsts, &owner, peers) == me);
             let v = Verification {
                 threshold: 0.8,
                 shingle: 5,
@@ -523,13 +555,66 @@ mod tests {
         }
         assert!(want.len() > 100, "{} near pairs", want.len());
         for workers in [2, 4] {
-            let (home, _) = kept_in_rounds(workers, false, &sets, &candidates);
-            let (spread, rounds) = kept_in_rounds(workers, true, &sets, &candidates);
-            assert!(rounds > 10, "{rounds} rounds");
-            assert!(spread == home, "{workers} workers");
-            let kept: Vec<(u64, u64)> = spread.iter().map(|p| (p.a, p.b)).collect();
-            assert_eq!(kept, want, "{workers} workers");
+            let (home, _) = kept_in_rounds(workers, (false, false), &sets, &candidates);
+            for placed in [(true, false), (false, true), (true, true)] {
+                let (spread, rounds) = kept_in_rounds(workers, placed, &sets, &candidates);
+                assert!(rounds > 10, "{rounds} rounds");
+                assert!(spread == home, "{workers} workers, {placed:?}");
+                let kept: Vec<(u64, u64)> = spread.iter().map(|p| (p.a, p.b)).collect();
+                assert_eq!(kept, want, "{workers} workers, {placed:?}");
+            }
         }
+    }
+
+    /// The pairs are held by a hash of their first documents when one worker owns the first
+    /// documents of more than half again its share of them, 16 a document or more, and every
+    /// worker holds its pairs; else by those documents' owners. 2 workers, worker 0 owning the
+    /// ranks below 100.
+    #[test]
+    fn pairs_are_held_by_a_hash_of_their_first_document_when_one_owner_has_too_many() {
+        let decided = |firsts: u64, a_set: u64, spilled: bool| {
+            let guards = timely::execute(timely::Config::process(2), move |worker| {
+                let dir = tempfile::tempdir().unwrap();
+                let scratch =
+                    crate::spill::Scratch::new(dir.path().into(), Default::default(), |_| {});
+                let owner = |r: u64| u64::from(r >= 100);
+                // 1,000 pairs a worker: `firsts` of them of first documents below 100.
+                let pairs: Vec<Pair> = (0..1000u64)
+                    .map(|i| {
+                        let a = if i < firsts { i % 100 } else { 100 + i };
+                        Pair::new(a, a + 5000, 0)
+                    })
+                    .collect();
+                let room = PairRoom {
+                    records: 10,
+                    scratch: Some(scratch),
+                    name: format!("test-w{}", worker.index()),
+                    written: Default::default(),
+                };
+                let mut list = Pairs::new(if spilled { room } else { PairRoom::held() });
+                pairs.into_iter().for_each(|p| list.push(p));
+                let list = list.unsorted().unwrap();
+                let documents = 1000 / a_set;
+                firsts_spread(worker, &list, &owner, documents)
+            })
+            .unwrap();
+            let got: Vec<bool> = guards.join().into_iter().map(|g| g.unwrap()).collect();
+            assert!(
+                got.iter().all(|&x| x == got[0]),
+                "every worker decides alike"
+            );
+            got[0]
+        };
+        assert!(
+            decided(800, 16, false),
+            "80% of the pairs owned by one worker"
+        );
+        assert!(
+            !decided(700, 16, false),
+            "70%: not more than half again its share"
+        );
+        assert!(!decided(800, 15, false), "fewer than 16 pairs a document");
+        assert!(!decided(800, 16, true), "spilled pairs are not counted");
     }
 
     /// The documents to read are those of the pairs, each once, whether the pairs share a few

@@ -13,6 +13,12 @@
 //! every worker, the pairs are spread over the workers by a hash of the pair instead ([`Placement`]), and each second
 //! document's owner sends its set once to each worker that scores pairs of it, which holds it
 //! for the rounds after ([`Seconds`]).
+//!
+//! That worker also held, sorted and sent on every pair of the cluster, since pairs are held at
+//! their first documents' owners. When it owns the first documents of more than half again its
+//! share of the pairs, they are held by a hash of the first document instead
+//! ([`Placement::firsts`]); a first document's pairs are then all on one worker, in consecutive
+//! rounds, which asks its owner for the set ([`first_sets`]).
 
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
@@ -42,13 +48,15 @@ struct SetCopy {
     with: Vec<(u64, Score)>,
 }
 
-/// A second document's set, on its way to a worker that scores pairs of it (spread pairs).
+/// A document's set, on its way to a worker that holds it for a while: a second document's, to
+/// a worker that scores pairs of it (spread pairs); a first document's, to the worker that
+/// holds its pairs (`Placement::firsts`).
 #[derive(Clone, Serialize, Deserialize)]
-struct SecondCopy {
+struct SetTo {
     /// The worker it goes to.
     to: u64,
-    /// The second document's rank.
-    b: u64,
+    /// The document's rank.
+    rank: u64,
     /// The hash of its bytes as read.
     raw: u64,
     /// Its shingle set.
@@ -71,8 +79,21 @@ pub struct Placement<O> {
     pub owner: O,
     /// True: spread over the workers by a hash of the pair.
     pub spread: bool,
+    /// True: each pair is held, sorted and sent on in rounds by the worker a hash of its first
+    /// document names ([`holder`]), not by that document's owner, which sends it the set
+    /// ([`first_sets`]).
+    pub firsts: bool,
     /// Workers in all.
     pub peers: u64,
+}
+
+/// The worker that holds the pairs of first document `a` and sends them on in rounds: its owner,
+/// or, `firsts`, the worker a hash of it names, of `peers`.
+pub fn holder(a: u64, firsts: bool, owner: &impl Fn(u64) -> u64, peers: u64) -> u64 {
+    match firsts {
+        false => owner(a),
+        true => crate::hashing::mix64(a.rotate_left(17)) % peers,
+    }
 }
 
 impl<O: Fn(u64) -> u64> Placement<O> {
@@ -131,6 +152,10 @@ pub fn next_round<O: Fn(u64) -> u64>(
     while let Some(p) = pairs.next_if(|_| round.is_empty() || bytes < room) {
         if round.last().is_none_or(|q| q.a != p.a) {
             sent.clear();
+            if placement.firsts {
+                // The first document's set, fetched from its owner.
+                bytes += mean_set + COPY_BYTES;
+            }
         }
         let to = placement.to(&p);
         if !sent.contains(&to) {
@@ -168,7 +193,11 @@ pub fn score_round<O: Fn(u64) -> u64 + Clone + 'static>(
     if placement.spread {
         second_copies(worker, placement, (sets, seconds), &round, &mut failure);
     }
-    let copies = copies_of(round, placement, sets, &mut failure);
+    let firsts = match placement.firsts {
+        true => first_sets(worker, placement, sets, &round, &mut failure),
+        false => Firsts::default(),
+    };
+    let copies = copies_of(round, placement, (sets, &firsts), &mut failure);
     let copies = shuffle(worker, copies, |c: &SetCopy| c.to);
     // Each pair here as (b, a, its copy, its place in the copy), in order of `b`, so that each
     // second document's set is looked up once.
@@ -264,7 +293,7 @@ fn second_copies<O: Fn(u64) -> u64 + Clone + 'static>(
     wanted.sort_unstable();
     wanted.dedup();
     wanted.retain(|&wanted| seconds.sent.insert(wanted));
-    let mut copies: Vec<SecondCopy> = Vec::new();
+    let mut copies: Vec<SetTo> = Vec::new();
     for group in wanted.chunk_by(|x, y| x.0 == y.0) {
         let (raw, set) = match sets.get(group[0].0, Side::A) {
             Ok(Some(found)) => found,
@@ -274,29 +303,75 @@ fn second_copies<O: Fn(u64) -> u64 + Clone + 'static>(
                 continue;
             }
         };
-        copies.extend(group.iter().map(|&(b, to)| SecondCopy {
+        copies.extend(group.iter().map(|&(rank, to)| SetTo {
             to,
-            b,
+            rank,
             raw,
             set: set.to_vec(),
         }));
     }
-    let copies = shuffle(worker, copies, |c: &SecondCopy| c.to);
+    let copies = shuffle(worker, copies, |c: &SetTo| c.to);
     seconds
         .held
-        .extend(copies.into_iter().map(|c| (c.b, (c.raw, c.set))));
+        .extend(copies.into_iter().map(|c| (c.rank, (c.raw, c.set))));
 }
+
+/// Pairs held by a hash of their first document (`Placement::firsts`): the sets of a round's
+/// first documents this worker does not own, asked of their owners, each once (a first
+/// document's pairs are all here, in consecutive rounds). Every worker calls it together.
+fn first_sets<O: Fn(u64) -> u64 + Clone + 'static>(
+    worker: &mut Worker,
+    placement: &Placement<O>,
+    sets: &mut Sets,
+    round: &[Pair],
+    failure: &mut Option<Error>,
+) -> Firsts {
+    let me = worker.index() as u64;
+    let mut wanted: Vec<(u64, u64)> = round
+        .iter()
+        .filter(|p| (placement.owner)(p.a) != me)
+        .map(|p| (p.a, me))
+        .collect();
+    wanted.dedup();
+    let owner = placement.owner.clone();
+    let wanted = shuffle(worker, wanted, move |&(a, _)| owner(a));
+    let mut copies: Vec<SetTo> = Vec::with_capacity(wanted.len());
+    for (rank, to) in wanted {
+        match sets.get(rank, Side::A) {
+            Ok(Some((raw, set))) => copies.push(SetTo {
+                to,
+                rank,
+                raw,
+                set: set.to_vec(),
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    let copies = shuffle(worker, copies, |c: &SetTo| c.to);
+    copies
+        .into_iter()
+        .map(|c| (c.rank, (c.raw, c.set)))
+        .collect()
+}
+
+/// The sets of a round's first documents that [`first_sets`] fetched, by rank.
+type Firsts = std::collections::HashMap<u64, (u64, Vec<u64>)>;
 
 /// The copies of one round's first documents' sets, one a first document and destination.
 fn copies_of<O: Fn(u64) -> u64>(
     round: Vec<Pair>,
     placement: &Placement<O>,
-    sets: &mut Sets,
+    (sets, firsts): (&mut Sets, &Firsts),
     failure: &mut Option<Error>,
 ) -> Vec<SetCopy> {
     let mut copies: Vec<SetCopy> = Vec::new();
     for group in round.chunk_by(|p, q| p.a == q.a) {
-        let (raw, set) = match sets.get(group[0].a, Side::A) {
+        let a = group[0].a;
+        let fetched = firsts.get(&a).map(|(raw, set)| Ok(Some((*raw, &set[..]))));
+        let (raw, set) = match fetched.unwrap_or_else(|| sets.get(a, Side::A)) {
             Ok(Some(found)) => found,
             Ok(None) => continue,
             Err(e) => {
@@ -337,6 +412,7 @@ mod tests {
         let owner = Placement {
             owner: |r: u64| r % 2,
             spread: false,
+            firsts: false,
             peers: 2,
         };
         // Each first document: 2 copies of 1,000 bytes, 20 pairs.
@@ -371,11 +447,12 @@ mod tests {
     /// Spread, a pair is scored where a hash of the pair says, the same on every call; else at
     /// its second document's owner. Spread pairs of one first document go to every worker.
     #[test]
-    fn a_pair_is_scored_at_its_second_owner_or_spread_by_its_hash() {
+    fn a_pair_is_scored_at_its_second_owner_or_spread_by_its_hash_and_held_by_its_first() {
         let owner = |r: u64| u64::from(r >= 100);
         let home = Placement {
             owner,
             spread: false,
+            firsts: false,
             peers: 4,
         };
         let spread = Placement {
@@ -389,6 +466,14 @@ mod tests {
         at.sort_unstable();
         at.dedup();
         assert_eq!(at, [0, 1, 2, 3]);
+        // Held by a hash of the first document, the pairs of 100 first documents one worker
+        // owns are held on every worker, each first document's on one.
+        assert!((0..100).all(|a| holder(a, false, &owner, 4) == 0));
+        let mut held: Vec<u64> = (0..100).map(|a| holder(a, true, &owner, 4)).collect();
+        assert!((0..100).all(|a| holder(a, true, &owner, 4) == held[a as usize]));
+        held.sort_unstable();
+        held.dedup();
+        assert_eq!(held, [0, 1, 2, 3]);
     }
 
     /// A round always takes a pair, however small its room.
@@ -400,6 +485,7 @@ mod tests {
         let owner = Placement {
             owner: |r: u64| r,
             spread: false,
+            firsts: false,
             peers: 4,
         };
         assert_eq!(next_round(&mut it, &owner, 0, 1_000).len(), 1);
