@@ -543,6 +543,20 @@ fn minhash_verified_and_estimated_pairs_equal_brute_force_at_1_2_4_workers() {
     check_minhash_job(dir.path(), &sections, &estimated, "estimate");
 }
 
+/// `n` near-copies of a 200-word page, a word each replaced, as JSON Lines onto `bytes`; their
+/// ids (`copy000`, ...) sort before generated documents' and the others' below.
+fn near_copies(bytes: &mut Vec<u8>, n: usize) {
+    let template: Vec<String> = (0..200u64)
+        .map(|i| format!("w{}", (i * 7919 + 13) % 1009))
+        .collect();
+    for c in 0..n {
+        let mut words = template.clone();
+        words[(c * 37) % 200] = format!("edit{c}");
+        let line = serde_json::json!({"id": format!("copy{c:03}"), "text": words.join(" ")});
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+}
+
 /// Regression: every pair of a band's group was held by the one worker its band key named (all
 /// 50M pairs of 10,000 near-copies on each worker that met the group in some band). A group of
 /// `SPREAD_FROM` or more is now paired by every worker on its share; the verified pairs are still
@@ -567,15 +581,7 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
             bytes.extend_from_slice(format!("{line}\n").as_bytes());
         }
     }
-    let template: Vec<String> = (0..200u64)
-        .map(|i| format!("w{}", (i * 7919 + 13) % 1009))
-        .collect();
-    for c in 0..300usize {
-        let mut words = template.clone();
-        words[(c * 37) % 200] = format!("edit{c}");
-        let line = serde_json::json!({"id": format!("copy{c:03}"), "text": words.join(" ")});
-        bytes.extend_from_slice(format!("{line}\n").as_bytes());
-    }
+    near_copies(&mut bytes, 300);
     let (bands, rows) = (21, 6);
     let (keys, want) = brute_force_band_pairs(dir.path(), &bytes, (bands, rows));
     let largest = (0..bands)
@@ -619,6 +625,59 @@ fn a_large_group_of_near_copies_gives_brute_forces_pairs_at_1_2_4_workers_and_tw
     assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
     let got = std::fs::read_to_string(out.join("pairs.tsv")).unwrap();
     assert_eq!(got.lines().collect::<Vec<_>>(), want, "two processes");
+}
+
+/// A pairs output whose rows one worker owns (400 near-copies, whose ids sort before the
+/// others', 79,800 pairs: more than a chunk of rows) is sorted and formatted spread over the
+/// workers in parts, and the files are brute force's and byte-identical at 1, 2 and 4 workers
+/// and two processes, as lines and as zstd-compressed Parquet.
+#[test]
+fn pairs_rows_one_worker_owns_are_written_spread_and_the_same_at_1_2_4_workers_and_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    near_copies(&mut bytes, 400);
+    for o in 0..200u64 {
+        let words: Vec<String> = (0..40).map(|i| format!("o{o}x{i}")).collect();
+        let line = serde_json::json!({"id": format!("other{o:03}"), "text": words.join(" ")});
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    let (bands, rows) = (21, 6);
+    let (_, want) = brute_force_band_pairs(dir.path(), &bytes, (bands, rows));
+    assert!(want.len() > 65_536, "{} pairs", want.len());
+    let sections =
+        format!("[minhash]\nbands = {bands}\nrows = {rows}\n[verify]\nthreshold = 0.8\n");
+    let job = |out: &Path, pairs: &str| {
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [\"docs.jsonl\"]\n{sections}\n\
+             [output]\ndir = {out:?}\npairs = \"{pairs}\"\n"
+        )
+    };
+    for name in ["pairs.tsv", "pairs.parquet"] {
+        let mut files = Vec::new();
+        for w in [1, 2, 4] {
+            let out = dir.path().join(format!("out-{w}-{name}"));
+            let mut plan = plan_of(dir.path(), &job(&out, name), w);
+            plan.verbose = false;
+            let summary = execute(plan).unwrap().unwrap();
+            let spread = summary.pairs.unwrap().written_spread;
+            assert_eq!(spread, w > 1, "{name}, workers {w}");
+            files.push(std::fs::read(out.join(name)).unwrap());
+        }
+        let got = String::from_utf8(files[0].clone()).unwrap_or_default();
+        if name == "pairs.tsv" {
+            assert_eq!(got.lines().collect::<Vec<_>>(), want);
+        }
+        let out = dir.path().join(format!("out-cluster-{name}"));
+        let path = dir.path().join("job.toml");
+        std::fs::write(&path, job(&out, name)).unwrap();
+        let args = vec!["run".to_string(), path.display().to_string()];
+        assert!(run_cluster(&args, dir.path()) || run_cluster(&args, dir.path()));
+        files.push(std::fs::read(out.join(name)).unwrap());
+        assert!(
+            files.iter().all(|f| f == &files[0]),
+            "{name}: byte-identical"
+        );
+    }
 }
 
 /// Two clusters of near-copies (two pages of 400 words, each copy up to 15 words edited,

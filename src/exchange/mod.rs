@@ -210,23 +210,37 @@ pub type ChunkSink<'a> = &'a mut dyn FnMut(&[u8]);
 type Chunks = Vec<(u64, Vec<u8>)>;
 
 /// Streams every worker's chunks to worker 0 in worker order: worker 0's chunks, then worker 1's,
-/// and so on. A worker makes its `i`-th chunk with `make(i)` only when its turn comes, and the next
-/// is not sent before worker 0 has taken the one before, so worker 0 holds one or two chunks at a
-/// time however large the whole is. `sink` (worker 0's, `None` elsewhere) gets the chunks in order.
-/// Every worker must call it, in the same order as its other exchanges.
-///
-/// One dataflow, no count exchanged first: worker `w`'s chunk `i` is sent at time `w << 32 | i`,
-/// so times order the chunks, and a worker's turn comes when the frontier reaches its first time.
+/// and so on ([`stream_to_leader_at`] with times `w << 32 | i` for worker `w`'s chunk `i`).
 pub fn stream_to_leader(
     worker: &mut Worker,
     chunks: usize,
+    make: impl FnMut(usize) -> Vec<u8>,
+    sink: Option<ChunkSink<'_>>,
+) {
+    let first = (worker.index() as u64) << 32;
+    let times: Vec<u64> = (0..chunks as u64).map(|i| first + i).collect();
+    stream_to_leader_at(worker, &times, make, sink);
+}
+
+/// Streams every worker's chunks to worker 0 in the order of their times: this worker's `k`-th
+/// chunk, made by `make(k)`, has time `times[k]` (ascending; no two chunks of any workers share
+/// a time). A worker makes its next chunk while the one before is on its way, and does not send
+/// it before worker 0 has taken every chunk before that one, so worker 0 holds one or two chunks
+/// a worker however large the whole is; workers whose times interleave make their chunks at
+/// once. `sink` (worker 0's, `None` elsewhere) gets the chunks in order. Every worker must call
+/// it, in the same order as its other exchanges.
+///
+/// One dataflow, no count exchanged first: times order the chunks, and a chunk may be sent once
+/// the frontier reaches the time of the one before it.
+pub fn stream_to_leader_at(
+    worker: &mut Worker,
+    times: &[u64],
     mut make: impl FnMut(usize) -> Vec<u8>,
     sink: Option<ChunkSink<'_>>,
 ) {
     use timely::dataflow::operators::{Capability, Probe};
     use timely::dataflow::ProbeHandle;
 
-    let first = (worker.index() as u64) << 32;
     // The sink runs inside the dataflow, which wants 'static: chunks are handed over through a
     // shared queue and written here, between steps.
     let arrived: Rc<RefCell<Chunks>> = Rc::new(RefCell::new(Vec::new()));
@@ -274,18 +288,21 @@ pub fn stream_to_leader(
             }
         }
     };
-    input.advance_to(first);
-    for i in 0..chunks as u64 {
-        let chunk = make(i as usize);
-        // Worker 0 has taken every chunk of the workers before this one, and this worker's but
-        // the last: one chunk in flight while the next is made.
-        let taken = first + i.saturating_sub(1);
+    if let Some(&first) = times.first() {
+        input.advance_to(first);
+    }
+    for (k, &time) in times.iter().enumerate() {
+        let chunk = make(k);
+        // Worker 0 has taken every chunk before this worker's last: one chunk in flight while
+        // the next is made.
+        let taken = times[k.saturating_sub(1)];
         worker.step_or_park_while(None, || {
             drain(&mut sink);
             probe.less_than(&taken)
         });
-        input.send((first + i, chunk));
-        input.advance_to(first + i + 1);
+        input.advance_to(time);
+        input.send((time, chunk));
+        input.advance_to(time + 1);
     }
     drop(input);
     while worker.installed_dataflows().contains(&index) {
@@ -293,6 +310,14 @@ pub fn stream_to_leader(
         drain(&mut sink);
     }
     drain(&mut sink);
+}
+
+/// True if one worker has more than half again its share of `load` (each worker's records,
+/// summed on every worker): with two workers, more than three quarters of them.
+pub fn skewed(load: &[u64]) -> bool {
+    let total: u64 = load.iter().sum();
+    let most = load.iter().copied().max().unwrap_or(0);
+    load.len() > 1 && 2 * most * load.len() as u64 > 3 * total
 }
 
 #[cfg(test)]

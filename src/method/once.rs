@@ -56,6 +56,39 @@ impl<T: Ord> Distinct<T> {
     }
 }
 
+/// Ranks found with many repeats, each once ([`Distinct`]); a rank met again soon after is
+/// skipped before it is held, by a direct-mapped memory of 65,536 ranks. 50M pairs of
+/// 10,000 near-copies name 100M ranks: held as they came, they were sorted two million at a time.
+#[derive(Default)]
+pub struct DistinctRanks {
+    distinct: Distinct<u64>,
+    /// Each slot's last rank plus one (0: none).
+    recent: Vec<u64>,
+}
+
+/// Ranks [`DistinctRanks`] remembers.
+const RECENT: usize = 1 << 16;
+
+impl DistinctRanks {
+    /// Adds rank `r`.
+    #[inline]
+    pub fn push(&mut self, r: u64) {
+        if self.recent.is_empty() {
+            self.recent = vec![0; RECENT];
+        }
+        let slot = &mut self.recent[crate::hashing::mix64(r) as usize & (RECENT - 1)];
+        if *slot != r.wrapping_add(1) {
+            *slot = r.wrapping_add(1);
+            self.distinct.push(r);
+        }
+    }
+
+    /// The ranks, each once, sorted.
+    pub fn into_sorted(self) -> Vec<u64> {
+        self.distinct.into_sorted()
+    }
+}
+
 /// Candidate pairs of sketch keys, smaller first, found with repeats ([`Distinct`]).
 #[derive(Default)]
 pub struct KeyPairs(Distinct<(u64, u64)>);

@@ -921,7 +921,10 @@ impl<'a> Pass<'a> {
             ),
             Some(_) => self.write_audit_pairs(worker, ranked, pairs, room),
         };
-        self.figures.by_distance = self.clock.keep_value(counts);
+        if let Some((by_distance, spread)) = self.clock.keep_value(counts) {
+            self.figures.by_distance = Some(by_distance);
+            self.figures.written_spread = spread;
+        }
         if self.plan.clusters.is_some() {
             let formats = write::ClusterOutputs {
                 clusters: o.clusters.as_deref().map(RowFormat::of),
@@ -944,7 +947,7 @@ impl<'a> Pass<'a> {
         ranked: &Ranked,
         pairs: PairList,
         room: PairRoom,
-    ) -> Result<Vec<u64>> {
+    ) -> Result<(Vec<u64>, bool)> {
         let (plan, stored) = (self.plan, self.stored.as_ref().expect("an audit"));
         let split = pairs.partition([room.clone(), room.clone()], |p| stored.is_match(p));
         let [matches, batch] = exchange::all_ok(worker, split)?;
@@ -972,8 +975,9 @@ impl<'a> Pass<'a> {
             formats,
             w,
         );
-        let (found, batch) = (found?, batch?);
-        Ok(found.iter().zip(batch).map(|(x, y)| x + y).collect())
+        let ((found, spread), (batch, batch_spread)) = (found?, batch?);
+        let by_distance = found.iter().zip(batch).map(|(x, y)| x + y).collect();
+        Ok((by_distance, spread || batch_spread))
     }
 
     /// The skipped-records output, in input order, when asked for; the notes are dropped.

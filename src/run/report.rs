@@ -287,6 +287,8 @@ pub struct Figures {
     pub corpus: Option<corpus::CorpusStats>,
     /// Pairs by Hamming distance (or all at 0 for MinHash).
     pub by_distance: Option<Vec<u64>>,
+    /// True if the pairs output's rows were written spread over the workers in parts.
+    pub written_spread: bool,
     /// An audit's findings, over all workers.
     pub audit: Option<crate::summary::AuditSummary>,
     /// Bytes this worker spilled, by stage (verification's apart: [`verify::VerifyStats`]).
@@ -352,6 +354,7 @@ fn summarize(
         largest,
         corpus: corpus_stats,
         by_distance,
+        written_spread,
         audit: figures_audit,
         ..
     } = figures;
@@ -369,6 +372,7 @@ fn summarize(
         largest_group: t.largest_group,
         by_similarity,
         by_kind,
+        written_spread,
     });
     let clusters_summary = plan
         .clusters

@@ -158,6 +158,11 @@ pub struct PairSummary {
     /// were not verified.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub by_kind: std::collections::BTreeMap<String, u64>,
+    /// True if the rows were sorted and formatted spread over the workers, in parts of about a
+    /// chunk each, because one worker owned more than half again its share of them (a large
+    /// cluster of near-copies); absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub written_spread: bool,
 }
 
 /// Verification of the candidate pairs.

@@ -36,7 +36,7 @@ use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted_seen};
-use crate::method::once::Distinct;
+use crate::method::once::DistinctRanks;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{shingle_set_of, Measure, Scratch};
@@ -382,9 +382,9 @@ fn firsts_spread<O: Fn(u64) -> u64>(
 }
 
 /// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
-/// ([`Distinct`]), since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
+/// ([`DistinctRanks`]), since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
 fn documents_of(pairs: &PairList) -> Vec<u64> {
-    let mut documents = Distinct::default();
+    let mut documents = DistinctRanks::default();
     for p in pairs.each() {
         documents.push(p.a);
         documents.push(p.b);

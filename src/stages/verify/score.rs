@@ -107,13 +107,8 @@ impl<O: Fn(u64) -> u64> Placement<O> {
 }
 
 /// True if one worker owns the second documents of more than half again its share of the pairs
-/// (`load`: each worker's pairs by the owner of their second document, summed on every worker):
-/// with two workers, more than three quarters of them.
-pub fn skewed(load: &[u64]) -> bool {
-    let total: u64 = load.iter().sum();
-    let most = load.iter().copied().max().unwrap_or(0);
-    load.len() > 1 && 2 * most * load.len() as u64 > 3 * total
-}
+/// (`load`: each worker's pairs by the owner of their second document, summed on every worker).
+pub use crate::exchange::skewed;
 
 /// Pairs a set, at least, for spreading them to pay: each worker it goes to takes a copy of a
 /// set, a copy costs about what scoring a few pairs does, and spreading halves the pairs the

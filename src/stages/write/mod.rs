@@ -1,9 +1,12 @@
 //! Stage *write*: the sorted outputs, into the run's output set on worker 0 of process 0, without
 //! gathering them there. Every row belongs to the worker that owns the rank that sorts it (a pair's
 //! `a`, a group's representative, a fingerprint's id); owners are ranges of ranks in worker order,
-//! so each worker sorts and formats its own rows, and [`stream_to_leader`] hands the formatted
+//! so each worker sorts and formats its own rows, and [`stream_to_leader_at`] hands the formatted
 //! chunks to worker 0 in order, one or two at a time: the writer's memory does not grow with the
-//! output, and the file is the same whatever the number of workers and processes.
+//! output, and the file is the same whatever the number of workers and processes. A pairs output
+//! whose rows one worker owns too many of is cut into parts instead ([`parts`]).
+
+mod parts;
 
 use std::io::Write;
 
@@ -15,8 +18,8 @@ use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Pair;
 use crate::error::Result;
 use crate::exchange::ranks::{self, Ranked};
-use crate::exchange::{all_gather, gather, shuffle, shuffle_sorted_seen, stream_to_leader};
-use crate::method::once::Distinct;
+use crate::exchange::{all_gather, gather, shuffle, shuffle_sorted_seen, stream_to_leader_at};
+use crate::method::once::DistinctRanks;
 use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
 use crate::output::{self, tables, OutputSet, RowFormat, Table};
@@ -27,25 +30,40 @@ use crate::summary::{DecisionSummary, SkippedRow};
 const ROWS_PER_CHUNK: usize = 1 << 16;
 
 /// Streams `rows` rows of `table`, formatted `ROWS_PER_CHUNK` at a time by `format(range, buffer)`,
-/// into output `name` (on worker 0; every worker calls it together). The chunks are lines; the
-/// output's encoder compresses them or makes Parquet row groups of them (cut by row count, not by
-/// chunk, so the file does not depend on the workers).
+/// into output `name` (on worker 0; every worker calls it together): this worker's rows after
+/// those of the workers before it ([`stream_parts`]).
 fn stream_rows(
     worker: &mut Worker,
-    (name, table): (&str, Table),
+    output: (&str, Table),
     rows: usize,
+    format: impl FnMut(std::ops::Range<usize>, &mut Vec<u8>) -> std::io::Result<()>,
+    out: Option<&OutputSet>,
+) -> Result<()> {
+    let me = worker.index() as u64;
+    stream_parts(worker, output, &[(me, rows)], format, out)
+}
+
+/// Streams this worker's rows of `table` into output `name` (on worker 0; every worker calls it
+/// together), in parts `(time, rows)`: the parts of every worker in the order of their times,
+/// each part's rows (this worker's next, in its order) formatted `ROWS_PER_CHUNK` at a time by
+/// `format(range, buffer)`. The chunks are lines; the output's encoder compresses them or makes
+/// Parquet row groups of them (cut by row count, not by chunk, so the file does not depend on the
+/// workers).
+fn stream_parts(
+    worker: &mut Worker,
+    (name, table): (&str, Table),
+    parts: &[(u64, usize)],
     mut format: impl FnMut(std::ops::Range<usize>, &mut Vec<u8>) -> std::io::Result<()>,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let chunks = rows.div_ceil(ROWS_PER_CHUNK);
+    let (times, ranges) = chunks_of(parts);
     let mut make = |i: usize| {
         let mut buf = Vec::with_capacity(4 << 20);
-        let range = i * ROWS_PER_CHUNK..((i + 1) * ROWS_PER_CHUNK).min(rows);
-        format(range, &mut buf).expect("formatting into memory cannot fail");
+        format(ranges[i].clone(), &mut buf).expect("formatting into memory cannot fail");
         buf
     };
     let Some(out) = out else {
-        stream_to_leader(worker, chunks, make, None);
+        stream_to_leader_at(worker, &times, make, None);
         return Ok(());
     };
     let mut streamed = false;
@@ -56,9 +74,9 @@ fn stream_rows(
         let mut encoder = output::table::Encoder::new(w, format, table)
             .map_err(|e| error = Some(e))
             .ok();
-        stream_to_leader(
+        stream_to_leader_at(
             worker,
-            chunks,
+            &times,
             &mut make,
             Some(&mut |chunk: &[u8]| {
                 if let (None, Some(encoder)) = (&error, encoder.as_mut()) {
@@ -73,9 +91,23 @@ fn stream_rows(
         }
     });
     if !streamed {
-        stream_to_leader(worker, chunks, make, None);
+        stream_to_leader_at(worker, &times, make, None);
     }
     result
+}
+
+/// The chunks of `parts` (`(part, rows)`, this worker's rows in order): each chunk's time
+/// (`part << 32 | i` for a part's `i`-th) and range of rows.
+fn chunks_of(parts: &[(u64, usize)]) -> (Vec<u64>, Vec<std::ops::Range<usize>>) {
+    let (mut times, mut ranges, mut start) = (Vec::new(), Vec::new(), 0);
+    for &(part, rows) in parts {
+        for (i, from) in (start..start + rows).step_by(ROWS_PER_CHUNK).enumerate() {
+            times.push(part << 32 | i as u64);
+            ranges.push(from..(from + ROWS_PER_CHUNK).min(start + rows));
+        }
+        start += rows;
+    }
+    (times, ranges)
 }
 
 /// The names of the ranks some rows mention that this worker does not own, fetched from their
@@ -83,13 +115,16 @@ fn stream_rows(
 struct NameBook {
     needed: Vec<u64>,
     remote: crate::source::Names,
+    /// True if `needed` is a range of ranks (a cluster's, whose ids sort together): a rank's
+    /// place is its distance from the first, not a binary search.
+    range: bool,
 }
 
 impl NameBook {
     /// Fetches the names of `ranks` (every worker calls it together).
     fn fetch(worker: &mut Worker, ranked: &Ranked, ranks: impl Iterator<Item = u64>) -> NameBook {
         // Gathered each once as they come: 200M pairs of 20,000 near-copies name 20,000 ranks.
-        let mut distinct = Distinct::default();
+        let mut distinct = DistinctRanks::default();
         ranks
             .filter(|&r| !ranked.owns(r))
             .for_each(|r| distinct.push(r));
@@ -98,16 +133,24 @@ impl NameBook {
 
     /// Fetches the names of `others`, ranks this worker does not own (every worker calls it
     /// together).
-    fn of(worker: &mut Worker, ranked: &Ranked, others: Distinct<u64>) -> NameBook {
+    fn of(worker: &mut Worker, ranked: &Ranked, others: DistinctRanks) -> NameBook {
         let needed = others.into_sorted();
         let remote = ranks::fetch(worker, ranked, &needed);
-        NameBook { needed, remote }
+        let span = needed.last().zip(needed.first()).map(|(l, f)| l - f + 1);
+        let range = span == Some(needed.len() as u64);
+        NameBook {
+            needed,
+            remote,
+            range,
+        }
     }
 
     /// The name of rank `r`: owned, or fetched.
     fn name<'a>(&'a self, ranked: &'a Ranked, r: u64) -> &'a str {
         if ranked.owns(r) {
             ranked.name(r)
+        } else if self.range {
+            self.remote.get((r - self.needed[0]) as usize)
         } else {
             let i = self
                 .needed
@@ -180,9 +223,54 @@ pub fn documents(
     document_rows(worker, ranked, output, key, write, out)
 }
 
+/// This worker's rows of a pairs output, sorted, and where they go in it.
+struct Arrived {
+    /// The rows, in order.
+    mine: PairList,
+    /// This worker's parts of the output, `(time, rows)` ([`stream_parts`]).
+    parts: Vec<(u64, usize)>,
+    /// The ranks the rows mention that this worker does not own.
+    others: DistinctRanks,
+    /// True if the rows were spread over the workers in parts ([`parts`]).
+    spread: bool,
+}
+
+/// Sends every pair to the worker that sorts and formats its row (every worker calls it
+/// together): the owner of its first document, or its part's worker when spread.
+fn arrive(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    pairs: PairList,
+    room: PairRoom,
+) -> Result<Arrived> {
+    let parts = parts::Parts::plan(worker, &pairs, ranked.owners());
+    let spread = parts.spread();
+    // The names of the other ranks these rows mention, gathered as the pairs arrive.
+    let mut others = DistinctRanks::default();
+    let mut note = |batch: &[Pair]| {
+        for p in batch {
+            if spread && !ranked.owns(p.a) {
+                others.push(p.a);
+            }
+            if !ranked.owns(p.b) {
+                others.push(p.b);
+            }
+        }
+    };
+    let mine = shuffle_sorted_seen(worker, pairs, parts.target(), room, &mut note)?;
+    let rows = parts.rows(worker.index(), &mine);
+    Ok(Arrived {
+        parts: parts.times(worker.index(), &rows),
+        mine,
+        others,
+        spread,
+    })
+}
+
 /// Writes the pairs (as output `output_name`) and, in collapse mode, the exact-duplicate groups, with their ids; returns the
-/// number of pairs per distance 0..=k, summed over all workers (every worker calls it together).
-/// MinHash pairs (`k` = `None`) have no distance: their count is the one entry.
+/// number of pairs per distance 0..=k, summed over all workers (every worker calls it together),
+/// and whether the rows were spread over the workers ([`parts`]). MinHash pairs (`k` = `None`)
+/// have no distance: their count is the one entry.
 #[allow(clippy::too_many_arguments)]
 pub fn pairs(
     worker: &mut Worker,
@@ -193,19 +281,14 @@ pub fn pairs(
     k: Option<u32>,
     formats: (RowFormat, RowFormat),
     out: Option<&OutputSet>,
-) -> Result<Vec<u64>> {
+) -> Result<(Vec<u64>, bool)> {
     let owner_of = ranked.owners();
-    // The names of the other ranks these rows mention, gathered as the pairs arrive.
-    let mut others = Distinct::default();
-    let mut note = |batch: &[Pair]| {
-        let other = batch.iter().map(|p| p.b).filter(|&r| !ranked.owns(r));
-        other.for_each(|r| others.push(r));
-    };
-    let target = {
-        let o = owner_of.clone();
-        move |p: &Pair| o(p.a)
-    };
-    let mine = shuffle_sorted_seen(worker, pairs, target, room, &mut note)?;
+    let Arrived {
+        mine,
+        parts,
+        mut others,
+        spread,
+    } = arrive(worker, ranked, pairs, room)?;
     let collapse = groups.is_some();
     let mut my_groups = groups
         .map(|g| shuffle(worker, g, move |(_, ids)| owner_of(ids[0])))
@@ -227,10 +310,10 @@ pub fn pairs(
     let mut rows = mine.each();
     let mut chunk = Vec::new();
     let mut by_distance = vec![0u64; k.unwrap_or(0) as usize + 1];
-    let pairs_written = stream_rows(
+    let pairs_written = stream_parts(
         worker,
         (output_name, pairs_table),
-        mine.len() as usize,
+        &parts,
         |range, buf| {
             chunk.clear();
             chunk.extend(rows.by_ref().take(range.len()));
@@ -256,7 +339,7 @@ pub fn pairs(
         Ok(())
     };
     read.and(pairs_written).and(groups_written)?;
-    Ok(by_distance)
+    Ok((by_distance, spread))
 }
 
 /// Counts summed over every worker's (every worker calls it together).
