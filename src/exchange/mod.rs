@@ -312,6 +312,20 @@ pub fn stream_to_leader_at(
     drain(&mut sink);
 }
 
+/// Every worker's `loads` (its records by the worker each goes to) summed, in worker order;
+/// `None` if some worker could not count its records (`None` among them).
+pub fn summed_load(loads: impl IntoIterator<Item = Option<Vec<u64>>>) -> Option<Vec<u64>> {
+    let mut sum: Option<Vec<u64>> = None;
+    for load in loads {
+        let load = load?;
+        match sum.as_mut() {
+            None => sum = Some(load),
+            Some(sum) => sum.iter_mut().zip(load).for_each(|(s, l)| *s += l),
+        }
+    }
+    sum
+}
+
 /// True if one worker has more than half again its share of `load` (each worker's records,
 /// summed on every worker): with two workers, more than three quarters of them.
 pub fn skewed(load: &[u64]) -> bool {

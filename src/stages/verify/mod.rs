@@ -35,7 +35,7 @@ use crate::candidates::{Kind, Pair, Score};
 use crate::config::{ContentOptions, Inputs, Verification};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted_seen};
+use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted_seen, summed_load};
 use crate::method::once::DistinctRanks;
 use crate::source::{Document, Location};
 use crate::spill::Scratch as ScratchDir;
@@ -213,9 +213,9 @@ pub fn verify(
     let pairs_spilled = [room.candidates.clone(), room.kept.clone()];
     // 1. The ranks to read, at their owners, forwarded to their readers; each pair to its `a`'s
     //    owner, or to the worker a hash of `a` names when one owner has too many.
-    let needed = documents_of(&pairs);
     let owner = ranked.owners();
-    let firsts = firsts_spread(worker, &pairs, &owner, needed.len() as u64);
+    let (needed, load) = documents_of(&pairs, &owner, worker.peers());
+    let firsts = firsts_spread(worker, load, needed.len() as u64);
     let kept = |at: &Location| reading.kept.is_some_and(|k| k.contains(at));
     let routed = pairs
         .check()
@@ -360,36 +360,34 @@ fn scoring_plan<O: Fn(u64) -> u64>(
 /// (every worker calls it together, and decides alike): when one worker owns the first documents
 /// of more than half again its share of the pairs (a cluster of near-copies whose ids sort
 /// together), they are [`score::PAIRS_A_SET_TO_SPREAD`] a document or more (`documents`: this
-/// worker's pairs' documents), and every worker holds its pairs in memory, where counting them
-/// is one pass. That one worker sorted all 50M pairs of 10,000 near-copies and made every copy
-/// of their first documents' sets while the others waited.
-fn firsts_spread<O: Fn(u64) -> u64>(
-    worker: &mut Worker,
-    pairs: &PairList,
-    owner: &O,
-    documents: u64,
-) -> bool {
-    let mut load = vec![0u64; worker.peers()];
-    if pairs.is_held() {
-        pairs.each().for_each(|p| load[owner(p.a) as usize] += 1);
-    }
-    let (mut held, mut sum, mut docs) = (true, vec![0u64; worker.peers()], 0);
-    for (h, l, d) in all_gather(worker, (pairs.is_held(), load, documents)) {
-        (held, docs) = (held && h, docs + d);
-        sum.iter_mut().zip(l).for_each(|(s, l)| *s += l);
-    }
-    held && score::skewed(&sum) && score::worth_spreading(&sum, docs)
+/// worker's pairs' documents), and every worker holds its pairs in memory (`load`: this worker's
+/// pairs by the owner of their first document, `None` when some spilled). That one worker sorted
+/// all 50M pairs of 10,000 near-copies and made every copy of their first documents' sets while
+/// the others waited.
+fn firsts_spread(worker: &mut Worker, load: Option<Vec<u64>>, documents: u64) -> bool {
+    let gathered = all_gather(worker, (load, documents));
+    let documents = gathered.iter().map(|(_, d)| d).sum();
+    let sum = summed_load(gathered.into_iter().map(|(load, _)| load));
+    sum.is_some_and(|sum| score::skewed(&sum) && score::worth_spreading(&sum, documents))
 }
 
 /// The documents of `pairs`, each once, sorted: deduplicated as they are gathered
 /// ([`DistinctRanks`]), since 50M pairs of near-copies (800 MB of sides) have 10,000 documents.
-fn documents_of(pairs: &PairList) -> Vec<u64> {
+/// In the same pass, when the pairs are all held, the pairs by the `owner` of their first
+/// document, of `peers` workers ([`firsts_spread`]).
+fn documents_of(
+    pairs: &PairList,
+    owner: &impl Fn(u64) -> u64,
+    peers: usize,
+) -> (Vec<u64>, Option<Vec<u64>>) {
     let mut documents = DistinctRanks::default();
+    let mut load = vec![0u64; peers];
     for p in pairs.each() {
         documents.push(p.a);
         documents.push(p.b);
+        load[owner(p.a) as usize] += 1;
     }
-    documents.into_sorted()
+    (documents.into_sorted(), pairs.is_held().then_some(load))
 }
 
 /// Reads this worker's records again in chunks, each chunk's sets sent to their owners and added
@@ -594,8 +592,8 @@ mod tests {
                 let mut list = Pairs::new(if spilled { room } else { PairRoom::held() });
                 pairs.into_iter().for_each(|p| list.push(p));
                 let list = list.unsorted().unwrap();
-                let documents = 1000 / a_set;
-                firsts_spread(worker, &list, &owner, documents)
+                let (_, load) = documents_of(&list, &owner, 2);
+                firsts_spread(worker, load, 1000 / a_set)
             })
             .unwrap();
             let got: Vec<bool> = guards.join().into_iter().map(|g| g.unwrap()).collect();
@@ -632,7 +630,8 @@ mod tests {
             let mut want: Vec<u64> = pairs.iter().flat_map(|p| [p.a, p.b]).collect();
             want.sort_unstable();
             want.dedup();
-            assert_eq!(documents_of(&PairList::unsorted(pairs)), want);
+            let (documents, _) = documents_of(&PairList::unsorted(pairs), &|_| 0, 1);
+            assert_eq!(documents, want);
         }
     }
 

@@ -288,6 +288,18 @@ fn second_copies<O: Fn(u64) -> u64 + Clone + 'static>(
     wanted.sort_unstable();
     wanted.dedup();
     wanted.retain(|&wanted| seconds.sent.insert(wanted));
+    let sent = sets_sent(worker, sets, &wanted, failure);
+    seconds.held.extend(sent);
+}
+
+/// The sets of `wanted` `(rank, worker)`, sorted by rank, that this worker owns, each sent to its
+/// worker (every worker calls it together); what this worker was sent, by rank.
+fn sets_sent(
+    worker: &mut Worker,
+    sets: &mut Sets,
+    wanted: &[(u64, u64)],
+    failure: &mut Option<Error>,
+) -> impl Iterator<Item = (u64, (u64, Vec<u64>))> {
     let mut copies: Vec<SetTo> = Vec::new();
     for group in wanted.chunk_by(|x, y| x.0 == y.0) {
         let (raw, set) = match sets.get(group[0].0, Side::A) {
@@ -306,9 +318,7 @@ fn second_copies<O: Fn(u64) -> u64 + Clone + 'static>(
         }));
     }
     let copies = shuffle(worker, copies, |c: &SetTo| c.to);
-    seconds
-        .held
-        .extend(copies.into_iter().map(|c| (c.rank, (c.raw, c.set))));
+    copies.into_iter().map(|c| (c.rank, (c.raw, c.set)))
 }
 
 /// Pairs held by a hash of their first document (`Placement::firsts`): the sets of a round's
@@ -329,27 +339,9 @@ fn first_sets<O: Fn(u64) -> u64 + Clone + 'static>(
         .collect();
     wanted.dedup();
     let owner = placement.owner.clone();
-    let wanted = shuffle(worker, wanted, move |&(a, _)| owner(a));
-    let mut copies: Vec<SetTo> = Vec::with_capacity(wanted.len());
-    for (rank, to) in wanted {
-        match sets.get(rank, Side::A) {
-            Ok(Some((raw, set))) => copies.push(SetTo {
-                to,
-                rank,
-                raw,
-                set: set.to_vec(),
-            }),
-            Ok(None) => {}
-            Err(e) => {
-                failure.get_or_insert(e);
-            }
-        }
-    }
-    let copies = shuffle(worker, copies, |c: &SetTo| c.to);
-    copies
-        .into_iter()
-        .map(|c| (c.rank, (c.raw, c.set)))
-        .collect()
+    let mut wanted = shuffle(worker, wanted, move |&(a, _)| owner(a));
+    wanted.sort_unstable();
+    sets_sent(worker, sets, &wanted, failure).collect()
 }
 
 /// The sets of a round's first documents that [`first_sets`] fetched, by rank.

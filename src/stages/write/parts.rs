@@ -17,7 +17,7 @@ use timely::worker::Worker;
 
 use crate::candidates::pairs::PairList;
 use crate::candidates::Pair;
-use crate::exchange::{all_gather, skewed};
+use crate::exchange::{all_gather, skewed, summed_load};
 
 /// One pair in this many is sampled for the splitters: 64 samples a part of a chunk's rows.
 const SAMPLE_EVERY: usize = super::ROWS_PER_CHUNK / 64;
@@ -47,14 +47,15 @@ impl<O: Fn(u64) -> u64 + Clone + 'static> Parts<O> {
                 }
             }
         }
-        let (mut held, mut sum, mut samples) = (true, vec![0u64; peers], Vec::new());
-        for (h, l, s) in all_gather(worker, (pairs.is_held(), load, sample)) {
-            held &= h;
-            sum.iter_mut().zip(l).for_each(|(x, y)| *x += y);
-            samples.extend(s);
-        }
-        let total: u64 = sum.iter().sum();
-        let spread = held && skewed(&sum) && total > super::ROWS_PER_CHUNK as u64;
+        let load = pairs.is_held().then_some(load);
+        let gathered = all_gather(worker, (load, sample));
+        let samples: Vec<Pair> = gathered
+            .iter()
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect();
+        let sum = summed_load(gathered.into_iter().map(|(load, _)| load));
+        let total: u64 = sum.iter().flatten().sum();
+        let spread = sum.is_some_and(|sum| skewed(&sum)) && total > super::ROWS_PER_CHUNK as u64;
         let splitters = match spread {
             true => splitters(samples, total, peers),
             false => Vec::new(),
