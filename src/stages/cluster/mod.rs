@@ -1,12 +1,14 @@
 //! Stage *cluster*: connected components over the pairs (and exact-duplicate groups), a
 //! representative per component by the keep policy, and each document's place at its rank owner.
 //!
-//! 1. **The graph** ([`graph`]), one differential-dataflow dataflow: label propagation over a
-//!    spanning forest of each worker's edges gives each node the smallest rank it reaches (ranks
-//!    follow ids, so a cluster's id is its smallest document id, whatever the workers and
-//!    processes); the labels are joined with the rank owners' keep keys and arranged by label,
-//!    so each cluster's members meet on one worker. No worker collects the pairs, the graph
-//!    arranges none, and the arrangement can take a later change.
+//! 1. **The components** ([`components`]): each worker's pairs (and exact-duplicate groups)
+//!    joined by a spanning forest of them, the forests joined by union-find on worker 0; each
+//!    node's label is the smallest rank it reaches (ranks follow ids, so a cluster's id is its
+//!    smallest document id, whatever the workers and processes); each member goes with its keep
+//!    order to its label's owner, so each cluster's members meet on one worker. No worker
+//!    collects the pairs. (The cluster graph, [`graph`], computes the same in differential
+//!    dataflow and takes later changes; a bulk run does not need them, and its state was 40
+//!    times the components'.)
 //! 2. **Representatives**: each cluster, sorted by `(key, rank)`, keeps its first member; the
 //!    others are dropped in its favour. The star split instead cuts it into stars ([`star`]):
 //!    the pairs, oriented by their ends' places in keep order, stream past its members once.
@@ -17,6 +19,7 @@
 //!
 //! Morally: `union_find(pairs).groups().map(|g| (g.min(), g.min_by_key(|d| (key(d), d))))`.
 
+mod components;
 mod graph;
 mod star;
 
@@ -163,8 +166,8 @@ impl Edges<'_> {
 /// `settings.split` (the star split's pairs in lists of `rooms.0`, its table of places given
 /// every worker when it fits `rooms.1` bytes): the members of the ranks this worker
 /// owns, sorted by rank, and the counts over all workers (every worker calls it together; a
-/// failure on one is an error on all). The graph ([`ClusterGraph`]) brings each cluster's members
-/// together in one dataflow; one exchange then takes each member to its rank owner.
+/// failure on one is an error on all). The components ([`components::members`]) bring each
+/// cluster's members together; one exchange then takes each member to its rank owner.
 pub fn clusters(
     worker: &mut Worker,
     ranked: &Ranked,
@@ -172,33 +175,24 @@ pub fn clusters(
     (settings, rooms): (ClusterPlan, (&PairRoom, u64)),
     held: Option<&dyn Fn(u64) -> bool>,
 ) -> Result<(Vec<Member>, ClusterStats)> {
-    // The first policy's keys are all 0, unless an audit's stored documents are `held` first: the
-    // members then need no join with them.
+    // The first policy's keys are all 0, unless an audit's stored documents are `held` first.
     let keyed = settings.keep != KeepPolicy::First || held.is_some();
-    let mut graph = ClusterGraph::new(worker, keyed);
-    let keys = ranked
-        .owned()
-        .filter(|_| keyed)
-        .map(|r| ((r, order(ranked.keep_key(r), held.map(|h| h(r)))), 1));
+    let keep_order = |r| match keyed {
+        true => order(ranked.keep_key(r), held.map(|h| h(r))),
+        false => 0,
+    };
+    // Each worker's pairs joined by a spanning forest of them: a cluster's pairs are asked only
+    // whether they join a member to the representative (`mark_paired`) or, for the star split,
+    // streamed in keep order (`star`), where they are (10,000 near-copies are 50M pairs).
     let links = graph::spanning(edges.iter());
     let linked = edges.pairs.check();
-    // The graph arranges no pair: a cluster's pairs are asked only whether they join a member
-    // to the representative (`mark_paired`) or, for the star split, streamed in keep order
-    // (`star`), where they are (10,000 near-copies are 50M pairs).
-    graph.update_linked(worker, (Vec::new(), links), keys);
-    graph.settle(worker);
-    let parts = graph.read();
-    graph.close(worker);
+    let parts = components::members(worker, links, ranked.owners(), keep_order);
     all_ok(worker, linked)?;
     let mut local = Local::default();
     let mut members = Vec::new();
-    let components = parts.chunk_by(|x, y| x.0 == y.0).map(|component| {
-        let ranks = component.iter().map(|(_, p)| match p {
-            Part::Member { rank, .. } => *rank,
-            Part::Edge(..) => unreachable!("the graph is given no pair"),
-        });
-        (component[0].0, ranks)
-    });
+    let components = parts
+        .chunk_by(|x, y| x.0 == y.0)
+        .map(|component| (component[0].0, component.iter().map(|m| m.2)));
     match settings.split {
         Split::None => {
             for (_, ranks) in components {
