@@ -5,7 +5,10 @@ peak memory per stage; then the first tenth of the input files once spilling all
 (`spill = "always"`) and once held in memory (`spill = "never"`, default budget). The tenth's pairs
 held in memory must be byte-identical to the tenth spilled and to the whole run's pairs between
 documents of the tenth. Writes bench-results/bench-scale.{json,md} and copies the Markdown to
-docs/bench-results/.
+docs/bench-results/. With --dedup the runs also make clusters (`keep = "longest"`) and write the
+clusters, keep, drop and corpus outputs (what a corpus builder runs; the corpus needs as much disk
+again as the input), whose tenth spilled and tenth held must be byte-identical too
+(bench-scale-dedup.{json,md}).
 
 The input is made in parts of 5M documents (`neardup gen docs`, seed = the part, ids prefixed with
 it: `p01g000000042`), each in files of 1M lines compressed with zstd -3 (100M documents: 98 GB of
@@ -13,6 +16,7 @@ JSON Lines in 32 GB of files), so that it fits this machine's disk beside the sc
 
     scripts/bench.sh --scale                        # N = 100M (~32 GB of input, ~40 GB of scratch)
     NEARDUP_SCALE_N=2000000 scripts/bench.sh --scale
+    scripts/bench_scale.py --n 10000000 --budget-mib 800 --dedup
     scripts/bench_scale.py --n 2000000 --budget-mib 6144 --work /big/disk
 """
 import argparse, concurrent.futures, glob, json, os, shutil, subprocess, sys, time
@@ -40,7 +44,7 @@ def make_part(work, part, n):
     print(f"part {p}: {n:,} documents", flush=True)
 
 
-def job(path, data, out, budget, scratch, spill):
+def job(path, data, out, budget, scratch, spill, dedup):
     with open(path, "w") as f:
         f.write(f'''method = "minhash"
 [input]
@@ -57,6 +61,9 @@ dir = {json.dumps(out)}
 pairs = "pairs.tsv"
 summary = "summary.json"
 ''')
+        if dedup:
+            f.write('clusters = "clusters.tsv"\nkeep = "keep.txt"\ndrop = "drop.tsv"\ncorpus = "corpus"\n'
+                    '[clusters]\nkeep = "longest"\n')
 
 
 def run(path):
@@ -74,6 +81,7 @@ def main():
     ap.add_argument("--n", type=int, default=int(os.environ.get("NEARDUP_SCALE_N", 100_000_000)))
     ap.add_argument("--budget-mib", type=int, default=8192)
     ap.add_argument("--work", default=os.environ.get("NEARDUP_SCALE_WORK", "/tmp/neardup-scale"))
+    ap.add_argument("--dedup", action="store_true", help="also clusters, keep, drop and the corpus")
     a = ap.parse_args()
     work = os.path.join(a.work, f"n{a.n}")
     os.makedirs(os.path.join(work, "parts"), exist_ok=True)
@@ -90,7 +98,7 @@ def main():
         out = os.path.join(a.work, "out-" + name.replace(", ", "-").replace(" ", "-"))
         shutil.rmtree(out, ignore_errors=True)
         path = os.path.join(a.work, "job.toml")
-        job(path, inp, out, budget, scratch, spill)
+        job(path, inp, out, budget, scratch, spill, a.dedup)
         wall, rss = run(path)
         s = json.load(open(os.path.join(out, "summary.json")))
         rows[name] = {"out": out, "documents": s["documents"]["read"] if "documents" in s else None,
@@ -111,10 +119,17 @@ def main():
     inside = [l for l in pairs["whole"] if all(of_tenth(id) for id in l.split(b"\t")[:2])]
     same_spilled = pairs["tenth, spilled"] == held
     same_whole = inside == held
+    if a.dedup:
+        outs = [os.path.join(rows[k]["out"], "") for k in ("tenth, spilled", "tenth, in memory")]
+        names = ["clusters.tsv", "keep.txt", "drop.tsv"] + sorted(
+            os.path.join("corpus", f) for f in os.listdir(os.path.join(outs[1], "corpus")))
+        same_spilled = same_spilled and all(
+            open(outs[0] + n, "rb").read() == open(outs[1] + n, "rb").read() for n in names)
     same = same_spilled and same_whole
     md = [f"{a.n:,} generated documents (median 100 tokens; {len(files)} zstd files), accurate preset, "
           f"{os.cpu_count()} workers, memory_budget_mib = {a.budget_mib}. The first tenth of the files "
           f"({len(tenth)}) held in memory: its pairs {'byte-identical' if same_spilled else 'DIFFERENT'} "
+          f"{' (and its clusters, keep, drop and corpus)' if a.dedup else ''} "
           f"to the tenth spilled (`spill = \"always\"`), and "
           f"{'byte-identical' if same_whole else 'DIFFERENT'} to the whole run's pairs between its documents "
           f"({len(inside):,} lines)", "",
@@ -127,12 +142,13 @@ def main():
     md += ["", "Peak MiB by stage (whole run): " + ", ".join(f"{k} {v}" for k, v in rows["whole"]["stage_peak_mib"].items())]
     text = "\n".join(md) + "\n"
     print(text)
+    name = "bench-scale-dedup" if a.dedup else "bench-scale"
     os.makedirs(os.path.join(ROOT, "bench-results"), exist_ok=True)
-    open(os.path.join(ROOT, "bench-results", "bench-scale.md"), "w").write(text)
+    open(os.path.join(ROOT, "bench-results", name + ".md"), "w").write(text)
     json.dump({"n": a.n, "budget_mib": a.budget_mib, "identical": same, "rows": rows,
                "identical_tenth_spilled": same_spilled, "identical_whole_on_tenth": same_whole},
-              open(os.path.join(ROOT, "bench-results", "bench-scale.json"), "w"), indent=1)
-    shutil.copy(os.path.join(ROOT, "bench-results", "bench-scale.md"), os.path.join(ROOT, "docs", "bench-results", "bench-scale.md"))
+              open(os.path.join(ROOT, "bench-results", name + ".json"), "w"), indent=1)
+    shutil.copy(os.path.join(ROOT, "bench-results", name + ".md"), os.path.join(ROOT, "docs", "bench-results", name + ".md"))
     if not same:
         sys.exit("the runs' pairs differ")
 

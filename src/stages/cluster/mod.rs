@@ -36,7 +36,7 @@ use crate::candidates::{Kind, Pair};
 use crate::config::{ClusterPlan, Inputs, KeepPolicy, Split};
 use crate::error::Result;
 use crate::exchange::ranks::Ranked;
-use crate::exchange::{all_gather, all_ok, shuffle};
+use crate::exchange::{all_gather, all_ok, shuffle, shuffle_vec};
 use crate::output::Member;
 use crate::summary::LargestCluster;
 
@@ -211,7 +211,7 @@ pub fn clusters(
         }
     }
     let owner_of = ranked.owners();
-    let mut mine = shuffle(worker, members, move |m| owner_of(m.rank));
+    let mut mine = shuffle_vec(worker, members, move |m| owner_of(m.rank));
     mine.sort_unstable();
     if settings.split == Split::None {
         mark_paired(worker, ranked, &edges, &mut mine, &mut local);
