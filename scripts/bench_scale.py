@@ -129,7 +129,7 @@ def main():
     md = [f"{a.n:,} generated documents (median 100 tokens; {len(files)} zstd files), accurate preset, "
           f"{os.cpu_count()} workers, memory_budget_mib = {a.budget_mib}. The first tenth of the files "
           f"({len(tenth)}) held in memory: its pairs {'byte-identical' if same_spilled else 'DIFFERENT'} "
-          f"{' (and its clusters, keep, drop and corpus)' if a.dedup else ''} "
+          f"{'(and its clusters, keep, drop and corpus) ' if a.dedup else ''}"
           f"to the tenth spilled (`spill = \"always\"`), and "
           f"{'byte-identical' if same_whole else 'DIFFERENT'} to the whole run's pairs between its documents "
           f"({len(inside):,} lines)", "",
