@@ -167,15 +167,15 @@ fn kept_locations<'a>(
     skipped: &'a [Location],
     first: usize,
 ) -> impl Iterator<Item = (u32, u64)> + 'a {
-    // Every split, by file and start.
-    let mut owners: Vec<(usize, u64, u32)> = splits
+    // Every split's start and id, by file and start.
+    let mut starts: Vec<(usize, u64, u32)> = splits
         .iter()
         .flat_map(|ss| ss.iter().map(|s| (s.file, s.start, s.id)))
         .collect();
-    owners.sort_unstable();
+    starts.sort_unstable();
     let split_of = move |file: usize, offset: u64| -> u32 {
-        let i = owners.partition_point(|o| (o.0, o.1) <= (file, offset));
-        owners[i.saturating_sub(1)].2
+        let i = starts.partition_point(|o| (o.0, o.1) <= (file, offset));
+        starts[i.saturating_sub(1)].2
     };
     owned_ranks(ranked, members)
         .zip(ranked.origins.held())

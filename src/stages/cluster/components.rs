@@ -1,4 +1,4 @@
-//! A bulk run's connected components: each worker's spanning forest ([`super::graph::spanning`]) goes to
+//! A bulk run's connected components: each worker's spanning forest ([`spanning`]) goes to
 //! worker 0, which joins the forests by union-find over their nodes in rank order, so that each
 //! component's root is its smallest rank, its label; each node's label goes to its rank owner,
 //! which adds the node's keep order, and each member to its label's owner.
@@ -14,10 +14,16 @@
 //! which at 100M documents would have been the run's peak; it stays for changes that retract
 //! pairs (the incremental audits to come), where a bulk run needs none.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use timely::worker::Worker;
 
-use super::graph::Link;
 use crate::exchange::{gather, shuffle_vec};
+use crate::hashing::mix64;
+
+/// Two ranks joined: a pair, or a link of a spanning forest.
+pub type Link = (u64, u64);
 
 /// A member of a cluster at its label's owner: `(label, keep order, rank)`. Sorted, a cluster's
 /// members are consecutive, in keep-policy order.
@@ -71,7 +77,7 @@ pub fn labels(links: &[Link]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The root of `x`'s tree, halving its path on the way.
+/// The root of `x`'s tree, halving its path on the way ([`spanning`]'s, over indices).
 fn root(mut x: u32, parent: &mut [u32]) -> u32 {
     while parent[x as usize] != x {
         let grand = parent[parent[x as usize] as usize];
@@ -81,13 +87,57 @@ fn root(mut x: u32, parent: &mut [u32]) -> u32 {
     x
 }
 
+/// A spanning forest of `edges`: those that join two of their components, in the order given
+/// (union-find). Its components are the edges' components, with fewer links than nodes.
+pub fn spanning(edges: impl IntoIterator<Item = Link>) -> Vec<Link> {
+    type Parents = HashMap<u64, u64, BuildHasherDefault<Mixed>>;
+    // The root of x's tree, halving its path on the way.
+    fn root(mut x: u64, parent: &mut Parents) -> u64 {
+        let mut p = *parent.entry(x).or_insert(x);
+        while p != x {
+            let grand = parent[&p];
+            parent.insert(x, grand);
+            (x, p) = (p, grand);
+        }
+        x
+    }
+    let mut parent = Parents::default();
+    let mut links = Vec::new();
+    for (a, b) in edges {
+        let (ra, rb) = (root(a, &mut parent), root(b, &mut parent));
+        if ra != rb {
+            parent.insert(ra.max(rb), ra.min(rb));
+            links.push((a, b));
+        }
+    }
+    links
+}
+
+/// A hasher for ranks, which come in runs: each mixed whole.
+#[derive(Default)]
+struct Mixed(u64);
+
+impl Hasher for Mixed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = mix64(self.0 ^ u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = mix64(x);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     use super::*;
-    use crate::hashing::mix64;
-    use crate::stages::cluster::graph::spanning;
 
     /// The members of the components of `pairs` by brute force: each node labelled by the
     /// smallest node it reaches (a search from every node), with its keep order.
@@ -182,6 +232,22 @@ mod tests {
                 .into_iter()
                 .collect();
             assert_eq!(labels(&pairs), want, "seed {seed}");
+        }
+    }
+
+    /// A spanning forest links exactly the nodes its edges link: one link fewer than the nodes of
+    /// each component, and the same components.
+    #[test]
+    fn a_spanning_forest_has_the_components_of_its_edges_and_a_link_fewer_than_their_nodes() {
+        for seed in 1..=5u64 {
+            let edges = random_pairs(seed, 50, 70);
+            let links = spanning(edges.iter().copied());
+            let normal = |e: &(u64, u64)| (e.0.min(e.1), e.0.max(e.1));
+            let components = |e: &[(u64, u64)]| brute(&e.iter().map(normal).collect(), &|_| 0);
+            let of_edges = components(&edges);
+            assert_eq!(components(&links), of_edges, "seed {seed}");
+            let labels: BTreeSet<u64> = of_edges.iter().map(|m| m.0).collect();
+            assert_eq!(links.len(), of_edges.len() - labels.len(), "seed {seed}");
         }
     }
 }

@@ -14,9 +14,6 @@
 //! to come): a bulk run's clusters are its [`super::components`], which hold 16 B a link where
 //! the graph's iteration held about 640 B a clustered document.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use differential_dataflow::algorithms::graphs::propagate::propagate;
 use differential_dataflow::input::{Input, InputSession};
 use differential_dataflow::operators::arrange::TraceAgent;
@@ -30,7 +27,6 @@ use timely::progress::frontier::AntichainRef;
 use timely::worker::Worker;
 
 use crate::exchange::BATCH;
-use crate::hashing::mix64;
 
 /// A part of a cluster, at its label's worker. Members sort before pairs, members by
 /// `(keep key, rank)`: keep-policy order.
@@ -50,61 +46,12 @@ pub enum Part {
 
 type Time = u32;
 
-/// Two ranks joined: a pair, or a link of a spanning forest.
-pub type Link = (u64, u64);
-
 /// Which input an edge goes to: the pairs (joined to their cluster) or the links (the labels
 /// propagate over them).
 #[derive(Clone, Copy)]
 enum Edge {
     Pair,
     Link,
-}
-
-/// A spanning forest of `edges`: those that join two of their components, in the order given
-/// (union-find). Its components are the edges' components, with fewer links than nodes.
-pub fn spanning(edges: impl IntoIterator<Item = Link>) -> Vec<Link> {
-    type Parents = HashMap<u64, u64, BuildHasherDefault<Mixed>>;
-    // The root of x's tree, halving its path on the way.
-    fn root(mut x: u64, parent: &mut Parents) -> u64 {
-        let mut p = *parent.entry(x).or_insert(x);
-        while p != x {
-            let grand = parent[&p];
-            parent.insert(x, grand);
-            (x, p) = (p, grand);
-        }
-        x
-    }
-    let mut parent = Parents::default();
-    let mut links = Vec::new();
-    for (a, b) in edges {
-        let (ra, rb) = (root(a, &mut parent), root(b, &mut parent));
-        if ra != rb {
-            parent.insert(ra.max(rb), ra.min(rb));
-            links.push((a, b));
-        }
-    }
-    links
-}
-
-/// A hasher for ranks, which come in runs: each mixed whole.
-#[derive(Default)]
-struct Mixed(u64);
-
-impl Hasher for Mixed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = mix64(self.0 ^ u64::from(*b));
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = mix64(x);
-    }
 }
 
 type Clusters = TraceAgent<ValSpine<u64, Part, Time, isize>>;
@@ -412,30 +359,6 @@ mod tests {
                     assert_eq!(got.1, brute(&after_pairs, &keys), "time 1, {context}");
                 }
             }
-        }
-    }
-
-    /// A spanning forest links exactly the nodes its edges link: one link fewer than the nodes of
-    /// each component, and the same components.
-    #[test]
-    fn a_spanning_forest_has_the_components_of_its_edges_and_a_link_fewer_than_their_nodes() {
-        for seed in 1..=5u64 {
-            let edges = random_pairs(seed, 50, 70);
-            let links = spanning(edges.iter().copied());
-            let zeros: BTreeMap<u64, u64> = (0..50).map(|r| (r, 0)).collect();
-            let normal = |e: &(u64, u64)| (e.0.min(e.1), e.0.max(e.1));
-            let components = |e: &[(u64, u64)]| {
-                let set: BTreeSet<_> = e.iter().map(normal).collect();
-                let members: Vec<(u64, Part)> = brute(&set, &zeros)
-                    .into_iter()
-                    .filter(|(_, p)| matches!(p, Part::Member { .. }))
-                    .collect();
-                members
-            };
-            let of_edges = components(&edges);
-            assert_eq!(components(&links), of_edges, "seed {seed}");
-            let labels: BTreeSet<u64> = of_edges.iter().map(|(l, _)| *l).collect();
-            assert_eq!(links.len(), of_edges.len() - labels.len(), "seed {seed}");
         }
     }
 }

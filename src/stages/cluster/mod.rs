@@ -7,8 +7,8 @@
 //!    smallest document id, whatever the workers and processes); each member goes with its keep
 //!    order to its label's owner, so each cluster's members meet on one worker. No worker
 //!    collects the pairs. (The cluster graph, [`graph`], computes the same in differential
-//!    dataflow and takes later changes; a bulk run does not need them, and its state was 40
-//!    times the components'.)
+//!    dataflow and takes later changes; a bulk run does not need them, and its state was about
+//!    ten times the components'.)
 //! 2. **Representatives**: each cluster, sorted by `(key, rank)`, keeps its first member; the
 //!    others are dropped in its favour. The star split instead cuts it into stars ([`star`]):
 //!    the pairs, oriented by their ends' places in keep order, stream past its members once.
@@ -28,7 +28,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
-pub use graph::{ClusterGraph, Link, Part};
+pub use components::Link;
+pub use graph::{ClusterGraph, Part};
 
 use super::reread;
 use crate::candidates::pairs::{PairList, PairRoom};
@@ -184,7 +185,7 @@ pub fn clusters(
     // Each worker's pairs joined by a spanning forest of them: a cluster's pairs are asked only
     // whether they join a member to the representative (`mark_paired`) or, for the star split,
     // streamed in keep order (`star`), where they are (10,000 near-copies are 50M pairs).
-    let links = graph::spanning(edges.iter());
+    let links = components::spanning(edges.iter());
     let linked = edges.pairs.check();
     let parts = components::members(worker, links, ranked.owners(), keep_order);
     all_ok(worker, linked)?;
