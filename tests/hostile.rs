@@ -546,6 +546,46 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     );
 }
 
+/// The defect: a first run into a new directory, interrupted or failed before its commit, left
+/// the directories it had created and its lock file there.
+#[test]
+fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
+    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
+                dir = \"new/out\"\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n";
+    let first = job(d, "job.toml", body);
+    for step in ["corpus: a part begun", "outputs staged"] {
+        let out = neardup()
+            .arg("run")
+            .arg(&first)
+            .env("NEARDUP_FAULT_INTERRUPT", step)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(130), "at {step}: {}", stderr(&out));
+        assert_eq!(listing(d), ["in.jsonl", "job.toml"], "at {step}");
+    }
+    // Refused (the corpus's place holds someone's file): the same.
+    std::fs::create_dir(d.join("theirs")).unwrap();
+    std::fs::write(d.join("theirs/corpus"), "mine\n").unwrap();
+    let refused = job(
+        d,
+        "job.toml",
+        &body.replace("corpus = \"corpus\"", "corpus = \"../../theirs/corpus\""),
+    );
+    let out = neardup()
+        .arg("run")
+        .arg(&refused)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(listing(d), ["in.jsonl", "job.toml", "theirs"]);
+    assert_eq!(listing(&d.join("theirs")), ["corpus"]);
+}
+
 #[test]
 fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corpus() {
     // Regression: the staged corpus directory outlived the interrupt (only staged files were

@@ -51,6 +51,22 @@ fn files_below(dir: &Path, visible_only: bool) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// Every entry below `dir` (files, directories, links, hidden ones too), relative to `dir`.
+fn entries_below(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(path.clone());
+            }
+            out.insert(path.strip_prefix(dir).unwrap().to_path_buf());
+        }
+    }
+    out
+}
+
 /// A user's directory: documents in `in/` (a.jsonl, b.jsonl), a symlink `link.jsonl` to
 /// `in/a.jsonl`, fingerprints, a pairs and a truth file to score, someone's `precious/thesis.txt`,
 /// and an earlier neardup run's output directory `run0/` (for `report`).
@@ -105,7 +121,9 @@ impl Sandbox {
 
     /// Runs `cmd` (in the sandbox) and checks that it was refused with a message naming
     /// `named`, and that every file the user had is as it was.
+    /// Nor did it leave anything behind: no lock file, no directory it created.
     fn refused(&self, label: &str, cmd: &mut Command, named: &str) {
+        let found = entries_below(&self.d);
         let out = cmd.current_dir(&self.d).output().unwrap();
         let message = stderr(&out);
         assert!(
@@ -117,6 +135,8 @@ impl Sandbox {
             message.contains(named),
             "{label}: the message does not name {named}:\n{message}"
         );
+        let left: Vec<_> = entries_below(&self.d).difference(&found).cloned().collect();
+        assert!(left.is_empty(), "{label}: the refused run left {left:?}");
         for (rel, bytes) in &self.before {
             let now = std::fs::read(self.d.join(rel));
             assert!(

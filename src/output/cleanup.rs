@@ -115,6 +115,41 @@ pub fn unregister_dir(path: &Path) {
         .retain(|d| d != path);
 }
 
+/// What a run made besides its staged outputs (output directories that were missing, lock files),
+/// in the order made; removed on an interrupt before the commit, as a failed run removes them.
+static MADE: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+/// Remembers a directory or lock file this run made, to be removed if it is interrupted before
+/// its commit.
+pub fn register_made(path: &Path) {
+    MADE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(path.to_path_buf());
+}
+
+/// Forgets a path [`register_made`] remembered.
+pub fn unregister_made(path: &Path) {
+    MADE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|d| d != path);
+}
+
+/// Removes what the run made, newest first: files, and directories only when empty.
+fn remove_made() {
+    let made = match MADE.try_lock() {
+        Ok(g) => g.clone(),
+        Err(TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    for path in made.iter().rev() {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => drop(std::fs::remove_dir(path)),
+            Ok(_) => drop(std::fs::remove_file(path)),
+            Err(_) => {}
+        }
+    }
+}
+
 /// Removes every registered staged directory with its contents. It walks and allocates, so it runs
 /// on interrupts and panics, not when memory is exhausted (the next run into the directory
 /// removes what is left then).
@@ -301,6 +336,9 @@ pub fn install() -> std::io::Result<()> {
                     !temps.is_empty()
                 };
                 remove_dirs();
+                if !COMMITTED.load(Ordering::SeqCst) {
+                    remove_made();
+                }
                 if COMMITTED.load(Ordering::SeqCst) && !removed {
                     eprintln!(
                         "\nneardup: interrupted by {name} after the outputs were written: they are whole"

@@ -24,7 +24,6 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -36,7 +35,7 @@ use super::journal::{self, Journal, Move, Recovery};
 use super::owned::{self, Entry, Record, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
 use super::paths::{follow, parent_of, Inputs, Target};
-use super::{cleanup, fault, RowFormat};
+use super::{cleanup, fault, lock, RowFormat};
 
 /// Name of the lock file in every output directory.
 pub const LOCK_FILE: &str = ".neardup.lock";
@@ -68,72 +67,76 @@ pub struct OutputSet {
     journaled: bool,
 }
 
-/// The output directories this process has locked.
+/// The output directories this process has locked, and what it created to lock them: the
+/// directories that were not there and the lock files. A run that commits nothing into a
+/// directory removes them again when it lets go (a refused or failed run leaves the directory as it
+/// found it); an interrupt removes them through [`cleanup::register_made`].
 #[derive(Default)]
 struct Locks {
     held: Vec<(PathBuf, File)>,
+    /// Created by this process, in the order made (a directory before what is in it).
+    made: Vec<PathBuf>,
 }
 
 impl Locks {
     /// Locks `dir` unless this process holds its lock already.
     fn take(&mut self, dir: &Path) -> Result<()> {
         if !self.held.iter().any(|(d, _)| d == dir) {
-            let file = lock_dir(dir)?;
+            let (file, created) = lock_dir(dir)?;
+            if created {
+                self.made(dir.join(LOCK_FILE));
+            }
             self.held.push((dir.to_path_buf(), file));
+        }
+        Ok(())
+    }
+
+    /// Remembers `path` as made by this run.
+    fn made(&mut self, path: PathBuf) {
+        cleanup::register_made(&path);
+        self.made.push(path);
+    }
+
+    /// Creates `dir` and the directories above it that are missing, remembering each one made.
+    fn create_dir(&mut self, dir: &Path) -> io::Result<()> {
+        let missing: Vec<&Path> = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+            .collect();
+        std::fs::create_dir_all(dir)?;
+        for d in missing.into_iter().rev() {
+            self.made(d.to_path_buf());
         }
         Ok(())
     }
 }
 
-/// Takes the lock of an output directory, or says who holds it.
-fn lock_dir(dir: &Path) -> Result<File> {
-    let path = dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .io_context(|| format!("cannot write in output directory {}", dir.display()))?;
-    if !try_flock(&file, &path) {
-        let holder = std::fs::read_to_string(&path).unwrap_or_default();
-        let holder = holder.trim();
-        bail!(
-            Output,
-            "output directory {} is in use by another neardup run{}; wait for it to finish or \
-             choose another output directory",
-            dir.display(),
-            if holder.is_empty() {
-                String::new()
-            } else {
-                format!(" (pid {holder})")
+impl Drop for Locks {
+    /// Removes what this process made in directories it committed nothing to: lock files (still
+    /// locked, so no other run holds them) where no record of neardup's outputs is, then the
+    /// directories it created, if they are empty.
+    fn drop(&mut self) {
+        for path in self.made.iter().rev() {
+            let is_lock = path.file_name().is_some_and(|n| n == LOCK_FILE);
+            if is_lock && !parent_of(path).join(owned::RECORD_FILE).exists() {
+                let _ = std::fs::remove_file(path);
+            } else if !is_lock {
+                let _ = std::fs::remove_dir(path);
             }
-        );
+            cleanup::unregister_made(path);
+        }
     }
-    file.set_len(0)
-        .and_then(|_| writeln!(file, "{}", std::process::id()))
-        .io_context(|| format!("writing {}", path.display()))?;
-    Ok(file)
 }
 
-/// Takes the exclusive lock of `file` (at `path`) without blocking; true if taken. A lock this
-/// process's own pid holds is waited for a little: a child forked by another thread of the process
-/// (a test harness spawning a command) holds a copy of the descriptor until it execs, so a run's
-/// lock released a moment ago can still look held.
-fn try_flock(file: &File, path: &Path) -> bool {
-    let own = std::process::id().to_string();
-    for _ in 0..200 {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return true;
-        }
-        let holder = std::fs::read_to_string(path).unwrap_or_default();
-        if holder.trim() != own {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    false
+/// Takes the lock of an output directory, or says who holds it; true with it if this process
+/// created the lock file.
+fn lock_dir(dir: &Path) -> Result<(File, bool)> {
+    let shown = format!("output directory {}", dir.display());
+    lock::take(
+        &dir.join(LOCK_FILE),
+        &shown,
+        " or choose another output directory",
+    )
 }
 
 /// True for the names neardup stages under: `.NAME.neardup-tmp-...`.
@@ -238,8 +241,8 @@ impl OutputSet {
     /// `inputs` are the files the run reads (and its job file): no output may be one of them.
     pub fn prepare(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<OutputSet> {
         let slots = resolve(outputs, inputs)?;
-        let dirs = create_dirs(&slots)?;
         let mut locks = Locks::default();
+        let dirs = create_dirs(&slots, &mut locks)?;
         for dir in &dirs {
             locks.take(dir)?;
         }
@@ -444,15 +447,16 @@ fn resolve(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<Vec<Slot
         .collect())
 }
 
-/// Creates the directories of the file and directory outputs; returns them, each once.
-fn create_dirs(slots: &[Slot]) -> Result<Vec<PathBuf>> {
+/// Creates the directories of the file and directory outputs (`locks` remembers those it made);
+/// returns them, each once.
+fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     for s in slots {
         let Some(real) = s.target.real() else {
             continue;
         };
         let dir = parent_of(real);
-        std::fs::create_dir_all(&dir).io_context(|| {
+        locks.create_dir(&dir).io_context(|| {
             format!(
                 "output {}: cannot create directory {}",
                 s.name,
@@ -594,7 +598,7 @@ mod tests {
     #[test]
     fn a_lock_our_own_pid_lets_go_of_shortly_is_waited_for() {
         let dir = tempfile::tempdir().unwrap();
-        let held = lock_dir(dir.path()).unwrap();
+        let (held, _) = lock_dir(dir.path()).unwrap();
         let release = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(150));
             drop(held);
@@ -689,6 +693,64 @@ mod tests {
         write_file(&d.join("out.txt"), &[], |w| w.write_all(b"1\n")).unwrap();
         write_file(&d.join("out.txt"), &[], |w| w.write_all(b"2\n")).unwrap();
         assert_eq!(std::fs::read_to_string(d.join("out.txt")).unwrap(), "2\n");
+    }
+
+    /// The defect: a refused run left `.neardup.lock` in the user's directory, and the
+    /// directories it had created for its outputs.
+    #[test]
+    fn a_refused_set_leaves_no_lock_file_and_no_directory_it_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("thesis.txt"), "mine\n").unwrap();
+        let outs = vec![
+            ("pairs".to_string(), d.join("new/a/pairs.tsv")),
+            ("clusters".to_string(), d.join("thesis.txt")),
+        ];
+        let e = OutputSet::prepare(&outs, &[]).err().expect("refused");
+        assert!(e.to_string().contains("thesis.txt"), "{e}");
+        assert_eq!(names_in(d), ["thesis.txt"]);
+    }
+
+    #[test]
+    fn a_set_dropped_before_its_first_commit_leaves_nothing_it_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("mine")).unwrap();
+        let outs = vec![
+            ("pairs".to_string(), d.join("new/a/pairs.tsv")),
+            ("summary".to_string(), d.join("mine/summary.json")),
+        ];
+        let set = OutputSet::prepare(&outs, &[]).unwrap();
+        assert!(d.join("new/a").join(LOCK_FILE).exists());
+        set.write("pairs", |w, _| w.write_all(b"a\tb\t1\n"))
+            .unwrap();
+        drop(set);
+        assert_eq!(names_in(d), ["mine"]);
+        assert!(names_in(&d.join("mine")).is_empty());
+        // After a commit the lock file stays beside the outputs' record, as before.
+        write_file(&d.join("new/a/pairs.tsv"), &[], |w| w.write_all(b"x\n")).unwrap();
+        assert_eq!(
+            names_in(&d.join("new/a")),
+            [".neardup-outputs.json", ".neardup.lock", "pairs.tsv"]
+        );
+    }
+
+    /// A run that opened the lock file just before its holder removed it must not lock the
+    /// removed file while a third run locks a new one.
+    #[test]
+    fn a_lock_file_removed_since_it_was_opened_is_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        let (opened, created) = lock::open(&path).unwrap();
+        assert!(created && lock::is_at(&opened, &path));
+        let (again, created) = lock::open(&path).unwrap();
+        assert!(!created && lock::is_at(&again, &path));
+        std::fs::remove_file(&path).unwrap();
+        assert!(!lock::is_at(&opened, &path));
+        let (new, created) = lock::open(&path).unwrap();
+        assert!(created && lock::is_at(&new, &path) && !lock::is_at(&opened, &path));
+        let (file, _) = lock_dir(dir.path()).unwrap();
+        assert!(lock::is_at(&file, &path));
     }
 
     #[test]

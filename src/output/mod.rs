@@ -8,6 +8,7 @@ pub mod commit;
 pub mod corpus;
 pub use crate::fault;
 pub mod journal;
+pub mod lock;
 pub mod owned;
 pub mod paths;
 pub mod report;

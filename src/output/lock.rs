@@ -1,0 +1,89 @@
+//! Advisory locks that keep two neardup runs out of one place: an output directory
+//! (`.neardup.lock`, see [`super::commit`]) or a store (see [`crate::store`]). The lock is an
+//! exclusive `flock` on a file holding the holder's pid, released by the kernel when the process
+//! ends, so a killed run never leaves a place locked.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use crate::bail;
+use crate::error::{IoContext, Result};
+
+/// Takes the lock at `path` (the file created if missing) and writes this process's pid in it;
+/// true with it if this process created the file. Held by another run: an error saying that
+/// `what` is in use, by which pid, ending with `hint`.
+pub fn take(path: &Path, what: &str, hint: &str) -> Result<(File, bool)> {
+    loop {
+        let (mut file, created) =
+            open(path).io_context(|| format!("cannot write the lock file {}", path.display()))?;
+        if !try_flock(&file, path) {
+            let holder = std::fs::read_to_string(path).unwrap_or_default();
+            let holder = holder.trim();
+            let pid = match holder.is_empty() {
+                true => String::new(),
+                false => format!(" (pid {holder})"),
+            };
+            bail!(
+                Output,
+                "{what} is in use by another neardup run{pid}; wait for it to finish{hint}"
+            );
+        }
+        if !is_at(&file, path) {
+            // The run that held it removed the file as it let go: lock the one there now.
+            continue;
+        }
+        file.set_len(0)
+            .and_then(|_| writeln!(file, "{}", std::process::id()))
+            .io_context(|| format!("writing {}", path.display()))?;
+        return Ok((file, created));
+    }
+}
+
+/// Opens the lock file at `path`, creating it if missing; true with it if created here.
+pub fn open(path: &Path) -> io::Result<(File, bool)> {
+    loop {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true);
+        match options.clone().create_new(true).open(path) {
+            Ok(f) => return Ok((f, true)),
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            Err(_) => {}
+        }
+        match options.open(path) {
+            Ok(f) => return Ok((f, false)),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            Err(_) => {} // removed in between: create it
+        }
+    }
+}
+
+/// True if open `file` is the file at `path` now (not one removed from there since it was opened).
+pub fn is_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Takes the exclusive lock of `file` (at `path`) without blocking; true if taken. A lock this
+/// process's own pid holds is waited for a little: a child forked by another thread of the process
+/// (a test harness spawning a command) holds a copy of the descriptor until it execs, so a run's
+/// lock released a moment ago can still look held.
+fn try_flock(file: &File, path: &Path) -> bool {
+    let own = std::process::id().to_string();
+    for _ in 0..200 {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return true;
+        }
+        let holder = std::fs::read_to_string(path).unwrap_or_default();
+        if holder.trim() != own {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
