@@ -114,7 +114,7 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
 
 /// Appends `a.n` synthetic documents to the store in segments of `a.per_segment`.
 fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
-    let mut store = neardup::store::Store::open(&a.store)?;
+    let mut store = neardup::store::Store::open_to_write(&a.store)?;
     let first = store.manifest().documents();
     let Some(source) = store.manifest().segments.first().map(|s| s.sources.clone()) else {
         anyhow::bail!(

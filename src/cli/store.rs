@@ -147,7 +147,7 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Compact { dir } => {
-            let mut store = Store::open(&dir)?;
+            let mut store = Store::open_to_write(&dir)?;
             match store.compact()? {
                 None => println!(
                     "store {}: one segment or none; nothing to merge",

@@ -11,11 +11,20 @@
 //! atomically (written beside, synced, renamed): a process killed at any instant leaves the old
 //! manifest or the new one, and the segments the old one names untouched. A segment file that no
 //! manifest names is a leftover of such a kill; the next append removes it.
+//!
+//! One run changes a store at a time: appending and compacting need the store opened to write
+//! ([`Store::open_or_create`], [`Store::open_to_write`]), which takes its lock
+//! (`DIR/.neardup-store.lock`, see [`crate::output::lock`]) until the store is dropped; a second
+//! writer is refused at once, naming the first. Readers (an audit without `--append`, `store info`
+//! and `verify`) take no lock: a manifest is replaced whole, so they read the old store or the new
+//! one, but a compaction removes the segments it merged, and an audit reading them then fails
+//! with an error naming the segment.
 
 pub mod segment;
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -98,11 +107,16 @@ impl Manifest {
     }
 }
 
+/// The file whose lock a store's writer holds.
+pub const LOCK: &str = ".neardup-store.lock";
+
 /// An open store.
 #[derive(Clone, Debug)]
 pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
+    /// The store's lock, when opened to write.
+    writer: Option<Arc<fs::File>>,
 }
 
 impl Store {
@@ -113,9 +127,19 @@ impl Store {
         if !dir.join(MANIFEST).exists() {
             return Store::create(dir, parameters);
         }
-        let store = Store::open(dir)?;
+        let store = Store::open_to_write(dir)?;
         store.check_parameters(parameters)?;
         Ok(store)
+    }
+
+    /// Opens the store in `dir` to change it: takes its lock (refused at once if another run
+    /// holds it), then reads its manifest.
+    pub fn open_to_write(dir: &Path) -> Result<Store> {
+        let writer = lock(dir)?;
+        Ok(Store {
+            writer: Some(writer),
+            ..Store::open(dir)?
+        })
     }
 
     /// Opens the store in `dir`, whatever its parameters.
@@ -145,6 +169,7 @@ impl Store {
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
+            writer: None,
         })
     }
 
@@ -162,6 +187,16 @@ impl Store {
         }
         fs::create_dir_all(dir.join(SEGMENTS))
             .io_context(|| format!("creating the store {}", dir.display()))?;
+        let writer = lock(dir)?;
+        if dir.join(MANIFEST).exists() {
+            // Another run made it while this one waited for nothing: open what it made.
+            let store = Store {
+                writer: Some(writer),
+                ..Store::open(dir)?
+            };
+            store.check_parameters(parameters)?;
+            return Ok(store);
+        }
         let store = Store {
             dir: dir.to_path_buf(),
             manifest: Manifest {
@@ -169,6 +204,7 @@ impl Store {
                 parameters: parameters.to_vec(),
                 segments: Vec::new(),
             },
+            writer: Some(writer),
         };
         store.write_manifest(&store.manifest)?;
         Ok(store)
@@ -225,6 +261,7 @@ impl Store {
     /// kill left unnamed are removed by the next append or compaction). Returns the segments
     /// merged, or `None` when there were fewer than two (what a kill left is removed all the same).
     pub fn compact(&mut self) -> Result<Option<usize>> {
+        self.check_writer()?;
         self.remove_leftovers()?;
         let old = self.manifest.segments.clone();
         if old.len() < 2 {
@@ -298,6 +335,7 @@ impl Store {
     /// bytes: a run made again over the same inputs, say after a kill that left it unsure) is not
     /// added twice; the answer is false then.
     pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
+        self.check_writer()?;
         if self.holds(bytes) {
             return Ok(false);
         }
@@ -394,6 +432,17 @@ impl Store {
         Ok(total)
     }
 
+    /// An internal error unless the store was opened to write.
+    fn check_writer(&self) -> Result<()> {
+        ensure!(
+            self.writer.is_some(),
+            Internal,
+            "the store {} was opened to read, not to write",
+            self.dir.display()
+        );
+        Ok(())
+    }
+
     /// Removes the segment files no manifest names: what a killed append or compaction left.
     fn remove_leftovers(&self) -> Result<()> {
         let folder = self.dir.join(SEGMENTS);
@@ -424,6 +473,13 @@ impl Store {
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// Takes the lock of the store in `dir`.
+fn lock(dir: &Path) -> Result<Arc<fs::File>> {
+    let what = format!("the store {}", dir.display());
+    let (file, _) = crate::output::lock::take(&dir.join(LOCK), &what, "")?;
+    Ok(Arc::new(file))
 }
 
 /// xxh3-64 of `bytes`, 16 hex digits.
@@ -467,6 +523,7 @@ mod tests {
         let (first, second) = (seg("first", 2), seg("second", 1));
         store.append(&first, 2, &[]).unwrap();
         store.append(&second, 1, &[]).unwrap();
+        drop(store);
         let store = Store::open_or_create(&at, &params(3)).unwrap();
         let m = store.manifest();
         assert_eq!(m.format_version, FORMAT_VERSION);
@@ -528,6 +585,42 @@ mod tests {
         );
     }
 
+    /// The defect: two runs appending to one store each read the manifest as it was when they
+    /// began, so the second one's append removed the first one's segment as a leftover, wrote its
+    /// own under the same name and named only its own in the manifest. A second writer is now
+    /// refused while the first holds the store, and appends after it has let go.
+    #[test]
+    fn a_second_writer_is_refused_while_the_first_holds_the_store_and_no_segment_is_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut first = Store::open_or_create(&at, &params(3)).unwrap();
+        // The holder's pid as another process would write it (this process's own is waited for).
+        fs::write(at.join(LOCK), "999999999\n").unwrap();
+        for second in [
+            Store::open_or_create(&at, &params(3)),
+            Store::open_to_write(&at),
+        ] {
+            let e = second.unwrap_err().to_string();
+            assert!(
+                e.contains("in use by another neardup run (pid 999999999)"),
+                "{e}"
+            );
+        }
+        let reader = Store::open(&at).unwrap();
+        let e = reader.clone().compact().unwrap_err().to_string();
+        assert!(e.contains("opened to read"), "{e}");
+        first.append(&seg("first", 1), 1, &[]).unwrap();
+        drop(first);
+        let mut second = Store::open_or_create(&at, &params(3)).unwrap();
+        second.append(&seg("second", 2), 2, &[]).unwrap();
+        assert_eq!(second.manifest().segments.len(), 2);
+        assert_eq!(second.verify().unwrap(), 3);
+        assert!(
+            reader.manifest().segments.is_empty(),
+            "a reader's manifest is as it read it"
+        );
+    }
+
     /// Each state a kill during an append can leave: the store opens as before it, and the next
     /// append removes what the killed one left and succeeds.
     #[test]
@@ -537,6 +630,7 @@ mod tests {
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
         store.append(&seg("kept", 1), 1, &[]).unwrap();
         let before = store.manifest().clone();
+        drop(store);
         let segments = at.join(SEGMENTS);
         let leftovers: [(&str, &[u8]); 3] = [
             ("000002.seg.staged", b"half"),
