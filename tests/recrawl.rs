@@ -561,6 +561,65 @@ fn an_appended_store_answers_the_next_audit_as_a_store_made_by_runs_over_the_sam
     neardup(d, &["store", "verify", "all"]);
 }
 
+/// While one process holds a store to change it, every command that would change it is refused
+/// at once, naming the holder, and changes nothing; an audit that only reads it runs.
+#[test]
+fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls(0x10c)) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    store_of_a(d, &job, "held");
+    let before = std::fs::read(d.join("held/MANIFEST.json")).unwrap();
+    let holder = neardup::store::Store::open_to_write(&d.join("held")).unwrap();
+    let pid = format!("(pid {})", std::process::id());
+    let writers: [&[&str]; 3] = [
+        &[
+            "run",
+            &job,
+            "--store",
+            "held",
+            "--input",
+            "b.jsonl",
+            "--out-dir",
+            "w1",
+        ],
+        &[
+            "audit",
+            &job,
+            "--store",
+            "held",
+            "--input",
+            "b.jsonl",
+            "--out-dir",
+            "w2",
+            "--append",
+        ],
+        &["store", "compact", "held"],
+    ];
+    for args in writers {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(args)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(
+            e.contains("is in use by another neardup run") && e.contains(&pid),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(d.join("held/MANIFEST.json")).unwrap(), before);
+    }
+    assert!(!d.join("w1").exists() && !d.join("w2").exists(), "no output left");
+    audit(d, &job, "held", "2", "read", &[]);
+    drop(holder);
+    audit(d, &job, "held", "1", "appended", &["--append"]);
+    assert!(std::fs::read(d.join("held/MANIFEST.json")).unwrap() != before);
+}
+
 #[test]
 fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
