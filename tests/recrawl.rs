@@ -613,7 +613,10 @@ fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an
         );
         assert_eq!(std::fs::read(d.join("held/MANIFEST.json")).unwrap(), before);
     }
-    assert!(!d.join("w1").exists() && !d.join("w2").exists(), "no output left");
+    assert!(
+        !d.join("w1").exists() && !d.join("w2").exists(),
+        "no output left"
+    );
     audit(d, &job, "held", "2", "read", &[]);
     drop(holder);
     audit(d, &job, "held", "1", "appended", &["--append"]);
