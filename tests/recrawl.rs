@@ -623,6 +623,25 @@ fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an
     assert!(std::fs::read(d.join("held/MANIFEST.json")).unwrap() != before);
 }
 
+/// The defect: a first run with `--store NEW` that failed left an empty store in NEW, which
+/// pinned its settings for the next run.
+#[test]
+fn a_failed_first_run_leaves_no_store_and_no_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a0.jsonl"), "not json\n{\"id\": \"x\"}\n").unwrap();
+    let job = job(d, "simhash", "method = \"simhash\"\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["run", &job, "--store", "new/store"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("no record could be used"), "{e}");
+    assert!(!d.join("new").exists() && !d.join("out").exists(), "{e}");
+}
+
 #[test]
 fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -99,13 +99,8 @@ impl Locks {
 
     /// Creates `dir` and the directories above it that are missing, remembering each one made.
     fn create_dir(&mut self, dir: &Path) -> io::Result<()> {
-        let missing: Vec<&Path> = dir
-            .ancestors()
-            .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
-            .collect();
-        std::fs::create_dir_all(dir)?;
-        for d in missing.into_iter().rev() {
-            self.made(d.to_path_buf());
+        for d in super::paths::create_dir_all(dir)? {
+            self.made(d);
         }
         Ok(())
     }

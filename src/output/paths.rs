@@ -98,6 +98,18 @@ pub fn parent_of(path: &Path) -> PathBuf {
     }
 }
 
+/// Creates `dir` and every directory above it that is missing; returns those it created, the
+/// outermost first.
+pub fn create_dir_all(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    Ok(missing.into_iter().rev().collect())
+}
+
 /// The identity of an existing file: device and inode.
 pub fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))

@@ -160,6 +160,9 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
         }
     }
     if let Some(e) = error {
+        if let Some(store) = store {
+            store.remove_if_new();
+        }
         return Err(e);
     }
     let (Some(summary), Some(set)) = (summary, outputs) else {
@@ -196,7 +199,12 @@ fn commit(
     let mut json = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::Internal(format!("summary: {e}")))?;
     json.push(b'\n');
-    set.commit(Some(&json))?;
+    if let Err(e) = set.commit(Some(&json)) {
+        if let Some((store, _)) = store {
+            store.remove_if_new();
+        }
+        return Err(e);
+    }
     if let Some((mut store, (bytes, documents))) = store {
         let sources = plan.inputs.canonical_paths();
         let added = store.append(&bytes, documents, &sources).map_err(|e| {

@@ -117,6 +117,10 @@ pub struct Store {
     manifest: Manifest,
     /// The store's lock, when opened to write.
     writer: Option<Arc<fs::File>>,
+    /// What [`Store::create`] made, in order (the directories that were missing, `segments/`, the
+    /// lock, the manifest): [`Store::remove_if_new`] removes it when the run that made the store
+    /// fails before adding anything, and so does an interrupt; the first append keeps it.
+    made: Vec<PathBuf>,
 }
 
 impl Store {
@@ -170,6 +174,7 @@ impl Store {
             dir: dir.to_path_buf(),
             manifest,
             writer: None,
+            made: Vec::new(),
         })
     }
 
@@ -185,7 +190,7 @@ impl Store {
                 dir.display()
             );
         }
-        fs::create_dir_all(dir.join(SEGMENTS))
+        let mut made = crate::output::paths::create_dir_all(&dir.join(SEGMENTS))
             .io_context(|| format!("creating the store {}", dir.display()))?;
         let writer = lock(dir)?;
         if dir.join(MANIFEST).exists() {
@@ -197,6 +202,9 @@ impl Store {
             store.check_parameters(parameters)?;
             return Ok(store);
         }
+        made.extend([dir.join(LOCK), dir.join(MANIFEST)]);
+        made.iter()
+            .for_each(|p| crate::output::cleanup::register_made(p));
         let store = Store {
             dir: dir.to_path_buf(),
             manifest: Manifest {
@@ -205,6 +213,7 @@ impl Store {
                 segments: Vec::new(),
             },
             writer: Some(writer),
+            made,
         };
         store.write_manifest(&store.manifest)?;
         Ok(store)
@@ -336,6 +345,9 @@ impl Store {
     /// added twice; the answer is false then.
     pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
         self.check_writer()?;
+        for p in std::mem::take(&mut self.made) {
+            crate::output::cleanup::unregister_made(&p);
+        }
         if self.holds(bytes) {
             return Ok(false);
         }
@@ -430,6 +442,23 @@ impl Store {
             total += documents;
         }
         Ok(total)
+    }
+
+    /// Removes the store again if this process made it and nothing was added to it (the run that
+    /// made it failed): what [`Store::create`] made, newest first, while the lock is held.
+    pub fn remove_if_new(self) {
+        let segments = fs::read_dir(self.dir.join(SEGMENTS));
+        let empty = segments.is_ok_and(|mut s| s.next().is_none());
+        if !empty || !self.manifest.segments.is_empty() {
+            return;
+        }
+        for path in self.made.iter().rev() {
+            let _ = match path.is_dir() {
+                true => fs::remove_dir(path),
+                false => fs::remove_file(path),
+            };
+            crate::output::cleanup::unregister_made(path);
+        }
     }
 
     /// An internal error unless the store was opened to write.
@@ -583,6 +612,34 @@ mod tests {
             e.contains("segment 000001.seg") && e.contains("damaged"),
             "{e}"
         );
+    }
+
+    /// The defect: a run that made a store and failed before adding anything left an empty
+    /// store, which pinned its parameters for the next run.
+    #[test]
+    fn a_store_made_and_left_empty_is_removed_and_one_appended_to_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("new/store");
+        Store::open_or_create(&at, &params(3))
+            .unwrap()
+            .remove_if_new();
+        assert!(!dir.path().join("new").exists());
+        fs::create_dir(dir.path().join("given")).unwrap();
+        let given = dir.path().join("given");
+        Store::open_or_create(&given, &params(3))
+            .unwrap()
+            .remove_if_new();
+        assert_eq!(fs::read_dir(&given).unwrap().count(), 0, "emptied, kept");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(&seg("one", 1), 1, &[]).unwrap();
+        store.remove_if_new();
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        assert_eq!(store.manifest().segments.len(), 1);
+        store.append(&seg("two", 1), 1, &[]).unwrap();
+        let reopened = Store::open(&at).unwrap();
+        drop(store);
+        reopened.remove_if_new();
+        assert_eq!(Store::open(&at).unwrap().verify().unwrap(), 2);
     }
 
     /// The defect: two runs appending to one store each read the manifest as it was when they
