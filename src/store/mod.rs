@@ -194,7 +194,7 @@ impl Store {
             .io_context(|| format!("creating the store {}", dir.display()))?;
         let writer = lock(dir)?;
         if dir.join(MANIFEST).exists() {
-            // Another run made it while this one waited for nothing: open what it made.
+            // Another run made the store between this one's look and its lock: open that one.
             let store = Store {
                 writer: Some(writer),
                 ..Store::open(dir)?
