@@ -87,3 +87,35 @@ fn try_flock(file: &File, path: &Path) -> bool {
     }
     false
 }
+
+/// Takes a shared lock on the file at `path` (created if missing), waiting while an exclusive one
+/// is held: the readers of a store hold it while one that removes files takes it exclusively.
+pub fn shared(path: &Path) -> io::Result<File> {
+    let file = match open(path) {
+        Ok((file, _)) => file,
+        Err(_) => File::open(path)?, // a place this process cannot write in
+    };
+    relax(&file)?;
+    Ok(file)
+}
+
+/// Turns the lock of `file` exclusive if no other holder has it, without waiting; true if done.
+/// When not, the file holds no lock until [`relax`] (the kernel drops the old lock first).
+pub fn try_exclusive(file: &File) -> bool {
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Takes the lock of `file` as shared again, waiting while another holds it exclusively.
+pub fn relax(file: &File) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

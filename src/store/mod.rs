@@ -15,10 +15,11 @@
 //! One run changes a store at a time: appending and compacting need the store opened to write
 //! ([`Store::open_or_create`], [`Store::open_to_write`]), which takes its lock
 //! (`DIR/.neardup-store.lock`, see [`crate::output::lock`]) until the store is dropped; a second
-//! writer is refused at once, naming the first. Readers (an audit without `--append`, `store info`
-//! and `verify`) take no lock: a manifest is replaced whole, so they read the old store or the new
-//! one, but a compaction removes the segments it merged, and an audit reading them then fails
-//! with an error naming the segment.
+//! writer is refused at once, naming the first. Every open store, reading or writing, holds a
+//! shared lock on `DIR/.neardup-store.readers`: a manifest is replaced whole, so a reader reads the
+//! old store or the new one, and the segment files no manifest names any more (merged by a
+//! compaction, or left by a killed append) are removed only by a writer that can take that lock
+//! alone; otherwise they stay for the next writer.
 
 pub mod segment;
 
@@ -109,6 +110,8 @@ impl Manifest {
 
 /// The file whose lock a store's writer holds.
 pub const LOCK: &str = ".neardup-store.lock";
+/// The file every open store holds a shared lock on (see the module's documentation).
+pub const READERS: &str = ".neardup-store.readers";
 
 /// An open store.
 #[derive(Clone, Debug)]
@@ -117,6 +120,8 @@ pub struct Store {
     manifest: Manifest,
     /// The store's lock, when opened to write.
     writer: Option<Arc<fs::File>>,
+    /// The readers' shared lock (none on a store this process cannot write in).
+    reading: Option<Arc<fs::File>>,
     /// What [`Store::create`] made, in order (the directories that were missing, `segments/`, the
     /// lock, the manifest): [`Store::remove_if_new`] removes it when the run that made the store
     /// fails before adding anything, and so does an interrupt; the first append keeps it.
@@ -174,6 +179,7 @@ impl Store {
             dir: dir.to_path_buf(),
             manifest,
             writer: None,
+            reading: read_lock(dir),
             made: Vec::new(),
         })
     }
@@ -202,7 +208,8 @@ impl Store {
             store.check_parameters(parameters)?;
             return Ok(store);
         }
-        made.extend([dir.join(LOCK), dir.join(MANIFEST)]);
+        let reading = read_lock(dir);
+        made.extend([dir.join(LOCK), dir.join(READERS), dir.join(MANIFEST)]);
         made.iter()
             .for_each(|p| crate::output::cleanup::register_made(p));
         let store = Store {
@@ -213,6 +220,7 @@ impl Store {
                 segments: Vec::new(),
             },
             writer: Some(writer),
+            reading,
             made,
         };
         store.write_manifest(&store.manifest)?;
@@ -474,6 +482,20 @@ impl Store {
 
     /// Removes the segment files no manifest names: what a killed append or compaction left.
     fn remove_leftovers(&self) -> Result<()> {
+        let Some(reading) = &self.reading else {
+            return self.remove_unnamed();
+        };
+        let removed = match crate::output::lock::try_exclusive(reading) {
+            true => self.remove_unnamed(),
+            false => Ok(()), // a reader may still read them: the next writer removes them
+        };
+        let relaxed = crate::output::lock::relax(reading);
+        removed?;
+        relaxed.io_context(|| format!("locking {}", self.dir.join(READERS).display()))
+    }
+
+    /// Removes the segment files the manifest does not name.
+    fn remove_unnamed(&self) -> Result<()> {
         let folder = self.dir.join(SEGMENTS);
         let entries =
             fs::read_dir(&folder).io_context(|| format!("listing {}", folder.display()))?;
@@ -502,6 +524,14 @@ impl Store {
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// Takes the readers' shared lock of the store in `dir`; none where the lock file cannot be
+/// written or made (a store on a read-only filesystem, which no writer can change either).
+fn read_lock(dir: &Path) -> Option<Arc<fs::File>> {
+    crate::output::lock::shared(&dir.join(READERS))
+        .ok()
+        .map(Arc::new)
 }
 
 /// Takes the lock of the store in `dir`.
@@ -640,6 +670,36 @@ mod tests {
         drop(store);
         reopened.remove_if_new();
         assert_eq!(Store::open(&at).unwrap().verify().unwrap(), 2);
+    }
+
+    /// The defect: a compaction removed the segments it merged while an audit that had read
+    /// the manifest before it still read them ("reading segment 000001.seg: No such file"). The
+    /// files stay while a reader holds the store, and the next writer alone removes them.
+    #[test]
+    fn segments_a_compaction_merged_stay_while_a_reader_holds_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        let (one, two) = (seg("one", 1), seg("two", 2));
+        store.append(&one, 1, &["a.jsonl".into()]).unwrap();
+        store.append(&two, 2, &["b.jsonl".into()]).unwrap();
+        drop(store);
+        let reader = Store::open(&at).unwrap();
+        let mut writer = Store::open_to_write(&at).unwrap();
+        assert_eq!(writer.compact().unwrap(), Some(2));
+        assert_eq!(writer.manifest().segments.len(), 1);
+        assert_eq!(
+            reader.read_segment(0).unwrap(),
+            one,
+            "the reader's manifest still reads"
+        );
+        assert_eq!(reader.read_segment(1).unwrap(), two);
+        assert_eq!(Store::open(&at).unwrap().verify().unwrap(), 3);
+        drop(reader);
+        writer.compact().unwrap();
+        let files = fs::read_dir(at.join(SEGMENTS)).unwrap().count();
+        assert_eq!(files, 1, "removed once no reader holds the store");
+        assert_eq!(writer.verify().unwrap(), 3);
     }
 
     /// The defect: two runs appending to one store each read the manifest as it was when they
