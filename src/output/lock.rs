@@ -18,7 +18,13 @@ pub fn take(path: &Path, what: &str, hint: &str) -> Result<(File, bool)> {
     loop {
         let (mut file, created) =
             open(path).io_context(|| format!("cannot write the lock file {}", path.display()))?;
-        if !try_flock(&file, path) {
+        let taken = try_flock(&file, path).io_context(|| {
+            format!(
+                "cannot lock {} (does its filesystem support file locks?)",
+                path.display()
+            )
+        })?;
+        if !taken {
             let holder = std::fs::read_to_string(path).unwrap_or_default();
             let holder = holder.trim();
             let pid = match holder.is_empty() {
@@ -68,24 +74,31 @@ pub fn is_at(file: &File, path: &Path) -> bool {
     }
 }
 
-/// Takes the exclusive lock of `file` (at `path`) without blocking; true if taken. A lock this
-/// process's own pid holds is waited for a little: a child forked by another thread of the process
-/// (a test harness spawning a command) holds a copy of the descriptor until it execs, so a run's
-/// lock released a moment ago can still look held.
-fn try_flock(file: &File, path: &Path) -> bool {
+/// Takes the exclusive lock of `file` (at `path`) without blocking; true if taken, false if
+/// another holds it, an error if the filesystem cannot lock. A lock this process's own pid holds
+/// is waited for a little: a child forked by another thread of the process (a test harness
+/// spawning a command) holds a copy of the descriptor until it execs, so a run's lock released a
+/// moment ago can still look held.
+fn try_flock(file: &File, path: &Path) -> io::Result<bool> {
     let own = std::process::id().to_string();
     for _ in 0..200 {
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return true;
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => {}
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
         }
         let holder = std::fs::read_to_string(path).unwrap_or_default();
         if holder.trim() != own {
-            return false;
+            return Ok(false);
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    false
+    Ok(false)
 }
 
 /// Takes a shared lock on the file at `path` (created if missing), waiting while an exclusive one
