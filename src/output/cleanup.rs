@@ -115,37 +115,45 @@ pub fn unregister_dir(path: &Path) {
         .retain(|d| d != path);
 }
 
-/// What a run made besides its staged outputs (output directories that were missing, lock files),
-/// in the order made; removed on an interrupt before the commit, as a failed run removes them.
-static MADE: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+/// What a run made besides its staged outputs (output directories that were missing, lock files, a
+/// new store), in the order made; removed on an interrupt or when memory runs out before the
+/// commit, as a failed run removes them.
+static MADE: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
-/// Remembers a directory or lock file this run made, to be removed if it is interrupted before
-/// its commit.
+/// Remembers a directory or file this run made, to be removed if it is interrupted before its
+/// commit.
 pub fn register_made(path: &Path) {
-    MADE.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(path.to_path_buf());
+    if let Some(c) = c_path(path) {
+        MADE.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
 }
 
 /// Forgets a path [`register_made`] remembered.
 pub fn unregister_made(path: &Path) {
-    MADE.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .retain(|d| d != path);
+    if let Some(c) = c_path(path) {
+        MADE.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|m| *m != c);
+    }
 }
 
-/// Removes what the run made, newest first: files, and directories only when empty.
+/// Removes what the run made, newest first: files, and directories only when empty. Allocates
+/// nothing, and gives up if another thread holds the registry; does nothing after a commit.
 fn remove_made() {
+    if COMMITTED.load(Ordering::SeqCst) {
+        return;
+    }
     let made = match MADE.try_lock() {
-        Ok(g) => g.clone(),
-        Err(TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
         Err(TryLockError::WouldBlock) => return,
     };
     for path in made.iter().rev() {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => drop(std::fs::remove_dir(path)),
-            Ok(_) => drop(std::fs::remove_file(path)),
-            Err(_) => {}
+        // SAFETY: `path` is a NUL-terminated path; rmdir fails on a file, unlink on a directory.
+        unsafe {
+            if libc::rmdir(path.as_ptr()) != 0 {
+                libc::unlink(path.as_ptr());
+            }
         }
     }
 }
@@ -262,6 +270,7 @@ pub fn out_of_memory(bytes: usize) -> ! {
     );
     write_stderr(&[message.as_bytes()]);
     remove_all();
+    remove_made();
     // SAFETY: ends the process without running destructors or allocating.
     unsafe { libc::_exit(1) }
 }
@@ -336,9 +345,7 @@ pub fn install() -> std::io::Result<()> {
                     !temps.is_empty()
                 };
                 remove_dirs();
-                if !COMMITTED.load(Ordering::SeqCst) {
-                    remove_made();
-                }
+                remove_made();
                 if COMMITTED.load(Ordering::SeqCst) && !removed {
                     eprintln!(
                         "\nneardup: interrupted by {name} after the outputs were written: they are whole"
