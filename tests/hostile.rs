@@ -547,7 +547,7 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
 }
 
 /// The defect: a first run into a new directory, interrupted or failed before its commit, left
-/// the directories it had created and its lock file there.
+/// the directories it had created and its lock file there (and the new store it had made).
 #[test]
 fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind() {
     let dir = tempfile::tempdir().unwrap();
@@ -560,6 +560,7 @@ fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind(
         let out = neardup()
             .arg("run")
             .arg(&first)
+            .args(["--store", "stores/new"])
             .env("NEARDUP_FAULT_INTERRUPT", step)
             .current_dir(d)
             .output()
