@@ -16,7 +16,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::{neardup_ok as neardup, run_cluster};
+use common::{neardup_in, neardup_ok as neardup, run_cluster};
 use neardup::tools::gen::Rng;
 
 /// A document of a crawl.
@@ -477,11 +477,7 @@ fn a_store_keeps_the_urls_of_a_run_that_writes_no_url_output() {
 }
 
 fn stored_documents(dir: &Path, store: &str) -> u64 {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["store", "info", store])
-        .current_dir(dir)
-        .output()
-        .unwrap();
+    let out = neardup_in(dir, ["store", "info", store]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let line = text.lines().find(|l| l.starts_with("documents ")).unwrap();
     line["documents ".len()..].parse().unwrap()
@@ -600,11 +596,7 @@ fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an
         &["store", "compact", "held"],
     ];
     for args in writers {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-            .args(args)
-            .current_dir(d)
-            .output()
-            .unwrap();
+        let out = neardup_in(d, args);
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
         assert!(
@@ -631,11 +623,7 @@ fn a_failed_first_run_leaves_no_store_and_no_output_directory() {
     let d = dir.path();
     std::fs::write(d.join("a0.jsonl"), "not json\n{\"id\": \"x\"}\n").unwrap();
     let job = job(d, "simhash", "method = \"simhash\"\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["run", &job, "--store", "new/store"])
-        .current_dir(d)
-        .output()
-        .unwrap();
+    let out = neardup_in(d, ["run", &job, "--store", "new/store"]);
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains("no record could be used"), "{e}");
@@ -651,11 +639,7 @@ fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
     for name in neardup::config::AUDIT_OUTPUTS {
         let text = std::fs::read_to_string(&job).unwrap() + &format!("{name} = \"x.tsv\"\n");
         std::fs::write(d.join("with.toml"), text).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-            .args(["run", "with.toml"])
-            .current_dir(d)
-            .output()
-            .unwrap();
+        let out = neardup_in(d, ["run", "with.toml"]);
         let e = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{name}");
         assert!(
@@ -823,11 +807,7 @@ fn a_flipped_byte_in_any_part_of_a_segment_stops_the_audit_naming_the_segment() 
                 "q",
             ],
         ] {
-            let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args(cmd)
-                .current_dir(d)
-                .output()
-                .unwrap();
+            let out = neardup_in(d, cmd);
             let e = String::from_utf8_lossy(&out.stderr);
             assert!(!out.status.success(), "byte {at}, {cmd:?}");
             assert!(e.contains("000001.seg"), "byte {at}, {cmd:?}: {e}");

@@ -5,9 +5,9 @@
 //! only SIGKILL cannot, and the next run into the same directory removes what such a run left (see
 //! [`super::commit`]). The binary installs the handlers with [`install`]; the library never does.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
@@ -69,11 +69,29 @@ pub fn await_interrupt_exit() -> ! {
 /// Staged files of this process that are not yet renamed into place.
 static TEMPS: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
-fn temps() -> Option<MutexGuard<'static, Vec<CString>>> {
-    match TEMPS.try_lock() {
+/// `registry`, unless another thread holds it (a handler that must not wait gives up then).
+fn try_hold(registry: &'static Mutex<Vec<CString>>) -> Option<MutexGuard<'static, Vec<CString>>> {
+    match registry.try_lock() {
         Ok(g) => Some(g),
         Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
         Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// Adds `path` to `registry`.
+fn remember(registry: &Mutex<Vec<CString>>, path: &Path) {
+    if let Some(c) = c_path(path) {
+        registry.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    }
+}
+
+/// Takes `path` out of `registry`.
+fn forget(registry: &Mutex<Vec<CString>>, path: &Path) {
+    if let Some(c) = c_path(path) {
+        registry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|t| *t != c);
     }
 }
 
@@ -83,23 +101,16 @@ fn c_path(path: &Path) -> Option<CString> {
 
 /// Remembers a staged file, to be removed if the process is interrupted.
 pub fn register(path: &Path) {
-    if let Some(c) = c_path(path) {
-        TEMPS.lock().unwrap_or_else(|p| p.into_inner()).push(c);
-    }
+    remember(&TEMPS, path);
 }
 
 /// Forgets a staged file (renamed into place or removed).
 pub fn unregister(path: &Path) {
-    if let Some(c) = c_path(path) {
-        TEMPS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|t| *t != c);
-    }
+    forget(&TEMPS, path);
 }
 
 /// Staged directories of this process (the corpus) not yet renamed into place.
-static DIRS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// Remembers a staged directory, to be removed with its contents if the process is interrupted.
 pub fn register_dir(path: &Path) {
@@ -123,37 +134,42 @@ static MADE: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 /// Remembers a directory or file this run made, to be removed if it is interrupted before its
 /// commit.
 pub fn register_made(path: &Path) {
-    if let Some(c) = c_path(path) {
-        MADE.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+    remember(&MADE, path);
+}
+
+/// Removes `made` (paths this run made, in the order made), newest first, and forgets them: what
+/// a run that commits nothing does with what it made.
+pub fn remove_made_now(made: &[PathBuf]) {
+    for path in made.iter().rev() {
+        if let Some(c) = c_path(path) {
+            unmake(&c);
+        }
+        forget(&MADE, path);
     }
 }
 
-/// Forgets a path [`register_made`] remembered.
+/// Forgets a path [`register_made`] remembered, which stays.
 pub fn unregister_made(path: &Path) {
-    if let Some(c) = c_path(path) {
-        MADE.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|m| *m != c);
-    }
+    forget(&MADE, path);
 }
 
-/// Removes what the run made, newest first: files, and directories only when empty. Allocates
-/// nothing, and gives up if another thread holds the registry; does nothing after a commit.
+/// Removes what the run made, newest first. Allocates nothing, and gives up if another thread
+/// holds the registry; does nothing after a commit.
 fn remove_made() {
     if COMMITTED.load(Ordering::SeqCst) {
         return;
     }
-    let made = match MADE.try_lock() {
-        Ok(g) => g,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return,
-    };
-    for path in made.iter().rev() {
-        // SAFETY: `path` is a NUL-terminated path; rmdir fails on a file, unlink on a directory.
-        unsafe {
-            if libc::rmdir(path.as_ptr()) != 0 {
-                libc::unlink(path.as_ptr());
-            }
+    if let Some(made) = try_hold(&MADE) {
+        made.iter().rev().for_each(|path| unmake(path));
+    }
+}
+
+/// Removes one path a run made: a directory if it is empty, else a file. Allocates nothing.
+fn unmake(path: &CStr) {
+    // SAFETY: `path` is a NUL-terminated path; rmdir fails on a file, unlink on a directory.
+    unsafe {
+        if libc::rmdir(path.as_ptr()) != 0 {
+            libc::unlink(path.as_ptr());
         }
     }
 }
@@ -186,7 +202,7 @@ fn remove_dirs() {
 /// Removes every registered staged file. Allocates nothing, so it may run when memory is exhausted;
 /// if another thread holds the registry at that moment it gives up rather than wait.
 pub fn remove_all() {
-    if let Some(temps) = temps() {
+    if let Some(temps) = try_hold(&TEMPS) {
         unlink_all(&temps);
     }
 }

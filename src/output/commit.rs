@@ -111,15 +111,15 @@ impl Drop for Locks {
     /// locked, so no other run holds them) where no record of neardup's outputs is, then the
     /// directories it created, if they are empty.
     fn drop(&mut self) {
-        for path in self.made.iter().rev() {
+        self.made.retain(|path| {
             let is_lock = path.file_name().is_some_and(|n| n == LOCK_FILE);
-            if is_lock && !parent_of(path).join(owned::RECORD_FILE).exists() {
-                let _ = std::fs::remove_file(path);
-            } else if !is_lock {
-                let _ = std::fs::remove_dir(path);
+            let stays = is_lock && parent_of(path).join(owned::RECORD_FILE).exists();
+            if stays {
+                cleanup::unregister_made(path);
             }
-            cleanup::unregister_made(path);
-        }
+            !stays
+        });
+        cleanup::remove_made_now(&self.made);
     }
 }
 

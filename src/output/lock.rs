@@ -82,15 +82,8 @@ pub fn is_at(file: &File, path: &Path) -> bool {
 fn try_flock(file: &File, path: &Path) -> io::Result<bool> {
     let own = std::process::id().to_string();
     for _ in 0..200 {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        if try_exclusive(file)? {
             return Ok(true);
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => {}
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
         }
         let holder = std::fs::read_to_string(path).unwrap_or_default();
         if holder.trim() != own {
@@ -112,11 +105,23 @@ pub fn shared(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Turns the lock of `file` exclusive if no other holder has it, without waiting; true if done.
-/// When not, the file holds no lock until [`relax`] (the kernel drops the old lock first).
-pub fn try_exclusive(file: &File) -> bool {
-    // SAFETY: flock on a descriptor we own.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+/// Takes the lock of `file` exclusively (or turns its shared lock exclusive) if no other holder
+/// has it, without waiting; true if done, false if another holds it, an error if the filesystem
+/// cannot lock. When not done, a shared lock it held is gone until [`relax`] (the kernel drops
+/// the old lock first).
+pub fn try_exclusive(file: &File) -> io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(false),
+            io::ErrorKind::Interrupted => {}
+            _ => return Err(e),
+        }
+    }
 }
 
 /// Takes the lock of `file` as shared again, waiting while another holds it exclusively.

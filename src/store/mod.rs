@@ -144,7 +144,11 @@ impl Store {
     /// Opens the store in `dir` to change it: takes its lock (refused at once if another run
     /// holds it), then reads its manifest.
     pub fn open_to_write(dir: &Path) -> Result<Store> {
-        let writer = lock(dir)?;
+        Store::open_holding(dir, lock(dir)?)
+    }
+
+    /// Opens the store in `dir` with its lock `writer`, taken already.
+    fn open_holding(dir: &Path, writer: Arc<fs::File>) -> Result<Store> {
         Ok(Store {
             writer: Some(writer),
             ..Store::open(dir)?
@@ -201,10 +205,7 @@ impl Store {
         let writer = lock(dir)?;
         if dir.join(MANIFEST).exists() {
             // Another run made the store between this one's look and its lock: open that one.
-            let store = Store {
-                writer: Some(writer),
-                ..Store::open(dir)?
-            };
+            let store = Store::open_holding(dir, writer)?;
             store.check_parameters(parameters)?;
             return Ok(store);
         }
@@ -460,13 +461,7 @@ impl Store {
         if !empty || !self.manifest.segments.is_empty() {
             return;
         }
-        for path in self.made.iter().rev() {
-            let _ = match path.is_dir() {
-                true => fs::remove_dir(path),
-                false => fs::remove_file(path),
-            };
-            crate::output::cleanup::unregister_made(path);
-        }
+        crate::output::cleanup::remove_made_now(&self.made);
     }
 
     /// An internal error unless the store was opened to write.
@@ -486,8 +481,8 @@ impl Store {
             return self.remove_unnamed();
         };
         let removed = match crate::output::lock::try_exclusive(reading) {
-            true => self.remove_unnamed(),
-            false => Ok(()), // a reader may still read them: the next writer removes them
+            Ok(true) => self.remove_unnamed(),
+            _ => Ok(()), // a reader may still read them: the next writer removes them
         };
         let relaxed = crate::output::lock::relax(reading);
         removed?;

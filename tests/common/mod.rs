@@ -98,13 +98,21 @@ pub fn pair_rows(path: &Path) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// Runs `neardup ARGS` in `dir`; it must succeed (exit 0 or 3, some records skipped).
-pub fn neardup_ok(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+/// Runs `neardup ARGS` in `dir` and returns what it did.
+pub fn neardup_in<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: impl IntoIterator<Item = S>,
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(args)
         .current_dir(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs `neardup ARGS` in `dir`; it must succeed (exit 0 or 3, some records skipped).
+pub fn neardup_ok(dir: &Path, args: &[&str]) {
+    let out = neardup_in(dir, args);
     assert!(
         matches!(out.status.code(), Some(0 | 3)),
         "neardup {args:?}: {}",
