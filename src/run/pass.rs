@@ -73,6 +73,9 @@ impl<'a> Pass<'a> {
         scratch: &Arc<Scratch>,
     ) -> Pass<'a> {
         crate::summary::set_memory_budget(budget(plan));
+        if input_bytes(plan) <= budget(plan) / 8 {
+            crate::summary::keep_freed_blocks();
+        }
         Pass {
             plan,
             writer: outputs.filter(|_| me == 0),
@@ -706,13 +709,7 @@ impl<'a> Pass<'a> {
     fn kept_room(&self) -> Option<(usize, u64)> {
         let v = self.plan.verify.filter(|v| v.mode == VerifyMode::Exact)?;
         let room = budget(self.plan) / 8;
-        let files = self.plan.inputs.files.iter();
-        let input: u64 = files
-            .map(|f| match f.compression {
-                crate::source::Compression::None => f.size,
-                _ => f.size.saturating_mul(4),
-            })
-            .sum();
+        let input = input_bytes(self.plan);
         let keeps = input <= room && self.scratch.mode() != SpillMode::Always;
         // Reserved up front: at most what the hashes of the whole input take at 2 bytes a token.
         let share = room / self.plan.exec.workers as u64;
@@ -998,6 +995,17 @@ impl<'a> Pass<'a> {
 fn budget(plan: &Plan) -> u64 {
     let pairs = plan.pairs.as_ref();
     pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
+}
+
+/// The bytes of the run's input, a compressed file counted four times its size.
+fn input_bytes(plan: &Plan) -> u64 {
+    let files = plan.inputs.files.iter();
+    files
+        .map(|f| match f.compression {
+            crate::source::Compression::None => f.size,
+            _ => f.size.saturating_mul(4),
+        })
+        .sum()
 }
 
 /// The row format of a pairs output's `path` (tab-separated when it is not asked for).

@@ -83,9 +83,7 @@ impl KeptSets {
     pub fn set(&self, at: &Location) -> Option<(u64, Vec<u64>)> {
         let &row = self.at.get(&(at.file, at.offset))?;
         let e = self.entries[row as usize];
-        let mut set = self.hashes[e.start..e.start + e.len as usize].to_vec();
-        set.sort_unstable();
-        set.dedup();
+        let set = crate::text::sorted_set(&self.hashes[e.start..e.start + e.len as usize]);
         Some((e.raw, set))
     }
 

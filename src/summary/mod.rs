@@ -710,6 +710,20 @@ pub fn release_freed_memory() {
     }
 }
 
+/// Makes the allocator serve every block below 32 MiB from its arenas, which keep it once freed
+/// for the next, where glibc maps a block of its own (and unmaps it when freed) until a freed one
+/// raises its threshold: each such block's pages were faulted in again by the next allocation.
+/// For a run whose input fits an eighth of its budget (nothing there comes near it): 100k
+/// documents, 38k page faults -> 25k, the whole process about 8% faster (docs/PERFORMANCE.md).
+/// A larger run keeps glibc's own policy, under which its peaks were measured.
+pub fn keep_freed_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; any value of it is valid.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+    }
+}
+
 /// The resident size past which [`release_freed_memory`] trims (0: always).
 static TRIM_ABOVE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 

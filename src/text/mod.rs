@@ -14,7 +14,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 mod common;
 
-pub use common::{common, common_scalar};
+pub use common::{common, common_scalar, sorted_set};
 
 /// Largest supported shingle size (tokens per shingle).
 pub const MAX_SHINGLE: usize = 16;
@@ -785,15 +785,13 @@ pub const TRUTH_SHINGLE: usize = 5;
 /// has one shingle of all its tokens): the set whose Jaccard similarity defines a near-duplicate.
 pub fn shingle_set_of(text: &str, n: usize, scratch: &mut Scratch) -> Vec<u64> {
     let cfg = FeatureConfig::shingles(n);
-    let mut set = std::mem::take(&mut scratch.set);
-    set.clear();
-    for_each_shingle(text, &cfg, scratch, |h| set.push(h));
-    set.sort_unstable();
-    set.dedup();
-    // Made in a reused buffer and copied at its size: verification holds millions of these.
-    let exact = set.to_vec();
-    scratch.set = set;
-    exact
+    let mut hashes = std::mem::take(&mut scratch.set);
+    hashes.clear();
+    for_each_shingle(text, &cfg, scratch, |h| hashes.push(h));
+    // Gathered in a reused buffer, made at its size: verification holds millions of these.
+    let set = sorted_set(&hashes);
+    scratch.set = hashes;
+    set
 }
 
 /// What a pair's similarity measures of two shingle sets (the truth's, and verification's).
