@@ -186,10 +186,11 @@ impl super::Candidates for BandLayout {
         &self,
         _round: usize,
         records: &mut Vec<(u64, u64)>,
-        _scratch: &mut Vec<(u64, u64)>,
+        scratch: &mut Vec<(u64, u64)>,
         found: &mut dyn super::Found,
     ) -> CompareStats {
-        records.sort_unstable();
+        crate::hashing::sort_mixed_into(records, |r| r.0, scratch);
+        std::mem::swap(records, scratch);
         let mut stats = CompareStats::default();
         let mut keys = Vec::new();
         for group in records.chunk_by(|x, y| x.0 == y.0) {

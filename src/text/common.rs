@@ -67,60 +67,13 @@ unsafe fn common_avx2(a: &[u64], b: &[u64]) -> usize {
 /// The sorted, distinct set of `hashes` (well-mixed shingle hashes, with repeats), its capacity
 /// its length. Hand-rolled, as [`common`] is: verification makes a set of every document in a
 /// candidate pair, and `sort_unstable` of its hundreds of values was 15% of the accurate
-/// preset's time on real text. The values are placed by their leading bits into about one
-/// bucket each (a count and a scatter), which leaves each a few places at most from where it
-/// belongs, and an insertion sort finishes them; a bucket of more than [`CROWDED`] values (not
-/// well-mixed values, or many repeats) sends the whole set to `sort_unstable` instead.
+/// preset's time on real text ([`crate::hashing::sort_mixed_into`] sorts them).
 pub fn sorted_set(hashes: &[u64]) -> Vec<u64> {
-    let mut set = if hashes.len() < 64 {
-        let mut v = hashes.to_vec();
-        v.sort_unstable();
-        v
-    } else {
-        by_leading_bits(hashes)
-    };
+    let mut set = Vec::with_capacity(hashes.len());
+    crate::hashing::sort_mixed_into(hashes, |&h| h, &mut set);
     set.dedup();
     set.shrink_to_fit();
     set
-}
-
-/// Values of one bucket past which [`sorted_set`] sorts by comparison.
-const CROWDED: u32 = 48;
-
-/// [`sorted_set`]'s sort of 64 values or more, repeats kept.
-fn by_leading_bits(hashes: &[u64]) -> Vec<u64> {
-    let n = hashes.len();
-    let bits = (usize::BITS - (n - 1).leading_zeros()).min(16);
-    let shift = 64 - bits;
-    let mut starts = vec![0u32; (1 << bits) + 1];
-    for &h in hashes {
-        starts[(h >> shift) as usize + 1] += 1;
-    }
-    if starts.iter().any(|&c| c > CROWDED) {
-        let mut v = hashes.to_vec();
-        v.sort_unstable();
-        return v;
-    }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
-    let mut v = vec![0u64; n];
-    for &h in hashes {
-        let at = &mut starts[(h >> shift) as usize];
-        v[*at as usize] = h;
-        *at += 1;
-    }
-    // Every value is now at most a bucket's length from its place.
-    for i in 1..n {
-        let h = v[i];
-        let mut j = i;
-        while j > 0 && v[j - 1] > h {
-            v[j] = v[j - 1];
-            j -= 1;
-        }
-        v[j] = h;
-    }
-    v
 }
 
 #[cfg(test)]
