@@ -45,7 +45,7 @@ mod reference;
 mod score;
 mod sets;
 use score::Placement;
-use sets::{ReadSet, Sets};
+use sets::{ReadSet, Set, Sets};
 
 /// What verifying cost and found, on this worker.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -105,7 +105,7 @@ fn read_sets(
     let mut rest = Vec::with_capacity(requests.len());
     for (rank, at) in requests {
         match reading.kept.and_then(|k| k.set(&at)) {
-            Some((raw, set)) => sets.push((rank, raw, set)),
+            Some((raw, set)) => sets.push((rank, raw, Set::new(set))),
             None => rest.push((rank, at)),
         }
     }
@@ -128,7 +128,7 @@ fn read_sets(
     let mut set_of = |rank, doc: &Document<'_>| {
         let text = document_text(doc, reading.content.boilerplate)?;
         let set = shingle_set_of(&text, reading.shingle, &mut scratch);
-        sets.push((rank, raw_hash(doc), set));
+        sets.push((rank, raw_hash(doc), Set::new(set)));
         Ok(())
     };
     let parsed = reread::parse_lines(reading.inputs, lines, &mut set_of);
@@ -477,7 +477,9 @@ mod tests {
             let scratch = ScratchDir::new(parent.clone(), crate::spill::SpillMode::Never, |_| {});
             let mut held = Sets::new(scratch, u64::MAX >> 8, worker.index());
             let mine = sets.iter().filter(|(r, _)| owner(*r) == me);
-            let mine = mine.map(|(r, set)| (*r, 7, set.clone())).collect();
+            let mine = mine
+                .map(|(r, set)| (*r, 7, Set::new(set.clone())))
+                .collect();
             held.add(mine, 0).unwrap();
             held.seal().unwrap();
             let placement = Placement {

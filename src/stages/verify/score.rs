@@ -1,6 +1,7 @@
 //! Scoring the candidate pairs, round after round: a pair's first document `a` sends its set once
 //! to each worker that owns one of its second documents, with every pair it is in there, where
-//! the second documents' sets meet it.
+//! the second documents' sets meet it. A set sent to a worker of the same process is shared
+//! ([`Set`]), not copied; one sent to another process is serialized.
 //!
 //! A set copied once a pair made a cluster of near-copies cost a copy a pair: 10,000 near-copies
 //! of one page (50M pairs) copied 160 GB of sets in 2,390 rounds. Copied once a destination, a
@@ -25,7 +26,7 @@ use timely::worker::Worker;
 
 use super::reference::{Near, References, PAIRS_A_SET};
 use super::scored;
-use super::sets::{Sets, Side};
+use super::sets::{Set, Sets, Side};
 use crate::candidates::pairs::Pairs;
 use crate::candidates::{Pair, Score};
 use crate::config::Verification;
@@ -43,7 +44,7 @@ struct SetCopy {
     /// The hash of its bytes as read.
     raw: u64,
     /// Its shingle set.
-    set: Vec<u64>,
+    set: Set,
     /// The second documents of its pairs that `to` owns, with the pairs' scores so far.
     with: Vec<(u64, Score)>,
 }
@@ -60,14 +61,14 @@ struct SetTo {
     /// The hash of its bytes as read.
     raw: u64,
     /// Its shingle set.
-    set: Vec<u64>,
+    set: Set,
 }
 
 /// Spread pairs: the second documents' sets a worker has been sent, held for every round after,
 /// and the second documents and destinations this worker has sent a set to.
 #[derive(Default)]
 pub struct Seconds {
-    held: std::collections::HashMap<u64, (u64, Vec<u64>)>,
+    held: std::collections::HashMap<u64, (u64, Set)>,
     sent: std::collections::HashSet<(u64, u64)>,
 }
 
@@ -113,7 +114,8 @@ pub use crate::exchange::skewed;
 /// Pairs a set, at least, for spreading them to pay: each worker it goes to takes a copy of a
 /// set, a copy costs about what scoring a few pairs does, and spreading halves the pairs the
 /// busiest worker scores at most. 23,689 pairs of 13,856 sets of real text (make_corpus),
-/// spread, took 1.10x as long; 4.5M pairs of 3,000 near-copies, 0.90x.
+/// spread, took 1.10x as long; 4.5M pairs of 3,000 near-copies, 0.90x. With the sets shared
+/// between the workers of a process, not copied, spreading those 23,689 still took 1.02x.
 pub const PAIRS_A_SET_TO_SPREAD: u64 = 16;
 
 /// True if the pairs (`load`, by worker) are [`PAIRS_A_SET_TO_SPREAD`] or more for each of the
@@ -299,10 +301,10 @@ fn sets_sent(
     sets: &mut Sets,
     wanted: &[(u64, u64)],
     failure: &mut Option<Error>,
-) -> impl Iterator<Item = (u64, (u64, Vec<u64>))> {
+) -> impl Iterator<Item = (u64, (u64, Set))> {
     let mut copies: Vec<SetTo> = Vec::new();
     for group in wanted.chunk_by(|x, y| x.0 == y.0) {
-        let (raw, set) = match sets.get(group[0].0, Side::A) {
+        let (raw, set) = match sets.shared(group[0].0, Side::A) {
             Ok(Some(found)) => found,
             Ok(None) => continue,
             Err(e) => {
@@ -314,7 +316,7 @@ fn sets_sent(
             to,
             rank,
             raw,
-            set: set.to_vec(),
+            set: Set::clone(&set),
         }));
     }
     let copies = shuffle(worker, copies, |c: &SetTo| c.to);
@@ -345,7 +347,7 @@ fn first_sets<O: Fn(u64) -> u64 + Clone + 'static>(
 }
 
 /// The sets of a round's first documents that [`first_sets`] fetched, by rank.
-type Firsts = std::collections::HashMap<u64, (u64, Vec<u64>)>;
+type Firsts = std::collections::HashMap<u64, (u64, Set)>;
 
 /// The copies of one round's first documents' sets, one a first document and destination.
 fn copies_of<O: Fn(u64) -> u64>(
@@ -357,8 +359,10 @@ fn copies_of<O: Fn(u64) -> u64>(
     let mut copies: Vec<SetCopy> = Vec::new();
     for group in round.chunk_by(|p, q| p.a == q.a) {
         let a = group[0].a;
-        let fetched = firsts.get(&a).map(|(raw, set)| Ok(Some((*raw, &set[..]))));
-        let (raw, set) = match fetched.unwrap_or_else(|| sets.get(a, Side::A)) {
+        let fetched = firsts
+            .get(&a)
+            .map(|(raw, set)| Ok(Some((*raw, Set::clone(set)))));
+        let (raw, set) = match fetched.unwrap_or_else(|| sets.shared(a, Side::A)) {
             Ok(Some(found)) => found,
             Ok(None) => continue,
             Err(e) => {
@@ -375,7 +379,7 @@ fn copies_of<O: Fn(u64) -> u64>(
                     to,
                     a: p.a,
                     raw,
-                    set: set.to_vec(),
+                    set: Set::clone(&set),
                     with: vec![(p.b, p.score)],
                 }),
             }
