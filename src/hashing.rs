@@ -23,8 +23,9 @@ pub fn sequence_step(acc: u64, x: u64) -> u64 {
 /// a few places at most from where it belongs, and finished by an insertion sort. Hand-rolled
 /// for verification's shingle sets and the band rounds' records, where `sort_unstable` of
 /// hundreds or thousands of values was 15% of the accurate preset's time on real text (5% on
-/// generated text); a bucket of more than [`CROWDED`] values (keys not well mixed, or many
-/// equal) sends them to `sort_unstable` instead.
+/// generated text); more than [`MIXED_SORT_MOST`] values (whose buckets would not stay near
+/// one value each), or a bucket of more than [`CROWDED`] values (keys not well mixed, or many
+/// equal), are sorted by `sort_unstable` instead.
 ///
 /// Morally: `*out = v.to_vec(); out.sort_unstable()`.
 pub fn sort_mixed_into<T: Copy + Ord>(v: &[T], lead: impl Fn(&T) -> u64, out: &mut Vec<T>) {
@@ -34,7 +35,7 @@ pub fn sort_mixed_into<T: Copy + Ord>(v: &[T], lead: impl Fn(&T) -> u64, out: &m
         out.sort_unstable();
     };
     let n = v.len();
-    if n < 64 {
+    if !(64..=MIXED_SORT_MOST).contains(&n) {
         return by_comparison(out);
     }
     let bits = (usize::BITS - (n - 1).leading_zeros()).min(16);
@@ -65,7 +66,10 @@ pub fn sort_mixed_into<T: Copy + Ord>(v: &[T], lead: impl Fn(&T) -> u64, out: &m
     }
 }
 
-/// Values of one bucket past which [`sort_mixed`] sorts by comparison.
+/// Values past which [`sort_mixed_into`] sorts by comparison: its buckets are at most 2^16.
+pub const MIXED_SORT_MOST: usize = 1 << 16;
+
+/// Values of one bucket past which [`sort_mixed_into`] sorts by comparison.
 const CROWDED: u32 = 48;
 
 /// The hasher of maps and sets whose keys are already well mixed (xxh3 hashes, mixed probe keys,

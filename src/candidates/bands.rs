@@ -189,8 +189,14 @@ impl super::Candidates for BandLayout {
         scratch: &mut Vec<(u64, u64)>,
         found: &mut dyn super::Found,
     ) -> CompareStats {
-        crate::hashing::sort_mixed_into(records, |r| r.0, scratch);
-        std::mem::swap(records, scratch);
+        // A round's part of millions of records is sorted where it is: the scratch of a copy
+        // would be a fifth more than the part takes (BYTES_PER_BAND_RECORD).
+        if records.len() <= crate::hashing::MIXED_SORT_MOST {
+            crate::hashing::sort_mixed_into(records, |r| r.0, scratch);
+            std::mem::swap(records, scratch);
+        } else {
+            records.sort_unstable();
+        }
         let mut stats = CompareStats::default();
         let mut keys = Vec::new();
         for group in records.chunk_by(|x, y| x.0 == y.0) {
