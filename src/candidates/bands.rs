@@ -269,13 +269,13 @@ mod tests {
             // Every third record shares its key with the one before it; 200 share one hot key.
             let key = |i: u64| match i {
                 _ if i < 200 => 7,
-                _ => crate::hashing::mix64(i - u64::from(i % 3 == 0)),
+                _ => crate::hashing::mix64(i - u64::from(i.is_multiple_of(3))),
             };
             let ids: Vec<u64> = (0..n).map(|i| crate::hashing::mix64(i ^ 1 << 40)).collect();
             let mut records: Vec<(u64, u64)> =
                 (0..n).map(|i| (key(i), ids[i as usize])).rev().collect();
             let mut want: Vec<(u64, u64)> = (200..n)
-                .filter(|i| i % 3 == 0)
+                .filter(|i| i.is_multiple_of(3))
                 .map(|i| {
                     (
                         ids[i as usize - 1].min(ids[i as usize]),
