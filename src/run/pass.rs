@@ -73,7 +73,7 @@ impl<'a> Pass<'a> {
         scratch: &Arc<Scratch>,
     ) -> Pass<'a> {
         crate::summary::set_memory_budget(budget(plan));
-        if input_bytes(plan) <= budget(plan) / 8 {
+        if small_input(plan) {
             crate::summary::keep_freed_blocks();
         }
         Pass {
@@ -708,11 +708,10 @@ impl<'a> Pass<'a> {
     /// larger input, of which only part could be kept, keeping was slower (docs/PERFORMANCE.md).
     fn kept_room(&self) -> Option<(usize, u64)> {
         let v = self.plan.verify.filter(|v| v.mode == VerifyMode::Exact)?;
-        let room = budget(self.plan) / 8;
-        let input = input_bytes(self.plan);
-        let keeps = input <= room && self.scratch.mode() != SpillMode::Always;
+        let keeps = small_input(self.plan) && self.scratch.mode() != SpillMode::Always;
         // Reserved up front: at most what the hashes of the whole input take at 2 bytes a token.
-        let share = room / self.plan.exec.workers as u64;
+        let share = budget(self.plan) / 8 / self.plan.exec.workers as u64;
+        let input = input_bytes(self.plan);
         keeps.then_some((v.shingle, share.min(input.saturating_mul(4))))
     }
 
@@ -995,6 +994,12 @@ impl<'a> Pass<'a> {
 fn budget(plan: &Plan) -> u64 {
     let pairs = plan.pairs.as_ref();
     pairs.map_or(DEFAULT_MEMORY_BUDGET_MIB << 20, |p| p.memory_budget)
+}
+
+/// True if the run's input ([`input_bytes`]) fits an eighth of its budget: nothing such a run
+/// holds comes near the budget (it keeps its shingle hashes, and its allocator its freed blocks).
+fn small_input(plan: &Plan) -> bool {
+    input_bytes(plan) <= budget(plan) / 8
 }
 
 /// The bytes of the run's input, a compressed file counted four times its size.

@@ -192,7 +192,7 @@ impl Sets {
     /// The bytes hash and the set of `rank`, if this worker owns it, looked up for `side` of its
     /// pairs (a spilled set is read back into a buffer the next lookup reuses).
     pub fn get(&mut self, rank: u64, side: Side) -> Result<Option<(u64, &[u64])>> {
-        if let Ok(i) = self.held.binary_search_by_key(&rank, |(r, _, _)| *r) {
+        if let Some(i) = self.held_at(rank) {
             let (_, raw, set) = &self.held[i];
             return Ok(Some((*raw, set)));
         }
@@ -215,12 +215,17 @@ impl Sets {
     /// [`Self::get`], the set shared where it is held (a spilled one is read back into a set
     /// of its own).
     pub fn shared(&mut self, rank: u64, side: Side) -> Result<Option<(u64, Set)>> {
-        if let Ok(i) = self.held.binary_search_by_key(&rank, |(r, _, _)| *r) {
+        if let Some(i) = self.held_at(rank) {
             let (_, raw, set) = &self.held[i];
             return Ok(Some((*raw, Set::clone(set))));
         }
         let found = self.get(rank, side)?;
         Ok(found.map(|(raw, set)| (raw, Set::new(set.to_vec()))))
+    }
+
+    /// Where the set of `rank` is in `held`, if it is held.
+    fn held_at(&self, rank: u64) -> Option<usize> {
+        self.held.binary_search_by_key(&rank, |(r, _, _)| *r).ok()
     }
 
     /// Bytes of the share the runs' windows take: an eighth.
