@@ -278,8 +278,10 @@ fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
     let dir = tempfile::tempdir().unwrap();
     let base = words(0, 400);
     let mut lines = Vec::new();
-    for i in 0..110 {
-        // 110 near-copies: the base with a few words of their own appended (J > 0.9).
+    // 250 near-copies: the base with a few words of their own appended (J > 0.9). At 110 the
+    // pairs and sets of one worker under 16 MiB were a round's room give or take the process's
+    // size, so they took one round or two from run to run; at 250 they take 6 to 11.
+    for i in 0..250 {
         let text = format!("{base} {}", words(50_000 + i * 10, 3));
         lines.push(serde_json::json!({ "id": format!("n{i:03}"), "text": text }).to_string());
     }
@@ -312,7 +314,7 @@ fn verification_in_rounds_keeps_the_same_pairs_as_in_one() {
         let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
         assert_eq!(
             pairs.lines().count(),
-            110 * 109 / 2,
+            250 * 249 / 2,
             "every near-copy pairs"
         );
         results.push(pairs);
