@@ -15,6 +15,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, IoContext, Result};
 use crate::source::{Copied, InputFile, Piece, Source, Split};
@@ -116,12 +117,12 @@ pub fn assemble(
     splits: &[Split],
 ) -> Result<Written> {
     let names = relative_names(files);
-    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    let mut total = 0u64;
-    for (i, name) in names.iter().enumerate() {
+    let mut parts_of: Vec<Vec<&Split>> = vec![Vec::new(); files.len()];
+    splits.iter().for_each(|s| parts_of[s.file].push(s));
+    let mut joined = Vec::new();
+    for (name, mut parts) in names.iter().zip(parts_of) {
         let dest = staged.join(name);
         create_below(staged, name)?;
-        let mut parts: Vec<&Split> = splits.iter().filter(|s| s.file == i).collect();
         parts.sort_by_key(|s| s.id);
         let paths: Vec<PathBuf> = parts.iter().map(|s| part_path(staged, s.id)).collect();
         if let Some(p) = paths.iter().find(|p| !p.exists()) {
@@ -131,21 +132,58 @@ pub fn assemble(
                 p.display()
             )));
         }
-        if !source.join(&paths, &dest)? {
+        if source.join(&paths, &dest)? {
+            joined.push(name.as_path());
+        } else if let Some(dir) = dest.parent().filter(|d| *d != staged) {
             // Nothing to hold (a dropped HTML page): no file, nor a directory made only for it.
-            if let Some(dir) = dest.parent().filter(|d| *d != staged) {
-                let _ = std::fs::remove_dir(dir);
-            }
-            continue;
+            let _ = std::fs::remove_dir(dir);
         }
-        let len = checksum(&mut hasher, name, &dest)?;
-        total += len;
     }
     let _ = std::fs::remove_dir(staged.join(".parts"));
+    let (bytes, xxh3) = synced_checksum(staged, &joined)?;
     Ok(Written {
         path: shown.to_string(),
-        bytes: total,
-        xxh3: format!("{:016x}", hasher.digest()),
+        bytes,
+        xxh3: format!("{xxh3:016x}"),
+    })
+}
+
+/// Threads that sync the corpus files (see [`synced_checksum`]).
+const SYNC_THREADS: usize = 8;
+
+/// Syncs the corpus files `names` below `staged` (their data on disk before the commit publishes
+/// them) while it reads them for the corpus checksum; returns their total length and the
+/// checksum. The syncs wait on the disk and the checksum reads the page cache, so they overlap;
+/// and they run on [`SYNC_THREADS`] threads, so that a corpus of many small files (one an HTML
+/// page) waits for the disk's flushes together rather than one after another.
+fn synced_checksum(staged: &Path, names: &[&Path]) -> Result<(u64, u64)> {
+    let next = AtomicUsize::new(0);
+    let sync_next = || -> Result<()> {
+        while let Some(name) = names.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let dest = staged.join(name);
+            File::open(&dest)
+                .and_then(|f| f.sync_all())
+                .io_context(|| format!("writing {}", dest.display()))?;
+        }
+        Ok(())
+    };
+    std::thread::scope(|s| {
+        let syncs: Vec<_> = (0..SYNC_THREADS.min(names.len()))
+            .map(|_| s.spawn(sync_next))
+            .collect();
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut total = 0u64;
+        let mut result = names.iter().try_for_each(|name| {
+            total += checksum(&mut hasher, name, &staged.join(name))?;
+            Ok(())
+        });
+        for sync in syncs {
+            let synced = sync
+                .join()
+                .unwrap_or_else(|_| Err(Error::Internal("a corpus sync panicked".into())));
+            result = result.and(synced);
+        }
+        result.map(|()| (total, hasher.digest()))
     })
 }
 
@@ -166,4 +204,41 @@ fn checksum(hasher: &mut xxhash_rust::xxh3::Xxh3, name: &Path, dest: &Path) -> R
         hasher.update(&buf[..n]);
     }
     Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synced_checksum_reads_every_file_in_order_and_names_a_missing_one() {
+        // More files than sync threads, some in a folder: the checksum is of names, lengths and
+        // bytes in the order given, whichever thread synced which file.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        let names: Vec<PathBuf> = (0..3 * SYNC_THREADS)
+            .map(|i| match i % 3 {
+                0 => PathBuf::from(format!("d/{i}.html")),
+                _ => PathBuf::from(format!("{i}.html")),
+            })
+            .collect();
+        let mut expected = xxhash_rust::xxh3::Xxh3::new();
+        let mut total = 0;
+        for (i, name) in names.iter().enumerate() {
+            let bytes = vec![i as u8; i * 1000 + 1];
+            std::fs::write(dir.path().join(name), &bytes).unwrap();
+            expected.update(name.to_string_lossy().as_bytes());
+            expected.update(&(bytes.len() as u64).to_le_bytes());
+            expected.update(&bytes);
+            total += bytes.len() as u64;
+        }
+        let refs: Vec<&Path> = names.iter().map(PathBuf::as_path).collect();
+        assert_eq!(
+            synced_checksum(dir.path(), &refs).unwrap(),
+            (total, expected.digest())
+        );
+        std::fs::remove_file(dir.path().join(&names[13])).unwrap();
+        let e = synced_checksum(dir.path(), &refs).unwrap_err().to_string();
+        assert!(e.contains("13.html"), "{e}");
+    }
 }

@@ -10,7 +10,8 @@ use crate::error::{IoContext, Result};
 use super::files::{Compression, InputFile, Split};
 use super::{lines, Copied, Piece};
 
-/// Creates `dest`, lets `write` copy into it (buffered), and syncs it; errors name `file`.
+/// Creates `dest` and lets `write` copy into it (buffered); errors name `file`. A part is not
+/// synced: it is joined into the corpus file, which the corpus stage syncs.
 pub(super) fn into_part(
     file: &InputFile,
     dest: &Path,
@@ -20,8 +21,7 @@ pub(super) fn into_part(
     let mut out = io::BufWriter::with_capacity(1 << 20, out);
     (|| -> io::Result<Copied> {
         let copied = write(&mut out)?;
-        let f = out.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
+        out.flush()?;
         Ok(copied)
     })()
     .io_context(|| {
@@ -122,7 +122,8 @@ fn stream_line(reader: &mut dyn BufRead, mut out: Option<&mut dyn Write>) -> io:
     }
 }
 
-/// Joins `parts` into `dest` by concatenation (one part is renamed) and removes them.
+/// Joins `parts` into `dest` by concatenation (one part is renamed) and removes them. `dest` is
+/// not synced here: the corpus stage syncs it while it reads it for its checksum.
 pub(super) fn concatenate(parts: &[PathBuf], dest: &Path) -> Result<()> {
     if let [only] = parts {
         return std::fs::rename(only, dest).io_context(|| format!("writing {}", dest.display()));
@@ -133,6 +134,5 @@ pub(super) fn concatenate(parts: &[PathBuf], dest: &Path) -> Result<()> {
         io::copy(&mut p, &mut out).io_context(|| format!("writing {}", dest.display()))?;
         std::fs::remove_file(part).io_context(|| format!("removing {}", part.display()))?;
     }
-    out.sync_all()
-        .io_context(|| format!("writing {}", dest.display()))
+    Ok(())
 }

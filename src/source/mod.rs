@@ -96,7 +96,9 @@ pub trait Source: fmt::Debug + Send + Sync {
     }
 
     /// Copies the records of `piece` that start at `kept` (sorted offsets) into the new file
-    /// `dest`, byte for byte (with what a reader of the format needs around them), and syncs it.
+    /// `dest`, byte for byte (with what a reader of the format needs around them). Neither the
+    /// part nor the file [`Source::join`] makes of it need be synced: the corpus stage syncs the
+    /// joined file.
     fn copy_kept(&self, piece: &Piece<'_>, kept: &[u64], dest: &Path) -> Result<Copied>;
 
     /// Joins the copied `parts` of one input file, in split order, into `dest` and removes them;
