@@ -587,6 +587,45 @@ fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind(
     assert_eq!(listing(&d.join("theirs")), ["corpus"]);
 }
 
+/// The defect: a first run with `--store NEW` interrupted after its outputs were committed and
+/// before its segment was appended left an empty store in NEW (the interrupt removed what the run
+/// made only before a commit), which pinned its settings for the next run.
+#[test]
+fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
+    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
+                dir = \"out\"\npairs = \"pairs.tsv\"\n";
+    let first = job(d, "job.toml", body);
+    let out = neardup()
+        .arg("run")
+        .arg(&first)
+        .args(["--store", "stores/new"])
+        .env(
+            "NEARDUP_FAULT_INTERRUPT",
+            "outputs committed, store not yet appended",
+        )
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("they are whole"), "{}", stderr(&out));
+    assert_eq!(listing(d), ["in.jsonl", "job.toml", "out"]);
+    assert!(!std::fs::read(d.join("out/pairs.tsv")).unwrap().is_empty());
+    // The next run, with other settings, makes the store it asks for.
+    let other = job(d, "other.toml", &body.replace("minhash", "simhash"));
+    let out = neardup()
+        .arg("run")
+        .arg(&other)
+        .args(["--store", "stores/new"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(d.join("stores/new/MANIFEST.json").exists());
+}
+
 #[test]
 fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corpus() {
     // Regression: the staged corpus directory outlived the interrupt (only staged files were

@@ -126,9 +126,9 @@ pub fn unregister_dir(path: &Path) {
         .retain(|d| d != path);
 }
 
-/// What a run made besides its staged outputs (output directories that were missing, lock files, a
-/// new store), in the order made; removed on an interrupt or when memory runs out before the
-/// commit, as a failed run removes them.
+/// What a run made besides its staged outputs (output directories that were missing, lock files),
+/// in the order made; removed on an interrupt or when memory runs out before the commit, as a
+/// failed run removes them.
 static MADE: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
 /// Remembers a directory or file this run made, to be removed if it is interrupted before its
@@ -153,9 +153,45 @@ pub fn unregister_made(path: &Path) {
     forget(&MADE, path);
 }
 
-/// Removes what the run made, newest first. Allocates nothing, and gives up if another thread
-/// holds the registry; does nothing after a commit.
+/// What a run made of a new store (its directories that were missing, `segments/`, its lock files
+/// and its empty manifest), in the order made; removed on an interrupt or when memory runs out
+/// until the store's first append begins, even after the outputs' commit: an empty store left
+/// behind would pin its settings for the next run.
+static NEW_STORE: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+
+/// Remembers what [`crate::store::Store::create`] made, in order.
+pub fn register_new_store(made: &[PathBuf]) {
+    made.iter().for_each(|p| remember(&NEW_STORE, p));
+}
+
+/// Forgets all of a new store's paths at once (its first append keeps them): an interrupt that
+/// holds the registry first removes them all, and one that comes later none.
+pub fn unregister_new_store(made: &[PathBuf]) {
+    let made: Vec<CString> = made.iter().filter_map(|p| c_path(p)).collect();
+    NEW_STORE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|t| !made.contains(t));
+}
+
+/// Removes a new store's `made` paths, newest first, and forgets them: what a run that made a
+/// store and failed before adding to it does.
+pub fn remove_new_store_now(made: &[PathBuf]) {
+    let mut registry = NEW_STORE.lock().unwrap_or_else(|p| p.into_inner());
+    for path in made.iter().rev() {
+        if let Some(c) = c_path(path) {
+            unmake(&c);
+            registry.retain(|t| *t != c);
+        }
+    }
+}
+
+/// Removes what the run made, newest first: a new store nothing was appended to, and, before a
+/// commit, the rest. Allocates nothing, and gives up on a registry another thread holds.
 fn remove_made() {
+    if let Some(made) = try_hold(&NEW_STORE) {
+        made.iter().rev().for_each(|path| unmake(path));
+    }
     if COMMITTED.load(Ordering::SeqCst) {
         return;
     }

@@ -206,6 +206,7 @@ fn commit(
         return Err(e);
     }
     if let Some((mut store, (bytes, documents))) = store {
+        crate::output::fault::point("outputs committed, store not yet appended");
         let sources = plan.inputs.canonical_paths();
         let added = store.append(&bytes, documents, &sources).map_err(|e| {
             Error::Output(format!(

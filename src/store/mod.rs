@@ -211,8 +211,7 @@ impl Store {
         }
         let reading = read_lock(dir);
         made.extend([dir.join(LOCK), dir.join(READERS), dir.join(MANIFEST)]);
-        made.iter()
-            .for_each(|p| crate::output::cleanup::register_made(p));
+        crate::output::cleanup::register_new_store(&made);
         let store = Store {
             dir: dir.to_path_buf(),
             manifest: Manifest {
@@ -354,9 +353,7 @@ impl Store {
     /// added twice; the answer is false then.
     pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
         self.check_writer()?;
-        for p in std::mem::take(&mut self.made) {
-            crate::output::cleanup::unregister_made(&p);
-        }
+        crate::output::cleanup::unregister_new_store(&std::mem::take(&mut self.made));
         if self.holds(bytes) {
             return Ok(false);
         }
@@ -461,7 +458,7 @@ impl Store {
         if !empty || !self.manifest.segments.is_empty() {
             return;
         }
-        crate::output::cleanup::remove_made_now(&self.made);
+        crate::output::cleanup::remove_new_store_now(&self.made);
     }
 
     /// An internal error unless the store was opened to write.
