@@ -546,6 +546,16 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     );
 }
 
+/// `neardup run JOB --store stores/new` in `d`, interrupted at fault point `step` if given.
+fn run_with_new_store(d: &Path, job: &Path, step: Option<&str>) -> std::process::Output {
+    let mut cmd = neardup();
+    cmd.arg("run").arg(job).args(["--store", "stores/new"]);
+    if let Some(step) = step {
+        cmd.env("NEARDUP_FAULT_INTERRUPT", step);
+    }
+    cmd.current_dir(d).output().unwrap()
+}
+
 /// The defect: a first run into a new directory, interrupted or failed before its commit, left
 /// the directories it had created and its lock file there (and the new store it had made).
 #[test]
@@ -557,14 +567,7 @@ fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind(
                 dir = \"new/out\"\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n";
     let first = job(d, "job.toml", body);
     for step in ["corpus: a part begun", "outputs staged"] {
-        let out = neardup()
-            .arg("run")
-            .arg(&first)
-            .args(["--store", "stores/new"])
-            .env("NEARDUP_FAULT_INTERRUPT", step)
-            .current_dir(d)
-            .output()
-            .unwrap();
+        let out = run_with_new_store(d, &first, Some(step));
         assert_eq!(out.status.code(), Some(130), "at {step}: {}", stderr(&out));
         assert_eq!(listing(d), ["in.jsonl", "job.toml"], "at {step}");
     }
@@ -598,30 +601,15 @@ fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_sto
     let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
                 dir = \"out\"\npairs = \"pairs.tsv\"\n";
     let first = job(d, "job.toml", body);
-    let out = neardup()
-        .arg("run")
-        .arg(&first)
-        .args(["--store", "stores/new"])
-        .env(
-            "NEARDUP_FAULT_INTERRUPT",
-            "outputs committed, store not yet appended",
-        )
-        .current_dir(d)
-        .output()
-        .unwrap();
+    let step = "outputs committed, store not yet appended";
+    let out = run_with_new_store(d, &first, Some(step));
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("they are whole"), "{}", stderr(&out));
     assert_eq!(listing(d), ["in.jsonl", "job.toml", "out"]);
     assert!(!std::fs::read(d.join("out/pairs.tsv")).unwrap().is_empty());
     // The next run, with other settings, makes the store it asks for.
     let other = job(d, "other.toml", &body.replace("minhash", "simhash"));
-    let out = neardup()
-        .arg("run")
-        .arg(&other)
-        .args(["--store", "stores/new"])
-        .current_dir(d)
-        .output()
-        .unwrap();
+    let out = run_with_new_store(d, &other, None);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(d.join("stores/new/MANIFEST.json").exists());
 }

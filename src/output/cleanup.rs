@@ -140,11 +140,17 @@ pub fn register_made(path: &Path) {
 /// Removes `made` (paths this run made, in the order made), newest first, and forgets them: what
 /// a run that commits nothing does with what it made.
 pub fn remove_made_now(made: &[PathBuf]) {
+    remove_now(&MADE, made);
+}
+
+/// Removes `made` (paths in the order made), newest first, and forgets each in `registry` as it
+/// goes: an interrupt meanwhile removes those still remembered.
+fn remove_now(registry: &Mutex<Vec<CString>>, made: &[PathBuf]) {
     for path in made.iter().rev() {
         if let Some(c) = c_path(path) {
             unmake(&c);
         }
-        forget(&MADE, path);
+        forget(registry, path);
     }
 }
 
@@ -177,13 +183,7 @@ pub fn unregister_new_store(made: &[PathBuf]) {
 /// Removes a new store's `made` paths, newest first, and forgets them: what a run that made a
 /// store and failed before adding to it does.
 pub fn remove_new_store_now(made: &[PathBuf]) {
-    let mut registry = NEW_STORE.lock().unwrap_or_else(|p| p.into_inner());
-    for path in made.iter().rev() {
-        if let Some(c) = c_path(path) {
-            unmake(&c);
-            registry.retain(|t| *t != c);
-        }
-    }
+    remove_now(&NEW_STORE, made);
 }
 
 /// Removes what the run made, newest first: a new store nothing was appended to, and, before a
