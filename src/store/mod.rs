@@ -132,13 +132,30 @@ impl Store {
     /// Opens the store in `dir` made with `parameters`, or makes an empty one there if `dir` does
     /// not exist or is an empty directory. Anything else in `dir` that is not a store, a store of
     /// a newer format, or one made with other parameters is an error that says which.
+    ///
+    /// What a first run killed before its first append leaves is taken as its own: a directory of
+    /// only a store's lock files, an empty `segments/` and a staged manifest is made a store, and
+    /// a store with no segment (whose settings protect nothing) takes this run's settings.
     pub fn open_or_create(dir: &Path, parameters: &[String]) -> Result<Store> {
         if !dir.join(MANIFEST).exists() {
             return Store::create(dir, parameters);
         }
-        let store = Store::open_to_write(dir)?;
-        store.check_parameters(parameters)?;
+        let mut store = Store::open_to_write(dir)?;
+        store.settle_parameters(parameters)?;
         Ok(store)
+    }
+
+    /// Checks that `parameters` are the store's; a store that holds no segment takes them.
+    fn settle_parameters(&mut self, parameters: &[String]) -> Result<()> {
+        let differ = self.check_parameters(parameters);
+        if differ.is_err() && self.manifest.segments.is_empty() {
+            let mut next = self.manifest.clone();
+            next.parameters = parameters.to_vec();
+            self.write_manifest(&next)?;
+            self.manifest = next;
+            return Ok(());
+        }
+        differ
     }
 
     /// Opens the store in `dir` to change it: takes its lock (refused at once if another run
@@ -189,27 +206,18 @@ impl Store {
     }
 
     fn create(dir: &Path, parameters: &[String]) -> Result<Store> {
-        if dir.exists() {
-            let mut entries =
-                fs::read_dir(dir).io_context(|| format!("listing {}", dir.display()))?;
-            ensure!(
-                entries.next().is_none(),
-                Output,
-                "{} holds files but no store ({MANIFEST} is missing): give an empty or new \
-                 directory for a store",
-                dir.display()
-            );
-        }
+        let begun = begun_store(dir)?;
         let mut made = crate::output::paths::create_dir_all(&dir.join(SEGMENTS))
             .io_context(|| format!("creating the store {}", dir.display()))?;
         let writer = lock(dir)?;
         if dir.join(MANIFEST).exists() {
             // Another run made the store between this one's look and its lock: open that one.
-            let store = Store::open_holding(dir, writer)?;
-            store.check_parameters(parameters)?;
+            let mut store = Store::open_holding(dir, writer)?;
+            store.settle_parameters(parameters)?;
             return Ok(store);
         }
         let reading = read_lock(dir);
+        made.extend(begun);
         made.extend([dir.join(LOCK), dir.join(READERS), dir.join(MANIFEST)]);
         crate::output::cleanup::register_new_store(&made);
         let store = Store {
@@ -526,6 +534,39 @@ fn read_lock(dir: &Path) -> Option<Arc<fs::File>> {
         .map(Arc::new)
 }
 
+/// What a run that began to make a store in `dir` and was killed before its manifest left there
+/// (nothing if `dir` is missing or empty): a store's lock files, its staged manifest and an empty
+/// `segments/`, which is returned so that this run's failure removes it as its own. Any other
+/// entry makes `dir` someone's directory, an error. (A run making the store now is found by the
+/// lock, taken next.)
+fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(Vec::new());
+    };
+    let staged = format!("{MANIFEST}.staged");
+    let mut segments = Vec::new();
+    for entry in entries {
+        let entry = entry.io_context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name();
+        let path = entry.path();
+        let ours = if name == SEGMENTS {
+            let empty = fs::read_dir(&path).is_ok_and(|mut s| s.next().is_none());
+            segments.push(path);
+            empty
+        } else {
+            name == LOCK || name == READERS || name == staged.as_str()
+        };
+        ensure!(
+            ours,
+            Output,
+            "{} holds files but no store ({MANIFEST} is missing): give an empty or new \
+             directory for a store",
+            dir.display()
+        );
+    }
+    Ok(segments)
+}
+
 /// Takes the lock of the store in `dir`.
 fn lock(dir: &Path) -> Result<Arc<fs::File>> {
     let what = format!("the store {}", dir.display());
@@ -593,7 +634,9 @@ mod tests {
     fn other_settings_a_newer_format_and_a_foreign_directory_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("store");
-        Store::open_or_create(&at, &params(3)).unwrap();
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(&seg("x", 1), 1, &[]).unwrap();
+        drop(store);
         let e = Store::open_or_create(&at, &params(4))
             .unwrap_err()
             .to_string();
@@ -617,6 +660,50 @@ mod tests {
         assert!(e.contains("holds files but no store"), "{e}");
         let left: Vec<_> = fs::read_dir(&theirs).unwrap().flatten().collect();
         assert_eq!(left.len(), 1);
+        // So is one that holds a store's names beside its own, or in an otherwise empty store's
+        // segments/.
+        for (theirs, file) in [("beside", "notes.txt"), ("inside", "segments/notes.txt")] {
+            let theirs = dir.path().join(theirs);
+            fs::create_dir_all(theirs.join(SEGMENTS)).unwrap();
+            fs::write(theirs.join(LOCK), "").unwrap();
+            fs::write(theirs.join(file), "mine").unwrap();
+            let e = Store::open_or_create(&theirs, &params(3))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("holds files but no store"), "{e}");
+            assert_eq!(fs::read(theirs.join(file)).unwrap(), b"mine");
+            assert!(!theirs.join(MANIFEST).exists());
+        }
+    }
+
+    /// What a first run killed before its first append leaves: the start of a store (its lock
+    /// files, an empty segments/, a staged manifest) is made a store, and a store of no segment
+    /// takes the next run's settings, which its appends keep.
+    #[test]
+    fn a_begun_store_is_made_and_an_empty_one_takes_other_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        fs::create_dir_all(at.join(SEGMENTS)).unwrap();
+        for name in [LOCK, READERS, &format!("{MANIFEST}.staged")] {
+            fs::write(at.join(name), "").unwrap();
+        }
+        let store = Store::open_or_create(&at, &params(3)).unwrap();
+        assert_eq!(store.manifest().parameters, params(3));
+        drop(store);
+        let mut store = Store::open_or_create(&at, &params(4)).unwrap();
+        store.append(&seg("x", 1), 1, &[]).unwrap();
+        drop(store);
+        let store = Store::open(&at).unwrap();
+        assert_eq!(store.manifest().parameters, params(4));
+        assert!(Store::open_or_create(&at, &params(3)).is_err());
+        // A failed first run removes the start it took as its own, not the directory given.
+        let begun = dir.path().join("begun");
+        fs::create_dir_all(begun.join(SEGMENTS)).unwrap();
+        fs::write(begun.join(LOCK), "").unwrap();
+        Store::open_or_create(&begun, &params(3))
+            .unwrap()
+            .remove_if_new();
+        assert_eq!(fs::read_dir(&begun).unwrap().count(), 0, "emptied, kept");
     }
 
     #[test]
