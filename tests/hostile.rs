@@ -614,6 +614,50 @@ fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_sto
     assert!(d.join("stores/new/MANIFEST.json").exists());
 }
 
+/// The defect: a store inside an input directory was read as input by the next run: its
+/// `MANIFEST.json` walked as a document file, each of its lines a skipped record (exit code 3),
+/// and a glob's match of its segments read as documents too.
+#[test]
+fn a_store_inside_an_input_directory_is_not_read_as_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    std::fs::copy(sample(), d.join("in/docs.jsonl")).unwrap();
+    for (i, input) in ["in", "in/**/*"].iter().enumerate() {
+        let body = format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[output]\n\
+             dir = \"out-{i}\"\npairs = \"pairs.tsv\"\n"
+        );
+        let job = job(d, &format!("job-{i}.toml"), &body);
+        let store = format!("in/store-{i}");
+        for run in 0..2 {
+            let out = neardup()
+                .arg("run")
+                .arg(&job)
+                .args(["--store", &store])
+                .current_dir(d)
+                .output()
+                .unwrap();
+            let e = stderr(&out);
+            assert_eq!(out.status.code(), Some(0), "{input}, run {run}: {e}");
+            let summary = std::fs::read(d.join(format!("out-{i}/summary.json"))).unwrap();
+            let summary: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+            let inputs = summary["inputs"].as_array().unwrap();
+            assert_eq!(inputs.len(), 1, "{inputs:?}");
+            assert!(
+                inputs[0].as_str().unwrap().ends_with("/in/docs.jsonl"),
+                "{e}"
+            );
+            if run == 1 {
+                assert!(
+                    e.contains(&format!("{store}/MANIFEST.json: an earlier")),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
+
 /// The segments the manifest of the store in `dir` names (none without a manifest).
 fn segments_named(dir: &Path) -> usize {
     let Ok(text) = std::fs::read(dir.join("MANIFEST.json")) else {

@@ -11,6 +11,10 @@ use std::path::Path;
 use crate::bail;
 use crate::error::{IoContext, Result};
 
+/// The file whose lock a store's writer holds: it also marks a store's directory, which input
+/// discovery passes over ([`super::owned::Recorded`]).
+pub const STORE_LOCK: &str = ".neardup-store.lock";
+
 /// Takes the lock at `path` (the file created if missing) and writes this process's pid in it;
 /// true with it if this process created the file. Held by another run: an error saying that
 /// `what` is in use, by which pid, ending with `hint`.

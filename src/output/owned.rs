@@ -323,11 +323,25 @@ fn old_summary_lists(dir: &Path, name: &str, real: &Path, corpus: bool) -> bool 
 }
 
 /// Answers, for input discovery, whether a file was written by an earlier neardup run: listed in
-/// its directory's record, or inside a corpus directory that a record lists. Records are read once
+/// its directory's record, inside a corpus directory that a record lists, or inside a store
+/// (a directory its lock file marks: its `MANIFEST.json` is no document). Records are read once
 /// per directory.
 #[derive(Default)]
 pub struct Recorded {
     records: HashMap<PathBuf, Option<Record>>,
+    stores: HashMap<PathBuf, bool>,
+}
+
+impl Recorded {
+    /// `dir`, if it is a store.
+    fn store(&mut self, dir: &Path) -> Option<PathBuf> {
+        let lock = dir.join(super::lock::STORE_LOCK);
+        let is_store = *self
+            .stores
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| lock.is_file());
+        is_store.then(|| dir.to_path_buf())
+    }
 }
 
 impl crate::source::files::PassOver for Recorded {
@@ -339,6 +353,9 @@ impl crate::source::files::PassOver for Recorded {
         let root = root.canonicalize().ok()?;
         let mut child = real.as_path();
         while let Some(dir) = child.parent().filter(|d| d.starts_with(&root)) {
+            if let Some(store) = self.store(dir) {
+                return Some(store);
+            }
             let name = child.file_name()?.to_string_lossy().into_owned();
             let record = self
                 .records

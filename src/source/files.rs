@@ -240,7 +240,7 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 /// them (`output::owned::Recorded`); this layer knows no output.
 pub trait PassOver {
     /// The record that lists `path` as an output below `root` (where the walk or the pattern
-    /// started), if any: its path, for the message.
+    /// started), or the store that holds it, if any: its path, for the message.
     fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf>;
 }
 
@@ -260,9 +260,9 @@ impl PassOver for PassOverNothing {
 /// name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
 ///
 /// A walk or a glob passes over the outputs of earlier neardup runs below the directory or the
-/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, and everything in
-/// a corpus directory it lists: `pass_over` tells), saying so: they are not read back as
-/// documents. A file named itself is always read.
+/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, everything in
+/// a corpus directory it lists, and everything in a store: `pass_over` tells), saying so: they
+/// are not read back as documents. A file named itself is always read.
 pub fn discover(
     specs: &[PathBuf],
     dir_exts: &[&str],

@@ -109,7 +109,7 @@ impl Manifest {
 }
 
 /// The file whose lock a store's writer holds.
-pub const LOCK: &str = ".neardup-store.lock";
+pub const LOCK: &str = crate::output::lock::STORE_LOCK;
 /// The file every open store holds a shared lock on (see the module's documentation).
 pub const READERS: &str = ".neardup-store.readers";
 
