@@ -658,6 +658,65 @@ fn a_store_inside_an_input_directory_is_not_read_as_documents() {
     }
 }
 
+/// The defect: outputs could be written into a store's directory (an audit's `--out-dir` the
+/// store, or its `segments/`), mixed with the store's files, and `--store` naming the output
+/// directory was refused as "holds files but no store" once the run had made that directory.
+/// Now each is refused before any work, naming both, and nothing is made.
+#[test]
+fn an_output_inside_the_store_and_a_store_inside_the_corpus_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
+    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
+                dir = \"out\"\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n";
+    // A batch of its own ids, which an audit could read.
+    let batch = std::fs::read_to_string(sample()).unwrap();
+    std::fs::write(
+        d.join("b.jsonl"),
+        batch.replace("{\"id\": \"", "{\"id\": \"b"),
+    )
+    .unwrap();
+    let first = job(d, "job.toml", body);
+    let ran = neardup()
+        .arg("run")
+        .arg(&first)
+        .args(["--store", "st", "--out-dir", "o"])
+        .current_dir(d)
+        .status();
+    assert!(ran.unwrap().success());
+    // The store and its segments, as bytes.
+    let store = || {
+        let manifest = std::fs::read(d.join("st/MANIFEST.json")).unwrap();
+        let listed = listing(&d.join("st"));
+        (listed, manifest, contents(&d.join("st/segments")))
+    };
+    let store_before = store();
+    let refused = [
+        (
+            "audit job.toml --store st --input b.jsonl --out-dir st",
+            "lies inside the store st",
+        ),
+        (
+            "audit job.toml --store st --input b.jsonl --out-dir st/segments",
+            "lies inside the store st",
+        ),
+        ("run job.toml --store out", "lies inside the store out"),
+        (
+            "run job.toml --store out/corpus/st",
+            "the store out/corpus/st lies inside the corpus directory out/corpus",
+        ),
+    ];
+    for (args, said) in refused {
+        let args: Vec<&str> = args.split(' ').collect();
+        let out = neardup().args(&args).current_dir(d).output().unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains(said), "{args:?}: {e}");
+        assert!(!d.join("out").exists(), "{args:?}: nothing made");
+        assert_eq!(store(), store_before, "{args:?}");
+    }
+}
+
 /// The segments the manifest of the store in `dir` names (none without a manifest).
 fn segments_named(dir: &Path) -> usize {
     let Ok(text) = std::fs::read(dir.join("MANIFEST.json")) else {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Append, AuditPlan, Plan, VerifyMode};
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::source::files::InputFile;
 use crate::store::Store;
 
@@ -80,6 +80,43 @@ impl Plan {
             return;
         }
         self.method = stored;
+    }
+
+    /// Refuses an output inside the store's directory (which holds the store alone: an output
+    /// there was mixed with the store's files) and a store inside the corpus directory (which a
+    /// commit replaces whole). Before any work.
+    pub fn check_store_apart(&self) -> Result<()> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let real = |p: &Path| {
+            crate::output::paths::real_path(p)
+                .io_context(|| format!("resolving the path {}", p.display()))
+        };
+        let store_real = real(store)?;
+        for (name, path) in self.outputs.requests() {
+            if path == Path::new("-") {
+                continue;
+            }
+            let output = real(&path)?;
+            crate::ensure!(
+                !output.starts_with(&store_real),
+                Output,
+                "output {name} ({}) lies inside the store {}: a store's directory holds the \
+                 store alone; give the outputs another directory",
+                path.display(),
+                store.display()
+            );
+            crate::ensure!(
+                name != "corpus" || !store_real.starts_with(&output),
+                Output,
+                "the store {} lies inside the corpus directory {}: committing the corpus would \
+                 replace it; choose paths outside each other",
+                store.display(),
+                path.display()
+            );
+        }
+        Ok(())
     }
 
     /// The files of the run's store that exist: its manifest and segments.

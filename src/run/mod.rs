@@ -115,6 +115,7 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let mut store = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {
         if plan.exec.process == 0 {
+            plan.check_store_apart()?;
             outputs = Some(OutputSet::prepare(
                 &plan.outputs.requests(),
                 &plan.protected_paths(),
