@@ -546,6 +546,17 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     );
 }
 
+/// A MinHash job over the sample (`in.jsonl`), its pairs into `out/`.
+const SAMPLE_JOB: &str = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
+                          dir = \"out\"\npairs = \"pairs.tsv\"\n";
+
+/// A new directory holding the sample as `in.jsonl`.
+fn with_sample() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(sample(), dir.path().join("in.jsonl")).unwrap();
+    dir
+}
+
 /// `neardup run JOB --store stores/new` in `d`, interrupted at fault point `step` if given.
 fn run_with_new_store(d: &Path, job: &Path, step: Option<&str>) -> std::process::Output {
     let mut cmd = neardup();
@@ -595,11 +606,9 @@ fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind(
 /// made only before a commit), which pinned its settings for the next run.
 #[test]
 fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_store() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_sample();
     let d = dir.path();
-    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
-    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
-                dir = \"out\"\npairs = \"pairs.tsv\"\n";
+    let body = SAMPLE_JOB;
     let first = job(d, "job.toml", body);
     let step = "outputs committed, store not yet appended";
     let out = run_with_new_store(d, &first, Some(step));
@@ -664,11 +673,9 @@ fn a_store_inside_an_input_directory_is_not_read_as_documents() {
 /// Now each is refused before any work, naming both, and nothing is made.
 #[test]
 fn an_output_inside_the_store_and_a_store_inside_the_corpus_are_refused_before_any_work() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_sample();
     let d = dir.path();
-    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
-    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
-                dir = \"out\"\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n";
+    let body = &format!("{SAMPLE_JOB}corpus = \"corpus\"\n");
     // A batch of its own ids, which an audit could read.
     let batch = std::fs::read_to_string(sample()).unwrap();
     std::fs::write(
@@ -734,11 +741,9 @@ fn segments_named(dir: &Path) -> usize {
 #[test]
 fn a_first_run_killed_at_any_step_leaves_a_store_the_next_run_completes() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_sample();
     let d = dir.path();
-    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
-    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
-                dir = \"out\"\npairs = \"pairs.tsv\"\n";
+    let body = SAMPLE_JOB;
     let first = job(d, "job.toml", body);
     let other = job(d, "other.toml", &body.replace("minhash", "simhash"));
     let run = |job: &Path, store: &str, out: &str, kill: Option<usize>| {
@@ -798,11 +803,9 @@ fn a_first_run_killed_at_any_step_leaves_a_store_the_next_run_completes() {
 /// as in use, not as someone's files.
 #[test]
 fn a_store_being_made_is_reported_in_use_by_another_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = with_sample();
     let d = dir.path();
-    std::fs::copy(sample(), d.join("in.jsonl")).unwrap();
-    let body = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
-                dir = \"out\"\npairs = \"pairs.tsv\"\n";
+    let body = SAMPLE_JOB;
     let first = job(d, "job.toml", body);
     std::fs::create_dir_all(d.join("stores/new/segments")).unwrap();
     let lock = d.join("stores/new/.neardup-store.lock");
