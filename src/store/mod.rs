@@ -540,6 +540,12 @@ fn read_lock(dir: &Path) -> Option<Arc<fs::File>> {
 /// entry makes `dir` someone's directory, an error. (A run making the store now is found by the
 /// lock, taken next.)
 fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
+    ensure!(
+        !dir.exists() || dir.is_dir(),
+        Output,
+        "the store {} is not a directory: give a new or empty directory for a store",
+        dir.display()
+    );
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(Vec::new());
     };
@@ -660,6 +666,12 @@ mod tests {
         assert!(e.contains("holds files but no store"), "{e}");
         let left: Vec<_> = fs::read_dir(&theirs).unwrap().flatten().collect();
         assert_eq!(left.len(), 1);
+        // A file is no store either, and stays as it was.
+        let e = Store::open_or_create(&theirs.join("notes.txt"), &params(3))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("notes.txt is not a directory"), "{e}");
+        assert_eq!(fs::read(theirs.join("notes.txt")).unwrap(), b"mine");
         // So is one that holds a store's names beside its own, or in an otherwise empty store's
         // segments/.
         for (theirs, file) in [("beside", "notes.txt"), ("inside", "segments/notes.txt")] {
