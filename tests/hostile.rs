@@ -608,8 +608,7 @@ fn a_first_run_interrupted_before_its_commit_leaves_no_directory_or_lock_behind(
 fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_store() {
     let dir = with_sample();
     let d = dir.path();
-    let body = SAMPLE_JOB;
-    let first = job(d, "job.toml", body);
+    let first = job(d, "job.toml", SAMPLE_JOB);
     let step = "outputs committed, store not yet appended";
     let out = run_with_new_store(d, &first, Some(step));
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
@@ -617,7 +616,7 @@ fn a_first_run_interrupted_between_its_outputs_and_its_store_leaves_no_empty_sto
     assert_eq!(listing(d), ["in.jsonl", "job.toml", "out"]);
     assert!(!std::fs::read(d.join("out/pairs.tsv")).unwrap().is_empty());
     // The next run, with other settings, makes the store it asks for.
-    let other = job(d, "other.toml", &body.replace("minhash", "simhash"));
+    let other = job(d, "other.toml", &SAMPLE_JOB.replace("minhash", "simhash"));
     let out = run_with_new_store(d, &other, None);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(d.join("stores/new/MANIFEST.json").exists());
@@ -743,9 +742,8 @@ fn a_first_run_killed_at_any_step_leaves_a_store_the_next_run_completes() {
     use std::os::unix::process::ExitStatusExt;
     let dir = with_sample();
     let d = dir.path();
-    let body = SAMPLE_JOB;
-    let first = job(d, "job.toml", body);
-    let other = job(d, "other.toml", &body.replace("minhash", "simhash"));
+    let first = job(d, "job.toml", SAMPLE_JOB);
+    let other = job(d, "other.toml", &SAMPLE_JOB.replace("minhash", "simhash"));
     let run = |job: &Path, store: &str, out: &str, kill: Option<usize>| {
         let mut cmd = neardup();
         cmd.arg("run")
@@ -805,10 +803,9 @@ fn a_first_run_killed_at_any_step_leaves_a_store_the_next_run_completes() {
 fn a_store_being_made_is_reported_in_use_by_another_run() {
     let dir = with_sample();
     let d = dir.path();
-    let body = SAMPLE_JOB;
-    let first = job(d, "job.toml", body);
+    let first = job(d, "job.toml", SAMPLE_JOB);
     std::fs::create_dir_all(d.join("stores/new/segments")).unwrap();
-    let lock = d.join("stores/new/.neardup-store.lock");
+    let lock = d.join("stores/new").join(neardup::output::lock::STORE_LOCK);
     let (holder, _) = neardup::output::lock::take(&lock, "the store", "").unwrap();
     let out = run_with_new_store(d, &first, None);
     let e = stderr(&out);
