@@ -769,10 +769,15 @@ fn a_first_run_killed_at_any_step_leaves_a_store_the_next_run_completes() {
             stderr(&killed)
         );
         let was_empty = segments_named(&d.join(&store)) == 0;
+        let had_manifest = d.join(&store).join("MANIFEST.json").exists();
         let next = run(&other, &store, &format!("n-{step}"), None);
         if was_empty {
             empty += 1;
-            assert!(next.status.success(), "step {step}: {}", stderr(&next));
+            let e = stderr(&next);
+            assert!(next.status.success(), "step {step}: {e}");
+            // A store of no segment takes the other settings, and says so.
+            let noted = e.contains("holds no segment yet") && e.contains("takes this run's");
+            assert_eq!(noted, had_manifest, "step {step}: {e}");
         } else {
             held += 1;
             let e = stderr(&next);

@@ -147,15 +147,21 @@ impl Store {
 
     /// Checks that `parameters` are the store's; a store that holds no segment takes them.
     fn settle_parameters(&mut self, parameters: &[String]) -> Result<()> {
-        let differ = self.check_parameters(parameters);
-        if differ.is_err() && self.manifest.segments.is_empty() {
-            let mut next = self.manifest.clone();
-            next.parameters = parameters.to_vec();
-            self.write_manifest(&next)?;
-            self.manifest = next;
-            return Ok(());
+        if !self.manifest.segments.is_empty() {
+            return self.check_parameters(parameters);
         }
-        differ
+        let Some((had, takes)) = self.first_difference(parameters) else {
+            return Ok(());
+        };
+        eprintln!(
+            "neardup: note: the store {} holds no segment yet: it had {had}, and takes this run's {takes}",
+            self.dir.display()
+        );
+        let mut next = self.manifest.clone();
+        next.parameters = parameters.to_vec();
+        self.write_manifest(&next)?;
+        self.manifest = next;
+        Ok(())
     }
 
     /// Opens the store in `dir` to change it: takes its lock (refused at once if another run
@@ -247,18 +253,24 @@ impl Store {
 
     /// An error naming the first parameter in which `parameters` differ from the store's.
     pub fn check_parameters(&self, parameters: &[String]) -> Result<()> {
-        let stored = &self.manifest.parameters;
-        let first =
-            (0..stored.len().max(parameters.len())).find(|&i| stored.get(i) != parameters.get(i));
-        let Some(i) = first else { return Ok(()) };
-        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+        let Some((has, this_run)) = self.first_difference(parameters) else {
+            return Ok(());
+        };
         bail!(
             Config,
-            "the store {} was made with other settings: it has {}, this run {}",
-            self.dir.display(),
-            show(stored.get(i)),
-            show(parameters.get(i))
+            "the store {} was made with other settings: it has {has}, this run {this_run}",
+            self.dir.display()
         )
+    }
+
+    /// The first of the store's settings that differs from `parameters`, and this run's in its
+    /// place, shown as the messages quote them.
+    fn first_difference(&self, parameters: &[String]) -> Option<(String, String)> {
+        let stored = &self.manifest.parameters;
+        let i = (0..stored.len().max(parameters.len()))
+            .find(|&i| stored.get(i) != parameters.get(i))?;
+        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+        Some((show(stored.get(i)), show(parameters.get(i))))
     }
 
     /// True if a segment of the store has these bytes, or had them before a compaction merged
