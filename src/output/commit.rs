@@ -563,13 +563,13 @@ impl<W: Write> Write for Hashing<W> {
 /// One file as a set of one, checked against `inputs` (the files the command reads), locked and
 /// staged now, before the command's work; [`OutputSet::commit_file`] writes and commits it.
 pub fn prepare_file(path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
-    OutputSet::prepare(&[("output".into(), path.to_path_buf())], inputs)
+    OutputSet::prepare(&[("file".into(), path.to_path_buf())], inputs)
 }
 
 impl OutputSet {
     /// Writes the file of a set made by [`prepare_file`] and renames it into place.
     pub fn commit_file(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-        self.write("output", |w, _| write(w))?;
+        self.write("file", |w, _| write(w))?;
         self.commit(None)
     }
 }
@@ -680,6 +680,8 @@ mod tests {
         std::fs::write(d.join("thesis.txt"), "mine\n").unwrap();
         let e = write_file(&d.join("thesis.txt"), &[], |w| w.write_all(b"x\n")).unwrap_err();
         assert!(e.to_string().contains("thesis.txt"), "{e}");
+        // Regression: a single file's refusal read "output output: thesis.txt exists ...".
+        assert!(e.to_string().starts_with("output file: "), "{e}");
         assert_eq!(
             std::fs::read_to_string(d.join("thesis.txt")).unwrap(),
             "mine\n"
