@@ -75,6 +75,7 @@ impl Inputs {
             file: &self.files[split.file],
             split: *split,
             max_record_bytes: self.max_record_bytes,
+            threads: 1,
         }
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{IoContext, Result};
 
 use super::files::{Compression, InputFile, Split};
-use super::{lines, Copied, Piece};
+use super::{compress, lines, Copied, Piece};
 
 /// Creates `dest` and lets `write` copy into it (buffered); errors name `file`. A part is not
 /// synced: it is joined into the corpus file, which the corpus stage syncs.
@@ -33,27 +33,18 @@ pub(super) fn into_part(
 }
 
 /// Copies the kept lines of `split` into `out`, compressed as `file` is (a compressed file is one
-/// split, so its part is recompressed whole: gzip level 6, zstd level 3).
+/// split, so its part is recompressed whole, on the piece's threads: [`super::compress`]).
 pub(super) fn lines_as_stored(
     piece: &Piece<'_>,
     kept: &[u64],
     out: &mut dyn Write,
 ) -> io::Result<Copied> {
     let (file, split) = (piece.file, &piece.split);
+    let copy = |out: &mut dyn Write| copy_lines(file, split, kept, out);
     let records = match file.compression {
-        Compression::None => copy_lines(file, split, kept, out)?,
-        Compression::Gzip => {
-            let mut z = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-            let records = copy_lines(file, split, kept, &mut z)?;
-            z.finish()?;
-            records
-        }
-        Compression::Zstd => {
-            let mut z = zstd::Encoder::new(out, 3)?;
-            let records = copy_lines(file, split, kept, &mut z)?;
-            z.finish()?;
-            records
-        }
+        Compression::None => copy(out)?,
+        Compression::Gzip => compress::gzip(out, piece.threads, copy)?,
+        Compression::Zstd => compress::zstd(out, piece.threads, copy)?,
     };
     Ok(Copied { records, extra: 0 })
 }

@@ -2,6 +2,7 @@
 //! counted skips. Every format (JSON Lines, WARC, HTML files, fingerprints files) yields the same
 //! [`Document`], so the run never knows which format it read.
 
+mod compress;
 mod copy;
 pub mod document;
 pub mod files;
@@ -119,6 +120,8 @@ pub struct Piece<'a> {
     pub split: Split,
     /// Longer records are skipped as `too_large`.
     pub max_record_bytes: usize,
+    /// Threads that may compress a copy of it (the corpus part of a compressed file).
+    pub threads: usize,
 }
 
 impl<'a> Piece<'a> {
@@ -128,6 +131,7 @@ impl<'a> Piece<'a> {
             file,
             split: Split::whole(file_index),
             max_record_bytes,
+            threads: 1,
         }
     }
 }

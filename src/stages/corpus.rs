@@ -23,7 +23,7 @@ use crate::output::corpus;
 use crate::output::Member;
 use crate::output::OutputSet;
 use crate::source::Copied;
-use crate::source::{plan_splits, Location, Split};
+use crate::source::{plan_splits, Compression, Location, Piece, Split};
 use crate::summary::FileCounts;
 
 /// Per input file, the documents kept and dropped, summed over all workers (every worker calls it
@@ -113,7 +113,8 @@ pub fn write(
     let kept = kept_locations(&splits, ranked, members, skipped, first);
     let mut mine = shuffle(worker, kept, move |&(split, _)| worker_of[split as usize]);
     mine.sort_unstable();
-    let (stats, error) = write_parts(inputs, &splits[worker.index()], &mine, &staged);
+    let threads = compressing_threads(inputs, &splits, worker.peers());
+    let (stats, error) = write_parts(inputs, &splits[worker.index()], &mine, &staged, threads);
     // Every part is written (or failed) before worker 0 joins them.
     // The worker that skipped a record need not be the one that copied it (the workers of a
     // process share a compressed file's records), so only the totals are subtracted.
@@ -189,11 +190,22 @@ fn kept_locations<'a>(
 /// Each of this worker's `splits` into its part, with the records of `mine` (sorted by split and
 /// offset) that it holds; an empty part too, since the join checks them all. Returns what the
 /// parts hold and the first error.
+/// The threads that recompress a compressed file's part: the processors (at most the workers)
+/// over the workers that recompress one at once, so that one large `.jsonl.gz` does not keep
+/// the others waiting and many do not crowd the processors. The bytes do not depend on it.
+fn compressing_threads(inputs: &Inputs, splits: &[Vec<Split>], peers: usize) -> usize {
+    let compressed = |s: &Split| inputs.files[s.file].compression != Compression::None;
+    let busy = splits.iter().filter(|w| w.iter().any(compressed)).count();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores.min(peers) / busy.max(1)).max(1)
+}
+
 fn write_parts(
     inputs: &Inputs,
     splits: &[Split],
     mine: &[(u32, u64)],
     staged: &Path,
+    threads: usize,
 ) -> (Copied, Option<String>) {
     let mut stats = Copied::default();
     let mut error: Option<String> = None;
@@ -201,9 +213,13 @@ fn write_parts(
         let lo = mine.partition_point(|k| k.0 < split.id);
         let hi = mine.partition_point(|k| k.0 <= split.id);
         let offsets: Vec<u64> = mine[lo..hi].iter().map(|k| k.1).collect();
+        let piece = Piece {
+            threads,
+            ..inputs.piece(split)
+        };
         match corpus::write_part(
             inputs.source.as_ref(),
-            &inputs.piece(split),
+            &piece,
             &offsets,
             &corpus::part_path(staged, split.id),
         ) {
