@@ -61,6 +61,9 @@ pub struct Pass<'a> {
     /// The worker that decompresses each shared compressed file, which reads its records again
     /// when their sketcher did not keep them (`read::readers`).
     pub readers: Vec<Option<u32>>,
+    /// False if no document read had a URL: the largest clusters' records are not read again
+    /// for one (a compressed file would be decompressed again for nothing).
+    pub urls_read: bool,
 }
 
 impl<'a> Pass<'a> {
@@ -86,6 +89,7 @@ impl<'a> Pass<'a> {
             scratch: Arc::clone(scratch),
             kept: None,
             readers: Vec::new(),
+            urls_read: true,
         }
     }
 
@@ -130,8 +134,11 @@ impl<'a> Pass<'a> {
             counters,
             places,
             shown,
+            urls: false,
         };
         books.check_usable(worker, plan, before)?;
+        // An audit's stored documents are not counted: their URLs are read as before.
+        self.urls_read = books.urls || plan.audit.is_some();
         if plan.audit.is_some() {
             let (segments, labels) = of_stored;
             let ranks = ranks[new..].iter().zip(segments).zip(labels);
@@ -849,7 +856,8 @@ impl<'a> Pass<'a> {
                     return Vec::new();
                 };
                 let f = &mut self.figures;
-                let reading = (&self.plan.inputs, &self.readers[..]);
+                let readers = self.urls_read.then_some(&self.readers[..]);
+                let reading = (&self.plan.inputs, readers);
                 f.largest = cluster::name_largest(worker, reading, ranked, &stats.top);
                 f.clusters = Some(stats);
                 let first = self.plan.first_new_file();

@@ -50,6 +50,8 @@ pub struct Books {
     pub places: Places,
     /// The skip messages shown (worker 0).
     pub shown: Vec<String>,
+    /// True if a document read, on any worker, had a URL (known after [`Books::check_usable`]).
+    pub urls: bool,
 }
 
 impl Books {
@@ -72,6 +74,7 @@ impl Books {
             sent.push(notes);
         }
         show_notes(worker.index(), sent, &self.places, &mut self.shown);
+        self.urls = totals.with_url > 0;
         if totals.processed == 0 {
             let mut message = nothing_usable(&totals, &plan.inputs);
             if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {

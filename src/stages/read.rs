@@ -547,6 +547,7 @@ impl Reader {
                         }
                         counters.read += 1;
                         counters.processed += 1;
+                        counters.with_url += u64::from(doc.url.is_some());
                         out.keys.push(key);
                         out.at.push(doc.location);
                         if self.keep_urls {

@@ -144,6 +144,9 @@ pub struct Counters {
     /// Documents the exact pre-pass gave an earlier document's sketch (same bytes, same worker).
     #[serde(default)]
     pub prepass_copies: u64,
+    /// Documents processed that had a URL.
+    #[serde(default)]
+    pub with_url: u64,
     /// Bytes of input lines read.
     pub bytes: u64,
     /// Every skipped record when `listing`, else the first [`MESSAGES_PER_REASON`] per reason.
@@ -229,6 +232,7 @@ impl Counters {
         self.blank_lines += other.blank_lines;
         self.generated_ids += other.generated_ids;
         self.prepass_copies += other.prepass_copies;
+        self.with_url += other.with_url;
         self.bytes += other.bytes;
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);

@@ -82,10 +82,11 @@ pub struct ClusterStats {
 
 /// Names and URLs of the members of `top` (every worker calls it together; worker 0 gets the
 /// list, the others an empty one). The URLs of these few records are read again where the records
-/// are, so a run need not hold every document's URL for them.
+/// are, so a run need not hold every document's URL for them; with no `readers` (no document
+/// read had a URL) none is read.
 pub fn name_largest(
     worker: &mut Worker,
-    (inputs, readers): (&Inputs, &[Option<u32>]),
+    (inputs, readers): (&Inputs, Option<&[Option<u32>]>),
     ranked: &Ranked,
     top: &[Top],
 ) -> Vec<LargestCluster> {
@@ -101,6 +102,10 @@ pub fn name_largest(
         .map(|&r| (r, ranked.name(r).to_string()))
         .collect();
     // The origins are held again by now; were a spilled block unreadable, only URLs are lost.
+    let (wanted, readers) = match readers {
+        Some(readers) => (wanted, readers),
+        None => (Vec::new(), &[][..]),
+    };
     let requests = reread::route(worker, ranked, wanted, readers, |_| false).unwrap_or_default();
     let mut urls: Vec<(u64, String)> = Vec::new();
     // A record that no longer reads as it did only loses its URL here; the stages that copy or
