@@ -134,11 +134,10 @@ impl<'a> Pass<'a> {
             counters,
             places,
             shown,
-            urls: false,
         };
-        books.check_usable(worker, plan, before)?;
+        let totals = books.check_usable(worker, plan, before)?;
         // An audit's stored documents are not counted: their URLs are read as before.
-        self.urls_read = books.urls || plan.audit.is_some();
+        self.urls_read = totals.with_url > 0 || plan.audit.is_some();
         if plan.audit.is_some() {
             let (segments, labels) = of_stored;
             let ranks = ranks[new..].iter().zip(segments).zip(labels);

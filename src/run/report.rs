@@ -50,16 +50,19 @@ pub struct Books {
     pub places: Places,
     /// The skip messages shown (worker 0).
     pub shown: Vec<String>,
-    /// True if a document read, on any worker, had a URL (known after [`Books::check_usable`]).
-    pub urls: bool,
 }
 
 impl Books {
     /// Shows the first skip notes among the counters' notes from index `since` on (the rank
     /// stage's) and stops a run in which no record could be used, or whose keep policy reads a
     /// field that no document has: on every worker alike (the counts and the notes are gathered by
-    /// all, in one exchange).
-    pub fn check_usable(&mut self, worker: &mut Worker, plan: &Plan, since: usize) -> Result<()> {
+    /// all, in one exchange). Returns the counts summed over the workers (without the notes).
+    pub fn check_usable(
+        &mut self,
+        worker: &mut Worker,
+        plan: &Plan,
+        since: usize,
+    ) -> Result<Counters> {
         let light = Counters {
             notes: Vec::new(),
             copy_at: Vec::new(),
@@ -74,7 +77,6 @@ impl Books {
             sent.push(notes);
         }
         show_notes(worker.index(), sent, &self.places, &mut self.shown);
-        self.urls = totals.with_url > 0;
         if totals.processed == 0 {
             let mut message = nothing_usable(&totals, &plan.inputs);
             if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {
@@ -86,7 +88,7 @@ impl Books {
         }
         match keep_field_nowhere(plan, &totals.keep_field) {
             Some(message) => Err(Error::Input(message)),
-            None => Ok(()),
+            None => Ok(totals),
         }
     }
 }

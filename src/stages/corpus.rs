@@ -187,9 +187,6 @@ fn kept_locations<'a>(
         .map(move |at| (split_of(at.file as usize - first, at.offset), at.offset))
 }
 
-/// Each of this worker's `splits` into its part, with the records of `mine` (sorted by split and
-/// offset) that it holds; an empty part too, since the join checks them all. Returns what the
-/// parts hold and the first error.
 /// The threads that recompress a compressed file's part: the processors (at most the workers)
 /// over the workers that recompress one at once, so that one large `.jsonl.gz` does not keep
 /// the others waiting and many do not crowd the processors. The bytes do not depend on it.
@@ -200,6 +197,9 @@ fn compressing_threads(inputs: &Inputs, splits: &[Vec<Split>], peers: usize) -> 
     (cores.min(peers) / busy.max(1)).max(1)
 }
 
+/// Each of this worker's `splits` into its part, with the records of `mine` (sorted by split and
+/// offset) that it holds; an empty part too, since the join checks them all. Returns what the
+/// parts hold and the first error. A compressed file's part is recompressed on `threads`.
 fn write_parts(
     inputs: &Inputs,
     splits: &[Split],
