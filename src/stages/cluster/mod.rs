@@ -336,6 +336,12 @@ struct Local {
     chained_documents: u64,
     split_components: u64,
     top: Vec<Top>,
+    /// The size of the smallest of `top`'s largest once it holds [`TOP_CLUSTERS`] of them: a
+    /// smaller cluster cannot be one of the largest. (Comparing with the last one pushed, not the
+    /// smallest kept, left out clusters of the ten largest that came after a larger one, so the
+    /// list depended on the order and the number of workers.)
+    #[serde(skip)]
+    floor: u64,
 }
 
 impl Local {
@@ -362,7 +368,7 @@ impl Local {
         let size = members.len() as u64;
         let cluster = *members.iter().min().expect("a cluster has members");
         *self.sizes.entry(size).or_default() += 1;
-        if self.top.len() < TOP_CLUSTERS || self.top.last().is_some_and(|t| size >= t.size) {
+        if size >= self.floor {
             let mut shown = vec![representative];
             shown.extend(
                 members
@@ -379,6 +385,7 @@ impl Local {
             });
             if self.top.len() > 4 * TOP_CLUSTERS {
                 keep_largest(&mut self.top);
+                self.floor = self.top.last().map_or(0, |t| t.size);
             }
         }
         out.extend(members.iter().map(|&rank| Member {
@@ -396,4 +403,35 @@ pub fn group_edges(groups: &[(u64, Vec<u64>)]) -> impl Iterator<Item = (u64, u64
     groups
         .iter()
         .flat_map(|(_, m)| m[1..].iter().map(move |&x| (m[0], x)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a cluster was taken among the largest only if it was at least the size of
+    /// the last one taken, not of the smallest of them, so clusters of the ten largest that came
+    /// after a larger one were left out (the summary's and the report's largest clusters changed
+    /// with the number of workers).
+    #[test]
+    fn the_largest_clusters_do_not_depend_on_the_order_they_come_in() {
+        let sizes: Vec<u64> = (2..=120).collect();
+        for stride in [1, 2, 11, 53, 118] {
+            // Each stride is prime to the 119 sizes: every size comes once, in its own order.
+            let mut local = Local::default();
+            let mut out = Vec::new();
+            for i in 0..sizes.len() {
+                let size = sizes[i * stride % sizes.len()];
+                let members: Vec<u64> = (0..size).map(|m| size * 1000 + m).collect();
+                local.emit(&members, members[0], &|_| true, &mut out);
+            }
+            keep_largest(&mut local.top);
+            let largest: Vec<u64> = local.top.iter().map(|t| t.size).collect();
+            assert_eq!(
+                largest,
+                (111..=120).rev().collect::<Vec<_>>(),
+                "stride {stride}"
+            );
+        }
+    }
 }
