@@ -631,3 +631,75 @@ fn a_wget_crawl_reads_its_pages_and_skips_its_own_log() {
     assert_eq!(counters.skipped[&SkipReason::HttpStatus], 1); // missing.html
     assert_eq!(counters.read, 18);
 }
+
+/// A WARC `response` record of an HTML page.
+fn response(id: usize, html: &str) -> Vec<u8> {
+    let http = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{html}",
+        html.len()
+    );
+    format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{id:08}>\r\n\
+         WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: https://example.org/{id}\r\n\
+         Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+        http.len()
+    )
+    .into_bytes()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn records_sharing_a_gzip_member_are_skipped_not_paired_as_one() {
+    // Regression: a record of a `.warc.gz` was located by its gzip member's offset, so two records
+    // in one member (a WARC gzipped whole) were one document to verification, which paired them
+    // at Jaccard 1.0 however different they were. They are now skipped, with the reason.
+    let dir = tempfile::tempdir().unwrap();
+    let base = words(7, 300);
+    let page =
+        |extra: &str| format!("<html><body><main><p>{base} {extra}</p></main></body></html>");
+    // Two near-copies (about 0.7: candidates, not near-duplicates) in one member, and a pair of
+    // exact copies, a member each.
+    let mut file = gzip(
+        &[
+            response(1, &page(&words(8, 60))),
+            response(2, &page(&words(9, 60))),
+        ]
+        .concat(),
+    );
+    file.extend(gzip(&response(3, &page("alone"))));
+    file.extend(gzip(&response(4, &page("alone"))));
+    std::fs::write(dir.path().join("crawl.warc.gz"), file).unwrap();
+    std::fs::write(
+        dir.path().join("job.toml"),
+        "method = \"minhash\"\n[input]\npaths = [\"crawl.warc.gz\"]\nformat = \"warc\"\n\
+         [verify]\nmode = \"exact\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n",
+    )
+    .unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(dir.path().join("job.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("more than one record"), "{err}");
+    let s = summary(&dir.path().join("out/summary.json"));
+    assert_eq!(s["documents"]["processed"], 2, "{s}");
+    assert_eq!(
+        s["documents"]["skipped_by_reason"]["corrupt_record"], 2,
+        "{s}"
+    );
+    let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+    let ids: Vec<&str> = pairs
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(pairs.lines().count(), 1, "{pairs}");
+    assert!(ids[0].contains("00000003"), "{pairs}");
+}

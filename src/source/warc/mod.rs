@@ -1150,7 +1150,7 @@ fn open_split(
 /// Reads the records of one split of a WARC file: `response` records with a 2xx status and
 /// `resource` records become documents (id `WARC-Record-ID`, url `WARC-Target-URI`, timestamp
 /// `WARC-Date`); everything else is a counted skip. Reading resumes after damage at the next good
-/// record.
+/// record. The records of a gzip member that holds several are skipped ([`Members`]).
 fn read_pages(
     file: &InputFile,
     split: &Split,
@@ -1163,63 +1163,142 @@ fn read_pages(
         Err(skipped) => return on(Item::Skipped(*skipped)),
     };
     let mut last_offset = split.start;
+    let mut members = Members::new(file.compression == Compression::Gzip);
+    let mut page = |item: WarcItem| {
+        if let WarcItem::Record(r) = &item {
+            last_offset = r.offset;
+        }
+        page_item(item, split.file, max_record_bytes, on);
+    };
     for item in reader {
-        let record = match item {
+        match item {
+            Ok(item) => members.push(item, &mut page),
             Err(e) => {
+                members.flush(&mut page);
                 let message = format!("{e}; the rest of this file could not be read");
                 let skip = Skip::new(SkipReason::ReadError, message);
                 on(Item::Skipped(Skipped::at(at(last_offset), skip, 0)));
-                break;
+                return;
             }
-            Ok(WarcItem::Skip(s)) => {
-                let reason = match s.kind {
-                    WarcSkipKind::TooLarge => SkipReason::TooLarge,
-                    WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
-                };
-                on(Item::Skipped(Skipped::at(
-                    at(s.offset),
-                    Skip::new(reason, s.message),
-                    0,
-                )));
-                continue;
-            }
-            Ok(WarcItem::Record(r)) => r,
-        };
-        last_offset = record.offset;
-        let bytes = record.block.len() as u64;
-        let Record {
-            header: h,
-            block,
-            offset,
-        } = record;
-        let body = record_body(&h, block, max_record_bytes as u64);
-        match body {
-            Err(skip) => on(Item::Skipped(Skipped {
-                at: at(offset),
-                record: Some(super::RecordName::Warc(
-                    h.record_id
-                        .clone()
-                        .unwrap_or_else(|| "without WARC-Record-ID".into()),
-                )),
-                id: h.record_id.clone(),
-                skip,
+        }
+    }
+    members.flush(&mut page);
+}
+
+/// One record or skipped region of a WARC file as a document or a counted skip.
+fn page_item(item: WarcItem, file: usize, max_record_bytes: usize, on: &mut dyn FnMut(Item<'_>)) {
+    let at = |offset: u64| Location::at(file, offset);
+    let record = match item {
+        WarcItem::Skip(s) => {
+            let reason = match s.kind {
+                WarcSkipKind::TooLarge => SkipReason::TooLarge,
+                WarcSkipKind::Corrupt | WarcSkipKind::Truncated => SkipReason::CorruptRecord,
+            };
+            let skip = Skip::new(reason, s.message);
+            return on(Item::Skipped(Skipped::at(at(s.offset), skip, 0)));
+        }
+        WarcItem::Record(r) => r,
+    };
+    let bytes = record.block.len() as u64;
+    let Record {
+        header: h,
+        block,
+        offset,
+    } = record;
+    match record_body(&h, block, max_record_bytes as u64) {
+        Err(skip) => on(Item::Skipped(Skipped {
+            at: at(offset),
+            record: Some(super::RecordName::Warc(
+                h.record_id
+                    .clone()
+                    .unwrap_or_else(|| "without WARC-Record-ID".into()),
+            )),
+            id: h.record_id.clone(),
+            skip,
+            bytes,
+            fields: Vec::new(),
+        })),
+        Ok(body) => on(Item::Document(Document {
+            id: h
+                .record_id
+                .filter(|id| super::jsonl::id_is_clean(id))
+                .map(Cow::Owned),
+            url: h.target_uri.map(Cow::Owned),
+            body,
+            lang: None,
+            location: at(offset),
+            attributes: Attributes {
                 bytes,
-                fields: Vec::new(),
-            })),
-            Ok(body) => on(Item::Document(Document {
-                id: h
-                    .record_id
-                    .filter(|id| super::jsonl::id_is_clean(id))
-                    .map(Cow::Owned),
-                url: h.target_uri.map(Cow::Owned),
-                body,
-                lang: None,
-                location: at(offset),
-                attributes: Attributes {
-                    bytes,
-                    timestamp: h.date.map(Cow::Owned),
-                },
-            })),
+                timestamp: h.date.map(Cow::Owned),
+            },
+        })),
+    }
+}
+
+/// Why a record of a `.warc.gz` member that holds several is skipped.
+const SHARED_MEMBER: &str = "a gzip member holding more than one record: a .warc.gz is read \
+    compressed one record a member, as crawlers write it (a WARC gzipped whole is one member); \
+    gunzip it, or recompress it a record a member (`warcio recompress`)";
+
+/// The items of a `.warc.gz` held member by member, so that the records of a member that holds
+/// several become skips ([`SHARED_MEMBER`]). A record is located by its member's offset (where it
+/// is read again, and copied whole into the corpus from), so two records of one member were one
+/// document to verification: a WARC gzipped whole paired unrelated records at Jaccard 1.0. A
+/// member is held until its second record, so at most one record and the skips beside it.
+struct Members {
+    /// False for a plain WARC, whose items pass straight through.
+    gzip: bool,
+    /// The member of the held items.
+    offset: u64,
+    /// Its records so far.
+    records: usize,
+    /// Its items, until a second record or the next member.
+    held: Vec<WarcItem>,
+}
+
+impl Members {
+    fn new(gzip: bool) -> Members {
+        Members {
+            gzip,
+            offset: u64::MAX,
+            records: 0,
+            held: Vec::new(),
+        }
+    }
+
+    /// Takes the next item of the file, handing on to `out` those whose member is settled.
+    fn push(&mut self, item: WarcItem, out: &mut impl FnMut(WarcItem)) {
+        if !self.gzip {
+            return out(item);
+        }
+        let offset = match &item {
+            WarcItem::Record(r) => r.offset,
+            WarcItem::Skip(s) => s.offset,
+        };
+        if offset != self.offset {
+            self.flush(out);
+            (self.offset, self.records) = (offset, 0);
+        }
+        self.records += usize::from(matches!(item, WarcItem::Record(_)));
+        self.held.push(item);
+        if self.records > 1 {
+            self.flush(out);
+        }
+    }
+
+    /// Hands on the held items: as they are, or with their records as skips if the member holds
+    /// more than one.
+    fn flush(&mut self, out: &mut impl FnMut(WarcItem)) {
+        let shared = self.records > 1;
+        for item in self.held.drain(..) {
+            out(match item {
+                WarcItem::Record(r) if shared => WarcItem::Skip(WarcSkip {
+                    offset: r.offset,
+                    kind: WarcSkipKind::Corrupt,
+                    message: SHARED_MEMBER.to_string(),
+                }),
+                item => item,
+            });
         }
     }
 }
@@ -1386,6 +1465,48 @@ mod tests {
         let i = s.find("Content-Length: ").unwrap() + 16;
         let j = i + s[i..].find('\r').unwrap();
         format!("{}abc{}", &s[..i], &s[j..]).into_bytes()
+    }
+
+    /// The items of `file` through [`Members`].
+    fn by_member(file: &[u8], c: WarcCompression) -> Vec<WarcItem> {
+        let mut members = Members::new(c == Gzip);
+        let mut out = Vec::new();
+        for item in read(file, c, 0, None, MAX) {
+            members.push(item, &mut |i| out.push(i));
+        }
+        members.flush(&mut |i| out.push(i));
+        out
+    }
+
+    /// Regression: records were located by their gzip member's offset, so the records of a WARC
+    /// gzipped whole (one member) were one location, and verification paired unrelated records at
+    /// Jaccard 1.0. The records of a member that holds several are now skips that say why; a
+    /// member of one record beside them, a damaged one, and a plain WARC are read as before.
+    #[test]
+    fn records_sharing_a_gzip_member_are_skipped_not_confused() {
+        let r = raws();
+        let (plain, offsets) = build(&r, false);
+        assert_eq!(
+            summary(&by_member(&plain, Plain)),
+            expect(&[1, 2, 3, 4, 5, 6], &offsets)
+        );
+        let whole = by_member(&gz(&plain), Gzip);
+        assert_eq!(summary(&whole), vec!["SCorrupt@0"; 6]);
+        assert!(skips(&whole).iter().all(|s| s.message == SHARED_MEMBER));
+        // A member of one record, one of two (with a bad record between them), one of one.
+        let mut file = gz(&r[2]);
+        let two = file.len() as u64;
+        file.extend(gz(&[r[3].clone(), bad_cl(&r[1]), r[4].clone()].concat()));
+        let last = file.len() as u64;
+        file.extend(gz(&r[5]));
+        let items = by_member(&file, Gzip);
+        let shared = format!("SCorrupt@{two}");
+        let want = ["R3@0", &shared, &shared, &shared, &format!("R6@{last}")];
+        assert_eq!(summary(&items), want);
+        let messages: Vec<_> = skips(&items).iter().map(|s| s.message.clone()).collect();
+        assert_eq!(messages[0], SHARED_MEMBER);
+        assert_eq!(messages[1], "bad Content-Length \"abc\"");
+        assert_eq!(messages[2], SHARED_MEMBER);
     }
 
     #[test]
