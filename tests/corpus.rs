@@ -550,3 +550,55 @@ fn skipped_records_of_a_compressed_input_are_counted_whichever_worker_found_them
         assert_eq!(corpus.documents, c.kept, "{workers} workers");
     }
 }
+
+#[test]
+fn a_compressed_input_damaged_past_its_last_kept_line_still_gets_its_corpus() {
+    // Regression: the corpus of a `.jsonl.gz` or `.jsonl.zst` cut short failed the whole run
+    // ("incomplete deflate stream") where the read stage had counted the damage as a read_error and
+    // gone on: the copy read on past the last kept line into the damage. It now stops there.
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, lines) = generated(dir.path());
+    let raw = std::fs::read(&plain).unwrap();
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(&raw).unwrap();
+    let gz = e.finish().unwrap();
+    let zst = zstd::encode_all(&raw[..], 1).unwrap();
+    for (name, bytes) in [("docs.jsonl.gz", gz), ("docs.jsonl.zst", zst)] {
+        let input = dir.path().join(format!("cut-{name}"));
+        std::fs::write(&input, &bytes[..bytes.len() / 2]).unwrap();
+        for w in [1, 2] {
+            let out = run_corpus(dir.path(), &input, w, &format!("{name}-cut-{w}"));
+            let part = std::fs::read(out.join("corpus").join(input.file_name().unwrap())).unwrap();
+            let mut text = String::new();
+            if name.ends_with(".gz") {
+                flate2::read::GzDecoder::new(&part[..])
+                    .read_to_string(&mut text)
+                    .unwrap();
+            } else {
+                zstd::Decoder::new(&part[..])
+                    .unwrap()
+                    .read_to_string(&mut text)
+                    .unwrap();
+            }
+            // The lines read before the damage: the kept ones among them, in order.
+            let read = text.lines().count();
+            assert!(read > 100, "{name}, {w} workers: {read} kept lines");
+            let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect();
+            let want: Vec<&str> = lines
+                .iter()
+                .filter(|l| !l.trim().is_empty() && !l.starts_with("{\"id\": \"broken\""))
+                .filter(|l| kept.contains(&id_of(l)))
+                .map(String::as_str)
+                .collect();
+            assert_eq!(
+                text.lines().collect::<Vec<_>>(),
+                want,
+                "{name}, {w} workers"
+            );
+        }
+    }
+}

@@ -50,7 +50,10 @@ pub(super) fn lines_as_stored(
 }
 
 /// Copies the lines of `split` (those that start in it, as the reader splits them) that start at
-/// `kept` offsets, with their line ends; returns how many. Streams: no line is held whole.
+/// `kept` offsets, with their line ends; returns how many. Streams: no line is held whole. Stops
+/// after the last kept line: what follows it is not read (a compressed file damaged past its last
+/// kept line failed the whole run's corpus, where the read stage had counted the damage as a
+/// `read_error` and gone on).
 fn copy_lines(
     file: &InputFile,
     split: &Split,
@@ -74,6 +77,9 @@ fn copy_lines(
     while pos < split.end {
         while k < kept.len() && kept[k] < pos {
             k += 1;
+        }
+        if k == kept.len() {
+            break;
         }
         let keep = k < kept.len() && kept[k] == pos;
         let n = stream_line(&mut reader, keep.then_some(&mut *out))?;

@@ -653,7 +653,10 @@ fn copy_rows(
     let mut writer =
         ArrowWriter::try_new(out, Arc::clone(&schema), Some(props)).map_err(|e| e.to_string())?;
     let mut written = 0u64;
-    if g < file.row_groups.len() {
+    // Nothing past the last kept row is read: a row group damaged after it (or one with no kept
+    // row, whose damage the read stage counted) would fail the corpus of the whole run.
+    let last = kept.last().copied().filter(|&l| l >= first);
+    if let (true, Some(last)) = (g < file.row_groups.len(), last) {
         let reader = builder
             .with_row_groups(vec![g])
             .with_batch_size(BATCH_ROWS)
@@ -661,6 +664,9 @@ fn copy_rows(
             .map_err(|e| e.to_string())?;
         let mut row = first;
         for batch in reader {
+            if row > last {
+                break;
+            }
             let batch: RecordBatch = batch.map_err(|e| e.to_string())?;
             let mask: BooleanArray = (0..batch.num_rows())
                 .map(|i| Some(kept.binary_search(&(row + i as u64)).is_ok()))
