@@ -317,3 +317,27 @@ fn truth_reads_every_row_group_of_a_parquet_file_as_it_reads_jsonl() {
     assert!(from_parquet.lines().count() > 10, "{from_parquet}");
     assert_eq!(from_parquet, truth(&jsonl, "jsonl"));
 }
+
+#[test]
+fn an_id_column_that_cannot_name_documents_is_refused_before_any_work() {
+    // Regression: an id column of an unusable type (structs) was passed over, and every row named
+    // PATH@ROW with exit 0 and no word; booleans named the rows "true" and "false", floats "NaN".
+    // Only text, bytes and integers name documents; any other id column is refused up front.
+    let dir = tempfile::tempdir().unwrap();
+    let (parquet, _) = write_both(dir.path(), &documents());
+    for (column, ok) in [("row", true), ("quality", false), ("date", false)] {
+        let out = dir.path().join(format!("out-{column}"));
+        let extra = format!("id_field = {column:?}");
+        let o = run_job(dir.path(), &job(&parquet, &out, "parquet", &extra));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.success(), ok, "{column}: {err}");
+        if !ok {
+            assert!(
+                err.contains(&format!("the id column \"{column}\" holds"))
+                    && err.contains("docs.parquet"),
+                "{column}: {err}"
+            );
+            assert!(!out.exists(), "{column}: no work, no output");
+        }
+    }
+}

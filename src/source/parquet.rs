@@ -70,8 +70,16 @@ fn read_columns(path: &Path, fields: &Fields) -> std::result::Result<Option<Stri
     let metadata = ArrowReaderMetadata::load(&file, Default::default())
         .map_err(|e| format!("not a readable Parquet file: {e}"))?;
     let schema = metadata.schema();
-    if schema.field_with_name(&fields.id).is_ok() {
-        return Ok(None);
+    if let Ok(field) = schema.field_with_name(&fields.id) {
+        return match is_id_type(field.data_type()) {
+            true => Ok(None),
+            false => Err(format!(
+                "the id column {:?} holds {}, not text or integers: set [input] id_field to a \
+                 column of them",
+                fields.id,
+                field.data_type()
+            )),
+        };
     }
     let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     if fields.id != Fields::default().id {
@@ -195,6 +203,28 @@ fn plain(col: &ArrayRef) -> std::result::Result<ArrayRef, String> {
         .collect();
     let indices = UInt64Array::new(keys.into(), dict.keys().nulls().cloned());
     arrow_select::take::take(dict.values(), &indices, None).map_err(|e| e.to_string())
+}
+
+/// True for column types whose values can name a document: text, bytes and integers. A column of
+/// structs was passed over and every row named `PATH@ROW` without a word, booleans named the rows
+/// "true" and "false" (all but two duplicates), floats "NaN" and "inf".
+fn is_id_type(t: &DataType) -> bool {
+    match t {
+        DataType::Dictionary(_, values) => is_id_type(values),
+        t => {
+            readable(t)
+                && (t.is_integer()
+                    || matches!(
+                        t,
+                        DataType::Utf8
+                            | DataType::LargeUtf8
+                            | DataType::Utf8View
+                            | DataType::Binary
+                            | DataType::LargeBinary
+                            | DataType::BinaryView
+                    ))
+        }
+    }
 }
 
 /// True for column types whose values can be read as text.
