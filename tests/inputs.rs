@@ -362,3 +362,31 @@ fn null_ids_in_a_parquet_id_column_are_skipped() {
     );
     assert_eq!(fingerprint_ids(&d.join("out/fps.tsv")), ["b"]);
 }
+
+#[test]
+fn pzstd_files_that_begin_with_a_skippable_frame_are_read_as_zstd() {
+    // Regression: pzstd writes a skippable frame (magic 0x184D2A50, bytes `50 2a 4d 18`) before
+    // each zstd frame; the sniffer knew only the zstd frame magic, read the file as text and
+    // skipped every "record" of compressed bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: Vec<String> = (0..6)
+        .map(|i| format!("{{\"id\":\"d{i}\",\"text\":\"{}\"}}\n", words(i * 100, 20)))
+        .collect();
+    let mut file = Vec::new();
+    for half in lines.chunks(3) {
+        let frame = zstd::stream::encode_all(half.concat().as_bytes(), 3).unwrap();
+        // As pzstd: a skippable frame of 4 bytes holding the size of the frame that follows.
+        file.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0]);
+        file.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        file.extend_from_slice(&frame);
+    }
+    std::fs::write(d.join("p.jsonl.zst"), &file).unwrap();
+    let (out, s) = fingerprint(d, "p.jsonl.zst", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s["documents"]["processed"], 6, "{}", s["documents"]);
+    assert_eq!(
+        fingerprint_ids(&d.join("fps.tsv")),
+        ["d0", "d1", "d2", "d3", "d4", "d5"]
+    );
+}

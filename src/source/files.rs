@@ -20,7 +20,7 @@ pub enum Compression {
     None,
     /// gzip (possibly several members).
     Gzip,
-    /// zstd.
+    /// zstd (one frame or several; a file may begin with a skippable frame, as pzstd's do).
     Zstd,
 }
 
@@ -71,6 +71,9 @@ impl Split {
     }
 }
 
+/// The compression of the file at `path`, from its magic bytes: gzip's `1f 8b`; zstd's frame
+/// magic `28 b5 2f fd`, or a skippable frame's (`5? 2a 4d 18`: 0x184D2A50..=0x184D2A5F little
+/// endian), which begins a file pzstd wrote (the decoder passes over it); else none.
 pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     let mut magic = [0u8; 4];
     let mut f = File::open(path)?;
@@ -83,7 +86,7 @@ pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     }
     Ok(match &magic[..got] {
         [0x1f, 0x8b, ..] => Compression::Gzip,
-        [0x28, 0xb5, 0x2f, 0xfd] => Compression::Zstd,
+        [0x28, 0xb5, 0x2f, 0xfd] | [0x50..=0x5f, 0x2a, 0x4d, 0x18] => Compression::Zstd,
         _ => Compression::None,
     })
 }
