@@ -313,9 +313,10 @@ impl PassOver for PassOverNothing {
 /// given twice, under any name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
 ///
 /// A walk or a glob passes over the outputs of earlier neardup runs below the directory or the
-/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, everything in
-/// a corpus directory it lists, and everything in a store: `pass_over` tells), saying so: they
-/// are not read back as documents. A file named itself is always read.
+/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, the files it
+/// lists in a corpus directory, by name and size, and everything in a store: `pass_over` tells),
+/// saying so: they are not read back as documents; a user's file beside them is read. A file
+/// named itself is always read.
 pub fn discover(
     specs: &[PathBuf],
     dir_exts: &[&str],
