@@ -533,6 +533,35 @@ fn a_user_file_inside_an_earlier_corpus_directory_is_read_not_passed_over() {
     assert_eq!(read, lines("in/b.jsonl"), "{err}");
 }
 
+#[test]
+fn the_imatch_lexicon_is_an_input_that_no_output_may_replace() {
+    // Regression: `[imatch] lexicon` was read but not counted among the inputs, so `pairs =
+    // "lex.txt"` beside it ran (exit 0) and replaced the lexicon with the pairs.
+    let s = Sandbox::new();
+    let out = neardup()
+        .args(["lexicon", "--input", "in/a.jsonl", "--out", "o2/lex.txt"])
+        .current_dir(&s.d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lexicon = std::fs::read(s.path("o2/lex.txt")).unwrap();
+    for output in ["pairs", "clusters", "summary"] {
+        let job = s.file(
+            "o2/job.toml",
+            &format!(
+                "method = \"imatch\"\n[imatch]\nlexicon = \"lex.txt\"\n[input]\n\
+                 paths = [\"../in/a.jsonl\"]\n[output]\ndir = \".\"\n{output} = \"lex.txt\"\n"
+            ),
+        );
+        s.refused(
+            &format!("{output} over the lexicon"),
+            neardup().arg("run").arg(&job),
+            "refusing to overwrite an input",
+        );
+        assert_eq!(std::fs::read(s.path("o2/lex.txt")).unwrap(), lexicon);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The commit killed at every step.
 
