@@ -362,3 +362,119 @@ fn null_ids_in_a_parquet_id_column_are_skipped() {
     );
     assert_eq!(fingerprint_ids(&d.join("out/fps.tsv")), ["b"]);
 }
+
+#[test]
+fn pzstd_files_that_begin_with_a_skippable_frame_are_read_as_zstd() {
+    // Regression: pzstd writes a skippable frame (magic 0x184D2A50, bytes `50 2a 4d 18`) before
+    // each zstd frame; the sniffer knew only the zstd frame magic, read the file as text and
+    // skipped every "record" of compressed bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: Vec<String> = (0..6)
+        .map(|i| format!("{{\"id\":\"d{i}\",\"text\":\"{}\"}}\n", words(i * 100, 20)))
+        .collect();
+    let mut file = Vec::new();
+    for half in lines.chunks(3) {
+        let frame = zstd::stream::encode_all(half.concat().as_bytes(), 3).unwrap();
+        // As pzstd: a skippable frame of 4 bytes holding the size of the frame that follows.
+        file.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0]);
+        file.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        file.extend_from_slice(&frame);
+    }
+    std::fs::write(d.join("p.jsonl.zst"), &file).unwrap();
+    let (out, s) = fingerprint(d, "p.jsonl.zst", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s["documents"]["processed"], 6, "{}", s["documents"]);
+    assert_eq!(
+        fingerprint_ids(&d.join("fps.tsv")),
+        ["d0", "d1", "d2", "d3", "d4", "d5"]
+    );
+}
+
+/// `neardup fingerprint --input INPUT --out fps.tsv --summary summary.json` in `dir`, killed if it
+/// has not finished within a minute: its output, or `None` if it hung.
+fn fingerprint_within_a_minute(dir: &Path, input: &str) -> Option<Output> {
+    let mut child = neardup()
+        .args(["fingerprint", "--input", input, "--out", "fps.tsv"])
+        .args(["--summary", "summary.json"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+/// Writes `n` documents named `{prefix}{i}` to `path`.
+fn documents(path: &Path, prefix: &str, n: usize) {
+    let lines: String = (0..n)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"{prefix}{i}\",\"text\":\"{}\"}}\n",
+                words(i * 100, 20)
+            )
+        })
+        .collect();
+    std::fs::write(path, lines).unwrap();
+}
+
+#[test]
+fn a_fifo_in_an_input_directory_is_passed_over_not_waited_on_forever() {
+    // Regression: a walk took every entry that was not a directory, so a FIFO named z.jsonl was
+    // opened and read, and the run waited for a writer forever, saying nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    documents(&d.join("in/a.jsonl"), "a", 3);
+    let fifo = std::ffi::CString::new(d.join("in/z.jsonl").as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let out = fingerprint_within_a_minute(d, "in").expect("the walk hung on the FIFO");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not reading in/z.jsonl: it is a FIFO"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(fingerprint_ids(&d.join("fps.tsv")), ["a0", "a1", "a2"]);
+    // Matched by a pattern, it is passed over too; named itself, it is refused in plain words.
+    let out = fingerprint_within_a_minute(d, "in/*.jsonl").expect("the glob hung on the FIFO");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = fingerprint_within_a_minute(d, "in/z.jsonl").expect("naming the FIFO hung");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("input in/z.jsonl is a FIFO, not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_symlink_to_a_directory_in_an_input_directory_is_walked_like_one() {
+    // Regression: a symlink to a directory named link.jsonl was taken as a file, and the run
+    // failed with "opening symd/link.jsonl: Is a directory".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("symd")).unwrap();
+    std::fs::create_dir_all(d.join("elsewhere")).unwrap();
+    documents(&d.join("symd/a.jsonl"), "a", 2);
+    documents(&d.join("elsewhere/b.jsonl"), "b", 2);
+    std::os::unix::fs::symlink("../elsewhere", d.join("symd/link.jsonl")).unwrap();
+    // A link back up the tree is passed over, not walked round and round.
+    std::os::unix::fs::symlink(".", d.join("symd/loop.jsonl")).unwrap();
+    let out = fingerprint_within_a_minute(d, "symd").expect("the walk hung");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        fingerprint_ids(&d.join("fps.tsv")),
+        ["a0", "a1", "b0", "b1"]
+    );
+    assert!(stderr(&out).contains("symd/loop.jsonl"), "{}", stderr(&out));
+}

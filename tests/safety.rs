@@ -478,6 +478,90 @@ fn a_glob_output_that_is_an_input_is_refused_not_left_out_and_replaced() {
     );
 }
 
+/// Runs `job` over `input` (`--input`) and returns the documents it read and its stderr.
+fn documents_read(job: &Path, input: &Path) -> (u64, String) {
+    let out = neardup()
+        .arg("run")
+        .arg(job)
+        .arg("--input")
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = job.parent().unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    (summary["documents"]["read"].as_u64().unwrap(), stderr(&out))
+}
+
+#[test]
+fn a_user_file_inside_an_earlier_corpus_directory_is_read_not_passed_over() {
+    // Regression: a walk or a glob passed over every file inside a corpus directory a record
+    // lists, not only the files it lists: a user's data/corpus/crawl2.jsonl was "written by an
+    // earlier neardup run" and its records silently dropped (a glob of it found "no file").
+    let s = Sandbox::new();
+    let lines = |rel: &str| {
+        std::fs::read_to_string(s.path(rel))
+            .unwrap()
+            .lines()
+            .count() as u64
+    };
+    std::fs::create_dir(s.path("data")).unwrap();
+    std::fs::copy(s.path("in/a.jsonl"), s.path("data/crawl.jsonl")).unwrap();
+    let first = s.file(
+        "data/job.toml",
+        "[input]\npaths = [\"crawl.jsonl\"]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
+         corpus = \"corpus\"\nsummary = \"summary.json\"\n",
+    );
+    run_ok(&first);
+    assert!(s.path("data/corpus/crawl.jsonl").is_file());
+    std::fs::copy(s.path("in/b.jsonl"), s.path("data/corpus/crawl2.jsonl")).unwrap();
+    let job = s.file(
+        "o2/job.toml",
+        "[input]\npaths = []\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
+         summary = \"summary.json\"\n",
+    );
+    let (read, err) = documents_read(&job, &s.path("data"));
+    assert_eq!(
+        read,
+        lines("data/crawl.jsonl") + lines("in/b.jsonl"),
+        "{err}"
+    );
+    assert!(err.contains("corpus/crawl.jsonl: an earlier"), "{err}");
+    assert!(!err.contains("crawl2.jsonl"), "{err}");
+    let (read, err) = documents_read(&job, &s.path("data/*/*.jsonl"));
+    assert_eq!(read, lines("in/b.jsonl"), "{err}");
+}
+
+#[test]
+fn the_imatch_lexicon_is_an_input_that_no_output_may_replace() {
+    // Regression: `[imatch] lexicon` was read but not counted among the inputs, so `pairs =
+    // "lex.txt"` beside it ran (exit 0) and replaced the lexicon with the pairs.
+    let s = Sandbox::new();
+    let out = neardup()
+        .args(["lexicon", "--input", "in/a.jsonl", "--out", "o2/lex.txt"])
+        .current_dir(&s.d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lexicon = std::fs::read(s.path("o2/lex.txt")).unwrap();
+    for output in ["pairs", "clusters", "summary"] {
+        let job = s.file(
+            "o2/job.toml",
+            &format!(
+                "method = \"imatch\"\n[imatch]\nlexicon = \"lex.txt\"\n[input]\n\
+                 paths = [\"../in/a.jsonl\"]\n[output]\ndir = \".\"\n{output} = \"lex.txt\"\n"
+            ),
+        );
+        s.refused(
+            &format!("{output} over the lexicon"),
+            neardup().arg("run").arg(&job),
+            "refusing to overwrite an input",
+        );
+        assert_eq!(std::fs::read(s.path("o2/lex.txt")).unwrap(), lexicon);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The commit killed at every step.
 

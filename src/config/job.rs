@@ -601,6 +601,7 @@ impl JobSpec {
         let exec = exec(&o, &self.run, base)?;
         let mut protected: Vec<PathBuf> = o.job_file.into_iter().collect();
         protected.extend(o.hostfile.iter().cloned());
+        protected.extend(method.files());
         let source = (format.build)(fields);
         let files = input_files(&paths, source.as_ref(), given_by)?;
         let mut plan = Plan {

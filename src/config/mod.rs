@@ -223,7 +223,8 @@ pub struct Plan {
     pub clusters: Option<ClusterPlan>,
     /// Outputs.
     pub outputs: Outputs,
-    /// Files besides the inputs that no output may replace (the job file, the hostfile).
+    /// Files besides the inputs that no output may replace (the job file, the hostfile, the
+    /// files the method reads: I-Match's lexicon).
     pub protected: Vec<PathBuf>,
     /// Threads and processes.
     pub exec: Exec,

@@ -14,7 +14,7 @@
 //! by its whole token sequence, which meets only its exact copies.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -86,6 +86,8 @@ pub fn lexicons_of(sorted: &[u64], lexicons: usize, keep: f64) -> Terms {
 pub struct IMatch {
     /// The lexicon's terms, as token hashes, with the lexicons each is in.
     pub terms: Arc<Terms>,
+    /// The lexicon file, as the job names it (relative to the job file's folder).
+    pub lexicon: PathBuf,
     /// The lexicon file's digest (its sorted terms), which a pair depends on.
     pub digest: u64,
     /// Signatures per document.
@@ -108,7 +110,8 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
              writes one from the collection)"
         );
     };
-    let (terms, digest) = read_lexicon(&section.path(path))?;
+    let lexicon = section.path(path);
+    let (terms, digest) = read_lexicon(&lexicon)?;
     let lexicons = spec.lexicons.unwrap_or(DEFAULT_LEXICONS);
     ensure!(
         (1..=MAX_LEXICONS).contains(&lexicons),
@@ -129,6 +132,7 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
     );
     Ok(Arc::new(IMatch {
         terms: Arc::new(lexicons_of(&terms, lexicons, keep)),
+        lexicon,
         digest,
         lexicons,
         keep,
@@ -186,6 +190,10 @@ impl IMatch {
 impl Method for IMatch {
     fn name(&self) -> &'static str {
         "imatch"
+    }
+
+    fn files(&self) -> Vec<PathBuf> {
+        vec![self.lexicon.clone()]
     }
 
     fn describe(&self) -> Vec<String> {
@@ -337,6 +345,7 @@ mod tests {
         terms.dedup();
         IMatch {
             terms: Arc::new(lexicons_of(&terms, lexicons, 0.5)),
+            lexicon: PathBuf::from("lexicon.txt"),
             digest: 0,
             lexicons,
             keep: 0.5,

@@ -89,6 +89,12 @@ pub trait Method: Debug + Send + Sync {
         false
     }
 
+    /// The files the method reads besides the inputs (I-Match's lexicon): like the inputs, no
+    /// output may replace them.
+    fn files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
     /// What a verified pair's similarity measures: the Jaccard similarity, or (the containment
     /// method) the containment of the smaller document in the larger.
     fn measure(&self) -> crate::text::Measure {

@@ -10,8 +10,9 @@
 //! `summary.json`, which names each file with its size and checksum.
 //!
 //! Input discovery asks [`Recorded`] too: a directory walk or a glob passes over files that an
-//! earlier run wrote (and everything inside a corpus it wrote), so outputs are not read back as
-//! documents by the next run.
+//! earlier run wrote (a file a record lists, or one its corpus directory's entry lists, by name
+//! and size), so outputs are not read back as documents by the next run; a user's file beside
+//! them, even inside a corpus directory, is read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -52,6 +53,12 @@ impl Stamp {
             mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
             xxh3: None,
         })
+    }
+
+    /// True if the file at `path` has the size this stamp gives (discovery's test: a file of
+    /// another size in its place is someone else's).
+    fn sized(&self, path: &Path) -> bool {
+        Stamp::of(path).is_ok_and(|now| now.bytes == self.bytes)
     }
 
     /// True if the file at `path` is still what this stamp describes: the same size and either the
@@ -323,7 +330,8 @@ fn old_summary_lists(dir: &Path, name: &str, real: &Path, corpus: bool) -> bool 
 }
 
 /// Answers, for input discovery, whether a file was written by an earlier neardup run: listed in
-/// its directory's record, inside a corpus directory that a record lists, or inside a store
+/// its directory's record, or in a record's entry of the corpus directory holding it (by name,
+/// with the size recorded: a file of another size is not the one neardup wrote), or inside a store
 /// (a directory its lock file marks: its `MANIFEST.json` is no document). Records are read once
 /// per directory.
 #[derive(Default)]
@@ -345,9 +353,9 @@ impl Recorded {
 }
 
 impl crate::source::files::PassOver for Recorded {
-    /// The record that lists `path` (or a corpus directory holding it) as an output below `root`
-    /// (the directory a walk or a pattern started from: an output the user named as the input
-    /// itself is not passed over), if any.
+    /// The record that lists `path` (itself, or among its corpus directory's files, with the size
+    /// it has) as an output below `root` (the directory a walk or a pattern started from: an
+    /// output the user named as the input itself is not passed over), if any.
     fn listing(&mut self, path: &Path, root: &Path) -> Option<PathBuf> {
         let real = path.canonicalize().ok()?;
         let root = root.canonicalize().ok()?;
@@ -362,8 +370,12 @@ impl crate::source::files::PassOver for Recorded {
                 .entry(dir.to_path_buf())
                 .or_insert_with(|| Record::load(dir).ok().filter(|r| !r.outputs.is_empty()));
             let listed = match record.as_ref().and_then(|r| r.outputs.get(&name)) {
-                Some(Entry::File(_)) => child == real,
-                Some(Entry::Dir { .. }) => child != real,
+                Some(Entry::File(stamp)) => child == real && stamp.sized(&real),
+                Some(Entry::Dir { files }) => real
+                    .strip_prefix(child)
+                    .ok()
+                    .and_then(|rel| files.get(rel.to_string_lossy().as_ref()))
+                    .is_some_and(|stamp| stamp.sized(&real)),
                 None => false,
             };
             if listed {

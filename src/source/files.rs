@@ -20,7 +20,7 @@ pub enum Compression {
     None,
     /// gzip (possibly several members).
     Gzip,
-    /// zstd.
+    /// zstd (one frame or several; a file may begin with a skippable frame, as pzstd's do).
     Zstd,
 }
 
@@ -71,6 +71,9 @@ impl Split {
     }
 }
 
+/// The compression of the file at `path`, from its magic bytes: gzip's `1f 8b`; zstd's frame
+/// magic `28 b5 2f fd`, or a skippable frame's (`5? 2a 4d 18`: 0x184D2A50..=0x184D2A5F little
+/// endian), which begins a file pzstd wrote (the decoder passes over it); else none.
 pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     let mut magic = [0u8; 4];
     let mut f = File::open(path)?;
@@ -83,7 +86,7 @@ pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     }
     Ok(match &magic[..got] {
         [0x1f, 0x8b, ..] => Compression::Gzip,
-        [0x28, 0xb5, 0x2f, 0xfd] => Compression::Zstd,
+        [0x28, 0xb5, 0x2f, 0xfd] | [0x50..=0x5f, 0x2a, 0x4d, 0x18] => Compression::Zstd,
         _ => Compression::None,
     })
 }
@@ -195,21 +198,69 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+/// What a walk found: the files to read, and the entries it passed over, each with why.
+#[derive(Default)]
+struct Walked {
+    /// Regular files, and symlinks to them (a dangling symlink too: reading it names it).
+    files: Vec<PathBuf>,
+    /// FIFOs, sockets and devices, and symlinks back into a directory being walked.
+    passed: Vec<(PathBuf, String)>,
+}
+
+/// Walks `dir` recursively, hidden entries skipped and symlinks followed: a link to a directory is
+/// walked like one (unless it leads back into a directory the walk is inside, `inside` by device
+/// and inode), a link to a file is taken like it. Only regular files are taken: a FIFO (which
+/// would block the run), a socket or a device is passed over.
+fn walk(dir: &Path, inside: &mut Vec<(u64, u64)>, found: &mut Walked) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir)?;
+    let id = (meta.dev(), meta.ino());
+    if inside.contains(&id) {
+        let why = "a symlink to a directory this walk is already inside".to_string();
+        found.passed.push((dir.to_path_buf(), why));
+        return Ok(());
+    }
+    inside.push(id);
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') {
+        if entry.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
-        if entry.file_type()?.is_dir() {
-            walk(&path, out)?;
+        let mut kind = entry.file_type()?;
+        if kind.is_symlink() {
+            if let Ok(target) = std::fs::metadata(&path) {
+                kind = target.file_type();
+            }
+        }
+        if kind.is_dir() {
+            walk(&path, inside, found)?;
+        } else if kind.is_file() || kind.is_symlink() {
+            found.files.push(path);
         } else {
-            out.push(path);
+            found
+                .passed
+                .push((path, format!("{}, not a regular file", special(kind))));
         }
     }
+    inside.pop();
     Ok(())
+}
+
+/// What a file that is neither a regular file nor a directory is, for messages.
+fn special(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
 }
 
 /// File name endings a directory walk picks up for documents (each also with `.gz`, `.zst`, `.zstd`).
@@ -254,38 +305,32 @@ impl PassOver for PassOverNothing {
 }
 
 /// Expands files, directories and glob patterns into a sorted, de-duplicated file list. Directories
-/// are walked recursively (hidden entries skipped) and contribute the files whose name ends in one of
-/// `dir_exts` (optionally compressed); files and glob matches are taken as given. A path that does not
-/// exist, or a pattern or directory that yields no file, is an error. A file given twice, under any
-/// name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
+/// are walked recursively (hidden entries skipped, symlinks followed: one to a directory is walked
+/// like it) and contribute the files whose name ends in one of `dir_exts` (optionally compressed);
+/// files and glob matches are taken as given. Only regular files are read: a FIFO, a socket or a
+/// device that a walk or a pattern finds is passed over, saying so, and one named itself is an
+/// error, as is a path that does not exist, or a pattern or directory that yields no file. A file
+/// given twice, under any name (`a.jsonl ./a.jsonl`, a symlink, a hard link), is read once.
 ///
 /// A walk or a glob passes over the outputs of earlier neardup runs below the directory or the
-/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, everything in
-/// a corpus directory it lists, and everything in a store: `pass_over` tells), saying so: they
-/// are not read back as documents. A file named itself is always read.
+/// pattern's fixed part (files their directory's `.neardup-outputs.json` lists, the files it
+/// lists in a corpus directory, by name and size, and everything in a store: `pass_over` tells),
+/// saying so: they are not read back as documents; a user's file beside them is read. A file
+/// named itself is always read.
 pub fn discover(
     specs: &[PathBuf],
     dir_exts: &[&str],
     pass_over: &mut dyn PassOver,
 ) -> Result<Vec<InputFile>> {
     let mut left_out = Vec::new();
+    let mut not_files = Vec::new();
     let mut paths = Vec::new();
     for spec in specs {
         let s = spec.to_string_lossy();
         let before = paths.len();
-        let (found, root) = if is_glob(&s) {
-            (glob_files(&s)?, literal_root(spec))
-        } else if spec.is_dir() {
-            let mut found = Vec::new();
-            walk(spec, &mut found)
-                .io_context(|| format!("listing directory {}", spec.display()))?;
-            found.retain(|p| has_extension(p, dir_exts));
-            (found, spec.clone())
-        } else if spec.is_file() {
+        let Some((found, root)) = expand(spec, dir_exts, &mut not_files)? else {
             paths.push(spec.clone());
             continue;
-        } else {
-            crate::bail!(Input, "input {} does not exist", spec.display());
         };
         for p in found {
             match pass_over.listing(&p, &root) {
@@ -313,6 +358,9 @@ pub fn discover(
             }
         );
     }
+    for (p, why) in not_files {
+        eprintln!("neardup: not reading {}: it is {why}", p.display());
+    }
     for (p, record) in left_out {
         eprintln!(
             "neardup: not reading {}: an earlier neardup run wrote it (see {}); name the file \
@@ -324,8 +372,44 @@ pub fn discover(
     identify(paths)
 }
 
-/// The regular files a glob pattern matches (leading dots matched only literally).
-fn glob_files(pattern: &str) -> Result<Vec<PathBuf>> {
+/// The files a glob pattern or a directory `spec` yields (a directory's: those named with one of
+/// `dir_exts`) and where the pattern or the walk starts, or `None` for a regular file (or a
+/// symlink to one), taken as given. Entries passed over that would otherwise be taken go to
+/// `not_files`, with why. An input that does not exist, or is a FIFO, a socket or a device, is an
+/// error.
+fn expand(
+    spec: &Path,
+    dir_exts: &[&str],
+    not_files: &mut Vec<(PathBuf, String)>,
+) -> Result<Option<(Vec<PathBuf>, PathBuf)>> {
+    let s = spec.to_string_lossy();
+    if is_glob(&s) {
+        return Ok(Some((glob_files(&s, not_files)?, literal_root(spec))));
+    }
+    match std::fs::metadata(spec) {
+        Ok(m) if m.is_dir() => {
+            let mut walked = Walked::default();
+            walk(spec, &mut Vec::new(), &mut walked)
+                .io_context(|| format!("listing directory {}", spec.display()))?;
+            walked.files.retain(|p| has_extension(p, dir_exts));
+            walked.passed.retain(|(p, _)| has_extension(p, dir_exts));
+            not_files.append(&mut walked.passed);
+            Ok(Some((walked.files, spec.to_path_buf())))
+        }
+        Ok(m) if m.is_file() => Ok(None),
+        Ok(m) => crate::bail!(
+            Input,
+            "input {} is {}, not a regular file: give files, directories or glob patterns",
+            spec.display(),
+            special(m.file_type())
+        ),
+        Err(_) => crate::bail!(Input, "input {} does not exist", spec.display()),
+    }
+}
+
+/// The regular files a glob pattern matches (leading dots matched only literally); a match that is
+/// a FIFO, a socket or a device goes to `not_files`, with why.
+fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<Vec<PathBuf>> {
     let options = glob::MatchOptions {
         require_literal_leading_dot: true,
         ..Default::default()
@@ -335,8 +419,12 @@ fn glob_files(pattern: &str) -> Result<Vec<PathBuf>> {
         .map_err(|e| Error::Config(format!("bad glob pattern {pattern:?}: {e}")))?
     {
         let p = entry.map_err(|e| Error::Input(format!("reading a match of {pattern:?}: {e}")))?;
-        if p.is_file() {
-            found.push(p);
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => found.push(p),
+            Ok(m) if !m.is_dir() => {
+                not_files.push((p, format!("{}, not a regular file", special(m.file_type()))))
+            }
+            _ => {}
         }
     }
     Ok(found)
