@@ -698,3 +698,98 @@ fn a_commit_over_two_directories_killed_at_every_step_is_settled_from_either() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// What others do to the output directory while a run works, and after a run was killed.
+
+/// A directory holding the sample as `in.jsonl` and a job writing pairs, clusters, the corpus and
+/// the summary into `out/`; `summary` names the summary file.
+fn sample_job(d: &Path, summary: &str) -> PathBuf {
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    let job = d.join(format!("job-{summary}.toml"));
+    std::fs::write(
+        &job,
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
+             pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\ncorpus = \"corpus\"\n\
+             summary = {summary:?}\n"
+        ),
+    )
+    .unwrap();
+    job
+}
+
+/// Runs `job` held at its last step before the commit (fault point "outputs staged") while
+/// `meddle` changes what is on disk; returns how it ended.
+fn run_meddled(job: &Path, meddle: impl FnOnce()) -> Output {
+    let pause = job.with_extension("paused");
+    let mut child = neardup()
+        .arg("run")
+        .arg(job)
+        .env("NEARDUP_FAULT_PAUSE", "outputs staged")
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !pause.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached its commit"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(pause.exists(), "the run ended before its commit");
+    meddle();
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Entries below `dir` whose names say neardup staged them.
+fn staged_below(dir: &Path) -> Vec<PathBuf> {
+    entries_below(dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("neardup-tmp"))
+        .collect()
+}
+
+#[test]
+fn a_user_file_put_in_the_output_directory_during_a_run_is_refused_at_the_commit() {
+    // The defect: ownership was checked only before the work; the commit replaced a pairs.tsv
+    // and removed a corpus directory (with a thesis in it) that a user put there meanwhile.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let out = d.join("out");
+    let out_run = run_meddled(&job, || {
+        std::fs::write(out.join("pairs.tsv"), "USER\n").unwrap();
+        std::fs::create_dir_all(out.join("corpus")).unwrap();
+        std::fs::write(out.join("corpus/thesis.txt"), "thesis\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert!(message.contains("pairs.tsv"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("pairs.tsv")).unwrap(),
+        "USER\n"
+    );
+    let thesis = std::fs::read_to_string(out.join("corpus/thesis.txt")).unwrap();
+    assert_eq!(thesis, "thesis\n");
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+    // Over an earlier set: a note put into its corpus is refused at the commit, and the earlier
+    // set stays as it was.
+    std::fs::remove_dir_all(&out).unwrap();
+    run_ok(&job);
+    let before = files_below(&out, true);
+    let out_run = run_meddled(&job, || {
+        std::fs::write(out.join("corpus/thesis.txt"), "thesis\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert!(message.contains("thesis.txt"), "{message}");
+    let mut expected = before;
+    expected.insert(PathBuf::from("corpus/thesis.txt"), b"thesis\n".to_vec());
+    assert_eq!(files_below(&out, true), expected);
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+}
