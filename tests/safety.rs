@@ -793,3 +793,74 @@ fn a_user_file_put_in_the_output_directory_during_a_run_is_refused_at_the_commit
     assert_eq!(files_below(&out, true), expected);
     assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
 }
+
+/// The number of fault point `label` in a run of `job` (run once, into its directory, which is
+/// then removed).
+fn fault_step(job: &Path, label: &str) -> usize {
+    let out = neardup()
+        .arg("run")
+        .arg(job)
+        .env("NEARDUP_FAULT_LOG", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_dir_all(job.parent().unwrap().join("out")).unwrap();
+    let log = stderr(&out);
+    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
+    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
+    step.and_then(|s| s.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+}
+
+#[test]
+fn an_interrupted_commit_is_not_finished_over_a_file_put_in_its_place() {
+    // The defect: a run killed once its journal was in place left the commit to the next run,
+    // which renamed its pairs over a pairs.tsv a user had put there since and removed the
+    // user's summary.json, with no ownership check.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let out = d.join("out");
+    let step = fault_step(&job, "journal in place");
+    let killed = neardup()
+        .arg("run")
+        .arg(&job)
+        .env("NEARDUP_FAULT_AT", step.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGKILL),
+        "{}",
+        stderr(&killed)
+    );
+    std::fs::write(out.join("pairs.tsv"), "USER\n").unwrap();
+    std::fs::write(out.join("summary.json"), "{\"mine\": 1}\n").unwrap();
+    let before = entries_below(&out);
+    let refused = neardup().arg("run").arg(&job).output().unwrap();
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("pairs.tsv") && message.contains("move"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("pairs.tsv")).unwrap(),
+        "USER\n"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(summary, "{\"mine\": 1}\n");
+    assert_eq!(
+        entries_below(&out),
+        before,
+        "the refused run touched the directory"
+    );
+    // Once the user's files are moved away, the next run finishes the commit, then runs.
+    std::fs::rename(out.join("pairs.tsv"), d.join("pairs.mine")).unwrap();
+    std::fs::rename(out.join("summary.json"), d.join("summary.mine")).unwrap();
+    let finished = neardup().arg("run").arg(&job).output().unwrap();
+    let message = stderr(&finished);
+    assert!(finished.status.success(), "{message}");
+    assert!(message.contains("finished the commit"), "{message}");
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+}

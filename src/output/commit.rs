@@ -494,11 +494,14 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
             .insert(name.to_string(), entry);
         let aside = matches!(s.target, Target::Dir(_))
             .then(|| dir.join(format!(".{name}{STAGED_MARK}old-{}", std::process::id())));
+        let before =
+            Entry::found(real).io_context(|| format!("reading output {}", s.shown.display()))?;
         moves.push(Move {
             from: staged.clone(),
             to: real.to_path_buf(),
             aside,
             summary: s.name == "summary",
+            before,
         });
     }
     let Some(last) = moves.last() else {
@@ -511,7 +514,7 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
         records.insert(dir, record);
     }
     Ok(Some(Journal {
-        version: 1,
+        version: 2,
         home,
         dirs: records.keys().cloned().collect(),
         moves,
