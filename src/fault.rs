@@ -10,6 +10,10 @@
 //! whose label begins with `LABEL`, and go on once the interrupt's handler has begun (as if a
 //! user's Ctrl-C arrived at that instant): the interrupt tests choose the step instead of
 //! guessing it with sleeps.
+//! `NEARDUP_FAULT_PAUSE=LABEL` with `NEARDUP_FAULT_PAUSE_FILE=PATH` makes the process, at the first
+//! fault point whose label begins with `LABEL`, create the file `PATH` and wait (60 s at most)
+//! until it is removed: a test changes the output directory at that instant (a user's file put
+//! there while the run works) and lets the run go on by removing the file.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -18,6 +22,9 @@ static PASSED: AtomicUsize = AtomicUsize::new(0);
 
 /// Set once the interrupt `NEARDUP_FAULT_INTERRUPT` asks for has been sent.
 static INTERRUPT_SENT: AtomicBool = AtomicBool::new(false);
+
+/// Set once the pause `NEARDUP_FAULT_PAUSE` asks for has begun.
+static PAUSED: AtomicBool = AtomicBool::new(false);
 
 /// Set by the interrupt handler as it begins ([`interrupt_begun`]).
 static INTERRUPT_BEGUN: AtomicBool = AtomicBool::new(false);
@@ -51,6 +58,7 @@ pub fn point(label: &str) {
             std::thread::yield_now();
         }
     }
+    pause(n, label);
     let at = std::env::var("NEARDUP_FAULT_AT").ok();
     if at.and_then(|v| v.parse::<usize>().ok()) == Some(n) {
         eprintln!("neardup: fault injection: killed at step {n} ({label})");
@@ -58,6 +66,28 @@ pub fn point(label: &str) {
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }
+    }
+}
+
+/// Waits at fault point `n` (`label`) while the file `NEARDUP_FAULT_PAUSE_FILE` exists, having
+/// created it, if `NEARDUP_FAULT_PAUSE` names this point and no pause came before.
+fn pause(n: usize, label: &str) {
+    let (Ok(prefix), Some(file)) = (
+        std::env::var("NEARDUP_FAULT_PAUSE"),
+        std::env::var_os("NEARDUP_FAULT_PAUSE_FILE"),
+    ) else {
+        return;
+    };
+    if !label.starts_with(&prefix) || PAUSED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    eprintln!("neardup: fault injection: paused at step {n} ({label})");
+    if std::fs::write(&file, format!("{n}\n")).is_err() {
+        return;
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::path::Path::new(&file).exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

@@ -782,3 +782,169 @@ fn a_commit_over_two_directories_killed_at_every_step_is_settled_from_either() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// What others do to the output directory while a run works, and after a run was killed.
+
+/// A directory holding the sample as `in.jsonl` and a job writing pairs, clusters, the corpus and
+/// the summary into `out/`; `summary` names the summary file.
+fn sample_job(d: &Path, summary: &str) -> PathBuf {
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    let job = d.join(format!("job-{summary}.toml"));
+    std::fs::write(
+        &job,
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
+             pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\ncorpus = \"corpus\"\n\
+             summary = {summary:?}\n"
+        ),
+    )
+    .unwrap();
+    job
+}
+
+/// Runs `job` held at its last step before the commit (fault point "outputs staged") while
+/// `meddle` changes what is on disk; returns how it ended.
+fn run_meddled(job: &Path, meddle: impl FnOnce()) -> Output {
+    let pause = job.with_extension("paused");
+    let mut child = neardup()
+        .arg("run")
+        .arg(job)
+        .env("NEARDUP_FAULT_PAUSE", "outputs staged")
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !pause.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the run never reached its commit"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(pause.exists(), "the run ended before its commit");
+    meddle();
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Entries below `dir` whose names say neardup staged them.
+fn staged_below(dir: &Path) -> Vec<PathBuf> {
+    entries_below(dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("neardup-tmp"))
+        .collect()
+}
+
+#[test]
+fn a_user_file_put_in_the_output_directory_during_a_run_is_refused_at_the_commit() {
+    // The defect: ownership was checked only before the work; the commit replaced a pairs.tsv
+    // and removed a corpus directory (with a thesis in it) that a user put there meanwhile.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let out = d.join("out");
+    let out_run = run_meddled(&job, || {
+        std::fs::write(out.join("pairs.tsv"), "USER\n").unwrap();
+        std::fs::create_dir_all(out.join("corpus")).unwrap();
+        std::fs::write(out.join("corpus/thesis.txt"), "thesis\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert!(message.contains("pairs.tsv"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("pairs.tsv")).unwrap(),
+        "USER\n"
+    );
+    let thesis = std::fs::read_to_string(out.join("corpus/thesis.txt")).unwrap();
+    assert_eq!(thesis, "thesis\n");
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+    // Over an earlier set: a note put into its corpus is refused at the commit, and the earlier
+    // set stays as it was.
+    std::fs::remove_dir_all(&out).unwrap();
+    run_ok(&job);
+    let before = files_below(&out, true);
+    let out_run = run_meddled(&job, || {
+        std::fs::write(out.join("corpus/thesis.txt"), "thesis\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert!(message.contains("thesis.txt"), "{message}");
+    let mut expected = before;
+    expected.insert(PathBuf::from("corpus/thesis.txt"), b"thesis\n".to_vec());
+    assert_eq!(files_below(&out, true), expected);
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+}
+
+/// The number of fault point `label` in a run of `job` (run once, into its directory, which is
+/// then removed).
+fn fault_step(job: &Path, label: &str) -> usize {
+    let out = neardup()
+        .arg("run")
+        .arg(job)
+        .env("NEARDUP_FAULT_LOG", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_dir_all(job.parent().unwrap().join("out")).unwrap();
+    let log = stderr(&out);
+    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
+    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
+    step.and_then(|s| s.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+}
+
+#[test]
+fn an_interrupted_commit_is_not_finished_over_a_file_put_in_its_place() {
+    // The defect: a run killed once its journal was in place left the commit to the next run,
+    // which renamed its pairs over a pairs.tsv a user had put there since and removed the
+    // user's summary.json, with no ownership check.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let out = d.join("out");
+    let step = fault_step(&job, "journal in place");
+    let killed = neardup()
+        .arg("run")
+        .arg(&job)
+        .env("NEARDUP_FAULT_AT", step.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGKILL),
+        "{}",
+        stderr(&killed)
+    );
+    std::fs::write(out.join("pairs.tsv"), "USER\n").unwrap();
+    std::fs::write(out.join("summary.json"), "{\"mine\": 1}\n").unwrap();
+    let before = entries_below(&out);
+    let refused = neardup().arg("run").arg(&job).output().unwrap();
+    let message = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("pairs.tsv") && message.contains("move"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("pairs.tsv")).unwrap(),
+        "USER\n"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    assert_eq!(summary, "{\"mine\": 1}\n");
+    assert_eq!(
+        entries_below(&out),
+        before,
+        "the refused run touched the directory"
+    );
+    // Once the user's files are moved away, the next run finishes the commit, then runs.
+    std::fs::rename(out.join("pairs.tsv"), d.join("pairs.mine")).unwrap();
+    std::fs::rename(out.join("summary.json"), d.join("summary.mine")).unwrap();
+    let finished = neardup().arg("run").arg(&job).output().unwrap();
+    let message = stderr(&finished);
+    assert!(finished.status.success(), "{message}");
+    assert!(message.contains("finished the commit"), "{message}");
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+}

@@ -8,7 +8,8 @@
 //! ([`super::journal`]) and removes what such runs staged; then refuses every existing path that
 //! neardup did not write ([`super::owned`]): a user's file, an output changed since, a directory
 //! holding files neardup did not put there. Last it creates the staged files, so an unwritable
-//! place fails in a second, not after the work.
+//! place fails in a second, not after the work. [`OutputSet::commit`] checks every target again
+//! just before it: a file or directory someone put there while the run worked is refused too.
 //!
 //! Regular files are written to hidden staged files beside their targets
 //! (`.NAME.neardup-tmp-PID`), a corpus to a staged directory. [`OutputSet::commit`] writes the
@@ -373,9 +374,11 @@ impl OutputSet {
             .collect()
     }
 
-    /// Commits the set: writes output `summary` (if the set has one) with `summary`, then the
-    /// journal, then renames every staged file into place, the summary last (see
-    /// [`super::journal`]). Outputs that were never written are an error, and nothing is renamed.
+    /// Commits the set: writes output `summary` (if the set has one) with `summary`, checks every
+    /// target again as [`OutputSet::prepare`] did (something put there during the work that
+    /// neardup did not write is an error naming it), then writes the journal and renames every
+    /// staged file into place, the summary last (see [`super::journal`]). Outputs that were never
+    /// written are an error, and nothing is renamed.
     pub fn commit(mut self, summary: Option<&[u8]>) -> Result<()> {
         if let Some(bytes) = summary.filter(|_| self.has("summary")) {
             self.write("summary", |w, _| w.write_all(bytes))?;
@@ -384,8 +387,13 @@ impl OutputSet {
         if let Some(s) = slots.iter().find(|s| s.written.is_none()) {
             bail!(Internal, "output {} was never written", s.name);
         }
-        let journal = journal_of(slots)?;
         fault::point("outputs staged");
+        // What is at each target now passes the test it passed before the work: a user's file
+        // put there meanwhile is refused, not replaced (the staged outputs go with the set).
+        for s in slots.iter() {
+            s.check_ownership()?;
+        }
+        let journal = journal_of(slots)?;
         let Some(journal) = journal else {
             return Ok(()); // standard output and devices only: written through already
         };
@@ -486,11 +494,14 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
             .insert(name.to_string(), entry);
         let aside = matches!(s.target, Target::Dir(_))
             .then(|| dir.join(format!(".{name}{STAGED_MARK}old-{}", std::process::id())));
+        let before =
+            Entry::found(real).io_context(|| format!("reading output {}", s.shown.display()))?;
         moves.push(Move {
             from: staged.clone(),
             to: real.to_path_buf(),
             aside,
             summary: s.name == "summary",
+            before,
         });
     }
     let Some(last) = moves.last() else {
@@ -503,7 +514,7 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
         records.insert(dir, record);
     }
     Ok(Some(Journal {
-        version: 1,
+        version: 2,
         home,
         dirs: records.keys().cloned().collect(),
         moves,

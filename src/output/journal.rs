@@ -12,7 +12,10 @@
 //!
 //! Every step after the commit point is idempotent, and [`recover`] (which every run calls on the
 //! directories it locks, before anything else) does them again from the journal: a run killed
-//! after the commit point is rolled forward. A run killed before it left only staged files (and
+//! after the commit point is rolled forward. The journal records what was at each target when
+//! the commit was decided ([`Move::before`]); recovery replaces or removes a target only while it
+//! still holds that (or nothing), and refuses, touching nothing, when someone has put or changed
+//! a file there since ([`Journal::changed_target`]). A run killed before it left only staged files (and
 //! perhaps journal copies whose home copy never landed), which recovery removes: the old set is
 //! untouched. Fault points ([`super::fault::point`]) between all steps let the tests kill the
 //! process at each.
@@ -24,7 +27,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::fault;
-use super::owned::{replace_file, sync_dir, Record};
+use super::owned::{replace_file, sync_dir, Entry, Record};
+use crate::bail;
 use crate::error::{Error, IoContext, Result};
 
 /// Name of the journal in every directory of a set being committed.
@@ -43,6 +47,10 @@ pub struct Move {
     /// The set's summary: the old one is removed before any rename, the new one lands last.
     #[serde(default)]
     pub summary: bool,
+    /// What was at `to` when the commit was decided (`None`: nothing, or a journal of format 1,
+    /// which did not say). Recovery replaces or removes `to` only while it holds that still.
+    #[serde(default)]
+    pub before: Option<Entry>,
 }
 
 /// A commit in progress.
@@ -123,6 +131,20 @@ impl Journal {
         self.remove_copies(false)
     }
 
+    /// The first target that this commit would still replace or remove and that holds something
+    /// else than what was there when the commit was decided: a file someone put there, or changed,
+    /// since the committing run was killed.
+    pub fn changed_target(&self) -> Option<&Path> {
+        let pending = self
+            .moves
+            .iter()
+            .filter(|m| m.from.symlink_metadata().is_ok());
+        pending
+            .filter(|m| m.to.symlink_metadata().is_ok())
+            .find(|m| !m.before.as_ref().is_some_and(|b| b.matches(&m.to)))
+            .map(|m| m.to.as_path())
+    }
+
     /// Removes the journal's copies, the home copy last.
     fn remove_copies(&self, staged_too: bool) -> io::Result<()> {
         let others = self.dirs.iter().filter(|d| **d != self.home);
@@ -185,6 +207,19 @@ pub fn recover(dir: &Path, lock: &mut dyn FnMut(&Path) -> Result<()>) -> Result<
         lock(d)?;
     }
     let committed = journal.home.join(JOURNAL_FILE).exists();
+    if let Some(changed) = journal.changed_target().filter(|_| committed) {
+        bail!(
+            Output,
+            "{} has changed since a run was killed while committing its outputs into {} (its \
+             journal {} was to replace what was there then); neardup replaces only what it \
+             wrote, so it leaves that commit unfinished: move {} away yourself, then run again \
+             to finish it",
+            changed.display(),
+            journal.home.display(),
+            dir.join(JOURNAL_FILE).display(),
+            changed.display()
+        );
+    }
     let done = if committed {
         journal.apply().map(|_| Recovery::RolledForward)
     } else {

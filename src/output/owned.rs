@@ -63,7 +63,7 @@ impl Stamp {
 
     /// True if the file at `path` is still what this stamp describes: the same size and either the
     /// same modification time or (when the stamp has one) the same checksum.
-    fn matches(&self, path: &Path) -> bool {
+    pub fn matches(&self, path: &Path) -> bool {
         let Ok(now) = Stamp::of(path) else {
             return false;
         };
@@ -87,6 +87,43 @@ pub enum Entry {
         /// The files, by path relative to the directory.
         files: BTreeMap<String, Stamp>,
     },
+}
+
+impl Entry {
+    /// What is at `path` now, as a record would list it: a directory with the stamps of every
+    /// file below it, or a file's stamp (no checksum); `None` when nothing is there.
+    pub fn found(path: &Path) -> io::Result<Option<Entry>> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+            Ok(m) if m.is_dir() => Ok(Some(Entry::Dir {
+                files: stamps_below(path)?,
+            })),
+            Ok(_) => Ok(Some(Entry::File(Stamp::of(path)?))),
+        }
+    }
+
+    /// True if `path` still holds what this entry describes: a file of the same stamp (see
+    /// [`Stamp::matches`]), or a directory holding exactly the files listed, each of the same
+    /// size and modification time.
+    pub fn matches(&self, path: &Path) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        match self {
+            Entry::File(stamp) => meta.is_file() && stamp.matches(path),
+            Entry::Dir { files } => {
+                let same = |a: &Stamp, b: &Stamp| (a.bytes, a.mtime_ns) == (b.bytes, b.mtime_ns);
+                meta.is_dir()
+                    && stamps_below(path).is_ok_and(|found| {
+                        found.len() == files.len()
+                            && found
+                                .iter()
+                                .all(|(rel, s)| files.get(rel).is_some_and(|f| same(f, s)))
+                    })
+            }
+        }
+    }
 }
 
 /// The outputs neardup wrote into one directory.
