@@ -135,14 +135,26 @@ fn lock_dir(dir: &Path) -> Result<(File, bool)> {
     )
 }
 
-/// True for the names neardup stages under: `.NAME.neardup-tmp-...`.
-fn is_staged_name(name: &str) -> bool {
-    name.starts_with('.') && name.contains(STAGED_MARK)
+/// The name `NAME` that `name` is staged for, if it is a name neardup stages under:
+/// `.NAME.neardup-tmp-` and then a pid, `dir` (a directory) or `old-` and a pid (an earlier output
+/// moved aside); with whether it must be a directory.
+fn staged_base(name: &str) -> Option<(&str, bool)> {
+    let rest = name.strip_prefix('.')?;
+    let at = rest.rfind(STAGED_MARK)?;
+    let (base, suffix) = (&rest[..at], &rest[at + STAGED_MARK.len()..]);
+    let pid = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let dir = suffix == "dir";
+    let known = dir || pid(suffix) || suffix.strip_prefix("old-").is_some_and(pid);
+    (known && !base.is_empty()).then_some((base, dir))
 }
 
 /// Removes what killed runs staged in `dir` (which this process has locked, so no live run is
-/// writing there, and whose journal has been settled). Returns how many entries were removed.
-fn remove_stale(dir: &Path) -> usize {
+/// writing there, and whose journal has been settled): entries staged, by [`staged_base`], for one
+/// of `names` (this run's outputs there, the record's, the record and the journal themselves).
+/// Any other entry stays, whatever its name: one that only looked staged (`.notes.neardup-tmp-
+/// keep`, or a directory of a user's under a staged name for no output) was removed with all it
+/// held. Returns how many entries were removed.
+fn remove_stale(dir: &Path, names: &[String]) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -151,8 +163,10 @@ fn remove_stale(dir: &Path) -> usize {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
         let Ok(t) = e.file_type() else { continue };
+        let ours = staged_base(name)
+            .filter(|(base, is_dir)| names.iter().any(|n| n == base) && (!is_dir || t.is_dir()));
         let gone = match () {
-            _ if !is_staged_name(name) => false,
+            _ if ours.is_none() => false,
             _ if t.is_file() => std::fs::remove_file(e.path()).is_ok(),
             _ if t.is_dir() => std::fs::remove_dir_all(e.path()).is_ok(),
             _ => false,
@@ -162,9 +176,22 @@ fn remove_stale(dir: &Path) -> usize {
     removed
 }
 
+/// The names of `dir` that neardup may have staged: `outputs` (this run's there), the record's,
+/// and the record and journal files (without their leading dot, as they are staged).
+fn stageable_names(dir: &Path, outputs: Vec<String>) -> Vec<String> {
+    let recorded = Record::load(dir).map(|r| r.outputs.into_keys().collect::<Vec<_>>());
+    let own = [owned::RECORD_FILE, journal::JOURNAL_FILE].map(|f| f.trim_start_matches('.').into());
+    outputs
+        .into_iter()
+        .chain(recorded.unwrap_or_default())
+        .chain(own)
+        .collect()
+}
+
 /// Settles `dir` before a run writes there: finishes or undoes the commit a killed run left, then
-/// removes what killed runs staged.
-fn settle(dir: &Path, locks: &mut Locks) -> Result<()> {
+/// removes what killed runs staged for `outputs` (this run's output names there) and for the
+/// outputs the directory's record names.
+fn settle(dir: &Path, locks: &mut Locks, outputs: Vec<String>) -> Result<()> {
     match journal::recover(dir, &mut |d| locks.take(d))? {
         Recovery::Nothing => {}
         Recovery::RolledForward => eprintln!(
@@ -177,7 +204,7 @@ fn settle(dir: &Path, locks: &mut Locks) -> Result<()> {
             dir.display()
         ),
     }
-    let removed = remove_stale(dir);
+    let removed = remove_stale(dir, &stageable_names(dir, outputs));
     if removed > 0 {
         eprintln!(
             "neardup: removed {removed} staged file(s) that an interrupted run left in {}",
@@ -195,7 +222,7 @@ pub fn recover(dir: &Path) -> Result<()> {
         .io_context(|| format!("opening output directory {}", dir.display()))?;
     let mut locks = Locks::default();
     locks.take(&dir)?;
-    settle(&dir, &mut locks)
+    settle(&dir, &mut locks, Vec::new())
 }
 
 impl Slot {
@@ -243,7 +270,12 @@ impl OutputSet {
             locks.take(dir)?;
         }
         for dir in &dirs {
-            settle(dir, &mut locks)?;
+            let here = slots
+                .iter()
+                .filter(|s| s.target.real().is_some_and(|r| parent_of(r) == *dir));
+            let names =
+                here.filter_map(|s| s.target.real()?.file_name()?.to_str().map(String::from));
+            settle(dir, &mut locks, names.collect())?;
         }
         for s in &slots {
             s.check_ownership()?;
@@ -763,9 +795,62 @@ mod tests {
 
     #[test]
     fn stale_staged_files_are_recognised_by_name() {
-        assert!(is_staged_name(".pairs.tsv.neardup-tmp-123"));
-        assert!(is_staged_name(".corpus.neardup-tmp-dir"));
-        assert!(!is_staged_name("pairs.tsv.tmp-4567"));
-        assert!(!is_staged_name("pairs.tsv"));
+        assert_eq!(
+            staged_base(".pairs.tsv.neardup-tmp-123"),
+            Some(("pairs.tsv", false))
+        );
+        assert_eq!(
+            staged_base(".corpus.neardup-tmp-dir"),
+            Some(("corpus", true))
+        );
+        assert_eq!(
+            staged_base(".corpus.neardup-tmp-old-77"),
+            Some(("corpus", false))
+        );
+        assert_eq!(
+            staged_base(".neardup-outputs.json.neardup-tmp-5"),
+            Some(("neardup-outputs.json", false))
+        );
+        assert_eq!(staged_base("pairs.tsv.tmp-4567"), None);
+        assert_eq!(staged_base("pairs.tsv"), None);
+        assert_eq!(staged_base(".notes.neardup-tmp-keep"), None);
+        assert_eq!(staged_base("..neardup-tmp-1"), None);
+    }
+
+    /// Regression: every entry whose name began with a dot and held `.neardup-tmp-` was removed
+    /// as a killed run's staged file, a directory with all it held: a user's
+    /// `.notes.neardup-tmp-keep` and `.backup.neardup-tmp-dir/thesis.txt` went at the next run.
+    #[test]
+    fn only_what_neardup_staged_for_its_own_names_is_removed_as_stale() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join(".notes.neardup-tmp-keep"), "notes").unwrap();
+        std::fs::create_dir(d.join(".backup.neardup-tmp-dir")).unwrap();
+        std::fs::write(d.join(".backup.neardup-tmp-dir/thesis.txt"), "precious").unwrap();
+        std::fs::write(
+            d.join(".pairs.tsv.neardup-tmp-dir"),
+            "a file, not a staged directory",
+        )
+        .unwrap();
+        std::fs::write(d.join(".pairs.tsv.neardup-tmp-4242"), "staged").unwrap();
+        std::fs::create_dir(d.join(".corpus.neardup-tmp-dir")).unwrap();
+        std::fs::write(d.join(".neardup-commit.json.neardup-tmp-9"), "{}").unwrap();
+        let names = stageable_names(d, vec!["pairs.tsv".into(), "corpus".into()]);
+        assert_eq!(remove_stale(d, &names), 3);
+        let mut left: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let want = [
+            ".backup.neardup-tmp-dir",
+            ".notes.neardup-tmp-keep",
+            ".pairs.tsv.neardup-tmp-dir",
+        ];
+        assert_eq!(left, want);
+        assert_eq!(
+            std::fs::read_to_string(d.join(".backup.neardup-tmp-dir/thesis.txt")).unwrap(),
+            "precious"
+        );
     }
 }

@@ -20,6 +20,7 @@ pub const STORE_LOCK: &str = ".neardup-store.lock";
 /// `what` is in use, by which pid, ending with `hint`.
 pub fn take(path: &Path, what: &str, hint: &str) -> Result<(File, bool)> {
     loop {
+        refuse_foreign(path)?;
         let (mut file, created) =
             open(path).io_context(|| format!("cannot write the lock file {}", path.display()))?;
         let taken = try_flock(&file, path).io_context(|| {
@@ -49,6 +50,30 @@ pub fn take(path: &Path, what: &str, hint: &str) -> Result<(File, bool)> {
             .io_context(|| format!("writing {}", path.display()))?;
         return Ok((file, created));
     }
+}
+
+/// Refuses a lock file that neardup did not write: a symlink (the lock would truncate what it
+/// points to) or a file holding anything but a pid. A user's `.neardup.lock` was truncated and
+/// given a pid.
+fn refuse_foreign(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let held = match meta.is_file() && meta.len() <= 32 {
+        true => std::fs::read(path).unwrap_or_default(),
+        false => b"?".to_vec(),
+    };
+    let text = String::from_utf8_lossy(&held);
+    let pid = text.trim();
+    if pid.is_empty() || pid.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(());
+    }
+    bail!(
+        Output,
+        "{} is not a lock file neardup wrote (a lock file holds a run's pid): move it away and \
+         run again",
+        path.display()
+    )
 }
 
 /// Opens the lock file at `path`, creating it if missing; true with it if created here.
@@ -138,6 +163,48 @@ pub fn relax(file: &File) -> io::Result<()> {
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a `.neardup.lock` (or `.neardup-store.lock`) that a user had made was
+    /// truncated and given a pid; a symlink there truncated the file it pointed to.
+    #[test]
+    fn a_lock_file_neardup_did_not_write_is_refused_not_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(".neardup.lock");
+        let theirs = dir.path().join("notes.txt");
+        std::fs::write(&theirs, "user lock content\n").unwrap();
+        std::fs::copy(&theirs, &lock).unwrap();
+        let err = take(&lock, "x", "").unwrap_err().to_string();
+        assert!(err.contains("is not a lock file neardup wrote"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            "user lock content\n"
+        );
+        std::fs::remove_file(&lock).unwrap();
+        std::os::unix::fs::symlink(&theirs, &lock).unwrap();
+        assert!(take(&lock, "x", "").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&theirs).unwrap(),
+            "user lock content\n"
+        );
+        // An earlier run's lock (a pid), an empty one, and none at all are taken.
+        std::fs::remove_file(&lock).unwrap();
+        for before in [Some("12345\n"), Some(""), None] {
+            if let Some(b) = before {
+                std::fs::write(&lock, b).unwrap();
+            }
+            let (file, created) = take(&lock, "x", "").unwrap();
+            assert_eq!(created, before.is_none());
+            let pid = std::fs::read_to_string(&lock).unwrap();
+            assert_eq!(pid.trim(), std::process::id().to_string());
+            drop(file);
+            std::fs::remove_file(&lock).unwrap();
         }
     }
 }
