@@ -303,9 +303,22 @@ fn read_groups(
     };
     let mask = ProjectionMask::columns(metadata.parquet_schema(), present.iter().copied());
     for &(g, first) in groups {
+        let end = first + file.row_groups.get(g).copied().unwrap_or(0);
+        let lost = |row: u64, m: String, on: &mut dyn FnMut(Item<'_>)| {
+            let at = RowAt {
+                file: file_index,
+                group: g,
+                first,
+                row,
+            };
+            lost_rows(at, end, m, keep, on)
+        };
         let reader = match group_reader(file, &metadata, g, &mask) {
             Ok(r) => r,
-            Err(m) => return fail(file_index, (g, first), first, m, on),
+            Err(m) => {
+                lost(first, m, on);
+                continue;
+            }
         };
         let mut row = first;
         for batch in reader {
@@ -315,8 +328,8 @@ fn read_groups(
             let columns = match columns {
                 Ok(c) => c,
                 Err(e) => {
-                    let m = format!("{e}; the rest of this file could not be read");
-                    return fail(file_index, (g, first), row, m, on);
+                    lost(row, e, on);
+                    break;
                 }
             };
             for i in 0..columns.rows {
@@ -358,6 +371,36 @@ impl RowAt {
             group: self.group,
         });
         s
+    }
+}
+
+/// Counts the rows from `at` to `end` (the end of its row group) that `keep` selects, which a
+/// damaged row group did not give, each a `read_error` (the first with what went wrong). The rows
+/// after them were not counted, and the message said the rest of the file was lost while the
+/// next row groups were read: read was not processed + skipped.
+fn lost_rows(
+    at: RowAt,
+    end: u64,
+    error: String,
+    keep: &dyn Fn(u64) -> bool,
+    on: &mut dyn FnMut(Item<'_>),
+) {
+    let last = end.max(at.row + 1);
+    let first = at.row;
+    for row in (first..last).filter(|&r| keep(r)) {
+        let message = match row == first {
+            true => format!(
+                "{error}; rows {} to {} of this row group could not be read",
+                first - at.first,
+                last - 1 - at.first
+            ),
+            false => "in a row group that could not be read (see its first such row)".to_string(),
+        };
+        on(Item::Skipped(RowAt { row, ..at }.skip(
+            SkipReason::ReadError,
+            message,
+            0,
+        )));
     }
 }
 
