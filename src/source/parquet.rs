@@ -27,7 +27,7 @@ use arrow_array::types::{
     TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::{DataType, Schema, TimeUnit};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::properties::WriterProperties;
@@ -257,6 +257,21 @@ fn readable(t: &DataType) -> bool {
     )
 }
 
+/// What a row without text is told: the text column's type is not text, or there is none.
+fn missing_text(schema: &Schema, fields: &Fields) -> String {
+    match schema.field_with_name(&fields.text) {
+        Ok(f) if !readable(f.data_type()) => format!(
+            "column {:?} has type {}, which is not text",
+            fields.text,
+            f.data_type()
+        ),
+        _ => {
+            let all: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            format!("no column {:?} (columns: {})", fields.text, all.join(", "))
+        }
+    }
+}
+
 /// Reads row groups `groups` (with their first rows `firsts`) of `file`, calling `on` with the rows
 /// `keep(row)` selects: documents or skips.
 fn read_groups(
@@ -290,17 +305,7 @@ fn read_groups(
                 .is_ok_and(|f| readable(f.data_type()))
         })
         .collect();
-    let missing_text = match schema.field_with_name(&fields.text) {
-        Ok(f) if !readable(f.data_type()) => format!(
-            "column {:?} has type {}, which is not text",
-            fields.text,
-            f.data_type()
-        ),
-        _ => {
-            let all: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            format!("no column {:?} (columns: {})", fields.text, all.join(", "))
-        }
-    };
+    let missing_text = missing_text(&schema, fields);
     let mask = ProjectionMask::columns(metadata.parquet_schema(), present.iter().copied());
     for &(g, first) in groups {
         let end = first + file.row_groups.get(g).copied().unwrap_or(0);
