@@ -64,19 +64,58 @@ fn id_of(line: &str) -> String {
     }
 }
 
-/// The corpus holds, in input order, exactly the input's lines of the kept ids; one per cluster.
-fn check_lines(out: &Path, input_lines: &[String], corpus_text: &str, what: &str) {
-    let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
+/// The ids in `out`'s keep list.
+fn kept_ids(out: &Path) -> BTreeSet<String> {
+    std::fs::read_to_string(out.join("keep.txt"))
         .unwrap()
         .lines()
         .map(String::from)
-        .collect();
-    let want: Vec<&str> = input_lines
+        .collect()
+}
+
+/// The input's lines of the ids `out` kept, in input order (blank and broken lines are no
+/// documents).
+fn kept_lines<'a>(out: &Path, input_lines: &'a [String]) -> Vec<&'a str> {
+    let kept = kept_ids(out);
+    input_lines
         .iter()
         .filter(|l| !l.trim().is_empty() && !l.starts_with("{\"id\": \"broken\""))
         .filter(|l| kept.contains(&id_of(l)))
         .map(String::as_str)
-        .collect();
+        .collect()
+}
+
+/// `raw` compressed as gzip and as zstd, each with the name of a file holding it.
+fn compressed(raw: &[u8]) -> [(&'static str, Vec<u8>); 2] {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(raw).unwrap();
+    let gz = e.finish().unwrap();
+    let zst = zstd::encode_all(raw, 1).unwrap();
+    [("docs.jsonl.gz", gz), ("docs.jsonl.zst", zst)]
+}
+
+/// The text of a corpus part `bytes` of a file named `name`: a `.gz` part is one gzip member,
+/// whatever the threads that compressed it, so a reader that stops at the first member's end
+/// reads it all.
+fn decompressed(name: &str, bytes: &[u8]) -> String {
+    let mut text = String::new();
+    if name.ends_with(".gz") {
+        flate2::read::GzDecoder::new(bytes)
+            .read_to_string(&mut text)
+            .unwrap();
+    } else {
+        zstd::Decoder::new(bytes)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+    }
+    text
+}
+
+/// The corpus holds, in input order, exactly the input's lines of the kept ids; one per cluster.
+fn check_lines(out: &Path, input_lines: &[String], corpus_text: &str, what: &str) {
+    let kept = kept_ids(out);
+    let want = kept_lines(out, input_lines);
     let got: Vec<&str> = corpus_text.lines().collect();
     assert_eq!(got.len(), want.len(), "{what}: records");
     assert!(
@@ -149,32 +188,16 @@ fn compressed_jsonl_corpus_is_compressed_alike_and_the_same_at_any_worker_count(
     let dir = tempfile::tempdir().unwrap();
     let (plain, lines) = generated(dir.path());
     let raw = std::fs::read(&plain).unwrap();
-    let gz = dir.path().join("gz/docs.jsonl.gz");
-    let zst = dir.path().join("zst/docs.jsonl.zst");
-    std::fs::create_dir_all(gz.parent().unwrap()).unwrap();
-    std::fs::create_dir_all(zst.parent().unwrap()).unwrap();
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(&raw).unwrap();
-    std::fs::write(&gz, e.finish().unwrap()).unwrap();
-    std::fs::write(&zst, zstd::encode_all(&raw[..], 1).unwrap()).unwrap();
-    for (input, name) in [(&gz, "docs.jsonl.gz"), (&zst, "docs.jsonl.zst")] {
+    for (name, bytes) in compressed(&raw) {
+        let folder = dir.path().join(&name[name.rfind('.').unwrap() + 1..]);
+        std::fs::create_dir_all(&folder).unwrap();
+        let input = folder.join(name);
+        std::fs::write(&input, bytes).unwrap();
         let mut first: Option<Vec<u8>> = None;
         for w in [1, 2, 4] {
-            let out = run_corpus(dir.path(), input, w, &format!("{name}-{w}"));
+            let out = run_corpus(dir.path(), &input, w, &format!("{name}-{w}"));
             let bytes = std::fs::read(out.join("corpus").join(name)).unwrap();
-            let mut text = String::new();
-            if name.ends_with(".gz") {
-                // One gzip member, whatever the threads that compressed it: a reader that stops
-                // at the first member's end reads it all.
-                flate2::read::GzDecoder::new(&bytes[..])
-                    .read_to_string(&mut text)
-                    .unwrap();
-            } else {
-                zstd::Decoder::new(&bytes[..])
-                    .unwrap()
-                    .read_to_string(&mut text)
-                    .unwrap();
-            }
+            let text = decompressed(name, &bytes);
             check_lines(&out, &lines, &text, &format!("{name}, {w} workers"));
             match &first {
                 None => first = Some(bytes),
@@ -559,44 +582,19 @@ fn a_compressed_input_damaged_past_its_last_kept_line_still_gets_its_corpus() {
     let dir = tempfile::tempdir().unwrap();
     let (plain, lines) = generated(dir.path());
     let raw = std::fs::read(&plain).unwrap();
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(&raw).unwrap();
-    let gz = e.finish().unwrap();
-    let zst = zstd::encode_all(&raw[..], 1).unwrap();
-    for (name, bytes) in [("docs.jsonl.gz", gz), ("docs.jsonl.zst", zst)] {
+    for (name, bytes) in compressed(&raw) {
         let input = dir.path().join(format!("cut-{name}"));
         std::fs::write(&input, &bytes[..bytes.len() / 2]).unwrap();
         for w in [1, 2] {
             let out = run_corpus(dir.path(), &input, w, &format!("{name}-cut-{w}"));
             let part = std::fs::read(out.join("corpus").join(input.file_name().unwrap())).unwrap();
-            let mut text = String::new();
-            if name.ends_with(".gz") {
-                flate2::read::GzDecoder::new(&part[..])
-                    .read_to_string(&mut text)
-                    .unwrap();
-            } else {
-                zstd::Decoder::new(&part[..])
-                    .unwrap()
-                    .read_to_string(&mut text)
-                    .unwrap();
-            }
+            let text = decompressed(name, &part);
             // The lines read before the damage: the kept ones among them, in order.
             let read = text.lines().count();
             assert!(read > 100, "{name}, {w} workers: {read} kept lines");
-            let kept: BTreeSet<String> = std::fs::read_to_string(out.join("keep.txt"))
-                .unwrap()
-                .lines()
-                .map(String::from)
-                .collect();
-            let want: Vec<&str> = lines
-                .iter()
-                .filter(|l| !l.trim().is_empty() && !l.starts_with("{\"id\": \"broken\""))
-                .filter(|l| kept.contains(&id_of(l)))
-                .map(String::as_str)
-                .collect();
             assert_eq!(
                 text.lines().collect::<Vec<_>>(),
-                want,
+                kept_lines(&out, &lines),
                 "{name}, {w} workers"
             );
         }

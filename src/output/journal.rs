@@ -207,7 +207,7 @@ pub fn recover(dir: &Path, lock: &mut dyn FnMut(&Path) -> Result<()>) -> Result<
         lock(d)?;
     }
     let committed = journal.home.join(JOURNAL_FILE).exists();
-    if let Some(changed) = journal.changed_target().filter(|_| committed) {
+    if let Some(changed) = committed.then(|| journal.changed_target()).flatten() {
         bail!(
             Output,
             "{} has changed since a run was killed while committing its outputs into {} (its \

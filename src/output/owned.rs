@@ -55,6 +55,12 @@ impl Stamp {
         })
     }
 
+    /// True if `other` gives the same size and modification time (how a corpus directory's files
+    /// are compared with their record: without checksums).
+    fn same_as(&self, other: &Stamp) -> bool {
+        (self.bytes, self.mtime_ns) == (other.bytes, other.mtime_ns)
+    }
+
     /// True if the file at `path` has the size this stamp gives (discovery's test: a file of
     /// another size in its place is someone else's).
     fn sized(&self, path: &Path) -> bool {
@@ -113,13 +119,12 @@ impl Entry {
         match self {
             Entry::File(stamp) => meta.is_file() && stamp.matches(path),
             Entry::Dir { files } => {
-                let same = |a: &Stamp, b: &Stamp| (a.bytes, a.mtime_ns) == (b.bytes, b.mtime_ns);
                 meta.is_dir()
                     && stamps_below(path).is_ok_and(|found| {
                         found.len() == files.len()
                             && found
                                 .iter()
-                                .all(|(rel, s)| files.get(rel).is_some_and(|f| same(f, s)))
+                                .all(|(rel, s)| files.get(rel).is_some_and(|f| f.same_as(s)))
                     })
             }
         }
@@ -323,9 +328,7 @@ fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
         }
     };
     for (rel, stamp) in &found {
-        let ours = listed
-            .get(rel)
-            .is_some_and(|s| s.bytes == stamp.bytes && s.mtime_ns == stamp.mtime_ns);
+        let ours = listed.get(rel).is_some_and(|s| s.same_as(stamp));
         if !ours {
             return Verdict::Foreign(format!(
                 "{} inside it was not written by neardup (or has changed since)",

@@ -238,19 +238,18 @@ fn walk(dir: &Path, inside: &mut Vec<(u64, u64)>, found: &mut Walked) -> io::Res
         } else if kind.is_file() || kind.is_symlink() {
             found.files.push(path);
         } else {
-            found
-                .passed
-                .push((path, format!("{}, not a regular file", special(kind))));
+            found.passed.push((path, not_regular(kind)));
         }
     }
     inside.pop();
     Ok(())
 }
 
-/// What a file that is neither a regular file nor a directory is, for messages.
-fn special(kind: std::fs::FileType) -> &'static str {
+/// What a file that is neither a regular file nor a directory is, for messages: "a FIFO, not a
+/// regular file".
+fn not_regular(kind: std::fs::FileType) -> String {
     use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
+    let what = if kind.is_fifo() {
         "a FIFO"
     } else if kind.is_socket() {
         "a socket"
@@ -260,7 +259,8 @@ fn special(kind: std::fs::FileType) -> &'static str {
         "a block device"
     } else {
         "a special file"
-    }
+    };
+    format!("{what}, not a regular file")
 }
 
 /// File name endings a directory walk picks up for documents (each also with `.gz`, `.zst`, `.zstd`).
@@ -399,9 +399,9 @@ fn expand(
         Ok(m) if m.is_file() => Ok(None),
         Ok(m) => crate::bail!(
             Input,
-            "input {} is {}, not a regular file: give files, directories or glob patterns",
+            "input {} is {}: give files, directories or glob patterns",
             spec.display(),
-            special(m.file_type())
+            not_regular(m.file_type())
         ),
         Err(_) => crate::bail!(Input, "input {} does not exist", spec.display()),
     }
@@ -421,9 +421,7 @@ fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<V
         let p = entry.map_err(|e| Error::Input(format!("reading a match of {pattern:?}: {e}")))?;
         match std::fs::metadata(&p) {
             Ok(m) if m.is_file() => found.push(p),
-            Ok(m) if !m.is_dir() => {
-                not_files.push((p, format!("{}, not a regular file", special(m.file_type()))))
-            }
+            Ok(m) if !m.is_dir() => not_files.push((p, not_regular(m.file_type()))),
             _ => {}
         }
     }

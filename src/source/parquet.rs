@@ -211,27 +211,12 @@ fn plain(col: &ArrayRef) -> std::result::Result<ArrayRef, String> {
 fn is_id_type(t: &DataType) -> bool {
     match t {
         DataType::Dictionary(_, values) => is_id_type(values),
-        t => {
-            readable(t)
-                && (t.is_integer()
-                    || matches!(
-                        t,
-                        DataType::Utf8
-                            | DataType::LargeUtf8
-                            | DataType::Utf8View
-                            | DataType::Binary
-                            | DataType::LargeBinary
-                            | DataType::BinaryView
-                    ))
-        }
+        t => is_text_or_bytes(t) || t.is_integer(),
     }
 }
 
-/// True for column types whose values can be read as text.
-fn readable(t: &DataType) -> bool {
-    if let DataType::Dictionary(_, values) = t {
-        return readable(values);
-    }
+/// True for the string and binary column types.
+fn is_text_or_bytes(t: &DataType) -> bool {
     matches!(
         t,
         DataType::Utf8
@@ -240,21 +225,25 @@ fn readable(t: &DataType) -> bool {
             | DataType::Binary
             | DataType::LargeBinary
             | DataType::BinaryView
-            | DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-            | DataType::Float32
-            | DataType::Float64
-            | DataType::Boolean
-            | DataType::Date32
-            | DataType::Date64
-            | DataType::Timestamp(..)
     )
+}
+
+/// True for column types whose values can be read as text.
+fn readable(t: &DataType) -> bool {
+    if let DataType::Dictionary(_, values) = t {
+        return readable(values);
+    }
+    is_text_or_bytes(t)
+        || t.is_integer()
+        || matches!(
+            t,
+            DataType::Float32
+                | DataType::Float64
+                | DataType::Boolean
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Timestamp(..)
+        )
 }
 
 /// What a row without text is told: the text column's type is not text, or there is none.
@@ -391,12 +380,12 @@ fn lost_rows(
     on: &mut dyn FnMut(Item<'_>),
 ) {
     let last = end.max(at.row + 1);
-    let first = at.row;
-    for row in (first..last).filter(|&r| keep(r)) {
-        let message = match row == first {
+    let from = at.row;
+    for row in (from..last).filter(|&r| keep(r)) {
+        let message = match row == from {
             true => format!(
                 "{error}; rows {} to {} of this row group could not be read",
-                first - at.first,
+                from - at.first,
                 last - 1 - at.first
             ),
             false => "in a row group that could not be read (see its first such row)".to_string(),
