@@ -475,7 +475,82 @@ fn a_kill_at_any_step_of_an_append_leaves_the_store_answering_as_before_or_as_af
         assert_eq!(audit(&store, &format!("r-{step}")), after, "step {step}");
         assert_eq!(stored_documents(d, &store), 120, "step {step}");
     }
-    assert_eq!(store_steps, 4, "every step of the append was a kill point");
+    // The manifest's rename is one of the output commit's renames now (see the next test).
+    assert_eq!(store_steps, 3, "every step of the append was a kill point");
+}
+
+/// The defect: a run with `--store` committed its outputs, then appended its segment, so a kill
+/// between the two left a summary naming a segment the store did not hold, and the next audit
+/// against the store saw none of the run's documents, saying nothing. Now one journal commits
+/// both. After a kill at any step, whichever is settled first (the store, by its next reader;
+/// the outputs, by the next run into their directory), the summary names the store's last
+/// segment, or both are the earlier run's; the run made again completes both, and leaves no
+/// pending manifest or unnamed segment behind.
+#[test]
+fn a_kill_at_any_step_of_a_run_leaves_its_outputs_and_its_store_agreeing() {
+    use std::os::unix::process::ExitStatusExt;
+    let (dir, job) = crawls_and_job(13, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    let run = |store: &str, out: &str, input: &str, fault: Option<usize>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
+        cmd.args(store_run(job, store, input, out)).current_dir(d);
+        if let Some(n) = fault {
+            cmd.env("NEARDUP_FAULT_AT", n.to_string());
+        }
+        cmd.output().unwrap()
+    };
+    let summary = |out: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(d.join(out).join("summary.json")).unwrap()).unwrap()
+    };
+    let mut seen = BTreeSet::new();
+    'steps: for step in 1.. {
+        assert!(step < 80, "the commit never finished");
+        for store_first in [true, false] {
+            let (store, out) = (format!("st-{step}-{store_first}"), format!("o-{step}"));
+            assert!(run(&store, &out, "a1.jsonl", None).status.success());
+            let killed = run(&store, &out, "a2.jsonl", Some(step));
+            let said = String::from_utf8_lossy(&killed.stderr).into_owned();
+            if killed.status.success() {
+                break 'steps;
+            }
+            assert_eq!(killed.status.signal(), Some(libc::SIGKILL), "{said}");
+            let settle_outputs = || neardup::output::commit::recover(&d.join(&out)).unwrap();
+            if !store_first {
+                settle_outputs();
+            }
+            let held = stored_documents(d, &store);
+            settle_outputs();
+            let named = summary(&out)["store"]["segment"].clone();
+            let want = if held == 120 {
+                "000002.seg"
+            } else {
+                "000001.seg"
+            };
+            assert!(held == 60 || held == 120, "step {step}: {held}");
+            assert_eq!(
+                named, want,
+                "step {step}, store first {store_first}: {said}"
+            );
+            seen.insert(held);
+            assert!(run(&store, &out, "a2.jsonl", None).status.success());
+            assert_eq!(stored_documents(d, &store), 120, "step {step}");
+            let mut left: Vec<String> = std::fs::read_dir(d.join(&store).join("segments"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            left.sort();
+            assert_eq!(left, ["000001.seg", "000002.seg"], "step {step}");
+            let pending = std::fs::read_dir(d.join(&store))
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().contains("pending")
+                })
+                .count();
+            assert_eq!(pending, 0, "step {step}");
+        }
+    }
+    assert_eq!(seen.len(), 2, "kills before and after the commit point");
 }
 
 /// docs/RECRAWL.md's walk-through, as written: the sample's store, then the recrawl audited

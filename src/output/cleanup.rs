@@ -161,8 +161,8 @@ pub fn unregister_made(path: &Path) {
 
 /// What a run made of a new store (its directories that were missing, `segments/`, its lock files
 /// and its empty manifest), in the order made; removed on an interrupt or when memory runs out
-/// until the store's first append begins, even after the outputs' commit: an empty store left
-/// behind would pin its settings for the next run.
+/// until the commit of the store's first segment is decided: an empty store left behind would pin
+/// its settings for the next run.
 static NEW_STORE: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
 /// Remembers what [`crate::store::Store::create`] made, in order.
@@ -170,8 +170,8 @@ pub fn register_new_store(made: &[PathBuf]) {
     made.iter().for_each(|p| remember(&NEW_STORE, p));
 }
 
-/// Forgets all of a new store's paths at once (its first append keeps them): an interrupt that
-/// holds the registry first removes them all, and one that comes later none.
+/// Forgets all of a new store's paths at once (the commit of its first segment keeps them): an
+/// interrupt that holds the registry first removes them all, and one that comes later none.
 pub fn unregister_new_store(made: &[PathBuf]) {
     let made: Vec<CString> = made.iter().filter_map(|p| c_path(p)).collect();
     NEW_STORE

@@ -28,9 +28,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::bail;
 use crate::error::{Error, IoContext, Result};
 use crate::summary::Written;
+use crate::{bail, ensure};
 
 use super::journal::{self, Journal, Move, Recovery};
 use super::owned::{self, Entry, Record, Stamp, Verdict};
@@ -411,7 +411,26 @@ impl OutputSet {
     /// neardup did not write is an error naming it), then writes the journal and renames every
     /// staged file into place, the summary last (see [`super::journal`]). Outputs that were never
     /// written are an error, and nothing is renamed.
-    pub fn commit(mut self, summary: Option<&[u8]>) -> Result<()> {
+    pub fn commit(self, summary: Option<&[u8]>) -> Result<()> {
+        self.commit_joined(summary, Vec::new(), &mut || {})
+    }
+
+    /// Where this set's journal will be, the commit point of [`OutputSet::commit_joined`]; `None`
+    /// when nothing is staged (outputs written through to standard output or devices).
+    pub fn journal_file(&self) -> Option<PathBuf> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        home_of(&slots).map(|home| home.join(journal::JOURNAL_FILE))
+    }
+
+    /// [`OutputSet::commit`], with `joined`: renames outside the set (a store's manifest) that
+    /// take effect with it, first in its journal; `decided` is called once the journal has
+    /// landed, the commit point of all. `joined` needs a journal: see [`OutputSet::journal_file`].
+    pub fn commit_joined(
+        mut self,
+        summary: Option<&[u8]>,
+        joined: Vec<Move>,
+        decided: &mut dyn FnMut(),
+    ) -> Result<()> {
         if let Some(bytes) = summary.filter(|_| self.has("summary")) {
             self.write("summary", |w, _| w.write_all(bytes))?;
         }
@@ -426,9 +445,15 @@ impl OutputSet {
             s.check_ownership()?;
         }
         let journal = journal_of(slots)?;
-        let Some(journal) = journal else {
+        let Some(mut journal) = journal else {
+            ensure!(
+                joined.is_empty(),
+                Internal,
+                "renames joined to a set with no journal"
+            );
             return Ok(()); // standard output and devices only: written through already
         };
+        journal.moves.splice(0..0, joined);
         // Renames and an interrupt exclude each other: see `cleanup::committing`.
         let journaled = &mut self.journaled;
         let renamed = cleanup::committing(|| -> Result<()> {
@@ -437,6 +462,7 @@ impl OutputSet {
                 return Err(e).io_context(|| "writing the commit journal".to_string());
             }
             *journaled = true;
+            decided();
             for s in slots.iter() {
                 if let Some(staged) = &s.staged {
                     cleanup::unregister(staged);
@@ -508,7 +534,7 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
 /// The journal of committing `slots`: their renames (directories moved aside, the summary last)
 /// and each directory's record afterwards. `None` when nothing is staged.
 fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
-    let (summary, rest): (Vec<&Slot>, Vec<&Slot>) = slots.iter().partition(|s| s.name == "summary");
+    let (summary, rest) = summary_last(slots);
     let mut moves = Vec::new();
     let mut entries: BTreeMap<PathBuf, BTreeMap<String, Entry>> = BTreeMap::new();
     for s in rest.into_iter().chain(summary) {
@@ -536,10 +562,9 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
             before,
         });
     }
-    let Some(last) = moves.last() else {
+    let Some(home) = home_of(slots) else {
         return Ok(None);
     };
-    let home = parent_of(&last.to);
     let mut records = BTreeMap::new();
     for (dir, e) in entries {
         let record = Record::load(&dir)?.updated(&dir, e);
@@ -552,6 +577,25 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
         moves,
         records,
     }))
+}
+
+/// `slots` parted: the summary, and the others.
+fn summary_last(slots: &[Slot]) -> (Vec<&Slot>, Vec<&Slot>) {
+    slots.iter().partition(|s| s.name == "summary")
+}
+
+/// The home directory of committing `slots`, whose journal is the commit point: the directory of
+/// the last staged output renamed (the summary's, if it has one).
+fn home_of(slots: &[Slot]) -> Option<PathBuf> {
+    let (summary, rest) = summary_last(slots);
+    let staged = rest
+        .into_iter()
+        .chain(summary)
+        .filter(|s| s.staged.is_some());
+    staged
+        .filter_map(|s| s.target.real())
+        .next_back()
+        .map(parent_of)
 }
 
 impl Drop for OutputSet {

@@ -7,7 +7,7 @@
 //!    the *home* directory (the summary's) last: that rename is the commit point;
 //! 2. removes the old summaries (the commit record of the old set);
 //! 3. renames the staged files into place, a corpus directory by moving the old one aside first,
-//!    the summary last;
+//!    the summary last (renames joined to the set, such as a store's manifest, come first);
 //! 4. stores each directory's record, removes the old corpus directories, then the journals.
 //!
 //! Every step after the commit point is idempotent, and [`recover`] (which every run calls on the
@@ -114,10 +114,21 @@ impl Journal {
                     fault::point("old directory moved aside");
                 }
             }
-            std::fs::rename(&m.from, &m.to)?;
+            match std::fs::rename(&m.from, &m.to) {
+                // A joined rename another process finished meanwhile (a store's reader).
+                Err(e) if e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
+                r => r?,
+            }
             fault::point("output renamed into place");
         }
-        self.dirs.iter().for_each(|d| sync_dir(d));
+        let joined = self
+            .moves
+            .iter()
+            .map(|m| m.to.parent().unwrap_or(Path::new(".")));
+        let mut synced: Vec<&Path> = self.dirs.iter().map(PathBuf::as_path).collect();
+        synced.extend(joined.filter(|d| !self.dirs.iter().any(|o| o == d)));
+        synced.dedup();
+        synced.iter().for_each(|d| sync_dir(d));
         for (dir, record) in &self.records {
             record.store(dir)?;
             fault::point("record stored");

@@ -175,8 +175,9 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     commit(&plan, set, summary, store.zip(new_segment)).map(Some)
 }
 
-/// Commits the output set with the summary last, then appends the new segment to the store (so
-/// that a kill between the two leaves the store as it was, and the run made again adds it once).
+/// Commits the output set with the summary last and the new segment with it: the store's new
+/// manifest is one more rename of the set's journal, so a kill at any instant leaves the outputs
+/// and the store both as they were or both as this run made them (see [`crate::store::joined`]).
 fn commit(
     plan: &Plan,
     set: OutputSet,
@@ -200,29 +201,88 @@ fn commit(
     let mut json = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::Internal(format!("summary: {e}")))?;
     json.push(b'\n');
-    if let Err(e) = set.commit(Some(&json)) {
-        if let Some((store, _)) = store {
-            store.remove_if_new();
-        }
-        return Err(e);
-    }
-    if let Some((mut store, (bytes, documents))) = store {
-        crate::output::fault::point("outputs committed, store not yet appended");
-        let sources = plan.inputs.canonical_paths();
-        let added = store.append(&bytes, documents, &sources).map_err(|e| {
-            Error::Output(format!(
-                "the outputs are committed, but the documents were not added to the store \
-                 (it is as it was; run again to add them): {e}"
-            ))
-        })?;
-        if !added {
-            eprintln!(
-                "neardup: note: the store already holds these documents (a segment with the \
-                 same bytes); it is unchanged"
-            );
+    let Some((store, segment)) = store else {
+        set.commit(Some(&json))?;
+        return Ok(summary);
+    };
+    let sources = plan.inputs.canonical_paths();
+    match set.journal_file() {
+        Some(journal) => commit_joined(set, &json, store, segment, (&sources, &journal))?,
+        None => {
+            // Outputs written through already: the store's manifest is its own commit point.
+            set.commit(Some(&json))?;
+            append_alone(store, segment, &sources)?;
         }
     }
     Ok(summary)
+}
+
+/// Stages the segment's append to `store` and commits it with `set`, whose journal is `journal`.
+fn commit_joined(
+    set: OutputSet,
+    json: &[u8],
+    mut store: Store,
+    (bytes, documents): (Vec<u8>, u64),
+    (sources, journal): (&[String], &std::path::Path),
+) -> Result<()> {
+    let staged = match store.stage_append(&bytes, documents, sources, Some(journal)) {
+        Ok(staged) => staged,
+        Err(e) => {
+            store.remove_if_new();
+            return Err(e);
+        }
+    };
+    let joined = match staged.as_ref().map(|s| store.joined_rename(s)).transpose() {
+        Ok(rename) => rename.into_iter().collect(),
+        Err(e) => {
+            staged.into_iter().for_each(|s| store.abandon(s));
+            store.remove_if_new();
+            return Err(e);
+        }
+    };
+    let mut decided = false;
+    let committed = set.commit_joined(Some(json), joined, &mut || {
+        decided = true;
+        staged.iter().for_each(|s| s.decided());
+    });
+    match (committed, staged) {
+        (Ok(()), Some(staged)) => store.committed(staged),
+        (Ok(()), None) => note_held(),
+        (Err(e), staged) => {
+            if !decided {
+                staged.into_iter().for_each(|s| store.abandon(s));
+                store.remove_if_new();
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Appends the segment to `store` after outputs that needed no commit.
+fn append_alone(
+    mut store: Store,
+    (bytes, documents): (Vec<u8>, u64),
+    sources: &[String],
+) -> Result<()> {
+    let added = store.append(&bytes, documents, sources).map_err(|e| {
+        Error::Output(format!(
+            "the outputs are written, but the documents were not added to the store \
+             (it is as it was; run again to add them): {e}"
+        ))
+    })?;
+    if !added {
+        note_held();
+    }
+    Ok(())
+}
+
+/// Says that the store held the run's segment already.
+fn note_held() {
+    eprintln!(
+        "neardup: note: the store already holds these documents (a segment with the same \
+         bytes); it is unchanged"
+    );
 }
 
 #[cfg(test)]

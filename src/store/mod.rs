@@ -21,6 +21,7 @@
 //! compaction, or left by a killed append) are removed only by a writer that can take that lock
 //! alone; otherwise they stay for the next writer.
 
+pub mod joined;
 pub mod segment;
 
 use std::fs;
@@ -50,6 +51,11 @@ pub struct Manifest {
     pub parameters: Vec<String>,
     /// The segments, oldest first.
     pub segments: Vec<Segment>,
+    /// The journal of the output commit that added the last segment with the run's outputs
+    /// (see [`joined`]): while this manifest is pending, it replaces the store's only if that
+    /// journal landed. Kept once in place, as a note of where that run's outputs went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<PathBuf>,
 }
 
 /// A segment, as the manifest names it.
@@ -172,14 +178,18 @@ impl Store {
 
     /// Opens the store in `dir` with its lock `writer`, taken already.
     fn open_holding(dir: &Path, writer: Arc<fs::File>) -> Result<Store> {
-        Ok(Store {
-            writer: Some(writer),
-            ..Store::open(dir)?
-        })
+        Store::open_as(dir, Some(writer))
     }
 
     /// Opens the store in `dir`, whatever its parameters.
     pub fn open(dir: &Path) -> Result<Store> {
+        Store::open_as(dir, None)
+    }
+
+    /// Opens the store in `dir`, to write if `writer` (its lock) is given: first settles what a
+    /// run killed while committing to it left ([`joined::settle_pending`]), then reads the
+    /// manifest.
+    fn open_as(dir: &Path, writer: Option<Arc<fs::File>>) -> Result<Store> {
         let path = dir.join(MANIFEST);
         ensure!(
             path.exists(),
@@ -187,7 +197,11 @@ impl Store {
             "there is no store in {} ({MANIFEST} is missing): `neardup run JOB --store DIR` makes one",
             dir.display()
         );
-        let text = fs::read(&path).io_context(|| format!("reading {}", path.display()))?;
+        let unrenamed = joined::settle_pending(dir, writer.is_some())?;
+        let text = match unrenamed {
+            Some(m) => serde_json::to_vec(&m).map_err(|e| Error::Internal(e.to_string()))?,
+            None => fs::read(&path).io_context(|| format!("reading {}", path.display()))?,
+        };
         let version = serde_json::from_slice::<serde_json::Value>(&text)
             .ok()
             .and_then(|v| v.get("format_version").and_then(|n| n.as_u64()));
@@ -199,13 +213,14 @@ impl Store {
                 dir.display()
             );
         }
-        let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
+        let mut manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
             Error::Input(format!("{} is not a store manifest: {e}", path.display()))
         })?;
+        manifest.decided_by = None; // the next manifest written is not that commit's
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
-            writer: None,
+            writer,
             reading: read_lock(dir),
             made: Vec::new(),
         })
@@ -232,6 +247,7 @@ impl Store {
                 format_version: FORMAT_VERSION,
                 parameters: parameters.to_vec(),
                 segments: Vec::new(),
+                decided_by: None,
             },
             writer: Some(writer),
             reading,
@@ -365,29 +381,6 @@ impl Store {
         }
         writer.push(&encoded);
         Ok((writer.finish().0, documents, sources))
-    }
-
-    /// Appends a segment of `documents` documents: written and synced, then named by a new
-    /// manifest that replaces the old one atomically. A segment the store already holds (the same
-    /// bytes: a run made again over the same inputs, say after a kill that left it unsure) is not
-    /// added twice; the answer is false then.
-    pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
-        self.check_writer()?;
-        crate::output::cleanup::unregister_new_store(&std::mem::take(&mut self.made));
-        if self.holds(bytes) {
-            return Ok(false);
-        }
-        self.remove_leftovers()?;
-        let points = [
-            "store: segment written and synced",
-            "store: segment renamed into place",
-        ];
-        let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
-        let mut next = self.manifest.clone();
-        next.segments.push(segment);
-        self.write_manifest(&next)?;
-        self.manifest = next;
-        Ok(true)
     }
 
     /// Writes `bytes` as the next segment (staged, synced, renamed into place, a fault point
@@ -602,7 +595,7 @@ mod tests {
     use super::*;
 
     /// A segment of `n` documents, told apart by `tag`.
-    fn seg(tag: &str, n: u64) -> Vec<u8> {
+    pub(super) fn seg(tag: &str, n: u64) -> Vec<u8> {
         let mut w = segment::SegmentWriter::default();
         let mut bytes = Vec::new();
         for i in 0..n {
@@ -621,7 +614,7 @@ mod tests {
         w.finish().0
     }
 
-    fn params(k: u32) -> Vec<String> {
+    pub(super) fn params(k: u32) -> Vec<String> {
         vec!["method = simhash".into(), format!("simhash.k = {k}")]
     }
 

@@ -280,7 +280,7 @@ pub struct StageTimes {
     pub rank: f64,
     /// Gathering and writing the fingerprints output.
     pub write_fingerprints: f64,
-    /// Making the new store segment (the append itself comes after the outputs' commit).
+    /// Making the new store segment (the append itself is committed with the outputs).
     #[serde(default)]
     pub store: f64,
     /// Grouping identical fingerprints.

@@ -1,0 +1,275 @@
+//! An append committed together with a run's outputs: the store and the outputs change at one
+//! commit point, so a kill at any instant leaves both as they were or both as the run made them.
+//!
+//! The segment goes into place under its name, which no manifest names yet (so no reader sees
+//! it), and the new manifest is written beside the store's as `MANIFEST.json.pending-*`, naming
+//! the journal of the output set it waits for ([`Manifest::decided_by`]). That journal lists the
+//! manifest's rename among the outputs' own ([`Store::joined_rename`]): the journal landing in the
+//! outputs' home directory is the commit point of both. Whoever comes first after a kill
+//! finishes it: the next run into the outputs' directory replays the journal, this rename with
+//! the others; the next open of the store ([`settle_pending`]) renames a pending manifest into
+//! place if its journal lists it, and, when it opens the store to write (so no run is
+//! committing), removes one whose journal never landed, its segment a leftover the next append
+//! removes. Without an output set to join (outputs written through to standard output), the
+//! manifest's own rename is the commit point ([`Store::append`]).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::{Manifest, Store, MANIFEST, SEGMENTS};
+use crate::error::{IoContext, Result};
+use crate::output::journal::{self, Move};
+use crate::output::owned::{sync_dir, Entry};
+use crate::output::{cleanup, fault};
+
+/// The name of a pending manifest begins so; the writer's pid and a clock reading follow.
+pub const PENDING: &str = "MANIFEST.json.pending-";
+
+/// An append staged for a commit: its segment in place, its manifest pending.
+#[derive(Debug)]
+pub struct Staged {
+    /// The pending manifest (in the store's real directory).
+    pending: PathBuf,
+    /// The new segment's file.
+    segment: PathBuf,
+    /// The manifest once committed.
+    next: Manifest,
+    /// What made the store, if this run made it: kept once the commit is decided.
+    made: Vec<PathBuf>,
+}
+
+impl Staged {
+    /// The commit is decided (its journal landed): an interrupt from now on must leave the new
+    /// segment, the pending manifest and a new store to the journal.
+    pub fn decided(&self) {
+        cleanup::unregister(&self.pending);
+        cleanup::unregister(&self.segment);
+        cleanup::unregister_new_store(&self.made);
+    }
+}
+
+impl Store {
+    /// Stages the append of `bytes` (`documents` documents read from `sources`) to be committed
+    /// by the output set whose journal will be `journal`: the segment written and renamed into
+    /// place, the manifest that names it pending. `None` when the store holds these bytes already
+    /// (a run made again): nothing is added then.
+    pub fn stage_append(
+        &mut self,
+        bytes: &[u8],
+        documents: u64,
+        sources: &[String],
+        journal: Option<&Path>,
+    ) -> Result<Option<Staged>> {
+        self.check_writer()?;
+        if self.holds(bytes) {
+            cleanup::unregister_new_store(&std::mem::take(&mut self.made));
+            return Ok(None);
+        }
+        self.remove_leftovers()?;
+        let points = [
+            "store: segment written and synced",
+            "store: segment renamed into place",
+        ];
+        let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
+        let dir = self
+            .dir
+            .canonicalize()
+            .io_context(|| format!("opening the store {}", self.dir.display()))?;
+        let segment_path = dir.join(SEGMENTS).join(&segment.name);
+        cleanup::register(&segment_path);
+        let mut next = self.manifest.clone();
+        next.segments.push(segment);
+        next.decided_by = journal.map(Path::to_path_buf);
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let pending = dir.join(format!("{PENDING}{}-{clock}", std::process::id()));
+        write_synced(&pending, &next).io_context(|| format!("writing {}", pending.display()))?;
+        fault::point("store: manifest staged for the commit");
+        let made = self.made.clone();
+        Ok(Some(Staged {
+            pending,
+            segment: segment_path,
+            next,
+            made,
+        }))
+    }
+
+    /// The rename that commits `staged`, for the output set's journal: the pending manifest onto
+    /// the store's, which holds now what the journal records as there before.
+    pub fn joined_rename(&self, staged: &Staged) -> Result<Move> {
+        let to = staged.pending.with_file_name(MANIFEST);
+        let before = Entry::found(&to).io_context(|| format!("reading {}", to.display()))?;
+        Ok(Move {
+            from: staged.pending.clone(),
+            to,
+            aside: None,
+            summary: false,
+            before,
+        })
+    }
+
+    /// The store once the commit of `staged` has been decided and done.
+    pub fn committed(&mut self, staged: Staged) {
+        staged.decided();
+        self.made.clear();
+        self.manifest = staged.next;
+        self.manifest.decided_by = None;
+    }
+
+    /// Undoes `staged`, whose commit was not decided: its pending manifest and segment go.
+    pub fn abandon(&self, staged: Staged) {
+        for path in [&staged.pending, &staged.segment] {
+            let _ = fs::remove_file(path);
+            cleanup::unregister(path);
+        }
+    }
+
+    /// Appends a segment of `documents` documents on its own (no output set to join): written and
+    /// synced, then named by a new manifest that replaces the old one atomically. A segment the
+    /// store already holds (the same bytes: a run made again over the same inputs, say after a
+    /// kill that left it unsure) is not added twice; the answer is false then.
+    pub fn append(&mut self, bytes: &[u8], documents: u64, sources: &[String]) -> Result<bool> {
+        let Some(staged) = self.stage_append(bytes, documents, sources, None)? else {
+            return Ok(false);
+        };
+        staged.decided();
+        let to = staged.pending.with_file_name(MANIFEST);
+        fs::rename(&staged.pending, &to).io_context(|| format!("writing {}", to.display()))?;
+        sync_dir(&self.dir);
+        fault::point("store: manifest renamed into place");
+        self.committed(staged);
+        Ok(true)
+    }
+}
+
+/// Writes `m` to `path` (a new file) and syncs it and its directory; the path is registered to
+/// be removed on an interrupt.
+fn write_synced(path: &Path, m: &Manifest) -> io::Result<()> {
+    let mut text = serde_json::to_vec_pretty(m).map_err(io::Error::other)?;
+    text.push(b'\n');
+    let mut f = fs::File::create_new(path)?;
+    cleanup::register(path);
+    cleanup::created(path)?;
+    f.write_all(&text)?;
+    f.sync_all()?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    Ok(())
+}
+
+/// Settles the pending manifests in the store `dir` before it is read: one whose output commit
+/// was decided replaces the manifest (or, where the store cannot be written, is returned to be
+/// read in its place); one whose commit never was is removed when `writer` (this process holds
+/// the store's lock, so no run is committing to it) and left alone otherwise.
+pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let real = dir
+        .canonicalize()
+        .io_context(|| format!("opening the store {}", dir.display()))?;
+    let mut unrenamed = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(PENDING) {
+            continue;
+        }
+        let path = real.join(&name);
+        match decided(&path) {
+            Some(m) => match fs::rename(&path, real.join(MANIFEST)) {
+                Ok(()) => sync_dir(&real),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {} // another process did it
+                Err(_) => unrenamed = Some(m),
+            },
+            None if writer => fs::remove_file(&path)
+                .io_context(|| format!("removing the leftover {}", path.display()))?,
+            None => {}
+        }
+    }
+    Ok(unrenamed)
+}
+
+/// The pending manifest at `path` if its output commit was decided: the journal it names has
+/// landed and lists its rename.
+fn decided(path: &Path) -> Option<Manifest> {
+    let m: Manifest = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    let journal_file = m.decided_by.as_deref()?;
+    let home = journal_file.parent()?;
+    let journal = journal::read(home).ok()??;
+    let lists = journal.moves.iter().any(|mv| mv.from == path);
+    (journal.home.join(journal::JOURNAL_FILE) == journal_file && lists).then_some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{params, seg};
+    use super::*;
+    use crate::output::journal::Journal;
+
+    /// A journal in `home` whose moves come from `froms`, as an output commit writes it.
+    fn journal_in(home: &Path, froms: &[&Path]) {
+        let moves = froms.iter().map(|f| Move {
+            from: f.to_path_buf(),
+            to: home.join("x"),
+            aside: None,
+            summary: false,
+            before: None,
+        });
+        let j = Journal {
+            version: 2,
+            home: home.to_path_buf(),
+            dirs: vec![home.to_path_buf()],
+            moves: moves.collect(),
+            records: Default::default(),
+        };
+        j.write().unwrap();
+    }
+
+    fn segments_of(at: &Path) -> usize {
+        Store::open(at).unwrap().manifest().segments.len()
+    }
+
+    /// A store in `dir` with an append of two documents staged for a commit whose journal would
+    /// be in `dir`, and the store closed (as a kill leaves it): the store, `dir`, the pending
+    /// manifest.
+    fn staged_store(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+        let (at, home) = (dir.join("store"), dir.canonicalize().unwrap());
+        let journal_file = home.join(journal::JOURNAL_FILE);
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        let staged = store
+            .stage_append(&seg("a", 2), 2, &[], Some(&journal_file))
+            .unwrap()
+            .unwrap();
+        (at, home, staged.pending.clone())
+    }
+
+    #[test]
+    fn a_pending_manifest_counts_only_once_the_journal_that_lists_it_has_landed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (at, home, pending) = staged_store(dir.path());
+        // No journal yet: readers see the store as it was and leave the pending manifest.
+        assert_eq!(segments_of(&at), 0);
+        assert!(pending.exists());
+        // A journal at that path that does not list it (a later commit's): still undecided.
+        journal_in(&home, &[&home.join(".other")]);
+        assert_eq!(segments_of(&at), 0);
+        // The journal that lists it has landed: the next reader renames it into place.
+        journal_in(&home, &[&pending]);
+        assert_eq!(segments_of(&at), 1);
+        assert!(!pending.exists());
+        assert_eq!(Store::open(&at).unwrap().verify().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_writer_removes_a_pending_manifest_whose_journal_never_landed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (at, _, pending) = staged_store(dir.path());
+        let mut store = Store::open_to_write(&at).unwrap();
+        assert!(!pending.exists(), "removed by the writer");
+        assert!(store.append(&seg("b", 1), 1, &[]).unwrap());
+        let names: Vec<_> = fs::read_dir(at.join(SEGMENTS)).unwrap().collect();
+        assert_eq!(names.len(), 1, "the abandoned segment went as a leftover");
+        assert_eq!(store.verify().unwrap(), 1);
+    }
+}
