@@ -423,6 +423,15 @@ fn bad_records_are_counted_with_reasons_and_good_ones_all_processed() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("bad.jsonl:2: invalid_json"), "{stderr}");
     assert!(stderr.contains("bad.jsonl:8: invalid_utf8"), "{stderr}");
+    // Regression: a null text was reported as a missing field.
+    assert!(
+        stderr.contains("bad.jsonl:4: missing_text: no field \"text\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("bad.jsonl:6: missing_text: field \"text\" is null"),
+        "{stderr}"
+    );
 
     let s = summary(&dir.path().join("out/summary.json"));
     let reasons = &s["documents"]["skipped_by_reason"];

@@ -309,12 +309,24 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
                 format!("field {field:?} is {kind}, not a string"),
             ))
         }
-        None | Some(Scalar::Null) => {
+        None => {
             return Err(Skip::new(
                 SkipReason::MissingText,
                 match &fields.html {
                     Some(html) => format!("no field {:?} or {html:?}", fields.text),
                     None => format!("no field {:?}", fields.text),
+                },
+            ))
+        }
+        Some(Scalar::Null) => {
+            return Err(Skip::new(
+                SkipReason::MissingText,
+                match &fields.html {
+                    Some(html) => format!(
+                        "field {:?} is null, and {html:?} holds no string",
+                        fields.text
+                    ),
+                    None => format!("field {:?} is null", fields.text),
                 },
             ))
         }
