@@ -458,6 +458,25 @@ fn a_fifo_in_an_input_directory_is_passed_over_not_waited_on_forever() {
 }
 
 #[test]
+fn a_symlink_whose_target_is_missing_is_refused_naming_both_before_any_work() {
+    // Regression: the run failed with "reading in/b.jsonl: No such file or directory", naming a
+    // file the user could see with `ls`. A walk does not pass it over as it does a FIFO: its data
+    // may be on a disk not mounted, which a run must not leave out with exit code 0.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("in")).unwrap();
+    documents(&d.join("in/a.jsonl"), "a", 3);
+    std::os::unix::fs::symlink("/nonexistent/b.jsonl", d.join("in/b.jsonl")).unwrap();
+    for input in ["in", "in/*.jsonl", "in/b.jsonl"] {
+        let out = fingerprint_within_a_minute(d, input).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let want = "input in/b.jsonl is a symlink to /nonexistent/b.jsonl, which does not exist";
+        assert!(stderr(&out).contains(want), "{input}: {}", stderr(&out));
+        assert!(!d.join("fps.tsv").exists() && !d.join("summary.json").exists());
+    }
+}
+
+#[test]
 fn a_symlink_to_a_directory_in_an_input_directory_is_walked_like_one() {
     // Regression: a symlink to a directory named link.jsonl was taken as a file, and the run
     // failed with "opening symd/link.jsonl: Is a directory".

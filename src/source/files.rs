@@ -403,6 +403,7 @@ fn expand(
             spec.display(),
             not_regular(m.file_type())
         ),
+        Err(e) if spec.symlink_metadata().is_ok() => Err(unreadable(spec, e)),
         Err(_) => crate::bail!(Input, "input {} does not exist", spec.display()),
     }
 }
@@ -422,6 +423,9 @@ fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<V
         match std::fs::metadata(&p) {
             Ok(m) if m.is_file() => found.push(p),
             Ok(m) if !m.is_dir() => not_files.push((p, not_regular(m.file_type()))),
+            // A symlink whose target is missing: taken, so that reading it names it (it was
+            // passed over in silence).
+            Err(_) if p.symlink_metadata().is_ok() => found.push(p),
             _ => {}
         }
     }
@@ -452,7 +456,7 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
     let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
     let mut files = Vec::new();
     for path in paths {
-        let meta = std::fs::metadata(&path).io_context(|| format!("reading {}", path.display()))?;
+        let meta = std::fs::metadata(&path).map_err(|e| unreadable(&path, e))?;
         let id = (meta.dev(), meta.ino());
         if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
             eprintln!(
@@ -472,6 +476,20 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
         });
     }
     Ok(files)
+}
+
+/// The error of an input file that cannot be found or read: a symlink whose target is missing
+/// is named with its target (its data may be on a disk not mounted: a run without it would lose
+/// it, so it is refused rather than passed over).
+fn unreadable(path: &Path, e: std::io::Error) -> Error {
+    match std::fs::read_link(path) {
+        Ok(target) if e.kind() == std::io::ErrorKind::NotFound => Error::Input(format!(
+            "input {} is a symlink to {}, which does not exist: restore it, or remove the link",
+            path.display(),
+            target.display()
+        )),
+        _ => Error::Input(format!("reading {}: {e}", path.display())),
+    }
 }
 
 /// How the files of an input may be cut among workers.
