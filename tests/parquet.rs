@@ -396,3 +396,23 @@ fn a_damaged_row_group_counts_every_row_it_loses_and_the_next_groups_are_read() 
         "the same skips at 1, 2 and 4 workers"
     );
 }
+
+#[test]
+fn a_duplicate_id_in_parquet_names_the_row_that_keeps_it_not_a_byte() {
+    // Regression: "the record at docs.parquet (byte 3) keeps it", where 3 was a row number.
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = documents();
+    docs.truncate(100);
+    docs[70].0 = docs[3].0.clone();
+    let (parquet, _) = write_both(dir.path(), &docs);
+    let out_dir = dir.path().join("out");
+    let out = common::run_job(dir.path(), &job(&parquet, &out_dir, "parquet", ""));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{e}");
+    let want = format!(
+        "{p}: duplicate_id: duplicate id {:?}; the record at {p} (row 3) keeps it (row 70)",
+        docs[3].0,
+        p = parquet.display()
+    );
+    assert!(e.contains(&want), "{e}");
+}

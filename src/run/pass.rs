@@ -116,7 +116,9 @@ impl<'a> Pass<'a> {
         let files = plan.inputs.files.iter();
         let files = files.map(|f| f.path.display().to_string()).collect();
         let mut shown = Vec::new();
-        let places = places_and_notes(worker, files, split_lines, &counters.notes, &mut shown);
+        let unit = plan.inputs.source.entry().split.offset_unit();
+        let notes = &counters.notes;
+        let places = places_and_notes(worker, (files, unit), split_lines, notes, &mut shown);
         self.clock.stage("read_fingerprint", worker);
 
         let before = counters.notes.len();

@@ -95,10 +95,10 @@ impl Books {
 
 /// The places of the records read (`split_lines`: this worker's splits' line counts) and the
 /// first skip notes per reason among `notes` of all workers, shown by worker 0 into `shown`: one
-/// exchange.
+/// exchange. `unit` is what a record's offset counts in the input's format ("byte", "row").
 pub fn places_and_notes(
     worker: &mut Worker,
-    files: Vec<String>,
+    (files, unit): (Vec<String>, &'static str),
     split_lines: Vec<(u32, usize, u64, u64)>,
     notes: &[SkipNote],
     shown: &mut Vec<String>,
@@ -108,7 +108,7 @@ pub fn places_and_notes(
         all_gather(worker, (split_lines, mine)).into_iter().unzip();
     let places = Places {
         files,
-        lines: LineTable::new(lines.concat()),
+        lines: LineTable::new(lines.concat()).with_offset_unit(unit),
     };
     show_notes(worker.index(), sent, &places, shown);
     places

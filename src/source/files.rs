@@ -507,6 +507,17 @@ pub enum SplitMode {
     RowGroups,
 }
 
+impl SplitMode {
+    /// What a record's offset counts in files split so, for messages: a Parquet record's offset
+    /// is its row in the file, any other's a byte.
+    pub fn offset_unit(self) -> &'static str {
+        match self {
+            SplitMode::RowGroups => "row",
+            _ => "byte",
+        }
+    }
+}
+
 /// Smallest byte range a plain file is cut into.
 const MIN_SPLIT: u64 = 4096;
 

@@ -32,6 +32,8 @@ pub struct SkipNote {
 pub struct LineTable {
     /// `(split id, lines before the split in its file)`, sorted by split id.
     before: Vec<(u32, u64)>,
+    /// What a record's offset counts ("byte", or "row" in Parquet); "byte" when empty.
+    unit: &'static str,
 }
 
 impl LineTable {
@@ -50,7 +52,22 @@ impl LineTable {
             count += lines;
         }
         before.sort_unstable();
-        LineTable { before }
+        LineTable { before, unit: "" }
+    }
+
+    /// The table, saying that a record's offset counts `unit`s ("byte", "row").
+    pub fn with_offset_unit(mut self, unit: &'static str) -> LineTable {
+        self.unit = unit;
+        self
+    }
+
+    /// What a record's offset counts.
+    fn unit(&self) -> &'static str {
+        if self.unit.is_empty() {
+            "byte"
+        } else {
+            self.unit
+        }
     }
 
     /// The line number in its file of a record at `line`.
@@ -88,9 +105,10 @@ impl SkipNote {
 
     /// The message with what it refers to, e.g. `duplicate id "a"; the record at x.jsonl:3 keeps it`.
     pub fn details(&self, files: &[String], lines: &LineTable) -> String {
+        let unit = lines.unit();
         match &self.first {
             Some(first) => format!(
-                "{}; the record at {} (byte {}) keeps it",
+                "{}; the record at {} ({unit} {}) keeps it",
                 self.message,
                 Self::place(first, None, files, lines),
                 first.offset
@@ -107,8 +125,10 @@ impl SkipNote {
         match self.record {
             Some(RecordName::Row { .. }) => format!("{place}: {}: {details}", self.reason),
             _ => format!(
-                "{place}: {}: {details} (byte {})",
-                self.reason, self.at.offset
+                "{place}: {}: {details} ({} {})",
+                self.reason,
+                lines.unit(),
+                self.at.offset
             ),
         }
     }
