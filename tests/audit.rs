@@ -1203,3 +1203,131 @@ fn an_audits_star_split_is_brute_force_stars_over_its_pairs_stored_documents_fir
         "the same at any workers"
     );
 }
+
+/// The number of fault point `label` in a run of `args` in `d` (run once, for its log).
+fn step_of(d: &Path, args: &[&str], label: &str) -> usize {
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .env("NEARDUP_FAULT_LOG", "1")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{log}");
+    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
+    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
+    step.and_then(|s| s.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+}
+
+/// A store `st-NAME` and outputs `o-NAME` of `a1.jsonl`, then the run adding `a2.jsonl` killed
+/// just after its commit point (its journal in place, nothing renamed yet).
+fn killed_at_the_commit_point(d: &Path, job: &str, name: &str) -> (String, String) {
+    let (st, o) = (format!("st-{name}"), format!("o-{name}"));
+    let (scratch_st, scratch_o) = (format!("scratch-st-{name}"), format!("scratch-o-{name}"));
+    neardup(d, &store_run(job, &scratch_st, "a1.jsonl", &scratch_o));
+    let logged = store_run(job, &scratch_st, "a2.jsonl", &scratch_o);
+    let step = step_of(d, &logged, "journal in place");
+    neardup(d, &store_run(job, &st, "a1.jsonl", &o));
+    let killed = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(store_run(job, &st, "a2.jsonl", &o))
+        .env("NEARDUP_FAULT_AT", step.to_string())
+        .current_dir(d)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(killed.status.signal(), Some(libc::SIGKILL));
+    (st, o)
+}
+
+/// A probe's defects: after a run was killed at its commit point, moving its output directory
+/// away made the next writer of the store take the commit for undone and remove the store's new
+/// manifest, and, the directory moved back, the commit's replay skipped the manifest's rename it
+/// could no longer find: a summary saying 60 documents were added to a store that held none of
+/// them. Moving the store away did the same. Now the writer refuses, naming the pending
+/// manifest; the replay refuses where the store or the directory is not where the journal says;
+/// moved back, the commit finishes and the two agree.
+#[test]
+fn a_commit_whose_outputs_or_store_were_moved_away_waits_until_they_are_back() {
+    let (dir, job) = crawls_and_job(17, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    let recover = |o: &str| neardup::output::commit::recover(&d.join(o)).map_err(|e| e.to_string());
+    let segment = |o: &str| -> serde_json::Value {
+        let text = std::fs::read(d.join(o).join("summary.json")).unwrap();
+        serde_json::from_slice::<serde_json::Value>(&text).unwrap()["store"]["segment"].clone()
+    };
+    // The output directory moved away.
+    let (st, o) = killed_at_the_commit_point(d, job, "outputs");
+    std::fs::rename(d.join(&o), d.join("moved")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(store_run(job, &st, "a1.jsonl", "elsewhere"))
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("cannot tell whether that commit was made"),
+        "{e}"
+    );
+    let e = recover("moved").unwrap_err();
+    assert!(e.contains("not into") && e.contains("move it back"), "{e}");
+    std::fs::rename(d.join("moved"), d.join(&o)).unwrap();
+    recover(&o).unwrap();
+    assert_eq!(stored_documents(d, &st), 120);
+    assert_eq!(segment(&o), "000002.seg");
+    // The store moved away.
+    let (st, o) = killed_at_the_commit_point(d, job, "store");
+    std::fs::rename(d.join(&st), d.join("moved-store")).unwrap();
+    let e = recover(&o).unwrap_err();
+    assert!(e.contains("moved or removed"), "{e}");
+    std::fs::rename(d.join("moved-store"), d.join(&st)).unwrap();
+    recover(&o).unwrap();
+    assert_eq!(stored_documents(d, &st), 120);
+    assert_eq!(segment(&o), "000002.seg");
+}
+
+/// A probe's defect: a summary written to standard output was written before the commit point,
+/// so a run killed before it said it had added a segment that the next writer then removed. Now
+/// a summary on standard output is written once the store holds the segment.
+#[test]
+fn a_summary_on_standard_output_never_names_a_segment_the_store_does_not_hold() {
+    use std::os::unix::process::ExitStatusExt;
+    let (dir, _) = crawls_and_job(19, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let d = dir.path();
+    for (name, pairs) in [("streamed", "/dev/null"), ("staged", "pairs.tsv")] {
+        let body = format!(
+            "method = \"simhash\"\n[simhash]\nk = 3\n[input]\npaths = [\"a.jsonl\"]\n\
+             [output]\ndir = \"out-{name}\"\npairs = \"{pairs}\"\nsummary = \"-\"\n"
+        );
+        let job = d.join(format!("{name}.toml"));
+        std::fs::write(&job, body).unwrap();
+        let job = job.to_str().unwrap();
+        let mut printed_at_a_kill = 0;
+        for step in 1.. {
+            assert!(step < 60, "the run never finished");
+            let st = format!("st-{name}-{step}");
+            let args = ["run", job, "--store", &st, "--input"];
+            neardup(d, &[&args[..], &["a1.jsonl"]].concat());
+            let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args([&args[..], &["a2.jsonl"]].concat())
+                .env("NEARDUP_FAULT_AT", step.to_string())
+                .current_dir(d)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                assert!(said.contains("000002.seg"), "{said}");
+                break;
+            }
+            assert_eq!(out.status.signal(), Some(libc::SIGKILL));
+            let held = stored_documents(d, &st);
+            if said.contains("000002.seg") {
+                printed_at_a_kill += 1;
+                assert_eq!(held, 120, "{name}, step {step}: the summary said so");
+            }
+        }
+        // Killed after its summary was out (between it and the run's end), nothing else.
+        assert!(printed_at_a_kill <= 1, "{name}: {printed_at_a_kill}");
+    }
+}

@@ -975,3 +975,43 @@ fn absurd_settings_are_refused_before_any_work() {
         );
     }
 }
+
+/// A probe's defect: a run interrupted while it wrote the store's new segment or manifest left
+/// them (a new store without its manifest, which the next run refused as "holds files but no
+/// store"; an unnamed segment and a pending manifest in an old one), saying "staged outputs
+/// removed": the interrupt's handler cleaned up while the run still made them. Now an interrupt
+/// waits for those steps, then removes what they made.
+#[test]
+fn a_run_interrupted_while_it_writes_the_store_leaves_it_as_it_was() {
+    for step in [
+        "store: segment written",
+        "store: segment renamed",
+        "store: manifest",
+    ] {
+        for _ in 0..3 {
+            let dir = with_sample();
+            let d = dir.path();
+            let first = job(d, "job.toml", SAMPLE_JOB);
+            let out = run_with_new_store(d, &first, Some(step));
+            assert_eq!(out.status.code(), Some(130), "{step}: {}", stderr(&out));
+            assert_eq!(listing(d), ["in.jsonl", "job.toml"], "{step}: a new store");
+            assert!(run_with_new_store(d, &first, None).status.success());
+            let half: String = std::fs::read_to_string(d.join("in.jsonl"))
+                .unwrap()
+                .lines()
+                .take(100)
+                .map(|l| format!("{l}\n"))
+                .collect();
+            std::fs::write(d.join("in.jsonl"), half).unwrap();
+            let before = listing(&d.join("stores/new"));
+            let out = run_with_new_store(d, &first, Some(step));
+            assert_eq!(out.status.code(), Some(130), "{step}: {}", stderr(&out));
+            assert_eq!(listing(&d.join("stores/new")), before, "{step}");
+            assert_eq!(
+                listing(&d.join("stores/new/segments")),
+                ["000001.seg"],
+                "{step}"
+            );
+        }
+    }
+}

@@ -948,3 +948,73 @@ fn an_interrupted_commit_is_not_finished_over_a_file_put_in_its_place() {
     assert!(message.contains("finished the commit"), "{message}");
     assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
 }
+
+/// A probe's defect: a run writing into two directories (its summary in `out/`, its pairs in
+/// `other/`) killed after the commit had finished `other/` (its copy of the journal removed), then
+/// a run of another job into `other/`, then the commit's replay from `out/`: the replay stored
+/// `other/`'s record as the killed run had left it, over the other run's, and neardup refused
+/// from then on to replace its own `other/pairs.tsv` ("written by neardup but has changed
+/// since"). A directory whose copy of the journal is gone is finished; its record stays.
+#[test]
+fn finishing_a_commit_leaves_the_record_of_a_directory_it_had_finished() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let sample = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    std::fs::write(d.join("in.jsonl"), &sample).unwrap();
+    let half: String = sample.lines().take(150).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.join("x.jsonl"), half).unwrap();
+    let both = d.join("both.toml");
+    let pairs = d.join("other/pairs.tsv");
+    std::fs::write(
+        &both,
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
+             pairs = {pairs:?}\nsummary = \"summary.json\"\n"
+        ),
+    )
+    .unwrap();
+    let other = d.join("other.toml");
+    std::fs::write(
+        &other,
+        "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"other\"\n\
+         pairs = \"pairs.tsv\"\n",
+    )
+    .unwrap();
+    let run = |job: &Path, input: &str, env: Option<(&str, String)>| {
+        let mut cmd = neardup();
+        cmd.arg("run")
+            .arg(job)
+            .args(["--input", input])
+            .current_dir(&d);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
+    };
+    assert!(run(&both, "in.jsonl", None).status.success());
+    let logged = run(&both, "x.jsonl", Some(("NEARDUP_FAULT_LOG", "1".into())));
+    let log = stderr(&logged);
+    let line = log
+        .lines()
+        .find(|l| l.ends_with(": journal removed"))
+        .unwrap();
+    let step = line["neardup: fault point ".len()..]
+        .split(':')
+        .next()
+        .unwrap();
+    assert!(run(&both, "in.jsonl", None).status.success());
+    let killed = run(&both, "x.jsonl", Some(("NEARDUP_FAULT_AT", step.into())));
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGKILL),
+        "{}",
+        stderr(&killed)
+    );
+    assert!(d.join("out/.neardup-commit.json").exists());
+    assert!(!d.join("other/.neardup-commit.json").exists());
+    let out = run(&other, "x.jsonl", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    neardup::output::commit::recover(&d.join("out")).unwrap();
+    let out = run(&other, "in.jsonl", None);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -41,6 +41,20 @@ pub fn committing<T>(rename_all: impl FnOnce() -> T) -> Option<T> {
     Some(out)
 }
 
+/// Runs `make` (steps that make files an interrupt must find registered: a store's new manifest,
+/// an appended segment and its manifest) unless an interrupt came first, which then waits for it
+/// to end; returns an error saying the run was interrupted otherwise. Unlike [`committing`], it
+/// commits nothing.
+pub fn registering<T>(make: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+    let _gate = COMMIT.lock().unwrap_or_else(|p| p.into_inner());
+    if interrupted() {
+        return Err(crate::error::Error::Output(
+            "the run was interrupted".into(),
+        ));
+    }
+    make()
+}
+
 /// To be called right after a staged file or directory is created: if an interrupt has begun
 /// meanwhile (its handler may have removed the registered outputs before this one existed),
 /// removes it and says so with an error.
@@ -189,15 +203,30 @@ pub fn remove_new_store_now(made: &[PathBuf]) {
 /// Removes what the run made, newest first: a new store nothing was appended to, and, before a
 /// commit, the rest. Allocates nothing, and gives up on a registry another thread holds.
 fn remove_made() {
-    if let Some(made) = try_hold(&NEW_STORE) {
+    remove_made_holding(try_hold);
+}
+
+/// [`remove_made`], holding each registry with `hold`: the interrupt handler waits for a registry
+/// another thread holds (the run removing a new store itself, path by path), where memory's
+/// exhaustion gives up.
+fn remove_made_holding(hold: Hold) {
+    if let Some(made) = hold(&NEW_STORE) {
         made.iter().rev().for_each(|path| unmake(path));
     }
     if COMMITTED.load(Ordering::SeqCst) {
         return;
     }
-    if let Some(made) = try_hold(&MADE) {
+    if let Some(made) = hold(&MADE) {
         made.iter().rev().for_each(|path| unmake(path));
     }
+}
+
+/// How a registry is held: [`try_hold`] or [`hold`].
+type Hold = fn(&'static Mutex<Vec<CString>>) -> Option<MutexGuard<'static, Vec<CString>>>;
+
+/// Holds `registry`, waiting for another thread that holds it.
+fn hold(registry: &'static Mutex<Vec<CString>>) -> Option<MutexGuard<'static, Vec<CString>>> {
+    Some(registry.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Removes one path a run made: a directory if it is empty, else a file. Allocates nothing.
@@ -397,7 +426,7 @@ pub fn install() -> std::io::Result<()> {
                     !temps.is_empty()
                 };
                 remove_dirs();
-                remove_made();
+                remove_made_holding(hold);
                 if COMMITTED.load(Ordering::SeqCst) && !removed {
                     eprintln!(
                         "\nneardup: interrupted by {name} after the outputs were written: they are whole"

@@ -431,11 +431,17 @@ impl OutputSet {
         joined: Vec<Move>,
         decided: &mut dyn FnMut(),
     ) -> Result<()> {
-        if let Some(bytes) = summary.filter(|_| self.has("summary")) {
+        // A summary to standard output or a device is written once the set is committed: it
+        // must not say what a kill before the commit point undoes.
+        let summary = summary.filter(|_| self.has("summary"));
+        let streamed = summary.filter(|_| self.is_streamed("summary"));
+        if let Some(bytes) = summary.filter(|_| streamed.is_none()) {
             self.write("summary", |w, _| w.write_all(bytes))?;
         }
         let slots = self.slots.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = slots.iter().find(|s| s.written.is_none()) {
+        let unwritten =
+            |s: &&Slot| s.written.is_none() && (s.name != "summary" || streamed.is_none());
+        if let Some(s) = slots.iter().find(unwritten) {
             bail!(Internal, "output {} was never written", s.name);
         }
         fault::point("outputs staged");
@@ -444,45 +450,65 @@ impl OutputSet {
         for s in slots.iter() {
             s.check_ownership()?;
         }
-        let journal = journal_of(slots)?;
-        let Some(mut journal) = journal else {
-            ensure!(
+        match journal_of(slots)? {
+            Some(mut journal) => {
+                journal.moves.splice(0..0, joined);
+                commit_journal(&journal, slots, &mut self.journaled, decided)?;
+            }
+            // Standard output and devices only: written through already.
+            None => ensure!(
                 joined.is_empty(),
                 Internal,
                 "renames joined to a set with no journal"
-            );
-            return Ok(()); // standard output and devices only: written through already
-        };
-        journal.moves.splice(0..0, joined);
-        // Renames and an interrupt exclude each other: see `cleanup::committing`.
-        let journaled = &mut self.journaled;
-        let renamed = cleanup::committing(|| -> Result<()> {
-            if let Err(e) = journal.write() {
-                let _ = journal.roll_back();
-                return Err(e).io_context(|| "writing the commit journal".to_string());
-            }
-            *journaled = true;
-            decided();
-            for s in slots.iter() {
-                if let Some(staged) = &s.staged {
-                    cleanup::unregister(staged);
-                    cleanup::unregister_dir(staged);
-                }
-            }
-            journal.apply().io_context(|| {
-                format!(
-                    "committing the outputs (the next run into {} finishes it)",
-                    journal.home.display()
-                )
-            })
-        });
-        match renamed {
-            None => bail!(
-                Output,
-                "the run was interrupted before its outputs were renamed into place"
             ),
-            Some(r) => r,
         }
+        match streamed {
+            Some(bytes) => self.write("summary", |w, _| w.write_all(bytes)),
+            None => Ok(()),
+        }
+    }
+
+    /// True if output `name` is written through (standard output, a device), not staged.
+    fn is_streamed(&self, name: &str) -> bool {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.iter().any(|s| s.name == name && s.staged.is_none())
+    }
+}
+
+/// Writes `journal` (the commit point: `decided` is called then, and `journaled` set) and renames
+/// the staged files of `slots` into place; an interrupt comes before or after, not between.
+fn commit_journal(
+    journal: &Journal,
+    slots: &[Slot],
+    journaled: &mut bool,
+    decided: &mut dyn FnMut(),
+) -> Result<()> {
+    let renamed = cleanup::committing(|| -> Result<()> {
+        if let Err(e) = journal.write() {
+            let _ = journal.roll_back();
+            return Err(e).io_context(|| "writing the commit journal".to_string());
+        }
+        *journaled = true;
+        decided();
+        for s in slots.iter() {
+            if let Some(staged) = &s.staged {
+                cleanup::unregister(staged);
+                cleanup::unregister_dir(staged);
+            }
+        }
+        journal.apply().io_context(|| {
+            format!(
+                "committing the outputs (the next run into {} finishes it)",
+                journal.home.display()
+            )
+        })
+    });
+    match renamed {
+        None => bail!(
+            Output,
+            "the run was interrupted before its outputs were renamed into place"
+        ),
+        Some(r) => r,
     }
 }
 
@@ -560,6 +586,7 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
             aside,
             summary: s.name == "summary",
             before,
+            joined: false,
         });
     }
     let Some(home) = home_of(slots) else {

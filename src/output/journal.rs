@@ -51,6 +51,11 @@ pub struct Move {
     /// which did not say). Recovery replaces or removes `to` only while it holds that still.
     #[serde(default)]
     pub before: Option<Entry>,
+    /// A rename outside the set that commits with it (a store's manifest): another process may
+    /// have done it already, but where neither `from` nor `to` is there any more, its directory
+    /// was moved away, and the commit is not finished without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joined: bool,
 }
 
 /// A commit in progress.
@@ -106,6 +111,14 @@ impl Journal {
         }
         for m in &self.moves {
             if !m.from.exists() {
+                if m.joined && m.to.symlink_metadata().is_err() {
+                    return Err(io::Error::other(format!(
+                        "{} is missing: the directory of {} was moved or removed since the run \
+                         was killed; move it back to finish the commit",
+                        m.to.display(),
+                        m.from.display()
+                    )));
+                }
                 continue; // renamed already
             }
             if let Some(aside) = &m.aside {
@@ -129,7 +142,13 @@ impl Journal {
         synced.extend(joined.filter(|d| !self.dirs.iter().any(|o| o == d)));
         synced.dedup();
         synced.iter().for_each(|d| sync_dir(d));
-        for (dir, record) in &self.records {
+        // A directory whose copy of the journal is gone was finished (its record stored before
+        // the copy went); another run may have written there since, and its record stays.
+        let unfinished = self
+            .records
+            .iter()
+            .filter(|(d, _)| d.join(JOURNAL_FILE).exists());
+        for (dir, record) in unfinished {
             record.store(dir)?;
             fault::point("record stored");
         }
@@ -214,6 +233,17 @@ pub fn recover(dir: &Path, lock: &mut dyn FnMut(&Path) -> Result<()>) -> Result<
     let Some(journal) = read(dir)? else {
         return Ok(Recovery::Nothing);
     };
+    if !journal.dirs.iter().any(|d| d == dir) {
+        bail!(
+            Output,
+            "{} is the journal of an interrupted commit into {}, not into {}: the directory was \
+             moved since; move it back to finish that commit (or remove the journal by hand to \
+             give it up)",
+            dir.join(JOURNAL_FILE).display(),
+            journal.home.display(),
+            dir.display()
+        );
+    }
     for d in &journal.dirs {
         lock(d)?;
     }

@@ -209,9 +209,10 @@ fn commit(
     match set.journal_file() {
         Some(journal) => commit_joined(set, &json, store, segment, (&sources, &journal))?,
         None => {
-            // Outputs written through already: the store's manifest is its own commit point.
-            set.commit(Some(&json))?;
+            // Outputs written through already: the store's manifest is its own commit point,
+            // and the summary follows it.
             append_alone(store, segment, &sources)?;
+            set.commit(Some(&json))?;
         }
     }
     Ok(summary)
@@ -259,7 +260,7 @@ fn commit_joined(
     Ok(())
 }
 
-/// Appends the segment to `store` after outputs that needed no commit.
+/// Appends the segment to `store`, for outputs that need no commit (written through).
 fn append_alone(
     mut store: Store,
     (bytes, documents): (Vec<u8>, u64),
@@ -267,8 +268,8 @@ fn append_alone(
 ) -> Result<()> {
     let added = store.append(&bytes, documents, sources).map_err(|e| {
         Error::Output(format!(
-            "the outputs are written, but the documents were not added to the store \
-             (it is as it was; run again to add them): {e}"
+            "the documents were not added to the store (it is as it was; run again to add \
+             them), and the summary was not written: {e}"
         ))
     })?;
     if !added {

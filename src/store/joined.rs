@@ -18,6 +18,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::{Manifest, Store, MANIFEST, SEGMENTS};
+use crate::bail;
 use crate::error::{IoContext, Result};
 use crate::output::journal::{self, Move};
 use crate::output::owned::{sync_dir, Entry};
@@ -67,17 +68,30 @@ impl Store {
             return Ok(None);
         }
         self.remove_leftovers()?;
+        // An interrupt waits for the files to be made and registered, then removes them.
+        cleanup::registering(|| self.stage(bytes, documents, sources, journal)).map(Some)
+    }
+
+    /// [`Store::stage_append`]'s files: the segment, then the pending manifest (the segment goes
+    /// again if the manifest cannot be written).
+    fn stage(
+        &self,
+        bytes: &[u8],
+        documents: u64,
+        sources: &[String],
+        journal: Option<&Path>,
+    ) -> Result<Staged> {
         let points = [
             "store: segment written and synced",
             "store: segment renamed into place",
         ];
-        let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
         let dir = self
             .dir
             .canonicalize()
             .io_context(|| format!("opening the store {}", self.dir.display()))?;
-        let segment_path = dir.join(SEGMENTS).join(&segment.name);
+        let segment_path = dir.join(SEGMENTS).join(self.next_segment_name());
         cleanup::register(&segment_path);
+        let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
         let mut next = self.manifest.clone();
         next.segments.push(segment);
         next.decided_by = journal.map(Path::to_path_buf);
@@ -85,15 +99,18 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let pending = dir.join(format!("{PENDING}{}-{clock}", std::process::id()));
-        write_synced(&pending, &next).io_context(|| format!("writing {}", pending.display()))?;
+        if let Err(e) = write_synced(&pending, &next) {
+            let _ = fs::remove_file(&segment_path);
+            cleanup::unregister(&segment_path);
+            return Err(e).io_context(|| format!("writing {}", pending.display()));
+        }
         fault::point("store: manifest staged for the commit");
-        let made = self.made.clone();
-        Ok(Some(Staged {
+        Ok(Staged {
             pending,
             segment: segment_path,
             next,
-            made,
-        }))
+            made: self.made.clone(),
+        })
     }
 
     /// The rename that commits `staged`, for the output set's journal: the pending manifest onto
@@ -107,6 +124,7 @@ impl Store {
             aside: None,
             summary: false,
             before,
+            joined: true,
         })
     }
 
@@ -172,33 +190,82 @@ pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
     let mut unrenamed = None;
     for entry in entries.flatten() {
         let name = entry.file_name();
-        if !name.to_string_lossy().starts_with(PENDING) {
-            continue;
+        if !is_pending_name(&name.to_string_lossy())
+            || !entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue; // not neardup's: a user's file, or a directory, is left alone
         }
         let path = real.join(&name);
-        match decided(&path) {
-            Some(m) => match fs::rename(&path, real.join(MANIFEST)) {
+        match verdict(&path) {
+            Verdict::Decided(m) => match fs::rename(&path, real.join(MANIFEST)) {
                 Ok(()) => sync_dir(&real),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {} // another process did it
                 Err(_) => unrenamed = Some(m),
             },
-            None if writer => fs::remove_file(&path)
+            Verdict::Undecided if writer => fs::remove_file(&path)
                 .io_context(|| format!("removing the leftover {}", path.display()))?,
-            None => {}
+            Verdict::Unknown(why) if writer => bail!(
+                Output,
+                "the store {} holds the new manifest of a run killed while it committed ({}), \
+                 and {why}, so neardup cannot tell whether that commit was made: move that \
+                 directory back and open the store again to finish it, or remove {} to give \
+                 the commit up",
+                dir.display(),
+                path.display(),
+                path.display()
+            ),
+            _ => {}
         }
     }
     Ok(unrenamed)
 }
 
-/// The pending manifest at `path` if its output commit was decided: the journal it names has
-/// landed and lists its rename.
-fn decided(path: &Path) -> Option<Manifest> {
-    let m: Manifest = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-    let journal_file = m.decided_by.as_deref()?;
-    let home = journal_file.parent()?;
-    let journal = journal::read(home).ok()??;
+/// True for a name neardup gives a pending manifest: [`PENDING`], a pid, `-`, a clock reading.
+fn is_pending_name(name: &str) -> bool {
+    let Some((pid, clock)) = name.strip_prefix(PENDING).and_then(|r| r.split_once('-')) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(pid) && digits(clock)
+}
+
+/// What became of the output commit a pending manifest waits for.
+enum Verdict {
+    /// Its journal landed and lists the manifest's rename: the manifest replaces the store's.
+    Decided(Manifest),
+    /// It never landed (or the manifest is not one): a writer removes the manifest.
+    Undecided,
+    /// Its journal cannot be looked at (its directory is gone, or it cannot be read), why.
+    Unknown(String),
+}
+
+/// The verdict on the pending manifest at `path`.
+fn verdict(path: &Path) -> Verdict {
+    let Some(m) = fs::read(path)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Manifest>(&t).ok())
+    else {
+        return Verdict::Undecided; // cut short by a kill before it was synced
+    };
+    let Some(journal_file) = m.decided_by.clone() else {
+        return Verdict::Undecided; // a store's own append, killed before its rename
+    };
+    let home = journal_file.parent().unwrap_or(Path::new("/"));
+    if !home.is_dir() {
+        return Verdict::Unknown(format!("the directory {} is gone", home.display()));
+    }
+    let journal = match journal::read(home) {
+        Ok(Some(j)) => j,
+        Ok(None) => return Verdict::Undecided,
+        Err(e) => {
+            return Verdict::Unknown(format!("{} cannot be read ({e})", journal_file.display()))
+        }
+    };
     let lists = journal.moves.iter().any(|mv| mv.from == path);
-    (journal.home.join(journal::JOURNAL_FILE) == journal_file && lists).then_some(m)
+    match journal.home.join(journal::JOURNAL_FILE) == journal_file && lists {
+        true => Verdict::Decided(m),
+        false => Verdict::Undecided,
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +282,7 @@ mod tests {
             aside: None,
             summary: false,
             before: None,
+            joined: false,
         });
         let j = Journal {
             version: 2,
@@ -271,5 +339,27 @@ mod tests {
         let names: Vec<_> = fs::read_dir(at.join(SEGMENTS)).unwrap().collect();
         assert_eq!(names.len(), 1, "the abandoned segment went as a leftover");
         assert_eq!(store.verify().unwrap(), 1);
+    }
+
+    #[test]
+    fn only_what_neardup_names_a_pending_manifest_is_taken_for_one() {
+        // A probe's defect: a writer removed any file whose name began MANIFEST.json.pending-
+        // (a user's notes), and a directory so named stopped every writer.
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(&seg("a", 1), 1, &[]).unwrap();
+        drop(store);
+        let theirs = ["notes", "1-2-3", "12-", "-12"].map(|t| at.join(format!("{PENDING}{t}")));
+        theirs.iter().for_each(|p| fs::write(p, "mine\n").unwrap());
+        fs::create_dir(at.join(format!("{PENDING}dir"))).unwrap();
+        let mut store = Store::open_to_write(&at).unwrap();
+        assert!(store.append(&seg("b", 1), 1, &[]).unwrap());
+        drop(store);
+        for p in &theirs {
+            assert_eq!(fs::read_to_string(p).unwrap(), "mine\n", "{}", p.display());
+        }
+        assert!(at.join(format!("{PENDING}dir")).is_dir());
+        assert_eq!(segments_of(&at), 2);
     }
 }

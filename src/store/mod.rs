@@ -240,6 +240,20 @@ impl Store {
         let reading = read_lock(dir);
         made.extend(begun);
         made.extend([dir.join(LOCK), dir.join(READERS), dir.join(MANIFEST)]);
+        // An interrupt waits for the manifest, then removes the new store whole.
+        crate::output::cleanup::registering(|| {
+            Store::create_manifest(dir, parameters, made, writer, reading)
+        })
+    }
+
+    /// [`Store::create`]'s last step: the empty manifest, what was made registered first.
+    fn create_manifest(
+        dir: &Path,
+        parameters: &[String],
+        made: Vec<PathBuf>,
+        writer: Arc<fs::File>,
+        reading: Option<Arc<fs::File>>,
+    ) -> Result<Store> {
         crate::output::cleanup::register_new_store(&made);
         let store = Store {
             dir: dir.to_path_buf(),
