@@ -189,6 +189,14 @@ fn commit(
         set.write("report", |w, _| w.write_all(page.as_bytes()))?;
     }
     summary.outputs = set.written();
+    let store = match store {
+        // Nothing to add (an audit that kept no new document): no empty segment.
+        Some((store, (_, 0))) => {
+            store.remove_if_new();
+            None
+        }
+        store => store,
+    };
     summary.store = store
         .as_ref()
         .filter(|(store, (bytes, _))| !store.holds(bytes))
