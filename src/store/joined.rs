@@ -2,8 +2,10 @@
 //! commit point, so a kill at any instant leaves both as they were or both as the run made them.
 //!
 //! The segment goes into place under its name, which no manifest names yet (so no reader sees
-//! it), and the new manifest is written beside the store's as `MANIFEST.json.pending-*`, naming
-//! the journal of the output set it waits for ([`Manifest::decided_by`]). That journal lists the
+//! it), and the new manifest is written beside the store's as `MANIFEST.json.pending-PID-CLOCK`,
+//! with a file beside it (the same name and `.journal`) naming the journal of the output set it
+//! waits for (a manifest holds nothing of a run's outputs, so a store is the same bytes whatever
+//! the output directory). That journal lists the
 //! manifest's rename among the outputs' own ([`Store::joined_rename`]): the journal landing in the
 //! outputs' home directory is the commit point of both. Whoever comes first after a kill
 //! finishes it: the next run into the outputs' directory replays the journal, this rename with
@@ -15,6 +17,7 @@
 
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::{Manifest, Store, MANIFEST, SEGMENTS};
@@ -45,6 +48,7 @@ impl Staged {
     /// segment, the pending manifest and a new store to the journal.
     pub fn decided(&self) {
         cleanup::unregister(&self.pending);
+        cleanup::unregister(&sidecar(&self.pending));
         cleanup::unregister(&self.segment);
         cleanup::unregister_new_store(&self.made);
     }
@@ -94,14 +98,23 @@ impl Store {
         let segment = self.write_segment(bytes, documents, sources.to_vec(), points)?;
         let mut next = self.manifest.clone();
         next.segments.push(segment);
-        next.decided_by = journal.map(Path::to_path_buf);
         let clock = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let pending = dir.join(format!("{PENDING}{}-{clock}", std::process::id()));
-        if let Err(e) = write_synced(&pending, &next) {
-            let _ = fs::remove_file(&segment_path);
-            cleanup::unregister(&segment_path);
+        let mut text = serde_json::to_vec_pretty(&next)
+            .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
+        text.push(b'\n');
+        let by = journal.map(|j| (sidecar(&pending), j.as_os_str().as_bytes()));
+        let written = by
+            .iter()
+            .try_for_each(|(path, journal)| write_synced(path, journal))
+            .and_then(|_| write_synced(&pending, &text));
+        if let Err(e) = written {
+            for path in [&segment_path, &sidecar(&pending), &pending] {
+                let _ = fs::remove_file(path);
+                cleanup::unregister(path);
+            }
             return Err(e).io_context(|| format!("writing {}", pending.display()));
         }
         fault::point("store: manifest staged for the commit");
@@ -131,14 +144,14 @@ impl Store {
     /// The store once the commit of `staged` has been decided and done.
     pub fn committed(&mut self, staged: Staged) {
         staged.decided();
+        let _ = fs::remove_file(sidecar(&staged.pending)); // else the next writer removes it
         self.made.clear();
         self.manifest = staged.next;
-        self.manifest.decided_by = None;
     }
 
     /// Undoes `staged`, whose commit was not decided: its pending manifest and segment go.
     pub fn abandon(&self, staged: Staged) {
-        for path in [&staged.pending, &staged.segment] {
+        for path in [&staged.pending, &sidecar(&staged.pending), &staged.segment] {
             let _ = fs::remove_file(path);
             cleanup::unregister(path);
         }
@@ -162,18 +175,23 @@ impl Store {
     }
 }
 
-/// Writes `m` to `path` (a new file) and syncs it and its directory; the path is registered to
-/// be removed on an interrupt.
-fn write_synced(path: &Path, m: &Manifest) -> io::Result<()> {
-    let mut text = serde_json::to_vec_pretty(m).map_err(io::Error::other)?;
-    text.push(b'\n');
+/// Writes `bytes` to `path` (a new file) and syncs it and its directory; the path is registered
+/// to be removed on an interrupt.
+fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = fs::File::create_new(path)?;
     cleanup::register(path);
     cleanup::created(path)?;
-    f.write_all(&text)?;
+    f.write_all(bytes)?;
     f.sync_all()?;
     sync_dir(path.parent().unwrap_or(Path::new(".")));
     Ok(())
+}
+
+/// The file beside pending manifest `pending` that names the journal it waits for.
+fn sidecar(pending: &Path) -> PathBuf {
+    let mut name = pending.file_name().unwrap_or_default().to_os_string();
+    name.push(".journal");
+    pending.with_file_name(name)
 }
 
 /// Settles the pending manifests in the store `dir` before it is read: one whose output commit
@@ -187,15 +205,16 @@ pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
     let real = dir
         .canonicalize()
         .io_context(|| format!("opening the store {}", dir.display()))?;
+    // Regular files only: a user's directory under such a name is left alone.
+    let files = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
+    let names: Vec<String> = files
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     let mut unrenamed = None;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if !is_pending_name(&name.to_string_lossy())
-            || !entry.file_type().is_ok_and(|t| t.is_file())
-        {
-            continue; // not neardup's: a user's file, or a directory, is left alone
-        }
-        let path = real.join(&name);
+    for name in names.iter().filter(|n| is_pending_name(n)) {
+        let path = real.join(name);
         match verdict(&path) {
             Verdict::Decided(m) => match fs::rename(&path, real.join(MANIFEST)) {
                 Ok(()) => sync_dir(&real),
@@ -216,6 +235,12 @@ pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
             ),
             _ => {}
         }
+    }
+    if writer {
+        // The files that named a journal for a manifest no longer pending.
+        let left = names.iter().filter_map(|n| n.strip_suffix(".journal"));
+        let orphans = left.filter(|p| is_pending_name(p) && !real.join(p).exists());
+        orphans.for_each(|p| drop(fs::remove_file(sidecar(&real.join(p)))));
     }
     Ok(unrenamed)
 }
@@ -247,8 +272,13 @@ fn verdict(path: &Path) -> Verdict {
     else {
         return Verdict::Undecided; // cut short by a kill before it was synced
     };
-    let Some(journal_file) = m.decided_by.clone() else {
-        return Verdict::Undecided; // a store's own append, killed before its rename
+    let journal_file = match fs::read(sidecar(path)) {
+        Ok(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+        // A store's own append, killed before its rename.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Verdict::Undecided,
+        Err(e) => {
+            return Verdict::Unknown(format!("{} cannot be read ({e})", sidecar(path).display()))
+        }
     };
     let home = journal_file.parent().unwrap_or(Path::new("/"));
     if !home.is_dir() {

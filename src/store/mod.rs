@@ -51,11 +51,6 @@ pub struct Manifest {
     pub parameters: Vec<String>,
     /// The segments, oldest first.
     pub segments: Vec<Segment>,
-    /// The journal of the output commit that added the last segment with the run's outputs
-    /// (see [`joined`]): while this manifest is pending, it replaces the store's only if that
-    /// journal landed. Kept once in place, as a note of where that run's outputs went.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_by: Option<PathBuf>,
 }
 
 /// A segment, as the manifest names it.
@@ -213,10 +208,9 @@ impl Store {
                 dir.display()
             );
         }
-        let mut manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
+        let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
             Error::Input(format!("{} is not a store manifest: {e}", path.display()))
         })?;
-        manifest.decided_by = None; // the next manifest written is not that commit's
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
@@ -261,7 +255,6 @@ impl Store {
                 format_version: FORMAT_VERSION,
                 parameters: parameters.to_vec(),
                 segments: Vec::new(),
-                decided_by: None,
             },
             writer: Some(writer),
             reading,
