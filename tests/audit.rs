@@ -417,6 +417,16 @@ fn stored_and_held(out: &Path) -> (u64, u64) {
 }
 
 /// The number of documents the store in `dir` holds, by `store info`.
+/// `neardup ARGS` in `dir`, killed (SIGKILL) at fault point `fault` if one is given.
+fn killed_at(dir: &Path, args: &[&str], fault: Option<usize>) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    cmd.args(args).current_dir(dir);
+    if let Some(n) = fault {
+        cmd.env("NEARDUP_FAULT_AT", n.to_string());
+    }
+    cmd.output().unwrap()
+}
+
 fn stored_documents(dir: &Path, store: &str) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["store", "info", store])
@@ -435,13 +445,7 @@ fn a_kill_at_any_step_of_an_append_leaves_the_store_answering_as_before_or_as_af
     let (dir, job) = crawls_and_job(11, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
     let (d, job) = (dir.path(), job.as_str());
     let make = |store: &str, input: &str, out: &str, fault: Option<usize>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
-        cmd.args(store_run(job, store, input, out));
-        cmd.current_dir(d);
-        if let Some(n) = fault {
-            cmd.env("NEARDUP_FAULT_AT", n.to_string());
-        }
-        cmd.output().unwrap()
+        killed_at(d, &store_run(job, store, input, out), fault)
     };
     let audit = |store: &str, out: &str| audit_of(d, job, store, out);
     assert!(make("before", "a1.jsonl", "o-before", None)
@@ -492,12 +496,7 @@ fn a_kill_at_any_step_of_a_run_leaves_its_outputs_and_its_store_agreeing() {
     let (dir, job) = crawls_and_job(13, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
     let (d, job) = (dir.path(), job.as_str());
     let run = |store: &str, out: &str, input: &str, fault: Option<usize>| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
-        cmd.args(store_run(job, store, input, out)).current_dir(d);
-        if let Some(n) = fault {
-            cmd.env("NEARDUP_FAULT_AT", n.to_string());
-        }
-        cmd.output().unwrap()
+        killed_at(d, &store_run(job, store, input, out), fault)
     };
     let summary = |out: &str| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(d.join(out).join("summary.json")).unwrap()).unwrap()
@@ -1229,12 +1228,7 @@ fn killed_at_the_commit_point(d: &Path, job: &str, name: &str) -> (String, Strin
     let logged = store_run(job, &scratch_st, "a2.jsonl", &scratch_o);
     let step = step_of(d, &logged, "journal in place");
     neardup(d, &store_run(job, &st, "a1.jsonl", &o));
-    let killed = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(store_run(job, &st, "a2.jsonl", &o))
-        .env("NEARDUP_FAULT_AT", step.to_string())
-        .current_dir(d)
-        .output()
-        .unwrap();
+    let killed = killed_at(d, &store_run(job, &st, "a2.jsonl", &o), Some(step));
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(killed.status.signal(), Some(libc::SIGKILL));
     (st, o)
@@ -1309,12 +1303,7 @@ fn a_summary_on_standard_output_never_names_a_segment_the_store_does_not_hold() 
             let st = format!("st-{name}-{step}");
             let args = ["run", job, "--store", &st, "--input"];
             neardup(d, &[&args[..], &["a1.jsonl"]].concat());
-            let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args([&args[..], &["a2.jsonl"]].concat())
-                .env("NEARDUP_FAULT_AT", step.to_string())
-                .current_dir(d)
-                .output()
-                .unwrap();
+            let out = killed_at(d, &[&args[..], &["a2.jsonl"]].concat(), Some(step));
             let said = String::from_utf8_lossy(&out.stdout).into_owned();
             if out.status.success() {
                 assert!(said.contains("000002.seg"), "{said}");

@@ -129,18 +129,22 @@ impl Journal {
             }
             match std::fs::rename(&m.from, &m.to) {
                 // A joined rename another process finished meanwhile (a store's reader).
-                Err(e) if e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
+                Err(e) if m.joined && e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
                 r => r?,
             }
             fault::point("output renamed into place");
         }
-        let joined = self
+        // The set's directories, and those of the renames joined to it.
+        let parents = self
             .moves
             .iter()
             .map(|m| m.to.parent().unwrap_or(Path::new(".")));
-        let mut synced: Vec<&Path> = self.dirs.iter().map(PathBuf::as_path).collect();
-        synced.extend(joined.filter(|d| !self.dirs.iter().any(|o| o == d)));
-        synced.dedup();
+        let synced: std::collections::BTreeSet<&Path> = self
+            .dirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(parents)
+            .collect();
         synced.iter().for_each(|d| sync_dir(d));
         // A directory whose copy of the journal is gone was finished (its record stored before
         // the copy went); another run may have written there since, and its record stays.

@@ -5,9 +5,9 @@
 //! it), and the new manifest is written beside the store's as `MANIFEST.json.pending-PID-CLOCK`,
 //! with a file beside it (the same name and `.journal`) naming the journal of the output set it
 //! waits for (a manifest holds nothing of a run's outputs, so a store is the same bytes whatever
-//! the output directory). That journal lists the
-//! manifest's rename among the outputs' own ([`Store::joined_rename`]): the journal landing in the
-//! outputs' home directory is the commit point of both. Whoever comes first after a kill
+//! the output directory). That journal lists the manifest's rename among the outputs' own
+//! ([`Store::joined_rename`]): the journal landing in the outputs' home directory is the commit
+//! point of both. Whoever comes first after a kill
 //! finishes it: the next run into the outputs' directory replays the journal, this rename with
 //! the others; the next open of the store ([`settle_pending`]) renames a pending manifest into
 //! place if its journal lists it, and, when it opens the store to write (so no run is
@@ -102,9 +102,7 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let pending = dir.join(format!("{PENDING}{}-{clock}", std::process::id()));
-        let mut text = serde_json::to_vec_pretty(&next)
-            .map_err(|e| crate::error::Error::Internal(e.to_string()))?;
-        text.push(b'\n');
+        let text = next.text()?;
         let by = journal.map(|j| (sidecar(&pending), j.as_os_str().as_bytes()));
         let written = by
             .iter()
@@ -292,9 +290,10 @@ fn verdict(path: &Path) -> Verdict {
         }
     };
     let lists = journal.moves.iter().any(|mv| mv.from == path);
-    match journal.home.join(journal::JOURNAL_FILE) == journal_file && lists {
-        true => Verdict::Decided(m),
-        false => Verdict::Undecided,
+    if journal.home.join(journal::JOURNAL_FILE) == journal_file && lists {
+        Verdict::Decided(m)
+    } else {
+        Verdict::Undecided
     }
 }
 

@@ -90,6 +90,14 @@ impl Manifest {
         self.segments.iter().map(|s| s.documents).sum()
     }
 
+    /// The manifest as written: pretty JSON and a newline.
+    pub fn text(&self) -> Result<Vec<u8>> {
+        let mut text =
+            serde_json::to_vec_pretty(self).map_err(|e| Error::Internal(e.to_string()))?;
+        text.push(b'\n');
+        Ok(text)
+    }
+
     /// Every segment's sources in one list, each once in the order first named, and for each
     /// segment the index in that list of each of its sources.
     pub fn united_sources(&self) -> (Vec<String>, Vec<Vec<u32>>) {
@@ -192,25 +200,11 @@ impl Store {
             "there is no store in {} ({MANIFEST} is missing): `neardup run JOB --store DIR` makes one",
             dir.display()
         );
-        let unrenamed = joined::settle_pending(dir, writer.is_some())?;
-        let text = match unrenamed {
-            Some(m) => serde_json::to_vec(&m).map_err(|e| Error::Internal(e.to_string()))?,
-            None => fs::read(&path).io_context(|| format!("reading {}", path.display()))?,
+        // A pending manifest a reader could not rename into place is read in its place.
+        let manifest = match joined::settle_pending(dir, writer.is_some())? {
+            Some(pending) => pending,
+            None => read_manifest(dir, &path)?,
         };
-        let version = serde_json::from_slice::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v.get("format_version").and_then(|n| n.as_u64()));
-        if let Some(v) = version.filter(|&v| v > FORMAT_VERSION as u64) {
-            bail!(
-                Input,
-                "{} is a store of format {v}; this neardup reads format {FORMAT_VERSION}: use a \
-                 newer neardup",
-                dir.display()
-            );
-        }
-        let manifest: Manifest = serde_json::from_slice(&text).map_err(|e| {
-            Error::Input(format!("{} is not a store manifest: {e}", path.display()))
-        })?;
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
@@ -527,8 +521,7 @@ impl Store {
     fn write_manifest(&self, m: &Manifest) -> Result<()> {
         let path = self.dir.join(MANIFEST);
         let staged = self.dir.join(format!("{MANIFEST}.staged"));
-        let mut text = serde_json::to_vec_pretty(m).map_err(|e| Error::Internal(e.to_string()))?;
-        text.push(b'\n');
+        let text = m.text()?;
         let points = [
             "store: manifest written and synced",
             "store: manifest renamed into place",
@@ -536,6 +529,25 @@ impl Store {
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// Reads the manifest at `path` of the store in `dir`: one of a newer format, or not a manifest,
+/// is an error that says so.
+fn read_manifest(dir: &Path, path: &Path) -> Result<Manifest> {
+    let text = fs::read(path).io_context(|| format!("reading {}", path.display()))?;
+    let version = serde_json::from_slice::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("format_version").and_then(|n| n.as_u64()));
+    if let Some(v) = version.filter(|&v| v > FORMAT_VERSION as u64) {
+        bail!(
+            Input,
+            "{} is a store of format {v}; this neardup reads format {FORMAT_VERSION}: use a \
+             newer neardup",
+            dir.display()
+        );
+    }
+    serde_json::from_slice(&text)
+        .map_err(|e| Error::Input(format!("{} is not a store manifest: {e}", path.display())))
 }
 
 /// Takes the readers' shared lock of the store in `dir`; none where the lock file cannot be

@@ -28,11 +28,11 @@ pub struct SkipNote {
 }
 
 /// Line numbers of the records in line-based files: the lines before each split of its file.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LineTable {
     /// `(split id, lines before the split in its file)`, sorted by split id.
     before: Vec<(u32, u64)>,
-    /// What a record's offset counts ("byte", or "row" in Parquet); "byte" when empty.
+    /// What a record's offset counts: "byte", or "row" in Parquet.
     unit: &'static str,
 }
 
@@ -52,22 +52,16 @@ impl LineTable {
             count += lines;
         }
         before.sort_unstable();
-        LineTable { before, unit: "" }
+        LineTable {
+            before,
+            unit: "byte",
+        }
     }
 
     /// The table, saying that a record's offset counts `unit`s ("byte", "row").
     pub fn with_offset_unit(mut self, unit: &'static str) -> LineTable {
         self.unit = unit;
         self
-    }
-
-    /// What a record's offset counts.
-    fn unit(&self) -> &'static str {
-        if self.unit.is_empty() {
-            "byte"
-        } else {
-            self.unit
-        }
     }
 
     /// The line number in its file of a record at `line`.
@@ -105,7 +99,7 @@ impl SkipNote {
 
     /// The message with what it refers to, e.g. `duplicate id "a"; the record at x.jsonl:3 keeps it`.
     pub fn details(&self, files: &[String], lines: &LineTable) -> String {
-        let unit = lines.unit();
+        let unit = lines.unit;
         match &self.first {
             Some(first) => format!(
                 "{}; the record at {} ({unit} {}) keeps it",
@@ -126,9 +120,7 @@ impl SkipNote {
             Some(RecordName::Row { .. }) => format!("{place}: {}: {details}", self.reason),
             _ => format!(
                 "{place}: {}: {details} ({} {})",
-                self.reason,
-                lines.unit(),
-                self.at.offset
+                self.reason, lines.unit, self.at.offset
             ),
         }
     }
