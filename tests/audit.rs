@@ -416,7 +416,6 @@ fn stored_and_held(out: &Path) -> (u64, u64) {
     (count("stored_documents"), count("stored_held"))
 }
 
-/// The number of documents the store in `dir` holds, by `store info`.
 /// `neardup ARGS` in `dir`, killed (SIGKILL) at fault point `fault` if one is given.
 fn killed_at(dir: &Path, args: &[&str], fault: Option<usize>) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
@@ -427,6 +426,7 @@ fn killed_at(dir: &Path, args: &[&str], fault: Option<usize>) -> std::process::O
     cmd.output().unwrap()
 }
 
+/// The number of documents the store in `dir` holds, by `store info`.
 fn stored_documents(dir: &Path, store: &str) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["store", "info", store])
@@ -1217,6 +1217,43 @@ fn step_of(d: &Path, args: &[&str], label: &str) -> usize {
     let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
     step.and_then(|s| s.split(':').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+}
+
+/// What a run killed before its commit point left in a store (its pending manifest and its
+/// segment) is not part of the store and stays until the next writer: `store info` lists it and
+/// `store verify` notes it, where both said nothing of it; after `store compact` neither does.
+#[test]
+fn store_info_and_verify_name_what_a_run_killed_before_its_commit_point_left() {
+    use std::os::unix::process::ExitStatusExt;
+    let (dir, job) = crawls_and_job(19, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    let second = store_run(job, "st", "a2.jsonl", "o");
+    neardup(d, &store_run(job, "scratch-st", "a1.jsonl", "scratch-o"));
+    let logged = store_run(job, "scratch-st", "a2.jsonl", "scratch-o");
+    let step = step_of(d, &logged, "store: manifest staged for the commit");
+    neardup(d, &store_run(job, "st", "a1.jsonl", "o"));
+    let killed = killed_at(d, &second, Some(step));
+    assert_eq!(killed.status.signal(), Some(libc::SIGKILL));
+    let store = |what: &str| {
+        let out = killed_at(d, &["store", what, "st"], None);
+        assert!(out.status.success(), "{out:?}");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (info, noted) = store("info");
+    let left: Vec<&str> = info.lines().filter_map(|l| l.strip_prefix("leftover ")).collect();
+    assert_eq!(left.len(), 2, "{info}");
+    assert!(left[0].starts_with("MANIFEST.json.pending-"), "{info}");
+    assert_eq!(left[1], "segments/000002.seg", "{info}");
+    assert!(info.contains("\ndocuments 60\n"), "{info}");
+    assert!(noted.contains("not part of the store"), "{noted}");
+    let (verified, noted) = store("verify");
+    assert!(verified.contains("60 documents"), "{verified}");
+    assert!(noted.contains(left[0]) && noted.contains(left[1]), "{noted}");
+    store("compact");
+    let (info, noted) = store("info");
+    assert!(!info.contains("leftover") && noted.is_empty(), "{info}{noted}");
+    assert!(store("verify").1.is_empty());
 }
 
 /// A store `st-NAME` and outputs `o-NAME` of `a1.jsonl`, then the run adding `a2.jsonl` killed

@@ -144,6 +144,10 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
             for p in &m.parameters {
                 println!("parameter {p}");
             }
+            for name in store.leftovers() {
+                println!("leftover {name}");
+            }
+            note_leftovers(&store, &dir);
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Compact { dir } => {
@@ -170,7 +174,25 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
                 "store {}: {segments} segments, {documents} documents, every checksum and entry good",
                 dir.display()
             );
+            note_leftovers(&store, &dir);
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Says on standard error what killed runs left in the store `dir` (pending manifests of commits
+/// never made, segments no manifest names): not part of the store, and removed by its next writer.
+fn note_leftovers(store: &Store, dir: &std::path::Path) {
+    let left = store.leftovers();
+    if left.is_empty() {
+        return;
+    }
+    eprintln!(
+        "neardup: note: the store {} holds {} file(s) that runs killed before their commit \
+         point left ({}); they are not part of the store, and the next run that writes it (or \
+         `neardup store compact`) removes them",
+        dir.display(),
+        left.len(),
+        left.join(", ")
+    );
 }

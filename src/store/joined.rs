@@ -194,22 +194,16 @@ fn sidecar(pending: &Path) -> PathBuf {
 
 /// Settles the pending manifests in the store `dir` before it is read: one whose output commit
 /// was decided replaces the manifest (or, where the store cannot be written, is returned to be
-/// read in its place); one whose commit never was is removed when `writer` (this process holds
-/// the store's lock, so no run is committing to it) and left alone otherwise.
-pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
-    let Ok(entries) = fs::read_dir(dir) else {
+/// read in its place, with its name); one whose commit never was is removed when `writer` (this
+/// process holds the store's lock, so no run is committing to it) and left alone otherwise.
+pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<(String, Manifest)>> {
+    let names = file_names(dir);
+    if names.is_empty() {
         return Ok(None);
-    };
+    }
     let real = dir
         .canonicalize()
         .io_context(|| format!("opening the store {}", dir.display()))?;
-    // Regular files only: a user's directory under such a name is left alone.
-    let files = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
-    let names: Vec<String> = files
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
     let mut unrenamed = None;
     for name in names.iter().filter(|n| is_pending_name(n)) {
         let path = real.join(name);
@@ -217,7 +211,7 @@ pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
             Verdict::Decided(m) => match fs::rename(&path, real.join(MANIFEST)) {
                 Ok(()) => sync_dir(&real),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {} // another process did it
-                Err(_) => unrenamed = Some(m),
+                Err(_) => unrenamed = Some((name.clone(), m)),
             },
             Verdict::Undecided if writer => fs::remove_file(&path)
                 .io_context(|| format!("removing the leftover {}", path.display()))?,
@@ -241,6 +235,30 @@ pub fn settle_pending(dir: &Path, writer: bool) -> Result<Option<Manifest>> {
         orphans.for_each(|p| drop(fs::remove_file(sidecar(&real.join(p)))));
     }
     Ok(unrenamed)
+}
+
+/// The names of the regular files in `dir` (none if it cannot be listed). Regular files only: a
+/// user's directory named like a pending manifest is left alone.
+fn file_names(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let files = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
+    files
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The pending manifests in the store `dir`, by name, sorted.
+pub fn pending_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = file_names(dir)
+        .into_iter()
+        .filter(|n| is_pending_name(n))
+        .collect();
+    names.sort();
+    names
 }
 
 /// True for a name neardup gives a pending manifest: [`PENDING`], a pid, `-`, a clock reading.

@@ -127,6 +127,9 @@ pub const READERS: &str = ".neardup-store.readers";
 pub struct Store {
     dir: PathBuf,
     manifest: Manifest,
+    /// The pending manifest read as the manifest (its commit was made, and this reader could not
+    /// rename it into place), by name.
+    in_place: Option<String>,
     /// The store's lock, when opened to write.
     writer: Option<Arc<fs::File>>,
     /// The readers' shared lock (none on a store this process cannot write in).
@@ -201,13 +204,14 @@ impl Store {
             dir.display()
         );
         // A pending manifest a reader could not rename into place is read in its place.
-        let manifest = match joined::settle_pending(dir, writer.is_some())? {
-            Some(pending) => pending,
-            None => read_manifest(dir, &path)?,
+        let (in_place, manifest) = match joined::settle_pending(dir, writer.is_some())? {
+            Some((name, pending)) => (Some(name), pending),
+            None => (None, read_manifest(dir, &path)?),
         };
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
+            in_place,
             writer,
             reading: read_lock(dir),
             made: Vec::new(),
@@ -250,6 +254,7 @@ impl Store {
                 parameters: parameters.to_vec(),
                 segments: Vec::new(),
             },
+            in_place: None,
             writer: Some(writer),
             reading,
             made,
@@ -441,6 +446,31 @@ impl Store {
         Ok(bytes)
     }
 
+    /// What killed runs left in the store that a writer removes and a reader leaves: the pending
+    /// manifests of commits never made, and the segment files no manifest names, by name.
+    pub fn leftovers(&self) -> Vec<String> {
+        let mut left = joined::pending_names(&self.dir);
+        left.retain(|n| self.in_place.as_ref() != Some(n));
+        let folder = self.dir.join(SEGMENTS);
+        let mut segments: Vec<String> = fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| self.is_unnamed_segment(n))
+            .map(|n| format!("{SEGMENTS}/{n}"))
+            .collect();
+        segments.sort();
+        left.extend(segments);
+        left
+    }
+
+    /// True for a segment file's name (staged or not) that the manifest does not name.
+    fn is_unnamed_segment(&self, name: &str) -> bool {
+        let ours = name.ends_with(".seg") || name.ends_with(".seg.staged");
+        ours && !self.manifest.segments.iter().any(|s| s.name == name)
+    }
+
     /// Checks every segment against the manifest (size, checksum, documents) and that its
     /// entries read; the first damaged one is the error. Returns the documents.
     pub fn verify(&self) -> Result<u64> {
@@ -507,9 +537,7 @@ impl Store {
             fs::read_dir(&folder).io_context(|| format!("listing {}", folder.display()))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = name.ends_with(".seg") || name.ends_with(".seg.staged");
-            let named = self.manifest.segments.iter().any(|s| s.name == name);
-            if ours && !named {
+            if self.is_unnamed_segment(&name) {
                 fs::remove_file(entry.path())
                     .io_context(|| format!("removing the leftover {}", entry.path().display()))?;
             }
