@@ -241,15 +241,53 @@ fn serde_wanted<'a>(text: &'a str, fields: &Fields) -> Result<Wanted<'a>, Skip> 
     RecordSeed(fields)
         .deserialize(&mut de)
         .and_then(|w| de.end().map(|_| w))
-        .map_err(|e| {
-            Skip::new(
-                SkipReason::InvalidJson,
-                format!(
-                    "invalid JSON: {}",
-                    e.to_string().replace(" at line 1 column ", " at column ")
-                ),
-            )
-        })
+        .map_err(|e| Skip::new(SkipReason::InvalidJson, json_error(&e, text)))
+}
+
+/// What is wrong with record `text`, from serde_json's error `e`. A lone UTF-16 surrogate is named
+/// with its column: serde_json says "unexpected end of hex escape" or "lone leading surrogate"
+/// at the column after the escape it was reading when it gave up.
+fn json_error(e: &serde_json::Error, text: &str) -> String {
+    let said = e.to_string();
+    let surrogate = ["unexpected end of hex escape", "lone leading surrogate"];
+    if let Some((column, escape)) = surrogate
+        .iter()
+        .any(|s| said.starts_with(s))
+        .then(|| lone_surrogate(text, e.column()))
+        .flatten()
+    {
+        return format!(
+            "invalid JSON: a lone UTF-16 surrogate {escape} at column {column} (a surrogate \
+             escape must be a high one followed by a low one; JSON text is Unicode)"
+        );
+    }
+    format!("invalid JSON: {}", said.replace(" at line 1 column ", " at column "))
+}
+
+/// The column (from 1) and text of the lone surrogate escape serde_json gave up on before
+/// column `end`: the last surrogate escape before it, or the high one just before that.
+fn lone_surrogate(text: &str, end: usize) -> Option<(usize, &str)> {
+    let b = text.as_bytes();
+    let surrogate = |i: usize| {
+        let hex = text.get(i + 2..i + 6)?;
+        let v = u32::from_str_radix(hex, 16).ok()?;
+        (b.get(i + 1) == Some(&b'u') && (0xD800..0xE000).contains(&v)).then_some(v)
+    };
+    let (mut i, mut last, mut before) = (0, None, None);
+    while i < end.min(b.len()) {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if surrogate(i).is_some() {
+            before = last.filter(|&p: &usize| p + 6 == i);
+            last = Some(i);
+        }
+        i += 2;
+    }
+    let high = before.filter(|&p| surrogate(p).is_some_and(|v| v < 0xDC00));
+    let at = high.or(last)?;
+    Some((at + 1, &text[at..at + 6]))
 }
 
 /// A record's id: the id field's string or number, none without the field (the reader names it
@@ -457,6 +495,31 @@ fn field_names(line: &[u8]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// serde_json names a lone surrogate "unexpected end of hex escape" (or "lone leading
+    /// surrogate") at the column after the escape it was reading: the message names the escape
+    /// and its column.
+    #[test]
+    fn a_lone_surrogate_is_named_at_its_own_column() {
+        let said = |text: &str| {
+            let line = format!(r#"{{"id":"a","text":"{text}"}}"#);
+            let skip = parse_jsonl_doc(line.as_bytes(), &Fields::default()).unwrap_err();
+            assert_eq!(skip.reason, SkipReason::InvalidJson);
+            skip.message
+        };
+        let lone = |escape: &str, column: usize| {
+            format!("invalid JSON: a lone UTF-16 surrogate {escape} at column {column} ")
+        };
+        // The text starts at column 19.
+        assert!(said(r"a \ud800 b").starts_with(&lone(r"\ud800", 21)));
+        assert!(said(r"a \ud800\u0041 b").starts_with(&lone(r"\ud800", 21)));
+        assert!(said(r"a \udc00 b").starts_with(&lone(r"\udc00", 21)));
+        assert!(said(r"a \ud800\ud800 b").starts_with(&lone(r"\ud800", 21)));
+        let pair_then_low = said(r"\\ud800 \ud800\udc00\uDC01");
+        assert!(pair_then_low.starts_with(&lone(r"\uDC01", 39)), "{pair_then_low}");
+        // Other errors keep serde_json's words.
+        assert!(said(r"a \uzz12").starts_with("invalid JSON: invalid escape at column "));
+    }
 
     #[test]
     fn numeric_ids_keep_their_json_text() {
