@@ -600,3 +600,33 @@ fn a_compressed_input_damaged_past_its_last_kept_line_still_gets_its_corpus() {
         }
     }
 }
+
+/// An input whose name inside the corpus lies in the folder where the workers write the
+/// corpus's parts (`.parts/`) is refused before any work, naming it; the run had failed at its
+/// end with "reading .../.parts/0000000000: No such file or directory".
+#[test]
+fn an_input_named_like_the_corpus_parts_folder_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("in/.parts")).unwrap();
+    let docs = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    let half = |odd: usize| -> String {
+        let lines = docs.lines().skip(odd).step_by(2);
+        lines.map(|l| format!("{l}\n")).collect()
+    };
+    std::fs::write(d.join("in/docs.jsonl"), half(0)).unwrap();
+    std::fs::write(d.join("in/.parts/0000000000"), half(1)).unwrap();
+    let job = "method = \"minhash\"\n[input]\npaths = [\"in/docs.jsonl\", \"in/.parts/0000000000\"]\n\
+               [output]\ndir = \"out\"\npairs = \"p.tsv\"\ncorpus = \"corpus\"\n";
+    let out = run_job(d, job);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("in/.parts/0000000000 would be named .parts/0000000000 in the corpus"),
+        "{err}"
+    );
+    assert!(!d.join("out").exists(), "no work was done");
+    // Without the corpus, the same inputs are read.
+    let out = run_job(d, &job.replace("corpus = \"corpus\"\n", ""));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

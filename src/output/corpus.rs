@@ -22,9 +22,31 @@ use crate::source::{Copied, InputFile, Piece, Source, Split};
 
 use super::Written;
 
+/// The folder of the parts in a corpus's staged directory.
+const PARTS: &str = ".parts";
+
 /// The part of split `split` in staged directory `staged`.
 pub fn part_path(staged: &Path, split: u32) -> PathBuf {
-    staged.join(".parts").join(format!("{split:010}"))
+    staged.join(PARTS).join(format!("{split:010}"))
+}
+
+/// Refuses, before any work, inputs whose name inside the corpus would be the parts' folder or
+/// lie in it: its files would be joined from, or into, the parts the workers write there (an
+/// input named `.parts/0000000000` failed the run at its end with "reading
+/// .../.parts/0000000000: No such file or directory").
+pub fn check_names(files: &[InputFile]) -> Result<()> {
+    let names = relative_names(files);
+    let parts = |name: &PathBuf| name.components().next().is_some_and(|c| c.as_os_str() == PARTS);
+    match files.iter().zip(&names).find(|(_, name)| parts(name)) {
+        None => Ok(()),
+        Some((file, name)) => Err(Error::Input(format!(
+            "the input {} would be named {} in the corpus, where neardup writes the corpus's \
+             parts ({PARTS}/) while it runs: rename that input's folder or give the inputs \
+             from a folder below it",
+            file.path.display(),
+            name.display()
+        ))),
+    }
 }
 
 /// The name of each input file inside the corpus: its path relative to the deepest directory
@@ -139,7 +161,7 @@ pub fn assemble(
             let _ = std::fs::remove_dir(dir);
         }
     }
-    let _ = std::fs::remove_dir(staged.join(".parts"));
+    let _ = std::fs::remove_dir(staged.join(PARTS));
     let (bytes, xxh3) = synced_checksum(staged, &joined)?;
     Ok(Written {
         path: shown.to_string(),

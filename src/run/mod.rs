@@ -116,6 +116,9 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let (builders, others) = plan.exec.start(&plan.describe(), || {
         if plan.exec.process == 0 {
             plan.check_store_apart()?;
+            if plan.outputs.corpus.is_some() {
+                crate::output::corpus::check_names(&plan.inputs.files)?;
+            }
             outputs = Some(OutputSet::prepare(
                 &plan.outputs.requests(),
                 &plan.protected_paths(),
