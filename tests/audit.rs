@@ -1241,7 +1241,10 @@ fn store_info_and_verify_name_what_a_run_killed_before_its_commit_point_left() {
         (text(&out.stdout), text(&out.stderr))
     };
     let (info, noted) = store("info");
-    let left: Vec<&str> = info.lines().filter_map(|l| l.strip_prefix("leftover ")).collect();
+    let left: Vec<&str> = info
+        .lines()
+        .filter_map(|l| l.strip_prefix("leftover "))
+        .collect();
     assert_eq!(left.len(), 2, "{info}");
     assert!(left[0].starts_with("MANIFEST.json.pending-"), "{info}");
     assert_eq!(left[1], "segments/000002.seg", "{info}");
@@ -1249,10 +1252,16 @@ fn store_info_and_verify_name_what_a_run_killed_before_its_commit_point_left() {
     assert!(noted.contains("not part of the store"), "{noted}");
     let (verified, noted) = store("verify");
     assert!(verified.contains("60 documents"), "{verified}");
-    assert!(noted.contains(left[0]) && noted.contains(left[1]), "{noted}");
+    assert!(
+        noted.contains(left[0]) && noted.contains(left[1]),
+        "{noted}"
+    );
     store("compact");
     let (info, noted) = store("info");
-    assert!(!info.contains("leftover") && noted.is_empty(), "{info}{noted}");
+    assert!(
+        !info.contains("leftover") && noted.is_empty(),
+        "{info}{noted}"
+    );
     assert!(store("verify").1.is_empty());
 }
 

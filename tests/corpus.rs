@@ -616,7 +616,8 @@ fn an_input_named_like_the_corpus_parts_folder_is_refused_before_any_work() {
     };
     std::fs::write(d.join("in/docs.jsonl"), half(0)).unwrap();
     std::fs::write(d.join("in/.parts/0000000000"), half(1)).unwrap();
-    let job = "method = \"minhash\"\n[input]\npaths = [\"in/docs.jsonl\", \"in/.parts/0000000000\"]\n\
+    let job =
+        "method = \"minhash\"\n[input]\npaths = [\"in/docs.jsonl\", \"in/.parts/0000000000\"]\n\
                [output]\ndir = \"out\"\npairs = \"p.tsv\"\ncorpus = \"corpus\"\n";
     let out = run_job(d, job);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -628,5 +629,9 @@ fn an_input_named_like_the_corpus_parts_folder_is_refused_before_any_work() {
     assert!(!d.join("out").exists(), "no work was done");
     // Without the corpus, the same inputs are read.
     let out = run_job(d, &job.replace("corpus = \"corpus\"\n", ""));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -416,3 +416,59 @@ fn a_duplicate_id_in_parquet_names_the_row_that_keeps_it_not_a_byte() {
     );
     assert!(e.contains(&want), "{e}");
 }
+
+/// A Parquet file whose footer cannot be read (cut short, as an interrupted download leaves it)
+/// is one skipped record, a read error naming the file, and the job goes on with the other files:
+/// the same pairs and corpus as the good file alone (no corpus file for the damaged one), at 1, 2
+/// and 4 workers. It stopped the whole job before any work ("not a readable Parquet file ...
+/// Corrupt footer").
+#[test]
+fn a_parquet_file_cut_short_is_skipped_and_the_other_files_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (parquet, _) = write_both(d, &documents());
+    std::fs::create_dir_all(d.join("in")).unwrap();
+    std::fs::rename(&parquet, d.join("in/a.parquet")).unwrap();
+    let bytes = std::fs::read(d.join("in/a.parquet")).unwrap();
+    std::fs::write(d.join("in/b.parquet"), &bytes[..bytes.len() / 2]).unwrap();
+    let run = |input: &str, w: usize| {
+        let out = d.join(format!("out-{input}-{w}"));
+        let toml = job(
+            &d.join(input),
+            &out,
+            "parquet",
+            &format!("[run]\nworkers = {w}"),
+        );
+        let o = run_job(
+            d,
+            &toml.replace("[output]", "[output]\nsummary = \"s.json\""),
+        );
+        let said = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{said}");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("s.json")).unwrap()).unwrap();
+        let read = |name: &str| std::fs::read(out.join(name)).unwrap();
+        let corpus = read("corpus/a.parquet");
+        assert!(
+            !out.join("corpus/b.parquet").exists(),
+            "no file for b.parquet"
+        );
+        (o.status.code(), said, summary, read("pairs.tsv"), corpus)
+    };
+    let (code, _, alone, pairs, corpus) = run("in/a.parquet", 1);
+    assert_eq!(code, Some(0));
+    for w in [1, 2, 4] {
+        let (code, said, s, p, c) = run("in", w);
+        assert_eq!(code, Some(3), "{said}");
+        assert!(
+            said.contains("b.parquet: read_error: not a readable Parquet file")
+                && said.contains("none of its rows could be read"),
+            "{said}"
+        );
+        let (d, a) = (&s["documents"], &alone["documents"]);
+        assert_eq!(d["read"], a["read"].as_u64().unwrap() + 1, "{d}");
+        assert_eq!(d["processed"], a["processed"], "{d}");
+        assert_eq!(d["skipped_by_reason"]["read_error"], 1, "{d}");
+        assert!(p == pairs && c == corpus, "{w} workers");
+    }
+}

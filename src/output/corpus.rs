@@ -36,7 +36,11 @@ pub fn part_path(staged: &Path, split: u32) -> PathBuf {
 /// .../.parts/0000000000: No such file or directory").
 pub fn check_names(files: &[InputFile]) -> Result<()> {
     let names = relative_names(files);
-    let parts = |name: &PathBuf| name.components().next().is_some_and(|c| c.as_os_str() == PARTS);
+    let parts = |name: &PathBuf| {
+        name.components()
+            .next()
+            .is_some_and(|c| c.as_os_str() == PARTS)
+    };
     match files.iter().zip(&names).find(|(_, name)| parts(name)) {
         None => Ok(()),
         Some((file, name)) => Err(Error::Input(format!(

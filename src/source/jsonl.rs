@@ -261,7 +261,10 @@ fn json_error(e: &serde_json::Error, text: &str) -> String {
              escape must be a high one followed by a low one; JSON text is Unicode)"
         );
     }
-    format!("invalid JSON: {}", said.replace(" at line 1 column ", " at column "))
+    format!(
+        "invalid JSON: {}",
+        said.replace(" at line 1 column ", " at column ")
+    )
 }
 
 /// The column (from 1) and text of the lone surrogate escape serde_json gave up on before
@@ -516,7 +519,10 @@ mod tests {
         assert!(said(r"a \udc00 b").starts_with(&lone(r"\udc00", 21)));
         assert!(said(r"a \ud800\ud800 b").starts_with(&lone(r"\ud800", 21)));
         let pair_then_low = said(r"\\ud800 \ud800\udc00\uDC01");
-        assert!(pair_then_low.starts_with(&lone(r"\uDC01", 39)), "{pair_then_low}");
+        assert!(
+            pair_then_low.starts_with(&lone(r"\uDC01", 39)),
+            "{pair_then_low}"
+        );
         // Other errors keep serde_json's words.
         assert!(said(r"a \uzz12").starts_with("invalid JSON: invalid escape at column "));
     }

@@ -40,21 +40,17 @@ use crate::error::{Error, IoContext};
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 4096;
 
-/// The number of rows of each row group of a Parquet file, or why it is not one.
-fn row_groups(path: &Path) -> crate::error::Result<Vec<u64>> {
-    read_row_groups(path).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
-}
-
-fn read_row_groups(path: &Path) -> std::result::Result<Vec<u64>, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
-    Ok(builder
-        .metadata()
-        .row_groups()
-        .iter()
-        .map(|g| g.num_rows().max(0) as u64)
-        .collect())
+/// The number of rows of each row group of a Parquet file (`None` if its footer cannot be read:
+/// a damaged file, or one cut short, whose rows are skipped as one read error when it is read),
+/// or why it cannot be opened.
+fn row_groups(path: &Path) -> crate::error::Result<Option<Vec<u64>>> {
+    let file = File::open(path)
+        .map_err(|e| Error::Input(format!("{}: cannot open: {e}", path.display())))?;
+    let Ok(builder) = ParquetRecordBatchReaderBuilder::try_new(file) else {
+        return Ok(None);
+    };
+    let groups = builder.metadata().row_groups().iter();
+    Ok(Some(groups.map(|g| g.num_rows().max(0) as u64).collect()))
 }
 
 /// Checks the columns of a Parquet file against the job's before any work: an id column the job
@@ -274,12 +270,7 @@ fn read_groups(
 ) {
     let first_row = groups.first().map_or((0, 0), |&(g, first)| (g, first));
     // The footer is parsed once; each row group gets a reader of its own from it.
-    let metadata = match File::open(&file.path)
-        .map_err(|e| format!("cannot open: {e}"))
-        .and_then(|f| {
-            ArrowReaderMetadata::load(&f, Default::default())
-                .map_err(|e| format!("not a readable Parquet file: {e}"))
-        }) {
+    let metadata = match footer(file) {
         Ok(m) => m,
         Err(m) => return fail(file_index, first_row, first_row.1, m, on),
     };
@@ -579,8 +570,11 @@ impl Source for Parquet {
     fn open(&self, files: &mut [InputFile]) -> crate::error::Result<Vec<String>> {
         let mut notes = Vec::new();
         for f in files {
-            f.row_groups = row_groups(&f.path)?;
-            notes.extend(check_columns(&f.path, &self.fields)?);
+            // A damaged file has no row groups: reading it skips it (see `read_split`).
+            if let Some(groups) = row_groups(&f.path)? {
+                f.row_groups = groups;
+                notes.extend(check_columns(&f.path, &self.fields)?);
+            }
         }
         Ok(notes)
     }
@@ -605,6 +599,11 @@ impl Source for Parquet {
         dest: &Path,
     ) -> crate::error::Result<Copied> {
         let file = piece.file;
+        if file.row_groups.is_empty() && footer(file).is_err() {
+            // A file the read stage skipped whole: an empty part, and no file in the corpus.
+            std::fs::write(dest, b"").io_context(|| format!("writing {}", dest.display()))?;
+            return Ok(Copied::default());
+        }
         let records = copy_rows(file, &piece.split, kept, dest).map_err(|m| {
             Error::Output(format!(
                 "copying the kept rows of {} into the corpus: {m}",
@@ -614,17 +613,32 @@ impl Source for Parquet {
         Ok(Copied { records, extra: 0 })
     }
 
+    /// No file for an input skipped whole (its parts are empty, see `copy_kept`).
     fn join(&self, parts: &[std::path::PathBuf], dest: &Path) -> crate::error::Result<bool> {
-        join_parts(parts, dest)?;
+        let empty = |p: &std::path::PathBuf| std::fs::metadata(p).is_ok_and(|m| m.len() == 0);
+        let skipped = parts.iter().all(empty);
+        if !skipped {
+            join_parts(parts, dest)?;
+        }
         for p in parts {
             std::fs::remove_file(p).io_context(|| format!("removing {}", p.display()))?;
         }
-        Ok(true)
+        Ok(!skipped)
     }
 }
 
+/// The footer of `file`, or why it cannot be read.
+fn footer(file: &InputFile) -> std::result::Result<ArrowReaderMetadata, String> {
+    let f = File::open(&file.path).map_err(|e| format!("cannot open: {e}"))?;
+    ArrowReaderMetadata::load(&f, Default::default())
+        .map_err(|e| format!("not a readable Parquet file: {e}"))
+}
+
 /// Reads the row groups of `file` whose first row lies in `split` (a run's split is one row
-/// group; a whole-file split, as `truth` reads, is all of them).
+/// group; a whole-file split, as `truth` reads, is all of them). A file without row groups whose
+/// footer cannot be read is one skipped record (a read error at its row 0): a damaged or
+/// truncated file among many is counted and the run goes on, as a truncated compressed file's
+/// rest is (it stopped the whole job before any work).
 fn read_split(
     file: &InputFile,
     split: &Split,
@@ -632,6 +646,16 @@ fn read_split(
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) {
+    if file.row_groups.is_empty() {
+        if let Err(m) = footer(file) {
+            let skip = Skip::new(
+                SkipReason::ReadError,
+                m + "; none of its rows could be read",
+            );
+            let at = Location::at(split.file, 0);
+            return on(Item::Skipped(Skipped::at(at, skip, 0)));
+        }
+    }
     let mut groups = Vec::new();
     let mut first = 0;
     for (g, &n) in file.row_groups.iter().enumerate() {
