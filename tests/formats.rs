@@ -476,7 +476,7 @@ fn parquet_outputs_load_in_duckdb_and_pyarrow_when_installed() {
     let (code, stderr) = run(dir.path(), &rows_job("out", "parquet", 2));
     assert_eq!(code, 3, "{stderr}");
     let script = "import duckdb, pyarrow.parquet as pq, sys\n\
-                  n = duckdb.sql(\"select count(*) from 'out/pairs.parquet'\").fetchone()[0]\n\
+                  n = duckdb.sql(\"select count(*) from 'out/pairs.parquet'\").fetchall()[0][0]\n\
                   assert n == pq.read_table('out/pairs.parquet').num_rows > 0, n\n\
                   print(n)";
     let out = std::process::Command::new("python3")
