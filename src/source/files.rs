@@ -526,6 +526,10 @@ const MIN_SPLIT: u64 = 4096;
 /// region still spreads them over every worker.
 const PIECES_PER_WORKER: u64 = 16;
 
+/// Pieces a large `.warc.gz` is cut into at least, whatever the number of workers: as many as
+/// [`PIECES_PER_WORKER`] gives 4 workers.
+const GZIP_MEMBER_PIECES: u64 = 64;
+
 /// Cuts the files into splits and assigns them to `peers` workers, balancing bytes.
 ///
 /// A plain file is cut into pieces of at most `split_bytes`, and into at least
@@ -577,9 +581,13 @@ pub fn plan_splits(
             ));
             continue;
         }
-        let piece = split_bytes
-            .min(f.size.div_ceil(PIECES_PER_WORKER * peers as u64))
-            .max(MIN_SPLIT);
+        // Where a `.warc.gz` is cut decides which reader meets an ambiguous member (see
+        // `warc`'s module documentation): its cuts depend on its size alone.
+        let pieces = match mode {
+            SplitMode::GzipMembers => GZIP_MEMBER_PIECES,
+            _ => PIECES_PER_WORKER * peers as u64,
+        };
+        let piece = split_bytes.min(f.size.div_ceil(pieces)).max(MIN_SPLIT);
         let mut start = 0;
         while start < f.size {
             let end = (start + piece).min(f.size);
@@ -660,6 +668,31 @@ mod tests {
             for w in ranges.windows(2) {
                 assert_eq!(w[0].end, w[1].start);
             }
+        }
+    }
+
+    /// Where a `.warc.gz` is cut decides which reader meets a member stored inside another (see
+    /// `warc`'s module documentation), so its cuts depend on its size alone: they were cut into
+    /// pieces per worker, and what its splits read changed with the number of workers.
+    #[test]
+    fn a_warc_gz_is_cut_in_the_same_places_whatever_the_number_of_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut big = plain_file(dir.path(), "big.warc.gz", &vec![0x1f; 1 << 20]);
+        big.compression = Compression::Gzip;
+        let cuts = |peers: usize| {
+            let plan = plan_splits(
+                std::slice::from_ref(&big),
+                peers,
+                1 << 30,
+                SplitMode::GzipMembers,
+            );
+            let mut starts: Vec<u64> = plan.concat().iter().map(|s| s.start).collect();
+            starts.sort_unstable();
+            starts
+        };
+        assert_eq!(cuts(1).len() as u64, GZIP_MEMBER_PIECES);
+        for peers in [2, 3, 4, 8] {
+            assert_eq!(cuts(peers), cuts(1), "{peers} workers");
         }
     }
 

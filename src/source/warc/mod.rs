@@ -11,9 +11,13 @@
 //! Splitting: readers on `[0, m)` and `[m, EOF)` together yield exactly the items of one reader
 //! on `[0, EOF)`. To make this hold for every `m`, a reader stops at the first *valid* member
 //! starting at or after its `end`; invalid data there (junk, a corrupt member) is still reported
-//! by the reader whose range precedes it, so a `Skip` offset may be `>= end`. The one exception:
-//! a valid gzip member stored verbatim inside another member (e.g. an archived `.warc.gz` kept in
-//! a deflate "stored" block) can be found by a reader starting inside the outer member.
+//! by the reader whose range precedes it, so a `Skip` offset may be `>= end`. A member is valid
+//! only if the file ends after it or another valid member follows, which rules out a member
+//! stored verbatim inside another (an archived `.warc.gz` kept in a deflate "stored" block) unless
+//! several such members sit back to back inside one: a reader starting inside the outer member
+//! can then still take them for the crawl's records. The splits of a `.warc.gz` are cut where the
+//! file's size alone says (`files::plan_splits`), so even then the items are the same whatever
+//! the number of workers and processes.
 
 use std::borrow::Cow;
 
@@ -272,9 +276,23 @@ impl<R: Read + Seek> Gz<R> {
         }
     }
 
-    /// Whether a valid member starts at `at`: it inflates completely with a correct trailer and
-    /// its content begins with "WARC/".
+    /// Whether a valid member starts at `at`: it inflates completely with a correct trailer, its
+    /// content begins with "WARC/", and the file ends after it or another such member follows.
+    /// The member after rules out one stored verbatim inside another (an archived `.warc.gz` kept
+    /// in a deflate "stored" block, then the rest of the outer member's data): a reader starting
+    /// inside the outer member took it for a record of the crawl, and the records a split read
+    /// depended on where the splits were cut, so on the number of workers.
     fn valid_at(&mut self, at: u64) -> io::Result<bool> {
+        if !self.one_valid_at(at)? {
+            return Ok(false);
+        }
+        let next = self.pos;
+        Ok(self.at_eof()? || self.one_valid_at(next)?)
+    }
+
+    /// Whether a member that inflates completely with a correct trailer, its content beginning
+    /// with "WARC/", starts at `at`; if so, the position is left at its end.
+    fn one_valid_at(&mut self, at: u64) -> io::Result<bool> {
         self.seek(at)?;
         let mut check = || -> Result<bool, Fail> {
             self.begin()?;
@@ -322,11 +340,28 @@ impl<R: Read + Seek> Gz<R> {
         }
     }
 
-    /// The first valid member start at or after `from`, leaving the position there.
+    /// The first valid member start at or after `from` ([`Gz::valid_at`]), leaving the position
+    /// there: where a split starts.
     fn find_member(&mut self, from: u64) -> io::Result<Option<u64>> {
+        self.find_by(from, Gz::valid_at)
+    }
+
+    /// The first start at or after `from` of a member that is good by itself
+    /// ([`Gz::one_valid_at`]), leaving the position there: where a reader goes on after a damaged
+    /// member. A good member followed by junk is read, not passed over; past the reader's end it
+    /// stops only at a valid one, as at any member boundary.
+    fn find_next(&mut self, from: u64) -> io::Result<Option<u64>> {
+        self.find_by(from, Gz::one_valid_at)
+    }
+
+    fn find_by(
+        &mut self,
+        from: u64,
+        valid: fn(&mut Self, u64) -> io::Result<bool>,
+    ) -> io::Result<Option<u64>> {
         let mut at = from;
         while let Some(c) = self.find_magic(at)? {
-            if self.valid_at(c)? {
+            if valid(self, c)? {
                 self.seek(c)?;
                 return Ok(Some(c));
             }
@@ -865,13 +900,14 @@ impl<R: Read + Seek> Iterator for WarcReader<R> {
                     return Some(Err(e));
                 }
                 Err(Fail::Bad(kind, message)) => {
-                    // A gzip-level problem: skip the member, resync on the next valid one.
-                    let (offset, end) = (self.member, self.end);
+                    // A gzip-level problem: skip the member, go on at the next good one (past
+                    // the end, `start_member` stops there if it is valid).
+                    let offset = self.member;
                     self.state = State::Done;
                     if let Some(gz) = self.gz() {
-                        match gz.find_member(offset + 1) {
-                            Ok(Some(p)) if end.is_none_or(|e| p < e) => self.state = State::Member,
-                            Ok(_) => {}
+                        match gz.find_next(offset + 1) {
+                            Ok(Some(_)) => self.state = State::Member,
+                            Ok(None) => {}
                             Err(e) => return Some(Err(e)),
                         }
                     }
@@ -1768,6 +1804,52 @@ mod tests {
         let (file, want) = messy_gzip();
         let full = read(&file, Gzip, 0, None, MAX);
         assert_eq!(summary(&full), want);
+        for m in 0..=file.len() as u64 + 1 {
+            let mut parts = read(&file, Gzip, 0, Some(m), MAX);
+            parts.extend(read(&file, Gzip, m, None, MAX));
+            assert_eq!(parts, full, "split at {m}");
+        }
+    }
+
+    /// A probe's defect: a `.warc.gz` whose members are stored, not deflated (gzip level 0), with
+    /// a record that holds an archived `.warc.gz` (its member verbatim, then other bytes): a reader
+    /// starting inside that record took the archived member for a record of the crawl, so a split
+    /// there read a record that is not in the file, and what the splits read depended on where
+    /// they were cut (the number of workers). Now a member counts as a start only if the file ends
+    /// after it or another valid member follows.
+    #[test]
+    fn a_gzip_member_stored_inside_a_record_is_not_taken_for_a_record() {
+        let stored = |data: &[u8]| {
+            let mut e = GzEncoder::new(Vec::new(), Compression::none());
+            e.write_all(data).unwrap();
+            e.finish().unwrap()
+        };
+        let inner = gz(&record(
+            "WARC/1.0",
+            "resource",
+            99,
+            None,
+            "text/html",
+            b"inner",
+        ));
+        let archive = [vec![0u8; 300], inner.clone()].concat().repeat(3);
+        let recs = [
+            record("WARC/1.0", "resource", 1, None, "text/plain", b"first"),
+            record(
+                "WARC/1.0",
+                "resource",
+                2,
+                None,
+                "application/gzip",
+                &archive,
+            ),
+            record("WARC/1.0", "resource", 3, None, "text/plain", b"third"),
+        ];
+        let file: Vec<u8> = recs.iter().flat_map(|r| stored(r)).collect();
+        let starts = memmem::find_iter(&file, &inner[..4]).count();
+        assert!(starts >= 6, "the archived members lie verbatim in the file");
+        let full = read(&file, Gzip, 0, None, MAX);
+        assert_eq!(summary(&full).len(), 3, "{:?}", summary(&full));
         for m in 0..=file.len() as u64 + 1 {
             let mut parts = read(&file, Gzip, 0, Some(m), MAX);
             parts.extend(read(&file, Gzip, m, None, MAX));
