@@ -124,6 +124,52 @@ fn tsv_escapes_tab_newline_and_line_separators_in_path_derived_ids() {
         .any(|p| p["id_a"].as_str().unwrap().contains('\n')));
 }
 
+/// A probe's defect: two pages whose file names differ only in bytes that are not UTF-8 had one
+/// id (`Path::display` wrote U+FFFD for both), and the second was skipped as a duplicate id. Each
+/// such byte is now `%XX` in the id: two copies are one pair of two ids, nothing skipped, and
+/// `truth` names them alike.
+#[test]
+fn pages_whose_names_differ_only_in_bytes_that_are_not_utf8_keep_their_own_ids() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages");
+    std::fs::create_dir(&input).unwrap();
+    let page = format!("<html><body><p>{}</p></body></html>", text(1));
+    for name in [&b"bad\xfe.html"[..], b"bad\xff.html"] {
+        let name = std::ffi::OsStr::from_bytes(name);
+        std::fs::write(input.join(name), &page).unwrap();
+    }
+    let (code, stderr) = run(
+        dir.path(),
+        "[input]\npaths = [\"pages\"]\nformat = \"html\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let rows = tsv_rows(&dir.path().join("out/pairs.tsv"));
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let mut ids = [rows[0][0].clone(), rows[0][1].clone()];
+    ids.sort();
+    assert_eq!(ids, ["pages/bad%FE.html", "pages/bad%FF.html"]);
+    let truth = dir.path().join("truth.tsv");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["truth", "--format", "html", "--input", "pages", "--out"])
+        .arg(&truth)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let truth_rows = tsv_rows(&truth);
+    assert!(
+        truth_rows
+            .iter()
+            .any(|r| r.contains(&ids[0]) && r.contains(&ids[1])),
+        "{truth_rows:?}"
+    );
+}
+
 #[test]
 fn tsv_escapes_html_page_names_and_eval_reads_them_back() {
     let dir = tempfile::tempdir().unwrap();

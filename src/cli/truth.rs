@@ -175,7 +175,7 @@ pub fn read_documents<T>(
 ) {
     let mut seen = std::collections::HashSet::new();
     for (i, file) in inputs.files.iter().enumerate() {
-        let path = file.path.display().to_string();
+        let path = file.name();
         inputs
             .source
             .read_split(&inputs.whole(i), &mut |item| match item {

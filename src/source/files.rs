@@ -38,6 +38,23 @@ pub struct InputFile {
 }
 
 impl InputFile {
+    /// Its path as documents are named from it (an HTML page's id, `PATH@OFFSET`): as given, with
+    /// each byte that is not UTF-8 written `%XX`. `Path::display` wrote U+FFFD for them, so two
+    /// pages whose names differed only there had one id, and the second was skipped as a
+    /// duplicate.
+    pub fn name(&self) -> String {
+        use std::fmt::Write;
+        use std::os::unix::ffi::OsStrExt;
+        let mut out = String::new();
+        for chunk in self.path.as_os_str().as_bytes().utf8_chunks() {
+            out.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+        out
+    }
+
     /// Its canonical path (the path as found if it cannot be resolved).
     pub fn canonical_path(&self) -> PathBuf {
         self.path

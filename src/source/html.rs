@@ -811,7 +811,7 @@ fn read_page_file(
     on: &mut dyn FnMut(Item<'_>),
 ) {
     use std::io::Read;
-    let id = file.path.display().to_string();
+    let id = file.name();
     let at = Location::at(split.file, 0);
     let mut bytes = Vec::new();
     let read = super::lines::open_stream(file)

@@ -395,7 +395,7 @@ impl Reader {
             paths: inputs
                 .files
                 .iter()
-                .map(|f| f.path.display().to_string())
+                .map(crate::source::InputFile::name)
                 .collect(),
             runs: extras.runs.clone(),
             flushed: 0,
