@@ -45,6 +45,15 @@ fn documents() -> Vec<(String, String)> {
 /// Writes the documents as Parquet (row groups of 64 rows, snappy) with an integer row number, a
 /// quality score and a millisecond timestamp beside id and text; and the same as JSON Lines.
 fn write_both(dir: &Path, docs: &[(String, String)]) -> (PathBuf, PathBuf) {
+    write_both_as(dir, docs, parquet::basic::Compression::SNAPPY)
+}
+
+/// [`write_both`] with the Parquet file's column chunks compressed as `compression`.
+fn write_both_as(
+    dir: &Path,
+    docs: &[(String, String)],
+    compression: parquet::basic::Compression,
+) -> (PathBuf, PathBuf) {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Utf8, false),
         Field::new("text", DataType::Utf8, true),
@@ -79,7 +88,7 @@ fn write_both(dir: &Path, docs: &[(String, String)]) -> (PathBuf, PathBuf) {
     let parquet = dir.join("docs.parquet");
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(64))
-        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_compression(compression)
         .build();
     let mut w = ArrowWriter::try_new(
         std::fs::File::create(&parquet).unwrap(),
@@ -471,4 +480,40 @@ fn a_parquet_file_cut_short_is_skipped_and_the_other_files_are_read() {
         assert_eq!(d["skipped_by_reason"]["read_error"], 1, "{d}");
         assert!(p == pairs && c == corpus, "{w} workers");
     }
+}
+
+/// A probe's defect: a Parquet file compressed with brotli (a standard codec, which pyarrow
+/// writes) had every row skipped as a read error ("Disabled feature at compile time: brotli").
+/// Its rows give the pairs the same rows give in snappy, and its corpus stays brotli.
+#[test]
+fn a_brotli_parquet_file_is_read_like_a_snappy_one() {
+    let docs = documents();
+    let run = |compression| {
+        let dir = tempfile::tempdir().unwrap();
+        let (parquet, _) = write_both_as(dir.path(), &docs, compression);
+        let out = dir.path().join("out");
+        let o = run_job(dir.path(), &job(&parquet, &out, "parquet", ""));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let corpus = out.join("corpus/docs.parquet");
+        let meta = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(corpus).unwrap())
+            .unwrap()
+            .metadata()
+            .clone();
+        let kept = meta.row_group(0).column(1).compression();
+        (std::fs::read(out.join("pairs.tsv")).unwrap(), kept)
+    };
+    let brotli = parquet::basic::Compression::BROTLI(Default::default());
+    let (pairs, kept) = run(brotli);
+    let (snappy_pairs, _) = run(parquet::basic::Compression::SNAPPY);
+    assert!(!pairs.is_empty());
+    assert_eq!(pairs, snappy_pairs);
+    assert!(
+        matches!(kept, parquet::basic::Compression::BROTLI(_)),
+        "{kept:?}"
+    );
 }

@@ -721,12 +721,7 @@ fn copy_rows(
         .first()
         .and_then(|g| g.columns().first())
         .map(|c| c.compression())
-        .filter(|c| {
-            !matches!(
-                c,
-                parquet::basic::Compression::BROTLI(_) | parquet::basic::Compression::LZO
-            )
-        })
+        .filter(|c| *c != parquet::basic::Compression::LZO)
         .unwrap_or(parquet::basic::Compression::ZSTD(Default::default()));
     let kv: Option<Vec<_>> = meta.file_metadata().key_value_metadata().map(|kv| {
         kv.iter()
