@@ -261,6 +261,8 @@ fn json_error(e: &serde_json::Error, text: &str) -> String {
              escape must be a high one followed by a low one; JSON text is Unicode)"
         );
     }
+    // serde_json puts an error before the first character at column 0; columns count from 1.
+    let said = said.replace(" at line 1 column 0", " at line 1 column 1");
     format!(
         "invalid JSON: {}",
         said.replace(" at line 1 column ", " at column ")
@@ -523,6 +525,10 @@ mod tests {
             pair_then_low.starts_with(&lone(r"\uDC01", 39)),
             "{pair_then_low}"
         );
+        // Columns count from 1: serde_json put a record that is not an object at column 0.
+        let line = br#"[1, 2]"#;
+        let skip = parse_jsonl_doc(line, &Fields::default()).unwrap_err();
+        assert!(skip.message.ends_with("at column 1"), "{}", skip.message);
         // Other errors keep serde_json's words.
         assert!(said(r"a \uzz12").starts_with("invalid JSON: invalid escape at column "));
     }
