@@ -391,6 +391,29 @@ fn pzstd_files_that_begin_with_a_skippable_frame_are_read_as_zstd() {
     );
 }
 
+/// A file named `.gz` (or `.zst`) whose first bytes are not that compression's is read as it is,
+/// and a note says so: random bytes named `.jsonl.gz` gave only `invalid_utf8` skips, which did
+/// not say why (found by a probe). A compressed file named so gets no note.
+#[test]
+fn a_file_named_gz_that_is_not_gzip_is_read_as_it_is_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: Vec<String> = (0..4)
+        .map(|i| format!("{{\"id\":\"d{i}\",\"text\":\"{}\"}}\n", words(i * 100, 20)))
+        .collect();
+    std::fs::write(d.join("plain.jsonl.gz"), lines.concat()).unwrap();
+    let (out, s) = fingerprint(d, "plain.jsonl.gz", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(s["documents"]["processed"], 4, "{}", s["documents"]);
+    let note = "plain.jsonl.gz is named .gz but is not gzip-compressed";
+    assert!(stderr(&out).contains(note), "{}", stderr(&out));
+    let zst = zstd::stream::encode_all(lines.concat().as_bytes(), 3).unwrap();
+    std::fs::write(d.join("real.jsonl.zst"), zst).unwrap();
+    let (out, _) = fingerprint(d, "real.jsonl.zst", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("note"), "{}", stderr(&out));
+}
+
 /// `neardup fingerprint --input INPUT --out fps.tsv --summary summary.json` in `dir`, killed if it
 /// has not finished within a minute: its output, or `None` if it hung.
 fn fingerprint_within_a_minute(dir: &Path, input: &str) -> Option<Output> {

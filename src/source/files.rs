@@ -485,6 +485,7 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
         }
         seen.push((id, path.clone()));
         let compression = sniff(&path).io_context(|| format!("opening {}", path.display()))?;
+        note_misnamed(&path, compression);
         files.push(InputFile {
             size: meta.len(),
             path,
@@ -493,6 +494,23 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
         });
     }
     Ok(files)
+}
+
+/// Says when a file's name promises compression that its first bytes do not have: it is read as
+/// it is (a misnamed plain file is then read right; damaged or random bytes become skipped
+/// lines, whose messages alone did not say why).
+fn note_misnamed(path: &Path, compression: Compression) {
+    let name = path.to_string_lossy();
+    let named = [(".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd")]
+        .into_iter()
+        .find(|(ext, _)| name.ends_with(ext));
+    if let (Some((ext, what)), Compression::None) = (named, compression) {
+        eprintln!(
+            "neardup: note: {} is named {ext} but is not {what}-compressed (its first bytes are \
+             not {what}'s); it is read as it is",
+            path.display()
+        );
+    }
 }
 
 /// The error of an input file that cannot be found or read: a symlink whose target is missing
