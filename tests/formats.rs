@@ -124,6 +124,23 @@ fn tsv_escapes_tab_newline_and_line_separators_in_path_derived_ids() {
         .any(|p| p["id_a"].as_str().unwrap().contains('\n')));
 }
 
+/// The rows of `out/pairs.tsv` in `dir` after a run over `pages/` holding one HTML page under each
+/// of `names` (it must exit 0).
+fn pairs_of_one_page_named(dir: &Path, names: &[&std::ffi::OsStr]) -> Vec<Vec<String>> {
+    let input = dir.join("pages");
+    std::fs::create_dir(&input).unwrap();
+    let page = format!("<html><body><p>{}</p></body></html>", text(1));
+    for name in names {
+        std::fs::write(input.join(name), &page).unwrap();
+    }
+    let (code, stderr) = run(
+        dir,
+        "[input]\npaths = [\"pages\"]\nformat = \"html\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    tsv_rows(&dir.join("out/pairs.tsv"))
+}
+
 /// A probe's defect: two pages whose file names differ only in bytes that are not UTF-8 had one
 /// id (`Path::display` wrote U+FFFD for both), and the second was skipped as a duplicate id. Each
 /// such byte is now `%XX` in the id: two copies are one pair of two ids, nothing skipped, and
@@ -132,19 +149,8 @@ fn tsv_escapes_tab_newline_and_line_separators_in_path_derived_ids() {
 fn pages_whose_names_differ_only_in_bytes_that_are_not_utf8_keep_their_own_ids() {
     use std::os::unix::ffi::OsStrExt;
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("pages");
-    std::fs::create_dir(&input).unwrap();
-    let page = format!("<html><body><p>{}</p></body></html>", text(1));
-    for name in [&b"bad\xfe.html"[..], b"bad\xff.html"] {
-        let name = std::ffi::OsStr::from_bytes(name);
-        std::fs::write(input.join(name), &page).unwrap();
-    }
-    let (code, stderr) = run(
-        dir.path(),
-        "[input]\npaths = [\"pages\"]\nformat = \"html\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
-    );
-    assert_eq!(code, 0, "{stderr}");
-    let rows = tsv_rows(&dir.path().join("out/pairs.tsv"));
+    let names = [&b"bad\xfe.html"[..], b"bad\xff.html"].map(std::ffi::OsStr::from_bytes);
+    let rows = pairs_of_one_page_named(dir.path(), &names);
     assert_eq!(rows.len(), 1, "{rows:?}");
     let mut ids = [rows[0][0].clone(), rows[0][1].clone()];
     ids.sort();
@@ -173,18 +179,8 @@ fn pages_whose_names_differ_only_in_bytes_that_are_not_utf8_keep_their_own_ids()
 #[test]
 fn tsv_escapes_html_page_names_and_eval_reads_them_back() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("pages");
-    std::fs::create_dir(&input).unwrap();
-    let page = format!("<html><body><p>{}</p></body></html>", text(1));
-    for name in ["a\tb", "c\nd", "e\u{2028}f"] {
-        std::fs::write(input.join(format!("{name}.html")), &page).unwrap();
-    }
-    let (code, stderr) = run(
-        dir.path(),
-        "[input]\npaths = [\"pages\"]\nformat = \"html\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
-    );
-    assert_eq!(code, 0, "{stderr}");
-    let rows = tsv_rows(&dir.path().join("out/pairs.tsv"));
+    let names = ["a\tb.html", "c\nd.html", "e\u{2028}f.html"].map(std::ffi::OsStr::new);
+    let rows = pairs_of_one_page_named(dir.path(), &names);
     assert_eq!(rows.len(), 3, "three pairs among three copies: {rows:?}");
     assert!(rows.iter().all(|r| r.len() == 3));
     assert!(rows
