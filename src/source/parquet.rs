@@ -40,31 +40,40 @@ use crate::error::{Error, IoContext};
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 4096;
 
-/// The number of rows of each row group of a Parquet file (`None` if its footer cannot be read:
-/// a damaged file, or one cut short, whose rows are skipped as one read error when it is read),
-/// or why it cannot be opened.
-fn row_groups(path: &Path) -> crate::error::Result<Option<Vec<u64>>> {
+/// The footer of the Parquet file at `path` (`None` if it cannot be read: a damaged file, or one
+/// cut short, whose rows are skipped as one read error when it is read), or why the file cannot
+/// be opened.
+fn footer_at(path: &Path) -> crate::error::Result<Option<ArrowReaderMetadata>> {
     let file = File::open(path)
         .map_err(|e| Error::Input(format!("{}: cannot open: {e}", path.display())))?;
-    let Ok(builder) = ParquetRecordBatchReaderBuilder::try_new(file) else {
-        return Ok(None);
-    };
-    let groups = builder.metadata().row_groups().iter();
-    Ok(Some(groups.map(|g| g.num_rows().max(0) as u64).collect()))
+    Ok(ArrowReaderMetadata::load(&file, Default::default()).ok())
 }
 
-/// Checks the columns of a Parquet file against the job's before any work: an id column the job
-/// names (`id_field` other than the default `id`) must be there (an error). Without the default
-/// `id` column the rows are named `PATH@ROW`, and the note saying so is returned: many published
-/// datasets have no id column, and the generated ids are counted in the summary.
-fn check_columns(path: &Path, fields: &Fields) -> crate::error::Result<Option<String>> {
-    read_columns(path, fields).map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+/// The number of rows of each row group of a file with footer `metadata`.
+fn row_groups(metadata: &ArrowReaderMetadata) -> Vec<u64> {
+    let groups = metadata.metadata().row_groups().iter();
+    groups.map(|g| g.num_rows().max(0) as u64).collect()
 }
 
-fn read_columns(path: &Path, fields: &Fields) -> std::result::Result<Option<String>, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let metadata = ArrowReaderMetadata::load(&file, Default::default())
-        .map_err(|e| format!("not a readable Parquet file: {e}"))?;
+/// Checks the columns of a Parquet file (at `path`, its footer `metadata`) against the job's
+/// before any work: an id column the job names (`id_field` other than the default `id`) must be
+/// there (an error). Without the default `id` column the rows are named `PATH@ROW`, and the note
+/// saying so is returned: many published datasets have no id column, and the generated ids are
+/// counted in the summary.
+fn check_columns(
+    path: &Path,
+    metadata: &ArrowReaderMetadata,
+    fields: &Fields,
+) -> crate::error::Result<Option<String>> {
+    read_columns(path, metadata, fields)
+        .map_err(|m| Error::Input(format!("{}: {m}", path.display())))
+}
+
+fn read_columns(
+    path: &Path,
+    metadata: &ArrowReaderMetadata,
+    fields: &Fields,
+) -> std::result::Result<Option<String>, String> {
     let schema = metadata.schema();
     if let Ok(field) = schema.field_with_name(&fields.id) {
         return match is_id_type(field.data_type()) {
@@ -570,10 +579,11 @@ impl Source for Parquet {
     fn open(&self, files: &mut [InputFile]) -> crate::error::Result<Vec<String>> {
         let mut notes = Vec::new();
         for f in files {
-            // A damaged file has no row groups: reading it skips it (see `read_split`).
-            if let Some(groups) = row_groups(&f.path)? {
-                f.row_groups = groups;
-                notes.extend(check_columns(&f.path, &self.fields)?);
+            // One read of each footer. A damaged file has no row groups: reading it skips it (see
+            // `read_split`).
+            if let Some(metadata) = footer_at(&f.path)? {
+                f.row_groups = row_groups(&metadata);
+                notes.extend(check_columns(&f.path, &metadata, &self.fields)?);
             }
         }
         Ok(notes)
@@ -599,7 +609,7 @@ impl Source for Parquet {
         dest: &Path,
     ) -> crate::error::Result<Copied> {
         let file = piece.file;
-        if file.row_groups.is_empty() && footer(file).is_err() {
+        if skipped_whole(file).is_some() {
             // A file the read stage skipped whole: an empty part, and no file in the corpus.
             std::fs::write(dest, b"").io_context(|| format!("writing {}", dest.display()))?;
             return Ok(Copied::default());
@@ -627,6 +637,12 @@ impl Source for Parquet {
     }
 }
 
+/// Why `file` is skipped whole, if it is: it has no row groups because its footer cannot be read.
+fn skipped_whole(file: &InputFile) -> Option<String> {
+    let no_groups = file.row_groups.is_empty();
+    no_groups.then(|| footer(file).err()).flatten()
+}
+
 /// The footer of `file`, or why it cannot be read.
 fn footer(file: &InputFile) -> std::result::Result<ArrowReaderMetadata, String> {
     let f = File::open(&file.path).map_err(|e| format!("cannot open: {e}"))?;
@@ -646,15 +662,13 @@ fn read_split(
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) {
-    if file.row_groups.is_empty() {
-        if let Err(m) = footer(file) {
-            let skip = Skip::new(
-                SkipReason::ReadError,
-                m + "; none of its rows could be read",
-            );
-            let at = Location::at(split.file, 0);
-            return on(Item::Skipped(Skipped::at(at, skip, 0)));
-        }
+    if let Some(m) = skipped_whole(file) {
+        let skip = Skip::new(
+            SkipReason::ReadError,
+            m + "; none of its rows could be read",
+        );
+        let at = Location::at(split.file, 0);
+        return on(Item::Skipped(Skipped::at(at, skip, 0)));
     }
     let mut groups = Vec::new();
     let mut first = 0;
