@@ -144,10 +144,11 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
             for p in &m.parameters {
                 println!("parameter {p}");
             }
-            for name in store.leftovers() {
+            let left = store.leftovers();
+            for name in &left {
                 println!("leftover {name}");
             }
-            note_leftovers(&store, &dir);
+            note_leftovers(&left, &dir);
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Compact { dir } => {
@@ -174,16 +175,16 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
                 "store {}: {segments} segments, {documents} documents, every checksum and entry good",
                 dir.display()
             );
-            note_leftovers(&store, &dir);
+            note_leftovers(&store.leftovers(), &dir);
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// Says on standard error what killed runs left in the store `dir` (pending manifests of commits
-/// never made, segments no manifest names): not part of the store, and removed by its next writer.
-fn note_leftovers(store: &Store, dir: &std::path::Path) {
-    let left = store.leftovers();
+/// Says on standard error what killed runs left in the store `dir` (`left`: pending manifests of
+/// commits never made, segments no manifest names): not part of the store, and removed by its
+/// next writer.
+fn note_leftovers(left: &[String], dir: &std::path::Path) {
     if left.is_empty() {
         return;
     }
