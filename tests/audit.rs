@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{neardup_ok as neardup, run_cluster};
+use common::{neardup_ok as neardup, run_cluster, step_in_log};
 use neardup::tools::gen::Rng;
 
 /// `n` texts of 60-90 words: fresh ones, and near-copies (a few words replaced) of earlier ones.
@@ -1213,10 +1213,7 @@ fn step_of(d: &Path, args: &[&str], label: &str) -> usize {
         .unwrap();
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{log}");
-    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
-    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
-    step.and_then(|s| s.split(':').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+    step_in_log(&log, label)
 }
 
 /// What a run killed before its commit point left in a store (its pending manifest and its

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{hostfile, root};
+use common::{hostfile, root, step_in_log};
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -890,10 +890,7 @@ fn fault_step(job: &Path, label: &str) -> usize {
     assert!(out.status.success(), "{}", stderr(&out));
     std::fs::remove_dir_all(job.parent().unwrap().join("out")).unwrap();
     let log = stderr(&out);
-    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
-    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
-    step.and_then(|s| s.split(':').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+    step_in_log(&log, label)
 }
 
 #[test]

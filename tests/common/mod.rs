@@ -298,3 +298,12 @@ pub fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
         });
     }
 }
+
+/// The step of fault point `label` in `log`, the standard error of a run with
+/// `NEARDUP_FAULT_LOG=1` (its lines `neardup: fault point STEP: LABEL`).
+pub fn step_in_log(log: &str, label: &str) -> usize {
+    let line = log.lines().find(|l| l.ends_with(&format!(": {label}")));
+    let step = line.and_then(|l| l.strip_prefix("neardup: fault point "));
+    step.and_then(|s| s.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
+}
