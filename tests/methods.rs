@@ -843,6 +843,135 @@ fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_worke
     assert_runs_report((dir.path(), &job, &out), &want, "containment", containment);
 }
 
+/// `n` base texts of 100 words, and for each a page quoting it inside 100 to 300 other words,
+/// with `i % 10` of the quote's words changed: containments from 1 down to about 0.6.
+fn graded_quotes(seed: u64, n: usize) -> Vec<(String, String)> {
+    let mut rng = Rng(seed | 1);
+    let words = |rng: &mut Rng, len: u64| -> Vec<String> {
+        (0..len).map(|_| format!("w{}", rng.below(5000))).collect()
+    };
+    let mut docs = Vec::new();
+    for i in 0..n {
+        let base = words(&mut rng, 100);
+        let mut quote = base.clone();
+        for k in 0..i % 10 {
+            quote[5 + 9 * k + rng.below(5) as usize] = "changed".into();
+        }
+        let len = 100 + rng.below(200);
+        let around = words(&mut rng, len);
+        let cut = rng.below(around.len() as u64) as usize;
+        let page = [&around[..cut], &quote[..], &around[cut..]].concat();
+        docs.push((format!("base{i:03}"), base.join(" ")));
+        docs.push((format!("page{i:03}"), page.join(" ")));
+    }
+    docs
+}
+
+/// Defect: `[containment] threshold` was not the threshold verification kept pairs at: it stayed
+/// `[verify] threshold`'s 0.8, so a threshold of 0.95 reported pairs of 0.92 and one of 0.6 missed
+/// those of 0.75. The pairs reported are those at the threshold, and their kind is `near` by the
+/// Jaccard (0.8), `partial` below it, whatever the containment threshold.
+#[test]
+fn the_containment_threshold_is_the_one_its_pairs_are_verified_at() {
+    use neardup::text::{shingle_set_of, Measure, Scratch};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = graded_quotes(59, 60);
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let mut scratch = Scratch::default();
+    let sets: BTreeMap<&str, Vec<u64>> = docs
+        .iter()
+        .map(|(id, t)| (id.as_str(), shingle_set_of(t, 5, &mut scratch)))
+        .collect();
+    let of = |m: Measure, a: &str, b: &str| m.between(&sets[a], &sets[b]);
+    for threshold in [0.6, 0.95] {
+        let out = dir.path().join(format!("pairs-{threshold}.tsv"));
+        let job = format!(
+            "method = \"containment\"\n[containment]\nthreshold = {threshold}\n\
+             [input]\npaths = [{input:?}]\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        execute(plan_of(dir.path(), &job, 2)).unwrap();
+        let kinds = kinds_in(&out);
+        let between = |lo: f64, hi: f64| {
+            let pairs = kinds.keys();
+            let c = pairs.map(|(a, b)| of(Measure::Containment, a, b));
+            c.filter(|c| (lo..hi).contains(c)).count()
+        };
+        assert_eq!(between(0.0, threshold), 0, "{threshold}: {kinds:?}");
+        let low = if threshold < 0.8 {
+            (threshold, 0.8)
+        } else {
+            (0.9, threshold)
+        };
+        let truth = (0..docs.len()).step_by(2).filter(|&i| {
+            let c = of(Measure::Containment, &docs[i].0, &docs[i + 1].0);
+            (low.0..low.1).contains(&c)
+        });
+        let (want, got) = (truth.count(), between(low.0, low.1));
+        match threshold < 0.8 {
+            true => assert!(
+                want >= 5 && got >= want * 3 / 4,
+                "{threshold}: {got} of {want}"
+            ),
+            false => assert!(want >= 5 && got == 0, "{threshold}: {got} of {want}"),
+        }
+        for ((a, b), kind) in &kinds {
+            let near = of(Measure::Jaccard, a, b) >= 0.8;
+            assert_eq!(kind != "partial", near, "{a} {b} {kind}");
+        }
+    }
+}
+
+/// Defect: the containment method's partial copies joined clusters, so two long pages quoting one
+/// short page were one cluster and all but one of the three left the corpus.
+#[test]
+fn partial_copies_join_no_cluster_of_the_containment_method() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = graded_quotes(61, 1);
+    let mut rng = Rng(63);
+    let other: Vec<String> = (0..200).map(|_| format!("v{}", rng.below(5000))).collect();
+    let second = format!("{} {}", docs[0].1, other.join(" "));
+    let docs = [docs, vec![("review".to_string(), second)]].concat();
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let out = dir.path().join("out");
+    let job = format!(
+        "method = \"containment\"\n[input]\npaths = [{input:?}]\n[output]\ndir = {out:?}\n\
+         pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\ncorpus = \"corpus\"\nsummary = \"\"\n"
+    );
+    execute(plan_of(dir.path(), &job, 2)).unwrap();
+    let kinds = kinds_in(&out.join("pairs.tsv"));
+    let partial = |b: &str| kinds.get(&("base000".to_string(), b.to_string())).cloned();
+    assert_eq!(partial("page000").as_deref(), Some("partial"), "{kinds:?}");
+    assert_eq!(partial("review").as_deref(), Some("partial"), "{kinds:?}");
+    let corpus = std::fs::read_to_string(out.join("corpus/docs.jsonl")).unwrap();
+    assert_eq!(corpus, std::fs::read_to_string(&input).unwrap());
+}
+
+/// Defect: with `exact_groups`, the documents of one sketch were grouped and clustered as
+/// duplicates without verification, so two texts of the same words in another order (one I-Match
+/// signature, Jaccard 0) were a group and one left the corpus. A verifying run refuses the output;
+/// one that does not verify (whose pairs are its sketches') keeps it.
+#[test]
+fn exact_groups_are_refused_where_pairs_are_verified() {
+    let groups = "[output]\nexact_groups = \"groups.tsv\"\n";
+    for method in ["minhash", "spotsig", "segments"] {
+        let e = job_error(&format!("method = {method:?}\n{groups}"));
+        assert!(e.contains("leave out exact_groups"), "{method}: {e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.jsonl"), "").unwrap();
+    let none = "[verify]\nmode = \"none\"\n[input]\npaths = [\"d.jsonl\"]\n";
+    for method in ["spotsig", "simhash", "exact"] {
+        let plan = plan_of(
+            dir.path(),
+            &format!("method = {method:?}\n{none}{groups}"),
+            1,
+        );
+        assert!(plan.outputs.exact_groups.is_some(), "{method}");
+    }
+}
+
 /// Base texts, their near copies and pages quoting them.
 fn near_and_quoted(seed: u64, n: usize) -> Vec<(String, String)> {
     let mut docs = near_copies(seed, n);
@@ -970,6 +1099,14 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     let e = job_error("method = \"containment\"\n[containment]\nthreshold = 1.5");
     assert!(
         e.contains("[containment] threshold must be in (0, 1]"),
+        "{e}"
+    );
+    let e = job_error(
+        "method = \"containment\"\n[containment]\nthreshold = 0.7\n[verify]\nthreshold = 0.9",
+    );
+    assert!(
+        e.contains("[verify] threshold = 0.9 does not apply to method = \"containment\"")
+            && e.contains("[containment] threshold = 0.7"),
         "{e}"
     );
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");

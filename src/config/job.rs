@@ -583,7 +583,9 @@ impl JobSpec {
             "[output] documents hashes each document's text: a fingerprints file has none"
         );
         let method = method_of(entry, &self.sections, features, verify, base)?;
+        check_threshold(method.as_ref(), &self.verify)?;
         let verify = verify.map(|v| Verification {
+            threshold: method.threshold().unwrap_or(v.threshold),
             measure: method.measure(),
             list_layout: method.lists_layout(),
             partial: method.partial(),
@@ -791,6 +793,16 @@ fn check_verification(
         Config,
         "[verify] verifies pairs: set [output] pairs"
     );
+    // Groups are documents of one sketch, listed and clustered as duplicates without reading
+    // them again: identical I-Match lexicons, spot sets or markup are not the same text.
+    ensure!(
+        outputs.exact_groups.is_none() || v.mode != VerifyMode::Exact,
+        Config,
+        "[output] exact_groups lists documents with the same sketch as duplicates without \
+         verifying them, and with [verify] mode = \"exact\" a sketch's documents need not be \
+         near-duplicates (pages with the same lexicon words, spots or markup): leave out \
+         exact_groups (identical texts are pairs of kind exact), or set [verify] mode = \"none\""
+    );
     Ok(())
 }
 
@@ -851,6 +863,20 @@ fn method_of(
 
 /// What the method needs of the rest of the job: fingerprints in or out only with simhash
 /// sketches, pairs out for any other method, an estimate only from sketches that give one.
+/// A method that sets the similarity its pairs need (the containment method) takes no `[verify]
+/// threshold`: two thresholds, one of them unused, would leave the user guessing which one holds.
+fn check_threshold(method: &dyn Method, verify: &VerifySpec) -> Result<()> {
+    let name = method.name();
+    match (method.threshold(), verify.threshold) {
+        (Some(t), Some(v)) => bail!(
+            Config,
+            "[verify] threshold = {v} does not apply to method = \"{name}\": its pairs need \
+             [{name}] threshold = {t} (set that one, and leave out [verify] threshold)"
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn check_method(
     method: &dyn Method,
     verify: Option<&Verification>,

@@ -18,6 +18,18 @@ pub struct Verification {
     pub partial: Option<f64>,
 }
 
+impl Verification {
+    /// The Jaccard similarity a verified pair of kind `near` has at least: the threshold when
+    /// the measure is the Jaccard similarity; else (the containment method, whose threshold is a
+    /// containment) the truth's near-duplicate, [`crate::method::DEFAULT_THRESHOLD`].
+    pub fn near(&self) -> f64 {
+        match self.measure {
+            crate::text::Measure::Jaccard => self.threshold,
+            _ => crate::method::DEFAULT_THRESHOLD,
+        }
+    }
+}
+
 /// Where a pair's similarity comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VerifyMode {

@@ -101,6 +101,13 @@ pub trait Method: Debug + Send + Sync {
         crate::text::Measure::Jaccard
     }
 
+    /// The similarity (in the method's [`Method::measure`]) a verified pair needs, when the
+    /// method sets its own (the containment method's `[containment] threshold`); else
+    /// `[verify] threshold` says it.
+    fn threshold(&self) -> Option<f64> {
+        None
+    }
+
     /// True if verification lists the pairs whose content is not a near-duplicate too, as kind
     /// `layout_only` (the layout method: its pairs share a template, whatever their words).
     fn lists_layout(&self) -> bool {

@@ -169,7 +169,11 @@ fn facts(s: &Summary, body: &mut String) {
         _ => s.method.clone(),
     };
     let verify = s.verification.as_ref().map_or("none".to_string(), |v| {
-        format!("{} (Jaccard >= {})", v.mode, v.threshold)
+        let measure = match v.measure.as_str() {
+            "containment" => "containment",
+            _ => "Jaccard",
+        };
+        format!("{} ({measure} >= {})", v.mode, v.threshold)
     });
     let peak = s
         .peak_memory_bytes_by_process

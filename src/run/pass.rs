@@ -831,12 +831,7 @@ impl<'a> Pass<'a> {
                 if let Some(s) = stored.filter(|_| c.split == Split::None) {
                     more.extend(s.cluster_edges(worker, pairs.each()));
                 }
-                let without_partial = self.plan.verify.and_then(|v| v.partial).is_some();
-                let edges = cluster::Edges {
-                    pairs,
-                    without_partial,
-                    more,
-                };
+                let edges = cluster::Edges { pairs, more };
                 let is_stored = |r: u64| stored.is_some_and(|s| s.contains(r));
                 let held = stored.map(|_| &is_stored as &dyn Fn(u64) -> bool);
                 let room = self.pair_room(worker.index(), "clusters", (self.budget_left(), 0));

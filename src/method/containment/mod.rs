@@ -133,6 +133,10 @@ impl Method for Containment {
         Measure::Containment
     }
 
+    fn threshold(&self) -> Option<f64> {
+        Some(self.ensemble.threshold)
+    }
+
     /// Equal keys, or a shared band of the two documents' partition gap whose estimate can reach
     /// the threshold.
     fn compare(&self, a: &Sketch, b: &Sketch) -> Option<Score> {

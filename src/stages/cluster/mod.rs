@@ -149,18 +149,16 @@ pub fn order(key: u64, stored: Option<bool>) -> u128 {
 pub struct Edges<'a> {
     /// The pairs, read where they are (held, or merged back from their spill file).
     pub pairs: &'a PairList,
-    /// Whether the partial copies among them are left out: `[minhash] containment` lists them
-    /// beside the near-duplicates, and a page quoted in a longer one is not the same document.
-    pub without_partial: bool,
     /// The other edges.
     pub more: Vec<Link>,
 }
 
 impl Edges<'_> {
-    /// Every edge: the pairs' sides, then the others.
+    /// Every edge: the pairs' sides, then the others. A partial copy joins no cluster: a page
+    /// quoted in a longer one is not the same document, and two pages quoting a third would join
+    /// it in one cluster and lose all but one of them from the corpus.
     fn iter(&self) -> impl Iterator<Item = Link> + '_ {
-        let partial = Some(Kind::Partial);
-        let joins = move |p: &Pair| !(self.without_partial && p.score.kind() == partial);
+        let joins = |p: &Pair| p.score.kind() != Some(Kind::Partial);
         let sides = self.pairs.each().filter(joins).map(|p| (p.a, p.b));
         sides.chain(self.more.iter().copied())
     }

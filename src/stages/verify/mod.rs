@@ -152,7 +152,7 @@ fn scored(
     let jaccard = Measure::Jaccard.of(common, na, nb);
     let some = na > 0 && nb > 0;
     if some && similarity >= v.threshold {
-        let kind = Kind::of(a.0 == b.0, jaccard, v.threshold);
+        let kind = Kind::of(a.0 == b.0, jaccard, v.near());
         return Some(score.verified_as(similarity, kind));
     }
     let contained = |t| Measure::Containment.of(common, na, nb) >= t;
