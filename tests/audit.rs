@@ -650,6 +650,39 @@ fn no_output_may_replace_or_hold_the_store() {
     neardup(d, &["store", "verify", "st"]);
 }
 
+/// Defect: a run adding to a store checked its outputs against its own inputs and the store's
+/// files, not against the files the stored documents came from; a corpus directory that held an
+/// earlier run's source was replaced whole, and the store could no longer be audited.
+#[test]
+fn no_output_of_a_run_adding_to_a_store_may_replace_its_documents_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_crawls(d, 5, 40, 20);
+    let job = job(d, "m", "method = \"minhash\"\n");
+    let job = job.to_str().unwrap();
+    let corpus = ["--out-dir", "dedup"];
+    let kept = [&["run", job, "--input", "a1.jsonl"][..], &corpus].concat();
+    std::fs::write(
+        d.join("m.toml"),
+        std::fs::read_to_string(job).unwrap() + "corpus = \"corpus\"\nsummary = \"\"\n",
+    )
+    .unwrap();
+    neardup(d, &kept);
+    // The deduplicated corpus is stored; a later run's corpus would replace the directory.
+    neardup(d, &store_run(job, "st", "dedup/corpus", "first"));
+    let source = std::fs::read(d.join("dedup/corpus/a1.jsonl")).unwrap();
+    let e = refused(
+        d,
+        &[&store_run(job, "st", "b.jsonl", "x")[..6], &corpus].concat(),
+    );
+    assert!(e.contains("dedup/corpus) is or holds the input"), "{e}");
+    assert_eq!(
+        std::fs::read(d.join("dedup/corpus/a1.jsonl")).unwrap(),
+        source
+    );
+    neardup(d, &["store", "verify", "st"]);
+}
+
 /// The segments a store's manifest names.
 fn segments(dir: &Path, store: &str) -> usize {
     let text = std::fs::read_to_string(dir.join(store).join("MANIFEST.json")).unwrap();

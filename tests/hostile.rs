@@ -336,6 +336,22 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
         assert_eq!(code, Some(1), "{err}");
         assert!(err.contains("same -w"), "{err}");
     }
+    // Defect: processes given other output directories ran to the end, then failed writing
+    // their corpus parts (or one exited 0 with its parts left behind): every process writes
+    // into the corpus directory, so they must agree on it before any work.
+    let c = job(d, "c.toml", &(body(3, "out-c") + "corpus = \"corpus\"\n"));
+    let c = c.to_str().unwrap();
+    let hosts = hostfile(d, 2);
+    let p0 = process(0, &hosts, &["run", c, "--out-dir", "out-c"], 1);
+    let p1 = process(1, &hosts, &["run", c, "--out-dir", "out-d"], 1);
+    for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("out-c/corpus") && err.contains("out-d/corpus"),
+            "{err}"
+        );
+    }
+    assert!(!d.join("out-c/corpus").exists() && !d.join("out-d/corpus").exists());
 }
 
 #[test]

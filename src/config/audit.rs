@@ -131,6 +131,17 @@ impl Plan {
         files
     }
 
+    /// The source files of the documents the run's store holds, if it exists: an audit reads
+    /// their text again, so no output may replace them (a run appending to the store, whose
+    /// corpus directory held an earlier run's sources, would have).
+    pub fn store_sources(&self) -> Vec<PathBuf> {
+        let Some(store) = self.store.as_deref().and_then(|d| Store::open(d).ok()) else {
+            return Vec::new();
+        };
+        let (sources, _) = store.manifest().united_sources();
+        sources.into_iter().map(PathBuf::from).collect()
+    }
+
     /// This plan as an audit of its inputs against the store in `dir`: the store must have been
     /// made with this plan's parameters. The stored documents' source files lead the input files,
     /// to be read again where exact verification needs their text (they must then still be

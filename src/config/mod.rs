@@ -260,11 +260,13 @@ pub enum Append {
 }
 
 impl Plan {
-    /// Every file the run reads, and the store's files, which no output may replace or hold.
+    /// Every file the run reads, the store's files and its documents' sources, which no output
+    /// may replace or hold.
     pub fn protected_paths(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self.inputs.files.iter().map(|f| f.path.clone()).collect();
         v.extend(self.protected.iter().cloned());
         v.extend(self.store_files());
+        v.extend(self.store_sources());
         v
     }
 
@@ -301,6 +303,10 @@ impl Plan {
             .map(|(n, _)| n)
             .collect();
         lines.push(format!("outputs = {}", names.join(", ")));
+        // Every process writes its part of the corpus into the corpus directory.
+        if let Some(corpus) = &self.outputs.corpus {
+            lines.push(format!("corpus = {}", corpus.display()));
+        }
         // Every worker copies its own skipped records into the corpus, by its process's list.
         lines.push(format!(
             "corpus_skipped = {:?}",
