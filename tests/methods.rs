@@ -1681,7 +1681,7 @@ fn records_read_again_that_changed_are_errors_naming_the_file() {
     let e = reread::parse_lines(&plan.inputs, changed, |_, _| Ok(())).unwrap_err();
     let e = e.to_string();
     assert!(
-        e.contains("changed while the run read it") && e.contains("docs.jsonl"),
+        e.contains("changed after its documents were sketched") && e.contains("docs.jsonl"),
         "{e}"
     );
     let mid = vec![(3, Location::at(0, second + 3))];

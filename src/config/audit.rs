@@ -37,7 +37,16 @@ impl Plan {
     /// True if the documents' content hashes are kept: the documents output lists them, a store
     /// keeps them, or an audit compares them.
     pub fn keeps_content(&self) -> bool {
-        self.outputs.documents.is_some() || self.outputs.compares_urls() || self.writes_store()
+        self.outputs.documents.is_some()
+            || self.outputs.compares_urls()
+            || self.writes_store()
+            || self.rereads_stored()
+    }
+
+    /// True if the run is an audit whose exact verification reads stored documents again: their
+    /// content hashes say whether a source file still holds the text that was stored.
+    fn rereads_stored(&self) -> bool {
+        self.audit.is_some() && self.verify.is_some_and(|v| v.mode == VerifyMode::Exact)
     }
 
     /// What a match depends on, which a store pins: how records are read and their text made,
@@ -185,7 +194,8 @@ fn stored_file(path: &Path, rereads: bool) -> Result<InputFile> {
     let missing = |e: std::io::Error| {
         crate::error::Error::Input(format!(
             "{} holds stored documents, and exact verification reads their text again, but it \
-             cannot be read: {e} (put it back, or audit with [verify] mode = \"estimate\")",
+             cannot be read: {e} (put it back; a store made by an estimating run can be \
+             audited with [verify] mode = \"estimate\" instead)",
             path.display()
         ))
     };

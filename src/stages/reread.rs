@@ -16,9 +16,14 @@ use crate::exchange::ranks::Ranked;
 use crate::exchange::shuffle;
 use crate::source::{Document, Item, LineRecords, Location, Piece};
 
+/// A rank to read again, where its record starts, and the [`crate::source::ContentHash`] of the
+/// text it had when sketched, if its owner keeps them (0: not known): a record read again whose
+/// text has another is not the document sketched.
+pub type Wanted = (u64, Location, u128);
+
 /// Sends each of `wanted` (ranks, on any worker) to the worker that sketched it (every worker
 /// calls it together; the ranks' origins must have been kept): returns this worker's share, each
-/// rank once, with where its record starts. A record that its sketcher does not hold (`held`:
+/// rank once, with where its record starts and its text's content hash ([`Wanted`]). A record that its sketcher does not hold (`held`:
 /// what the caller needs of it, such as its kept shingle hashes) and that a shared compressed
 /// file holds goes on to the file's reader (`readers`, [`super::read::readers`]), which reads
 /// it again without decompressing the file on every worker. Spilled origins are looked up a
@@ -30,7 +35,7 @@ pub fn route(
     mut wanted: Vec<u64>,
     readers: &[Option<u32>],
     held: impl Fn(&Location) -> bool,
-) -> Result<Vec<(u64, Location)>> {
+) -> Result<Vec<Wanted>> {
     wanted.sort_unstable();
     wanted.dedup();
     let owner = ranked.owners();
@@ -45,22 +50,24 @@ pub fn route(
         Ok(o) => (o, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    let requests: Vec<(u32, u64, Location)> = at_owner
+    let content = |j: usize| ranked.rows.get(j).and_then(|row| row.content.as_deref());
+    let requests: Vec<(u32, u64, Location, u128)> = at_owner
         .into_iter()
         .zip(origins)
-        .map(|(r, origin)| (origin.worker, r, origin.at()))
+        .zip(js)
+        .map(|((r, origin), j)| (origin.worker, r, origin.at(), content(j).map_or(0, |c| c.0)))
         .collect();
-    let at_sketcher = shuffle(worker, requests, |(origin, _, _)| *origin as u64);
+    let at_sketcher = shuffle(worker, requests, |(origin, _, _, _)| *origin as u64);
     let me = worker.index() as u32;
-    let to_reader = |(_, r, at): (u32, u64, Location)| {
+    let to_reader = |(_, r, at, c): (u32, u64, Location, u128)| {
         let reader = readers.get(at.file as usize).copied().flatten();
         let here = held(&at) || reader.is_none();
-        (if here { me } else { reader.unwrap_or(me) }, r, at)
+        (if here { me } else { reader.unwrap_or(me) }, r, at, c)
     };
     let requests: Vec<_> = at_sketcher.into_iter().map(to_reader).collect();
-    let mine = shuffle(worker, requests, |(w, _, _)| *w as u64)
+    let mine = shuffle(worker, requests, |(w, _, _, _)| *w as u64)
         .into_iter()
-        .map(|(_, r, at)| (r, at))
+        .map(|(_, r, at, c)| (r, at, c))
         .collect();
     failure.map_or(Ok(mine), Err)
 }
@@ -176,8 +183,8 @@ impl<'i> Found<'i> {
                 on(&doc).err()
             }
             Item::Skipped(s) => Some(Error::Input(format!(
-                "{} changed while the run read it: the record at byte {} was sketched, and now \
-                 reads as {}",
+                "{} changed after its documents were sketched (by this run, or by the run that \
+                 stored them): the record at byte {} was sketched, and now reads as {}",
                 self.inputs.files[file].path.display(),
                 s.at.offset,
                 s.skip

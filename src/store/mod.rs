@@ -285,14 +285,29 @@ impl Store {
         )
     }
 
-    /// The first of the store's settings that differs from `parameters`, and this run's in its
-    /// place, shown as the messages quote them.
+    /// The first of the store's settings that differs from `parameters`, and this run's setting
+    /// of the same key (each a `key = value` line), shown as the messages quote them; a key one
+    /// side lacks is shown as `(nothing)` on that side. Lines are matched by key, not by place:
+    /// a setting one side lacks (an estimating run keeps no `minhash.values`) put every line
+    /// after it out of step, and the message compared two unrelated settings.
     fn first_difference(&self, parameters: &[String]) -> Option<(String, String)> {
         let stored = &self.manifest.parameters;
-        let i = (0..stored.len().max(parameters.len()))
-            .find(|&i| stored.get(i) != parameters.get(i))?;
-        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
-        Some((show(stored.get(i)), show(parameters.get(i))))
+        if stored == parameters {
+            return None;
+        }
+        let key = |line: &String| line.split(" = ").next().unwrap_or(line).to_string();
+        let find = |lines: &[String], k: &str| lines.iter().find(|l| key(l) == k).cloned();
+        let differs =
+            |line: &&String, other: &[String]| find(other, &key(line)).as_ref() != Some(*line);
+        let show = |p: Option<String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+        let (has, this_run) = match stored.iter().find(|l| differs(l, parameters)) {
+            Some(line) => (Some(line.clone()), find(parameters, &key(line))),
+            None => {
+                let line = parameters.iter().find(|l| differs(l, stored))?;
+                (find(stored, &key(line)), Some(line.clone()))
+            }
+        };
+        Some((show(has), show(this_run)))
     }
 
     /// True if a segment of the store has these bytes, or had them before a compaction merged

@@ -107,6 +107,7 @@ pub fn name_largest(
         None => (Vec::new(), &[][..]),
     };
     let requests = reread::route(worker, ranked, wanted, readers, |_| false).unwrap_or_default();
+    let requests = requests.into_iter().map(|(r, at, _)| (r, at)).collect();
     let mut urls: Vec<(u64, String)> = Vec::new();
     // A record that no longer reads as it did only loses its URL here; the stages that copy or
     // compare records report the change.

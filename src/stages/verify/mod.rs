@@ -22,13 +22,14 @@
 //! Morally: `pairs.filter(|(a, b)| measure(set(text(a)), set(text(b))) >= threshold)`, the measure the
 //! method's (Jaccard, or the containment method's containment).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use timely::worker::Worker;
 
 use super::kept::{raw_hash, KeptSets};
 use super::read::document_text;
-use super::reread;
+use super::reread::{self, Wanted};
 
 use crate::candidates::pairs::{PairList, PairRoom, Pairs};
 use crate::candidates::{Kind, Pair, Score};
@@ -37,7 +38,7 @@ use crate::error::Result;
 use crate::exchange::ranks::Ranked;
 use crate::exchange::{all_gather, any_left, least, shuffle, shuffle_sorted_seen, summed_load};
 use crate::method::once::DistinctRanks;
-use crate::source::{Document, Location};
+use crate::source::{ContentHash, Document, Location};
 use crate::spill::Scratch as ScratchDir;
 use crate::text::{shingle_set_of, Measure, Scratch};
 
@@ -88,9 +89,9 @@ fn round_bytes(room: u64, mean_set: u64, peers: u64) -> u64 {
 /// budget, 2.0 s in 30 rounds of 256 MiB; docs/PERFORMANCE.md).
 const ROUND_BYTES: u64 = 128 << 20;
 
-/// The shingle sets of the ranks this worker reads again, from `requests` of `(rank, location)`
-/// (every worker calls it together): made from the hashes the read stage kept, or from the records
-/// read again. The lines of a shared compressed file this worker decompresses are dealt to the
+/// The shingle sets of the ranks this worker reads again, from `requests` ([`Wanted`]; every
+/// worker calls it together): made from the hashes the read stage kept, or from the records read
+/// again, each of which must still have the text it had when sketched, where that is known. The lines of a shared compressed file this worker decompresses are dealt to the
 /// workers of its process, which parse and shingle them: one worker parsing them all left the
 /// others waiting (5,590 HTML pages of one `.jsonl.gz`: 3.3 s on one of two workers).
 /// Returns the sets, and the mean bytes of the lines this worker dealt (0 if none): they are in
@@ -98,15 +99,21 @@ const ROUND_BYTES: u64 = 128 << 20;
 fn read_sets(
     worker: &mut Worker,
     reading: Reading<'_>,
-    requests: Vec<(u64, Location)>,
+    requests: Vec<Wanted>,
 ) -> Result<(Vec<ReadSet>, u64)> {
     let mut scratch = Scratch::default();
     let mut sets = Vec::with_capacity(requests.len());
     let mut rest = Vec::with_capacity(requests.len());
-    for (rank, at) in requests {
+    let mut texts = HashMap::new();
+    for (rank, at, content) in requests {
         match reading.kept.and_then(|k| k.set(&at)) {
             Some((raw, set)) => sets.push((rank, raw, Set::new(set))),
-            None => rest.push((rank, at)),
+            None => {
+                if content != 0 {
+                    texts.insert(rank, content);
+                }
+                rest.push((rank, at));
+            }
         }
     }
     let me = worker.index();
@@ -119,14 +126,25 @@ fn read_sets(
     let mut lines = Vec::with_capacity(dealt.len());
     let read = reread::lines_again(reading.inputs, dealt, |rank, at, line| {
         let to = (first + lines.len() % reading.workers.max(1)) as u64;
-        lines.push((to, rank, at, line.to_vec()));
+        let content = texts.get(&rank).copied().unwrap_or(0);
+        lines.push((to, rank, at, line.to_vec(), content));
     });
-    let dealt: u64 = lines.iter().map(|(_, _, _, l)| l.len() as u64 + 48).sum();
+    let dealt: u64 = lines
+        .iter()
+        .map(|(_, _, _, l, _)| l.len() as u64 + 64)
+        .sum();
     let dealt = dealt.checked_div(lines.len() as u64).unwrap_or(0);
-    let lines = shuffle(worker, lines, |(to, _, _, _)| *to);
-    let lines = lines.into_iter().map(|(_, r, at, l)| (r, at, l)).collect();
+    let lines = shuffle(worker, lines, |(to, _, _, _, _)| *to);
+    texts.extend(lines.iter().filter(|l| l.4 != 0).map(|l| (l.1, l.4)));
+    let lines = lines
+        .into_iter()
+        .map(|(_, r, at, l, _)| (r, at, l))
+        .collect();
     let mut set_of = |rank, doc: &Document<'_>| {
         let text = document_text(doc, reading.content.boilerplate)?;
+        if let Some(&sketched) = texts.get(&rank) {
+            same_text(reading.inputs, doc, &text, sketched)?;
+        }
         let set = shingle_set_of(&text, reading.shingle, &mut scratch);
         sets.push((rank, raw_hash(doc), Set::new(set)));
         Ok(())
@@ -135,6 +153,26 @@ fn read_sets(
     read.and(parsed)?;
     reread::read_again(reading.inputs, requests, set_of)?;
     Ok((sets, dealt))
+}
+
+/// An error unless `text`, the text of `doc` read again, is the text it had when sketched (its
+/// content hash `sketched`): a record edited in place, with its offsets unchanged, reads as
+/// another document, and pairs scored with it would be another document's. A store's
+/// documents are read again from their source files, which must stay as they were.
+fn same_text(inputs: &Inputs, doc: &Document<'_>, text: &str, sketched: u128) -> Result<()> {
+    if ContentHash::of(text).0 == sketched {
+        return Ok(());
+    }
+    let at = doc.location;
+    Err(crate::error::Error::Input(format!(
+        "{} changed after its documents were sketched: the record at byte {} (id {}) no longer \
+         has the text it had. Verification reads records again; an audit reads a store's \
+         documents again from the files they came from, which must stay as they were when \
+         stored (put the file back as it was)",
+        inputs.files[at.file as usize].name(),
+        at.offset,
+        doc.id.as_deref().unwrap_or("none"),
+    )))
 }
 
 /// The score and kind of a pair whose documents have the bytes hashes and shingle set sizes `a`
@@ -224,7 +262,7 @@ pub fn verify(
         Ok(mine) => (mine, None),
         Err(e) => (Vec::new(), Some(e)),
     };
-    stats.sets_kept = mine.iter().filter(|(_, at)| kept(at)).count() as u64;
+    stats.sets_kept = mine.iter().filter(|(_, at, _)| kept(at)).count() as u64;
     stats.records_read = mine.len() as u64 - stats.sets_kept;
     stats.firsts_spread = firsts;
     let (owner_of, peers) = (owner.clone(), worker.peers() as u64);
@@ -396,11 +434,11 @@ fn documents_of(
 fn collect_sets(
     worker: &mut Worker,
     reading: Reading<'_>,
-    mut mine: Vec<(u64, Location)>,
+    mut mine: Vec<Wanted>,
     owner: &(impl Fn(u64) -> u64 + Clone + 'static),
     sets: &mut Sets,
 ) -> Result<()> {
-    mine.sort_unstable_by_key(|(_, at)| chunk_order(&reading.inputs.files, at));
+    mine.sort_unstable_by_key(|(_, at, _)| chunk_order(&reading.inputs.files, at));
     let mut failure = None;
     let mut per_chunk = sets.chunk_records(FIRST_SET_BYTES);
     let mut rest = mine.into_iter();
