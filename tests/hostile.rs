@@ -562,6 +562,21 @@ fn an_interrupted_run_removes_its_staged_files_and_a_later_run_clears_a_killed_o
     );
 }
 
+/// Defect: a directory neardup had never written to (no record, no lock file a killed run left)
+/// lost a user's file whose name only looked like one neardup stages under.
+#[test]
+fn a_staged_looking_file_in_a_directory_neardup_never_wrote_to_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("mine");
+    std::fs::create_dir(&out_dir).unwrap();
+    let theirs = out_dir.join(".fps.tsv.neardup-tmp-99999");
+    std::fs::write(&theirs, "mine").unwrap();
+    let out = fingerprint_sample(out_dir.join("fps.tsv"), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "mine");
+    assert!(!stderr(&out).contains("staged file(s)"), "{}", stderr(&out));
+}
+
 /// A MinHash job over the sample (`in.jsonl`), its pairs into `out/`.
 const SAMPLE_JOB: &str = "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
                           dir = \"out\"\npairs = \"pairs.tsv\"\n";

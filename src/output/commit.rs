@@ -190,7 +190,7 @@ fn stageable_names(dir: &Path, outputs: Vec<String>) -> Vec<String> {
 
 /// Settles `dir` before a run writes there: finishes or undoes the commit a killed run left, then
 /// removes what killed runs staged for `outputs` (this run's output names there) and for the
-/// outputs the directory's record names.
+/// outputs the directory's record names, if neardup has written or been killed there.
 fn settle(dir: &Path, locks: &mut Locks, outputs: Vec<String>) -> Result<()> {
     match journal::recover(dir, &mut |d| locks.take(d))? {
         Recovery::Nothing => {}
@@ -204,7 +204,15 @@ fn settle(dir: &Path, locks: &mut Locks, outputs: Vec<String>) -> Result<()> {
             dir.display()
         ),
     }
-    let removed = remove_stale(dir, &stageable_names(dir, outputs));
+    // Only where neardup has been: a directory holding its record, or a lock file that this
+    // process did not make (a killed run leaves its own). Elsewhere an entry under a staged name
+    // is a user's, whatever it looks like.
+    let visited =
+        !locks.made.contains(&dir.join(LOCK_FILE)) || dir.join(owned::RECORD_FILE).exists();
+    let removed = match visited {
+        true => remove_stale(dir, &stageable_names(dir, outputs)),
+        false => 0,
+    };
     if removed > 0 {
         eprintln!(
             "neardup: removed {removed} staged file(s) that an interrupted run left in {}",
