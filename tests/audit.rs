@@ -413,6 +413,29 @@ fn an_audit_refuses_a_store_made_with_other_settings_naming_the_first_difference
     assert!(!e.contains("max_record_bytes"), "{e}");
 }
 
+/// Defect: `store info | head -1` aborted (exit 134, "failed printing to stdout: Broken pipe")
+/// when the reader stopped reading. It now ends quietly, by SIGPIPE, as `cat` does.
+#[test]
+fn store_info_into_a_pipe_closed_early_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    small_store(d, 13, "m", "method = \"minhash\"\n");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    for command in ["info", "verify"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["store", command, "st"])
+            .current_dir(d)
+            .stdout(writer.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{command}: {err}");
+        assert!(!err.contains("panicked"), "{command}: {err}");
+    }
+}
+
 /// Defect: a stored document's source file edited in place (its other records where they were)
 /// was read again as if it were the stored document: the audit lost its match, silently, and
 /// `changes.tsv` still called the page unchanged. The audit now stops with an error naming the

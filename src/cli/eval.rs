@@ -647,11 +647,13 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         sets.as_ref(),
         group_of.as_ref(),
     );
-    print!("{}{}", report.table(), kinds_table(&kinds, &truth_pairs));
+    // The report is committed before the table is printed: a reader that stops reading ends the
+    // process (`quiet_when_stdout_closes`).
     if let Some(output) = output {
         let text = serde_json::to_string_pretty(&report)?;
         output.commit_file(|w| writeln!(w, "{text}"))?;
     }
+    print!("{}{}", report.table(), kinds_table(&kinds, &truth_pairs));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -86,12 +86,29 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Pairs(a) => jobs::pairs(a),
         Command::Truth(a) => truth::command(a),
         Command::Lexicon(a) => lexicon::command(a),
-        Command::Eval(a) => eval::command(a),
+        Command::Eval(a) => {
+            quiet_when_stdout_closes();
+            eval::command(a)
+        }
         Command::Report(a) => report::command(a),
         Command::Bench(a) => bench::command(a),
         Command::Gen(g) => gen::command(g),
         Command::Audit(a) => store::audit(a),
-        Command::Store(c) => store::command(c),
+        Command::Store(c) => {
+            quiet_when_stdout_closes();
+            store::command(c)
+        }
+    }
+}
+
+/// A command whose output is text on stdout ends quietly when its reader stops reading (`| head`),
+/// as `cat` does, where Rust's writes would fail and the print abort the process with a panic
+/// (exit 134). Only for those that have written every file before they print (`store`, `eval`):
+/// the commands that write outputs to stdout (`pairs = "-"`) handle a closed pipe themselves.
+fn quiet_when_stdout_closes() {
+    // SAFETY: resetting a signal's disposition to its default before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
