@@ -227,8 +227,11 @@ pub struct OutputSpec {
     pub summary: String,
 }
 
-/// The skip reasons of `[output] corpus_skipped` (`"all"` for every reason a whole record has).
-fn corpus_skipped(names: &[String]) -> Result<Vec<SkipReason>> {
+/// The skip reasons of `[output] corpus_skipped` (`"all"` for every reason a whole record has),
+/// and, when there is a `corpus`, `no_features` whatever it names: a page the method cannot
+/// sketch (no spot, no markup) is a document it cannot compare, not a bad record, and a corpus
+/// without them lost a quarter of a crawl to SpotSig's defaults.
+fn corpus_skipped(names: &[String], corpus: bool) -> Result<Vec<SkipReason>> {
     let copyable = SkipReason::ALL
         .iter()
         .copied()
@@ -251,6 +254,9 @@ fn corpus_skipped(names: &[String]) -> Result<Vec<SkipReason>> {
             )
             }
         }
+    }
+    if corpus {
+        out.push(SkipReason::NoFeatures);
     }
     out.sort_unstable();
     out.dedup();
@@ -725,6 +731,7 @@ fn input_format(inp: &InputSpec) -> Result<(&'static source::Entry, Fields)> {
 
 /// `[output]`: each output's path in `dir`, and the outputs' needs of each other.
 fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
+    let corpus = out.corpus.and_then(|f| output_path(dir, &f));
     let outputs = Outputs {
         fingerprints: out.fingerprints.and_then(|f| output_path(dir, &f)),
         documents: out.documents.and_then(|f| output_path(dir, &f)),
@@ -734,8 +741,8 @@ fn outputs(out: OutputSpec, dir: &Path) -> Result<Outputs> {
         clusters: out.clusters.and_then(|f| output_path(dir, &f)),
         keep: out.keep.and_then(|f| output_path(dir, &f)),
         drop: out.drop.and_then(|f| output_path(dir, &f)),
-        corpus: out.corpus.and_then(|f| output_path(dir, &f)),
-        corpus_skipped: corpus_skipped(&out.corpus_skipped)?,
+        corpus_skipped: corpus_skipped(&out.corpus_skipped, corpus.is_some())?,
+        corpus,
         report: out.report.and_then(|f| output_path(dir, &f)),
         matches: out.matches.and_then(|f| output_path(dir, &f)),
         batch_pairs: out.batch_pairs.and_then(|f| output_path(dir, &f)),
