@@ -218,6 +218,37 @@ fn layout_job_lists_the_pages_of_one_template_with_their_kinds() {
     );
 }
 
+/// Defect: the layout job skipped a page of template alone ("Page not found", a heading) as
+/// too_short, so the pages it is for were never listed. Its job file asks for one token.
+#[test]
+fn layout_job_lists_pages_of_template_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let nav =
+        "<div class=\\\"nav\\\"><a href=\\\"/\\\">Home</a> <a href=\\\"/news\\\">News</a></div>";
+    let lines: String = ["Page not found.", "Archive", "Contact us"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            format!(
+                "{{\"id\": \"t{i}\", \"html\": \"<html><body>{nav}<main><h1>{t}</h1></main>\
+                 <footer class=\\\"f\\\"><p>Site</p></footer></body></html>\"}}\n"
+            )
+        })
+        .collect();
+    let input = dir.path().join("pages.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    run_ok(
+        neardup()
+            .args(["run", "jobs/layout.toml", "--input"])
+            .arg(&input)
+            .arg("--out-dir")
+            .arg(dir.path().join("out"))
+            .current_dir(root()),
+    );
+    let text = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
 /// The I-Match sample job reports only true pairs with their exact Jaccard; its lexicon is what
 /// `neardup lexicon` writes from the sample.
 #[test]

@@ -1119,6 +1119,8 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
             && e.contains("[containment] threshold = 0.7"),
         "{e}"
     );
+    let e = job_error("method = \"containment\"\n[verify]\nshingle = 3");
+    assert!(e.contains("[verify] shingle does not apply"), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
     assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nmax_ratio = 0");

@@ -880,6 +880,14 @@ fn check_threshold(method: &dyn Method, verify: &VerifySpec) -> Result<()> {
             "[verify] threshold = {v} does not apply to method = \"{name}\": its pairs need \
              [{name}] threshold = {t} (set that one, and leave out [verify] threshold)"
         ),
+        // Its candidates are those of its own sketches' shingles: sets of others would score
+        // pairs it was never asked to find, and miss those it was.
+        (Some(_), _) if verify.shingle.is_some() => bail!(
+            Config,
+            "[verify] shingle does not apply to method = \"{name}\": its sketches and its \
+             verification both take the truth's {}-token shingles; leave it out",
+            crate::text::TRUTH_SHINGLE
+        ),
         _ => Ok(()),
     }
 }

@@ -73,7 +73,7 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
     let tables = Simhash {
         features: FeatureConfig::default(),
         k,
-        layout: layout_choice(64, k, s.layout.as_deref().unwrap_or("auto"))?,
+        layout: layout_choice("[layout]", 64, k, s.layout.as_deref().unwrap_or("auto"))?,
         max_candidates: max_candidates(s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES))?,
         memory_budget_mib: s.memory_budget_mib,
     };

@@ -88,20 +88,30 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
     Ok(Arc::new(Simhash {
         features: section.features.unwrap_or_default(),
         k,
-        layout: layout_choice(s.f.unwrap_or(64), k, s.layout.as_deref().unwrap_or("auto"))?,
+        layout: layout_choice(
+            "[simhash]",
+            s.f.unwrap_or(64),
+            k,
+            s.layout.as_deref().unwrap_or("auto"),
+        )?,
         max_candidates: max_candidates(s.max_candidates.unwrap_or(DEFAULT_MAX_CANDIDATES))?,
         memory_budget_mib: s.memory_budget_mib,
     }))
 }
 
-/// Checks f and k and resolves the layout name.
-pub fn layout_choice(f: u32, k: u32, layout: &str) -> Result<LayoutChoice> {
+/// Checks f and k of `section` (`[simhash]`, `[layout]`: the messages name it) and resolves the
+/// layout name.
+pub fn layout_choice(section: &str, f: u32, k: u32, layout: &str) -> Result<LayoutChoice> {
     ensure!(
         f == 64,
         Config,
-        "only f = 64 bit fingerprints are supported, got f = {f}"
+        "{section} only f = 64 bit fingerprints are supported, got f = {f}"
     );
-    ensure!(k <= MAX_K, Config, "k must be at most {MAX_K}, got {k}");
+    ensure!(
+        k <= MAX_K,
+        Config,
+        "{section} k must be at most {MAX_K}, got {k}"
+    );
     Ok(if layout == "auto" {
         LayoutChoice::Auto
     } else {

@@ -82,7 +82,7 @@ impl Books {
             if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {
                 message += " (an audit's new documents need ids the store does not hold: the \
                             store keeps its own, as a run over both would; give the recrawl \
-                            its own ids; per-URL changes are not reported yet)";
+                            its own ids; the changes output pairs pages by URL, not by id)";
             }
             return Err(Error::Input(message));
         }

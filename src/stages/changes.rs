@@ -100,7 +100,8 @@ struct UrlDoc {
 
 /// The form URLs are compared in: the scheme and the host in lower case, without the default port
 /// (80 for http, 443 for https), the fragment, or the tracking parameters `utm_*` of the query
-/// (a query left empty goes too). The path and the other parameters are kept as they are.
+/// (a query left empty goes too), an empty path written `/`. The path and the other parameters
+/// are kept as they are.
 pub fn canonical(url: &str) -> String {
     let url = url.split_once('#').map_or(url, |(u, _)| u);
     let (scheme, rest) = match url.split_once("://") {
@@ -126,7 +127,12 @@ pub fn canonical(url: &str) -> String {
         true => authority,
         false => format!("{scheme}://{authority}"),
     };
-    out.push_str(path);
+    // An empty path is the root: `https://example.org` is `https://example.org/` (RFC 3986, 6.2.3).
+    out.push_str(if path.is_empty() && !scheme.is_empty() {
+        "/"
+    } else {
+        path
+    });
     if !kept.is_empty() {
         out.push('?');
         out.push_str(&kept.join("&"));
@@ -338,6 +344,18 @@ mod tests {
             canonical("https://example.org/a")
         );
         assert_eq!(canonical("example.org/page#x"), "example.org/page");
+        // Defect: a site's root with and without its slash was one page gone and one new.
+        for u in [
+            "https://example.org",
+            "https://EXAMPLE.org:443#top",
+            "https://example.org/",
+        ] {
+            assert_eq!(canonical(u), "https://example.org/", "{u}");
+        }
+        assert_eq!(
+            canonical("https://example.org?a=1"),
+            "https://example.org/?a=1"
+        );
     }
 
     #[test]
