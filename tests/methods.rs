@@ -577,6 +577,14 @@ fn an_imatch_section_or_lexicon_that_cannot_work_is_refused_with_what_to_write()
             "alpha\nBeta\n",
             "line 2: \"Beta\" is not one normalized term",
         ),
+        // Defect: terms a text reads otherwise were taken as written, and matched nothing.
+        (
+            "alpha\n\u{fb01}sh\n",
+            "line 2: \"\u{fb01}sh\" matches no document's token",
+        ),
+        ("\u{feff}alpha\n", "reads it as alpha"),
+        ("alpha\na-b\n", "reads it as a b"),
+        ("\u{ff41}lpha\n", "reads it as alpha"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(

@@ -164,6 +164,39 @@ impl Sandbox {
     }
 }
 
+/// Defect (found by a probe): any command could replace any file neardup had written, whatever
+/// it had been: `neardup report DIR --out DIR/pairs.tsv` put a page in place of a run's pairs, and
+/// `neardup gen --out DIR/keep.txt` documents in place of its ids, leaving the run's set mixed.
+/// An output now replaces only an output of its own kind.
+#[test]
+fn an_output_is_replaced_only_by_an_output_of_its_own_kind() {
+    let s = Sandbox::new();
+    let fps = std::fs::read(s.path("run0/fps.tsv")).unwrap();
+    let report = ["report", "run0", "--out", "run0/fps.tsv"];
+    s.refused("report over fps", neardup().args(report), "fps.tsv");
+    let gen = ["gen", "docs", "--n", "5", "--out", "run0/fps.tsv"];
+    s.refused("gen over fps", neardup().args(gen), "fingerprints output");
+    assert_eq!(std::fs::read(s.path("run0/fps.tsv")).unwrap(), fps);
+    // The same kind of output replaces it: a run's fingerprints, a report written again.
+    let ok = |cmd: &mut Command| {
+        let out = cmd.current_dir(&s.d).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    ok(neardup().args(["report", "run0"]));
+    ok(neardup().args(["report", "run0"]));
+    let again = [
+        "fingerprint",
+        "--input",
+        "in/b.jsonl",
+        "--out",
+        "run0/fps.tsv",
+    ];
+    ok(neardup()
+        .args(again)
+        .args(["--summary", "run0/summary.json"]));
+    assert_ne!(std::fs::read(s.path("run0/fps.tsv")).unwrap(), fps);
+}
+
 /// The paths through which an output reaches an input file: (input spec, output path) — a glob,
 /// a directory, a symlink and `..`.
 const THROUGH_INPUTS: &[(&str, &str)] = &[

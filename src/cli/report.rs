@@ -37,7 +37,9 @@ pub fn command(a: ReportArgs) -> anyhow::Result<ExitCode> {
             .join("report.html")
     });
     let page = neardup::output::report::html(&summary);
-    neardup::output::write_file(&out, &[summary_path], |w| w.write_all(page.as_bytes()))?;
+    // As the run's report output: it may write again the page the run wrote, and nothing else.
+    let output = neardup::output::prepare_file_as("report", &out, &[summary_path])?;
+    output.commit_file(|w| w.write_all(page.as_bytes()))?;
     eprintln!("neardup report: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

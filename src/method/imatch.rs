@@ -157,12 +157,27 @@ pub fn read_lexicon(path: &Path) -> Result<(Vec<u64>, u64)> {
         // A term as `neardup lexicon` writes it: a token of the run's tokenizer (not re-tokenized:
         // lowercasing is not idempotent for every script), so lowercase and without spaces.
         let one = !term.contains(char::is_whitespace) && term.to_lowercase() == term;
+        let read = tokens(term);
         ensure!(
-            one && !tokens(term).is_empty(),
+            one && !read.is_empty(),
             Config,
             "[imatch] lexicon {shown} line {}: {term:?} is not one normalized term (lowercase \
              letters and digits, or one CJK character; `neardup lexicon` writes them)",
             i + 1
+        );
+        // A term a text reads as other tokens (a ligature, full-width letters, a hyphen, a
+        // byte-order mark) would match no document's token. (A normalized term that reads
+        // otherwise only because lowercasing it again changes it stays as written.)
+        let normalized =
+            unicode_normalization::is_nfkc(term) && term.chars().all(char::is_alphanumeric);
+        ensure!(
+            read.len() == 1 && (read[0] == term || normalized),
+            Config,
+            "[imatch] lexicon {shown} line {}: {term:?} matches no document's token: a text \
+             reads it as {} (write one term a line as a text reads it; `neardup lexicon` writes \
+             them so)",
+            i + 1,
+            read.join(" ")
         );
         sorted.push(token_hash(term));
     }

@@ -241,7 +241,7 @@ impl Slot {
         };
         let dir = parent_of(real);
         let record = Record::load(&dir)?;
-        if let Verdict::Foreign(why) = owned::verdict(&record, &dir, real) {
+        if let Verdict::Foreign(why) = owned::verdict(&record, &dir, real, &self.name) {
             bail!(
                 Output,
                 "output {}: {} exists and {why}; neardup replaces only what it wrote: choose \
@@ -570,7 +570,7 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
 fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
     let (summary, rest) = summary_last(slots);
     let mut moves = Vec::new();
-    let mut entries: BTreeMap<PathBuf, BTreeMap<String, Entry>> = BTreeMap::new();
+    let mut entries: BTreeMap<PathBuf, BTreeMap<String, (Entry, String)>> = BTreeMap::new();
     for s in rest.into_iter().chain(summary) {
         let (Some(real), Some(staged)) = (s.target.real(), &s.staged) else {
             continue;
@@ -583,7 +583,7 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
         entries
             .entry(dir.clone())
             .or_default()
-            .insert(name.to_string(), entry);
+            .insert(name.to_string(), (entry, s.name.clone()));
         let aside = matches!(s.target, Target::Dir(_))
             .then(|| dir.join(format!(".{name}{STAGED_MARK}old-{}", std::process::id())));
         let before =
@@ -685,13 +685,23 @@ impl<W: Write> Write for Hashing<W> {
 /// One file as a set of one, checked against `inputs` (the files the command reads), locked and
 /// staged now, before the command's work; [`OutputSet::commit_file`] writes and commits it.
 pub fn prepare_file(path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
-    OutputSet::prepare(&[("file".into(), path.to_path_buf())], inputs)
+    prepare_file_as("file", path, inputs)
+}
+
+/// [`prepare_file`] of a file that is output `role` of a run (`report`: `neardup report` writes
+/// again the page a run wrote), which may replace that output and no other.
+pub fn prepare_file_as(role: &str, path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
+    OutputSet::prepare(&[(role.into(), path.to_path_buf())], inputs)
 }
 
 impl OutputSet {
     /// Writes the file of a set made by [`prepare_file`] and renames it into place.
     pub fn commit_file(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-        self.write("file", |w, _| write(w))?;
+        let role = self
+            .slots
+            .lock()
+            .map_or(String::new(), |s| s[0].name.clone());
+        self.write(&role, |w, _| write(w))?;
         self.commit(None)
     }
 }
@@ -780,7 +790,8 @@ mod tests {
     fn a_set_dropped_before_commit_leaves_the_old_outputs_and_no_staged_file() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        write_file(&d.join("pairs.tsv"), &[], |w| w.write_all(b"old\n")).unwrap();
+        let old = prepare_file_as("pairs", &d.join("pairs.tsv"), &[]).unwrap();
+        old.commit_file(|w| w.write_all(b"old\n")).unwrap();
         let outs = vec![("pairs".to_string(), d.join("pairs.tsv"))];
         let set = OutputSet::prepare(&outs, &[]).unwrap();
         set.write("pairs", |w, _| w.write_all(b"new\n")).unwrap();

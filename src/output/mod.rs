@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use crate::summary::Written;
-pub use commit::{prepare_file, write_file, OutputSet};
+pub use commit::{prepare_file, prepare_file_as, write_file, OutputSet};
 pub use table::{encode, Column, Table};
 
 use crate::candidates::Pair;

@@ -138,6 +138,11 @@ pub struct Record {
     pub version: u32,
     /// The outputs, by file name.
     pub outputs: BTreeMap<String, Entry>,
+    /// What each output is (`pairs`, `report`, `file` for a single-file command's), by file name:
+    /// an output may replace only one of its own kind, so `neardup report --out pairs.tsv` does
+    /// not put a page in place of a run's pairs. Records written before it have none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, String>,
 }
 
 impl Record {
@@ -170,12 +175,17 @@ impl Record {
 
     /// The record with `entries` put in (replacing entries of the same names) and the entries of
     /// other files that are gone left out.
-    pub fn updated(mut self, dir: &Path, entries: BTreeMap<String, Entry>) -> Record {
+    pub fn updated(mut self, dir: &Path, entries: BTreeMap<String, (Entry, String)>) -> Record {
         self.version = RECORD_VERSION;
         self.outputs.retain(|name, _| {
             entries.contains_key(name) || std::fs::symlink_metadata(dir.join(name)).is_ok()
         });
-        self.outputs.extend(entries);
+        let outputs = &self.outputs;
+        self.roles.retain(|name, _| outputs.contains_key(name));
+        for (name, (entry, role)) in entries {
+            self.outputs.insert(name.clone(), entry);
+            self.roles.insert(name, role);
+        }
         self
     }
 
@@ -275,8 +285,9 @@ pub enum Verdict {
 }
 
 /// Whether the file or directory at `real` (an output's resolved path, in directory `dir` whose
-/// record is `record`) may be replaced by this run.
-pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
+/// record is `record`) may be replaced by this run's output `role`: one neardup wrote as another
+/// kind of output may not.
+pub fn verdict(record: &Record, dir: &Path, real: &Path, role: &str) -> Verdict {
     let Ok(meta) = std::fs::symlink_metadata(real) else {
         return Verdict::Absent;
     };
@@ -284,6 +295,12 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path) -> Verdict {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if let Some(was) = record.roles.get(&name).filter(|was| *was != role) {
+        return Verdict::Foreign(format!(
+            "neardup wrote it as the {was} output, and this is the {role} output (see {})",
+            dir.join(RECORD_FILE).display()
+        ));
+    }
     let entry = record.outputs.get(&name);
     if meta.is_dir() {
         return dir_verdict(entry, real);
@@ -427,6 +444,10 @@ mod tests {
     use super::*;
     use crate::source::files::PassOver;
 
+    fn verdict_of(r: &Record, d: &Path, real: &Path) -> Verdict {
+        verdict(r, d, real, "pairs")
+    }
+
     fn record_of(dir: &Path, names: &[&str]) -> Record {
         let entries = names
             .iter()
@@ -439,7 +460,7 @@ mod tests {
                 } else {
                     Entry::File(Stamp::of(&p).unwrap())
                 };
-                (n.to_string(), entry)
+                (n.to_string(), (entry, "pairs".to_string()))
             })
             .collect();
         Record::default().updated(dir, entries)
@@ -452,15 +473,15 @@ mod tests {
         std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
         std::fs::write(d.join("thesis.txt"), "mine").unwrap();
         let r = record_of(d, &["pairs.tsv"]);
-        assert_eq!(verdict(&r, d, &d.join("pairs.tsv")), Verdict::Ours);
-        assert_eq!(verdict(&r, d, &d.join("new.tsv")), Verdict::Absent);
+        assert_eq!(verdict_of(&r, d, &d.join("pairs.tsv")), Verdict::Ours);
+        assert_eq!(verdict_of(&r, d, &d.join("new.tsv")), Verdict::Absent);
         assert!(matches!(
-            verdict(&r, d, &d.join("thesis.txt")),
+            verdict_of(&r, d, &d.join("thesis.txt")),
             Verdict::Foreign(_)
         ));
         std::fs::write(d.join("pairs.tsv"), "a\tc\nmore\n").unwrap();
         assert!(matches!(
-            verdict(&r, d, &d.join("pairs.tsv")),
+            verdict_of(&r, d, &d.join("pairs.tsv")),
             Verdict::Foreign(why) if why.contains("changed since")
         ));
     }
@@ -472,16 +493,16 @@ mod tests {
         std::fs::create_dir_all(d.join("corpus/sub")).unwrap();
         std::fs::write(d.join("corpus/sub/a.jsonl"), "{}\n").unwrap();
         let r = record_of(d, &["corpus"]);
-        assert_eq!(verdict(&r, d, &d.join("corpus")), Verdict::Ours);
+        assert_eq!(verdict_of(&r, d, &d.join("corpus")), Verdict::Ours);
         std::fs::write(d.join("corpus/thesis.txt"), "mine").unwrap();
         assert!(matches!(
-            verdict(&r, d, &d.join("corpus")),
+            verdict_of(&r, d, &d.join("corpus")),
             Verdict::Foreign(why) if why.contains("thesis.txt")
         ));
         std::fs::create_dir(d.join("empty")).unwrap();
-        assert_eq!(verdict(&r, d, &d.join("empty")), Verdict::Ours);
+        assert_eq!(verdict_of(&r, d, &d.join("empty")), Verdict::Ours);
         assert!(matches!(
-            verdict(&Record::default(), d, &d.join("corpus")),
+            verdict_of(&Record::default(), d, &d.join("corpus")),
             Verdict::Foreign(_)
         ));
     }
@@ -504,19 +525,19 @@ mod tests {
         }});
         std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
         let none = Record::default();
-        assert_eq!(verdict(&none, d, &d.join("pairs.tsv")), Verdict::Ours);
+        assert_eq!(verdict_of(&none, d, &d.join("pairs.tsv")), Verdict::Ours);
         assert!(matches!(
-            verdict(&none, d, &d.join("corpus")),
+            verdict_of(&none, d, &d.join("corpus")),
             Verdict::Foreign(_)
         ));
         std::fs::write(d.join("pairs.tsv"), "a\tc\n").unwrap();
         std::fs::write(d.join("corpus/thesis.txt"), "mine").unwrap();
         assert!(matches!(
-            verdict(&none, d, &d.join("pairs.tsv")),
+            verdict_of(&none, d, &d.join("pairs.tsv")),
             Verdict::Foreign(_)
         ));
         assert!(matches!(
-            verdict(&none, d, &d.join("corpus")),
+            verdict_of(&none, d, &d.join("corpus")),
             Verdict::Foreign(_)
         ));
     }
