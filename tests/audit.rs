@@ -436,6 +436,21 @@ fn store_info_into_a_pipe_closed_early_ends_quietly() {
     }
 }
 
+/// Defect: an audit of an empty batch said the inputs held no record in "2 file(s) of 4508437
+/// bytes", counting the stored documents' sources, which it does not read.
+#[test]
+fn an_audit_of_an_empty_batch_names_the_batch_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = small_store(d, 17, "m", "method = \"minhash\"\n");
+    std::fs::write(d.join("empty.jsonl"), "").unwrap();
+    let e = refused(
+        d,
+        &["audit", &job, "--store", "st", "--input", "empty.jsonl"],
+    );
+    assert!(e.contains("no record (1 file(s) of 0 bytes in all)"), "{e}");
+}
+
 /// Defect: a stored document's source file edited in place (its other records where they were)
 /// was read again as if it were the stored document: the audit lost its match, silently, and
 /// `changes.tsv` still called the page unchanged. The audit now stops with an error naming the

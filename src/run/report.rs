@@ -78,7 +78,8 @@ impl Books {
         }
         show_notes(worker.index(), sent, &self.places, &mut self.shown);
         if totals.processed == 0 {
-            let mut message = nothing_usable(&totals, &plan.inputs);
+            let stored = plan.audit.as_ref().map_or(0, |a| a.stored_files);
+            let mut message = nothing_usable(&totals, &plan.inputs, stored);
             if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {
                 message += " (an audit's new documents need ids the store does not hold: the \
                             store keeps its own, as a run over both would; give the recrawl \
@@ -130,12 +131,14 @@ fn show_notes(me: usize, sent: Vec<Vec<SkipNote>>, places: &Places, shown: &mut 
 }
 
 /// Why a run in which no record could be used stops, with what to change.
-fn nothing_usable(c: &Counters, inputs: &Inputs) -> String {
+fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize) -> String {
     if c.read == 0 {
+        // An audit's files begin with the stored documents' sources, which it does not read.
+        let files = &inputs.files[stored.min(inputs.files.len())..];
         return format!(
             "the inputs hold no record ({} file(s) of {} bytes in all): nothing to do",
-            inputs.files.len(),
-            inputs.files.iter().map(|f| f.size).sum::<u64>()
+            files.len(),
+            files.iter().map(|f| f.size).sum::<u64>()
         );
     }
     let (reason, n) = c
