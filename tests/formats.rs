@@ -493,6 +493,16 @@ fn an_output_extension_neardup_does_not_write_is_refused_before_work() {
         );
         assert!(!dir.path().join("out").exists(), "{name}: nothing written");
     }
+    // Defect: a name ending with '/' (a directory's) was taken as the file without it.
+    for (output, name) in [("pairs", "p.tsv/"), ("summary", "s.json/")] {
+        let toml = format!(
+            "[input]\npaths = [\"docs.jsonl\"]\n[output]\ndir = \"out\"\n{output} = {name:?}\n"
+        );
+        let (code, stderr) = run(dir.path(), &toml);
+        assert!(code != 0 && code != 3, "{name}: {code} {stderr}");
+        assert!(stderr.contains("ends with '/'"), "{stderr}");
+        assert!(!dir.path().join("out").exists(), "{name}: nothing written");
+    }
     // No extension, standard output: TSV as before.
     let (code, stderr) = run(
         dir.path(),

@@ -394,6 +394,16 @@ fn check_row_formats(outputs: &Outputs) -> Result<()> {
             crate::output::RowFormat::for_output(name, path)?;
         }
     }
+    let files = [("summary", &outputs.summary), ("report", &outputs.report)];
+    for (name, path) in rows.into_iter().chain(files) {
+        let Some(path) = path else { continue };
+        ensure!(
+            !path.as_os_str().as_encoded_bytes().ends_with(b"/"),
+            Config,
+            "[output] {name} ({}) ends with '/', which names a directory: {name} is a file",
+            path.display()
+        );
+    }
     Ok(())
 }
 
