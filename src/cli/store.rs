@@ -189,9 +189,10 @@ fn note_leftovers(left: &[String], dir: &std::path::Path) {
         return;
     }
     eprintln!(
-        "neardup: note: the store {} holds {} file(s) that runs killed before their commit \
-         point left ({}); they are not part of the store, and the next run that writes it (or \
-         `neardup store compact`) removes them",
+        "neardup: note: the store {} holds {} file(s) that killed runs or compactions left \
+         ({}: manifests of commits never made, or segments no manifest names); they are not \
+         part of the store, and the next run that writes it (or `neardup store compact`) \
+         removes them",
         dir.display(),
         left.len(),
         left.join(", ")
