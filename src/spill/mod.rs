@@ -74,8 +74,11 @@ pub struct Scratch {
 
 impl Scratch {
     /// A scratch directory to be made under `parent` if a stage spills; `on_open` is told its
-    /// path (the binary removes it on an interrupt).
+    /// path (the binary removes it on an interrupt). What this host's killed runs left under
+    /// `parent` is removed now, whether or not this run spills (only a run that spilled did, so
+    /// runs that never spill left a killed run's files in place for good).
     pub fn new(parent: PathBuf, mode: SpillMode, on_open: fn(&Path)) -> Arc<Scratch> {
+        remove_stale(&parent, &hostname());
         Arc::new(Scratch {
             parent,
             mode,
@@ -483,6 +486,25 @@ mod tests {
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
         drop(spill);
+    }
+
+    /// Defect: a killed run's scratch directory was removed only by a later run that spilled.
+    #[test]
+    fn a_killed_runs_directory_goes_when_the_next_run_starts_even_if_it_never_spills() {
+        let parent = tempfile::tempdir().unwrap();
+        let dead = parent
+            .path()
+            .join(format!("{DIR_PREFIX}{}.2147483002.0", hostname()));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(MARKER), "x").unwrap();
+        std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
+        let scratch = Scratch::new(parent.path().to_path_buf(), SpillMode::Never, |_| {});
+        assert!(!dead.exists());
+        assert!(scratch.opened.lock().unwrap().is_none(), "nothing opened");
+        // A scratch path that does not exist is not made by a run that does not spill.
+        let missing = parent.path().join("not/yet");
+        Scratch::new(missing.clone(), SpillMode::Auto, |_| {});
+        assert!(!missing.exists());
     }
 
     #[test]
