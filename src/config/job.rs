@@ -878,8 +878,6 @@ fn method_of(
     })
 }
 
-/// What the method needs of the rest of the job: fingerprints in or out only with simhash
-/// sketches, pairs out for any other method, an estimate only from sketches that give one.
 /// A method that sets the similarity its pairs need (the containment method) takes no `[verify]
 /// threshold`: two thresholds, one of them unused, would leave the user guessing which one holds.
 fn check_threshold(method: &dyn Method, verify: &VerifySpec) -> Result<()> {
@@ -902,6 +900,8 @@ fn check_threshold(method: &dyn Method, verify: &VerifySpec) -> Result<()> {
     }
 }
 
+/// What the method needs of the rest of the job: fingerprints in or out only with simhash
+/// sketches, pairs out for any other method, an estimate only from sketches that give one.
 fn check_method(
     method: &dyn Method,
     verify: Option<&Verification>,

@@ -697,10 +697,9 @@ pub fn prepare_file_as(role: &str, path: &Path, inputs: &[PathBuf]) -> Result<Ou
 impl OutputSet {
     /// Writes the file of a set made by [`prepare_file`] and renames it into place.
     pub fn commit_file(self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-        let role = self
-            .slots
-            .lock()
-            .map_or(String::new(), |s| s[0].name.clone());
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let role = slots[0].name.clone();
+        drop(slots);
         self.write(&role, |w, _| write(w))?;
         self.commit(None)
     }

@@ -23,9 +23,9 @@ pub type Wanted = (u64, Location, u128);
 
 /// Sends each of `wanted` (ranks, on any worker) to the worker that sketched it (every worker
 /// calls it together; the ranks' origins must have been kept): returns this worker's share, each
-/// rank once, with where its record starts and its text's content hash ([`Wanted`]). A record that its sketcher does not hold (`held`:
-/// what the caller needs of it, such as its kept shingle hashes) and that a shared compressed
-/// file holds goes on to the file's reader (`readers`, [`super::read::readers`]), which reads
+/// rank once, with where its record starts and its text's content hash ([`Wanted`]). A record
+/// that its sketcher does not hold (`held`: what the caller needs of it, such as its kept shingle
+/// hashes) and that a shared compressed file holds goes on to the file's reader (`readers`, [`super::read::readers`]), which reads
 /// it again without decompressing the file on every worker. Spilled origins are looked up a
 /// block at a time; if that read fails, this worker asks for none of its ranks and returns the
 /// error after the exchanges.

@@ -295,16 +295,24 @@ impl Store {
         if stored == parameters {
             return None;
         }
-        let key = |line: &String| line.split(" = ").next().unwrap_or(line).to_string();
-        let find = |lines: &[String], k: &str| lines.iter().find(|l| key(l) == k).cloned();
-        let differs =
-            |line: &&String, other: &[String]| find(other, &key(line)).as_ref() != Some(*line);
-        let show = |p: Option<String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
-        let (has, this_run) = match stored.iter().find(|l| differs(l, parameters)) {
-            Some(line) => (Some(line.clone()), find(parameters, &key(line))),
-            None => {
-                let line = parameters.iter().find(|l| differs(l, stored))?;
-                (find(stored, &key(line)), Some(line.clone()))
+        fn key(line: &str) -> &str {
+            line.split(" = ").next().unwrap_or(line)
+        }
+        fn find<'a>(lines: &'a [String], k: &str) -> Option<&'a String> {
+            lines.iter().find(|l| key(l) == k)
+        }
+        let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
+        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+        let ours = stored.iter().find(|l| differs(l, parameters));
+        let theirs = || parameters.iter().find(|l| differs(l, stored));
+        let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
+            (Some(line), _) => (Some(line), find(parameters, key(line))),
+            (None, Some(line)) => (find(stored, key(line)), Some(line)),
+            // The same lines in another order (or a key written twice): by place, as before.
+            (None, None) => {
+                let i = (0..stored.len().max(parameters.len()))
+                    .find(|&i| stored.get(i) != parameters.get(i))?;
+                (stored.get(i), parameters.get(i))
             }
         };
         Some((show(has), show(this_run)))
@@ -717,6 +725,20 @@ mod tests {
             e.contains("\"simhash.k = 3\"") && e.contains("\"simhash.k = 4\""),
             "{e}"
         );
+        // Compared by key: a setting one side lacks names itself, not the line after it.
+        let lacking = vec![params(3)[1].clone()];
+        let e = Store::open(&at).unwrap().check_parameters(&lacking);
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("\"method = simhash\"") && e.contains("(nothing)"),
+            "{e}"
+        );
+        // The same lines in another order are still other settings.
+        let reversed: Vec<String> = params(3).into_iter().rev().collect();
+        assert!(Store::open(&at)
+            .unwrap()
+            .check_parameters(&reversed)
+            .is_err());
         let newer = fs::read_to_string(at.join(MANIFEST))
             .unwrap()
             .replace("\"format_version\": 1", "\"format_version\": 2");

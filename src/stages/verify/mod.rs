@@ -91,9 +91,9 @@ const ROUND_BYTES: u64 = 128 << 20;
 
 /// The shingle sets of the ranks this worker reads again, from `requests` ([`Wanted`]; every
 /// worker calls it together): made from the hashes the read stage kept, or from the records read
-/// again, each of which must still have the text it had when sketched, where that is known. The lines of a shared compressed file this worker decompresses are dealt to the
-/// workers of its process, which parse and shingle them: one worker parsing them all left the
-/// others waiting (5,590 HTML pages of one `.jsonl.gz`: 3.3 s on one of two workers).
+/// again, each of which must still have the text it had when sketched, where that is known. The
+/// lines of a shared compressed file this worker decompresses are dealt to the workers of its
+/// process, which parse and shingle them: one worker parsing them all left the others waiting (5,590 HTML pages of one `.jsonl.gz`: 3.3 s on one of two workers).
 /// Returns the sets, and the mean bytes of the lines this worker dealt (0 if none): they are in
 /// flight at once, like the sets, so the chunks are sized by the larger.
 fn read_sets(
