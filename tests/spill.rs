@@ -144,10 +144,11 @@ fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     files
 }
 
-/// Issue 20: the ranks' origins (where each record was read), ids and keep keys spilled after
-/// the rank stage (`spill = "always"`) and read back by verification, the clusters, the corpus,
-/// the documents output and the store, and the exact groups' members spilled while the band
-/// rounds run, give every output byte for byte as a run that holds them, at 1, 2 and 4 workers.
+/// Issue 20: the ranks' origins (where each record was read), ids, keep keys and rows (URLs,
+/// content hashes, keep facts) spilled after the rank stage (`spill = "always"`) and read back by
+/// verification, the clusters, the corpus, the documents output and the store, and the exact
+/// groups' members spilled while the band rounds run, give every output byte for byte as a run
+/// that holds them, at 1, 2 and 4 workers.
 #[test]
 fn spilled_origins_ids_keep_keys_and_groups_give_the_same_outputs_and_store_at_1_2_4_workers() {
     let dir = tempfile::tempdir().unwrap();
@@ -180,10 +181,11 @@ fn spilled_origins_ids_keep_keys_and_groups_give_the_same_outputs_and_store_at_1
             .unwrap();
         let stderr = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{stderr}");
-        // Each worker begins one spill file of ids and keep keys (`names-w<worker>`), and one of
-        // its exact groups' members (`groups-w<worker>`), or none.
+        // Each worker begins one spill file of ids and keep keys (`names-w<worker>`), one of the
+        // rows the documents output and the store list (`rows-w<worker>`), and one of its exact
+        // groups' members (`groups-w<worker>`), or none.
         let workers: usize = workers.parse().unwrap();
-        for file in ["names-w", "groups-w"] {
+        for file in ["names-w", "rows-w", "groups-w"] {
             let begun = stderr.matches(&format!("spill file begun ({file}")).count();
             let want = if spill == "always" { workers } else { 0 };
             assert_eq!(begun, want, "{file}");
@@ -218,6 +220,58 @@ fn spilled_origins_ids_keep_keys_and_groups_give_the_same_outputs_and_store_at_1
         assert!(rank >= documents * 16, "{workers} worker(s): {rank} bytes");
     }
     assert!(scratch_dirs(&d.join("scratch")).is_empty());
+}
+
+/// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the
+/// rank stage is done, and that no later stage of a run without a store or an audit reads, are
+/// freed there, not spilled (with `spill = "always"` the names still are); the output is the one a
+/// run that holds everything writes.
+#[test]
+fn rows_no_later_stage_reads_are_freed_not_spilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = |spill: &str| {
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [{:?}]\nurl_field = \"url\"\n\
+             [run]\nmemory_budget_mib = 16\nscratch = \"scratch\"\nspill = {spill:?}\n\
+             [output]\npairs = \"pairs.tsv\"\ndocuments = \"documents.jsonl\"\n",
+            root().join("data-samples/docs.jsonl")
+        )
+    };
+    let run_with = |spill: &str| {
+        std::fs::write(d.join(format!("{spill}.toml")), job(spill)).unwrap();
+        let out = format!("out-{spill}");
+        let done = neardup()
+            .args([
+                "run",
+                &format!("{spill}.toml"),
+                "-w",
+                "2",
+                "--out-dir",
+                &out,
+            ])
+            .env("NEARDUP_FAULT_LOG", "1")
+            .current_dir(d)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+        assert!(done.status.success(), "{stderr}");
+        (files_under(&d.join(out)), stderr)
+    };
+    let (want, _) = run_with("never");
+    let (got, stderr) = run_with("always");
+    assert_eq!(got, want);
+    assert!(want[Path::new("documents.jsonl")].len() > 1000);
+    assert_eq!(
+        stderr.matches("spill file begun (names-w").count(),
+        2,
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("spill file begun (rows-w").count(),
+        0,
+        "{stderr}"
+    );
 }
 
 /// Issue 20: an audit that appends to the store, its origins spilled (`spill = "always"`), writes

@@ -43,6 +43,13 @@ impl Plan {
             || self.rereads_stored()
     }
 
+    /// True if a stage after the outputs that list documents (written once the rank stage is
+    /// done) reads the documents' rows: a store segment, an audit's URL changes, or its
+    /// verification of stored documents (their content hashes).
+    pub fn reads_rows_later(&self) -> bool {
+        self.outputs.compares_urls() || self.writes_store() || self.rereads_stored()
+    }
+
     /// True if the run is an audit whose exact verification reads stored documents again: their
     /// content hashes say whether a source file still holds the text that was stored.
     fn rereads_stored(&self) -> bool {

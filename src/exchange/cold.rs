@@ -9,7 +9,7 @@
 
 use crate::error::Result;
 use crate::source::Names;
-use crate::spill::SpillFile;
+use crate::spill::{word_of, SpillFile};
 
 /// Words of the names' bytes a write or a read of the spill file moves (512 KiB): no copy of the
 /// whole is made.
@@ -69,13 +69,6 @@ impl Cold {
         self.file.read(at, self.keys, &mut keys)?;
         Ok((Names::from_arena(bytes, ends), keys))
     }
-}
-
-/// Up to eight bytes as a word, zero-padded (little-endian, as [`Cold::load`] reads them).
-fn word_of(bytes: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(b)
 }
 
 #[cfg(test)]

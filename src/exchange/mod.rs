@@ -11,6 +11,7 @@ pub mod origins;
 pub mod processes;
 pub mod ranks;
 pub mod rounds;
+pub mod rows;
 
 use std::cell::RefCell;
 use std::rc::Rc;

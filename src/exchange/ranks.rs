@@ -17,9 +17,10 @@ use timely::worker::Worker;
 
 use super::cold::Cold;
 pub use super::origins::{Origin, Origins};
+pub use super::rows::{DocRow, Rows};
 use super::{all_gather, shuffle};
 use crate::error::Result;
-use crate::source::{ContentHash, KeepFacts, Location, Names};
+use crate::source::{Location, Names};
 use crate::spill::SpillFile;
 
 /// Ids sampled per worker for the splitters.
@@ -83,8 +84,9 @@ pub struct Ranked {
     /// Ids of the ranks `first..first + count`, in rank order ([`Ranked::names`]; spilled
     /// with the keys between the rank stage and the stages that read them: [`Ranked::spill_cold`]).
     names: Names,
-    /// The [`DocRow`] of the same ranks (empty unless asked for).
-    pub rows: Vec<DocRow>,
+    /// The [`DocRow`] of the same ranks (empty unless asked for): held, or spilled once the
+    /// rank stage is done when the run is short of memory.
+    pub rows: Rows,
     /// The worker that sketched each of the same ranks, and where its record starts (empty unless
     /// asked for): what a stage that reads a record again needs. Held, or spilled once the rank
     /// stage is done when the run is short of memory.
@@ -276,23 +278,6 @@ fn merge(
     }
 }
 
-/// What the rank owners keep of each document for the outputs that list documents. 32 bytes:
-/// a run that writes fingerprints holds one per document, three times over while ranking, so the
-/// URL and the content hash (only the documents output asks for it) are boxed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DocRow {
-    /// Its URL, if kept.
-    pub url: Option<Box<str>>,
-    /// Its sketch key.
-    pub sketch: u64,
-    /// Its content hash, when the documents output is written.
-    pub content: Option<Box<ContentHash>>,
-    /// What its keep policy read, when a run that makes clusters writes a store.
-    pub facts: Option<Box<KeepFacts>>,
-}
-
-const _: () = assert!(std::mem::size_of::<DocRow>() == 40);
-
 /// Ranks every worker's documents (`ids`, `at` and, with `rows`, the [`DocRow`] of each, in
 /// input order) by id; of several records with one id, the one `policy` orders first keeps it.
 /// Each worker sorts its own documents and sends them to their owners in that order, freeing its
@@ -330,7 +315,7 @@ pub fn assign(
         duplicates,
         count: owned.names.len() as u64,
         names: owned.names,
-        rows: owned.rows,
+        rows: Rows::Held(owned.rows),
         origins: Origins::Held(owned.origins),
         keys: owned.keys,
         cold: None,

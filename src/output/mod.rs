@@ -27,7 +27,7 @@ pub use table::{encode, Column, Table};
 use crate::candidates::Pair;
 use crate::error::{Error, Result};
 use crate::sketch::{to_hex, Hex};
-use crate::source::DocKey;
+use crate::source::ContentHash;
 
 /// Output format, chosen by the path's extension (see [`RowFormat::for_output`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,16 +362,36 @@ struct FingerprintLine<'a> {
     simhash: String,
 }
 
+/// A row of the documents output: a [`crate::source::DocKey`] borrowed from where the run holds
+/// its parts (its JSON is the key's).
+#[derive(Serialize)]
+pub struct DocumentLine<'a> {
+    /// The document's id.
+    pub id: &'a str,
+    /// Its input file's canonical path.
+    pub source: &'a str,
+    /// Where its record starts there.
+    pub locator: u64,
+    /// Its URL, if any.
+    pub url: Option<&'a str>,
+    /// The hash of its text.
+    pub content: ContentHash,
+}
+
 /// Writes document keys sorted by id: `id<TAB>source<TAB>locator<TAB>url<TAB>content` (an empty
-/// field for no URL) or one [`DocKey`] as JSON a line.
-pub fn write_documents(out: &mut dyn Write, format: RowFormat, keys: &[DocKey]) -> io::Result<()> {
+/// field for no URL) or one [`crate::source::DocKey`] as JSON a line.
+pub fn write_documents(
+    out: &mut dyn Write,
+    format: RowFormat,
+    keys: &[DocumentLine<'_>],
+) -> io::Result<()> {
     write_rows(
         out,
         format,
         keys,
         |out, k| {
-            let url = k.url.as_deref().unwrap_or_default();
-            let (id, source) = (tsv_field(&k.id), tsv_field(&k.source));
+            let url = k.url.unwrap_or_default();
+            let (id, source) = (tsv_field(k.id), tsv_field(k.source));
             writeln!(
                 out,
                 "{id}\t{source}\t{}\t{}\t{}",

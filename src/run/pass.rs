@@ -2,6 +2,7 @@
 //! that stage's settings, ends the stage on the [`Clock`], and keeps the stage's figures for the
 //! summary ([`Figures`]). Every worker calls the steps in the same order: most end at a barrier.
 
+use std::borrow::Cow;
 use std::mem::take;
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use crate::config::{Append, AuditPlan, Split};
 use crate::config::{PairStage, Plan, VerifyMode, DEFAULT_MEMORY_BUDGET_MIB};
 use crate::error::Result;
 use crate::exchange;
-use crate::exchange::ranks::{self, Ranked};
+use crate::exchange::ranks::{self, DocRow, Ranked};
 use crate::method::{ColumnRounds, Rounds, Scoring};
 use crate::output::{Member, OutputSet, RowFormat};
 use crate::progress::Progress;
@@ -187,7 +188,8 @@ impl<'a> Pass<'a> {
         if self.plan.writes_store() && self.plan.audit.is_none() && !self.stores_clusters() {
             let signatures = ranked.signatures.to_pairs();
             let signatures = self.clock.keep_value(signatures).unwrap_or_default();
-            self.segment = store::segment(worker, &ranked.ranked, &signatures, None, None);
+            let rows = Self::rows(&mut self.clock, &ranked.ranked);
+            self.segment = store::segment(worker, &ranked.ranked, &rows, &signatures, None, None);
         }
         self.clock.stage("store", worker);
     }
@@ -195,8 +197,9 @@ impl<'a> Pass<'a> {
     /// The cold bookkeeping of the owned ranks written to spill files (every worker calls it
     /// together, once the rank stage and the store are done), each when it passes an eighth of
     /// this worker's share of the values' budget: the origins, looked up once by verification in
-    /// rank order and walked by the stages after it, and the names and keep keys, which nothing
-    /// reads before the clusters ([`Pass::load_cold`]).
+    /// rank order and walked by the stages after it; the names and keep keys, which nothing
+    /// reads before the clusters ([`Pass::load_cold`]); the documents' rows, read back by the
+    /// stages after verification that read them, or freed when none does.
     pub fn spill_cold(&mut self, worker: &mut Worker, ranked: &mut Ranked) -> Result<()> {
         let me = worker.index();
         let what = (format!("origins-w{me}"), "the documents' origins");
@@ -210,9 +213,25 @@ impl<'a> Pass<'a> {
             let names = self.spill_cold_over((bytes > 0, bytes), what, |f| ranked.spill_cold(f))?;
             Ok(o.unwrap_or(0) + names.unwrap_or(0))
         });
+        let cold = cold.and_then(|c| Ok(c + self.spill_rows(me, &mut ranked.rows)?));
         let bytes = exchange::all_ok(worker, cold)?;
         self.figures.spilled.push(("rank".into(), bytes));
         Ok(())
+    }
+
+    /// The documents' rows freed when no stage after the rank stage's outputs reads them, else
+    /// spilled by the rule of [`Pass::spill_cold_over`]; returns the bytes written.
+    fn spill_rows(&self, me: usize, rows: &mut ranks::Rows) -> Result<u64> {
+        if !self.plan.reads_rows_later() {
+            *rows = Default::default();
+        }
+        let bytes = rows.held_bytes();
+        let what = (
+            format!("rows-w{me}"),
+            "the documents' URLs and content hashes",
+        );
+        let spilled = self.spill_cold_over((bytes > 0, bytes), what, |f| rows.spill(f))?;
+        Ok(spilled.unwrap_or(0))
     }
 
     /// Hands `spill` a new spill file (`name`, and `what` for a full disk's message) when there
@@ -270,7 +289,8 @@ impl<'a> Pass<'a> {
     ) {
         if self.plan.writes_store() && self.plan.audit.is_none() && self.stores_clusters() {
             let labels = labels::labels(worker, ranked, members, &|_| None, &|_| true);
-            let made = store::segment(worker, ranked, signatures, None, Some(&labels));
+            let rows = Self::rows(&mut self.clock, ranked);
+            let made = store::segment(worker, ranked, &rows, signatures, None, Some(&labels));
             self.segment = made;
             self.clock.stage("store", worker);
         }
@@ -305,6 +325,15 @@ impl<'a> Pass<'a> {
             .collect()
     }
 
+    /// This worker's [`DocRow`]s, read back whole when spilled. An unreadable spill file is the
+    /// run's error, remembered: the caller goes on with no rows, so that every worker still takes
+    /// part in every exchange.
+    fn rows<'r>(clock: &mut Clock, ranked: &'r Ranked) -> Cow<'r, [DocRow]> {
+        clock
+            .keep_value(ranked.rows.range(0..ranked.rows.len()))
+            .unwrap_or_default()
+    }
+
     /// The audit's figures, begun.
     fn audit_figures(&mut self) -> &mut AuditSummary {
         self.figures.audit.get_or_insert_with(AuditSummary::default)
@@ -324,7 +353,8 @@ impl<'a> Pass<'a> {
             self.clock.stage("changes", worker);
             return;
         };
-        let mut urls = changes::pair_up(worker, ranked, &|r| stored.segment(r));
+        let rows = Self::rows(&mut self.clock, ranked);
+        let mut urls = changes::pair_up(worker, ranked, &rows, &|r| stored.segment(r));
         let matches = pairs
             .each()
             .filter(|p| stored.contains(p.a) != stored.contains(p.b));
@@ -367,7 +397,7 @@ impl<'a> Pass<'a> {
         };
         changes::judge_all(&mut same, &judge);
         urls.same = same;
-        let without_url = ranked.owned().zip(&ranked.rows);
+        let without_url = ranked.owned().zip(rows.iter());
         let without_url = without_url.filter(|(r, row)| row.url.is_none() && !stored.contains(*r));
         let counts = changes::counts(worker, &urls, without_url.count() as u64);
         self.audit_figures().urls = Some(counts);
@@ -410,7 +440,15 @@ impl<'a> Pass<'a> {
             let include = |r: u64| !is_stored(r) && (append == Append::All || !dropped(r));
             let of = |r: u64| stored.label(r);
             let labels = labels::labels(worker, ranked, members, &of, &include);
-            let made = store::segment(worker, ranked, signatures, Some(&include), Some(&labels));
+            let rows = Self::rows(&mut self.clock, ranked);
+            let made = store::segment(
+                worker,
+                ranked,
+                &rows,
+                signatures,
+                Some(&include),
+                Some(&labels),
+            );
             self.segment = made;
             let appended = self.segment.as_ref().map(|(_, n)| *n);
             self.audit_figures().appended = appended;

@@ -322,6 +322,13 @@ pub fn pack_values(values: &[u32], words: &mut Vec<u64>) {
     );
 }
 
+/// Up to eight bytes as a word, zero-padded (little-endian): how bytes go into a spill file.
+pub fn word_of(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(b)
+}
+
 /// The first `n` values packed into `words` by [`pack_values`].
 pub fn unpack_values(words: &[u64], n: usize) -> impl Iterator<Item = u32> + '_ {
     let values = words.iter().flat_map(|&w| [w as u32, (w >> 32) as u32]);

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use timely::worker::Worker;
 
 use crate::candidates::{Pair, Score};
-use crate::exchange::ranks::Ranked;
+use crate::exchange::ranks::{DocRow, Ranked};
 use crate::exchange::{all_gather, any_left, shuffle, shuffle_vec, PAIRS_AT_A_TIME};
 use crate::summary::UrlSummary;
 
@@ -150,12 +150,17 @@ pub fn host(url: &str) -> String {
     host.to_ascii_lowercase()
 }
 
-/// The audit's URLs (every worker calls it together), from the rows of the ranks this worker
+/// The audit's URLs (every worker calls it together), from the `rows` of the ranks this worker
 /// owns; `segment` tells a stored rank's segment.
-pub fn pair_up(worker: &mut Worker, ranked: &Ranked, segment: &dyn Fn(u64) -> Option<u32>) -> Urls {
+pub fn pair_up(
+    worker: &mut Worker,
+    ranked: &Ranked,
+    rows: &[DocRow],
+    segment: &dyn Fn(u64) -> Option<u32>,
+) -> Urls {
     let docs: Vec<UrlDoc> = ranked
         .owned()
-        .zip(&ranked.rows)
+        .zip(rows)
         .filter_map(|(rank, row)| {
             let url = row.url.as_deref()?;
             Some(UrlDoc {

@@ -27,8 +27,8 @@ pub type Wanted = (u64, Location, u128);
 /// that its sketcher does not hold (`held`: what the caller needs of it, such as its kept shingle
 /// hashes) and that a shared compressed file holds goes on to the file's reader (`readers`, [`super::read::readers`]), which reads
 /// it again without decompressing the file on every worker. Spilled origins are looked up a
-/// block at a time; if that read fails, this worker asks for none of its ranks and returns the
-/// error after the exchanges.
+/// block at a time, and so are spilled rows' content hashes; if a read fails, this worker asks for
+/// none of its ranks and returns the error after the exchanges.
 pub fn route(
     worker: &mut Worker,
     ranked: &Ranked,
@@ -46,16 +46,17 @@ pub fn route(
         .iter()
         .map(|r| (r - ranked.first) as usize)
         .collect();
-    let (origins, failure) = match ranked.origins.lookup(&js) {
+    let looked_up = ranked.origins.lookup(&js);
+    let looked_up = looked_up.and_then(|o| Ok((o, ranked.rows.contents(&js)?)));
+    let ((origins, contents), failure) = match looked_up {
         Ok(o) => (o, None),
-        Err(e) => (Vec::new(), Some(e)),
+        Err(e) => (Default::default(), Some(e)),
     };
-    let content = |j: usize| ranked.rows.get(j).and_then(|row| row.content.as_deref());
     let requests: Vec<(u32, u64, Location, u128)> = at_owner
         .into_iter()
         .zip(origins)
-        .zip(js)
-        .map(|((r, origin), j)| (origin.worker, r, origin.at(), content(j).map_or(0, |c| c.0)))
+        .zip(contents)
+        .map(|((r, origin), c)| (origin.worker, r, origin.at(), c))
         .collect();
     let at_sketcher = shuffle(worker, requests, |(origin, _, _, _)| *origin as u64);
     let me = worker.index() as u32;

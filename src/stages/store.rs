@@ -13,7 +13,7 @@ use super::probe::{Batch, KeySet};
 use super::read::Sketched;
 use crate::candidates::Pair;
 use crate::error::Result;
-use crate::exchange::ranks::Ranked;
+use crate::exchange::ranks::{DocRow, Ranked};
 use crate::exchange::{all_gather, shuffle, stream_to_leader};
 use crate::source::Location;
 use std::collections::{HashMap, HashSet};
@@ -30,11 +30,12 @@ const ENTRIES_PER_CHUNK: usize = 1 << 14;
 
 /// A new segment's bytes and documents, on worker 0 (every worker calls it together): the
 /// documents of the ranks this worker owns that `include` accepts (all, without it). Needs the
-/// ranks' rows with content hashes and their origins; `signatures` are this worker's `(key,
+/// ranks' `rows` with content hashes (read back, if spilled) and their origins; `signatures` are this worker's `(key,
 /// values)` (MinHash; else empty).
 pub fn segment(
     worker: &mut Worker,
     ranked: &Ranked,
+    rows: &[DocRow],
     signatures: &[(u64, Vec<u32>)],
     include: Option<&dyn Fn(u64) -> bool>,
     labels: Option<&SegmentLabels>,
@@ -44,11 +45,11 @@ pub fn segment(
     let chosen: Vec<usize> = ranked
         .owned()
         .enumerate()
-        .filter(|&(_, r)| include.is_none_or(|f| f(r)))
+        .filter(|&(j, r)| j < rows.len() && include.is_none_or(|f| f(r)))
         .map(|(j, _)| j)
         .collect();
     let docs = chosen.iter().map(|&j| {
-        let (row, at) = (&ranked.rows[j], ranked.origins.held()[j]);
+        let (row, at) = (&rows[j], ranked.origins.held()[j]);
         let r = ranked.first + j as u64;
         let kept = labels.zip(row.facts.as_deref()).map(|(l, f)| Kept {
             tokens: f.tokens,
@@ -73,7 +74,7 @@ pub fn segment(
     mine.dedup_by_key(|(key, _)| *key);
     if include.is_some() {
         // Only the signatures of the chosen documents' keys (every worker takes part).
-        let keys = chosen.iter().map(|&j| ranked.rows[j].sketch);
+        let keys = chosen.iter().map(|&j| rows[j].sketch);
         let mut wanted = shuffle(worker, keys.collect::<Vec<_>>(), move |k| by_range(*k));
         wanted.sort_unstable();
         mine.retain(|(key, _)| wanted.binary_search(key).is_ok());

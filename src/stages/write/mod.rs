@@ -17,17 +17,20 @@ use super::cluster::owned_ranks;
 use crate::candidates::pairs::{PairList, PairRoom};
 use crate::candidates::Pair;
 use crate::error::Result;
-use crate::exchange::ranks::{self, Ranked};
+use crate::exchange::ranks::{self, DocRow, Ranked};
 use crate::exchange::{all_gather, gather, shuffle, shuffle_sorted_seen, stream_to_leader_at};
 use crate::method::once::DistinctRanks;
 use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
-use crate::output::{self, tables, OutputSet, RowFormat, Table};
-use crate::source::DocKey;
+use crate::output::{self, tables, DocumentLine, OutputSet, RowFormat, Table};
 use crate::summary::{DecisionSummary, SkippedRow};
 
 /// Rows formatted per chunk: a few MiB of text.
 const ROWS_PER_CHUNK: usize = 1 << 16;
+
+/// Rows per chunk of the outputs that list documents, whose rows are several times a pair's
+/// (a documents row names its source file and content hash: 200 to 300 bytes).
+const DOCUMENT_ROWS_PER_CHUNK: usize = 1 << 13;
 
 /// Streams `rows` rows of `table`, formatted `ROWS_PER_CHUNK` at a time by `format(range, buffer)`,
 /// into output `name` (on worker 0; every worker calls it together): this worker's rows after
@@ -40,23 +43,24 @@ fn stream_rows(
     out: Option<&OutputSet>,
 ) -> Result<()> {
     let me = worker.index() as u64;
-    stream_parts(worker, output, &[(me, rows)], format, out)
+    let parts = (&[(me, rows)][..], ROWS_PER_CHUNK);
+    stream_parts(worker, output, parts, format, out)
 }
 
 /// Streams this worker's rows of `table` into output `name` (on worker 0; every worker calls it
 /// together), in parts `(time, rows)`: the parts of every worker in the order of their times,
-/// each part's rows (this worker's next, in its order) formatted `ROWS_PER_CHUNK` at a time by
+/// each part's rows (this worker's next, in its order) formatted `per_chunk` at a time by
 /// `format(range, buffer)`. The chunks are lines; the output's encoder compresses them or makes
 /// Parquet row groups of them (cut by row count, not by chunk, so the file does not depend on the
 /// workers).
 fn stream_parts(
     worker: &mut Worker,
     (name, table): (&str, Table),
-    parts: &[(u64, usize)],
+    (parts, per_chunk): (&[(u64, usize)], usize),
     mut format: impl FnMut(std::ops::Range<usize>, &mut Vec<u8>) -> std::io::Result<()>,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let (times, ranges) = chunks_of(parts);
+    let (times, ranges) = chunks_of(parts, per_chunk);
     let mut make = |i: usize| {
         let mut buf = Vec::with_capacity(4 << 20);
         format(ranges[i].clone(), &mut buf).expect("formatting into memory cannot fail");
@@ -96,14 +100,14 @@ fn stream_parts(
     result
 }
 
-/// The chunks of `parts` (`(part, rows)`, this worker's rows in order): each chunk's time
-/// (`part << 32 | i` for a part's `i`-th) and range of rows.
-fn chunks_of(parts: &[(u64, usize)]) -> (Vec<u64>, Vec<std::ops::Range<usize>>) {
+/// The chunks of `parts` (`(part, rows)`, this worker's rows in order), `per_chunk` rows each:
+/// each chunk's time (`part << 32 | i` for a part's `i`-th) and range of rows.
+fn chunks_of(parts: &[(u64, usize)], per_chunk: usize) -> (Vec<u64>, Vec<std::ops::Range<usize>>) {
     let (mut times, mut ranges, mut start) = (Vec::new(), Vec::new(), 0);
     for &(part, rows) in parts {
-        for (i, from) in (start..start + rows).step_by(ROWS_PER_CHUNK).enumerate() {
+        for (i, from) in (start..start + rows).step_by(per_chunk).enumerate() {
             times.push(part << 32 | i as u64);
-            ranges.push(from..(from + ROWS_PER_CHUNK).min(start + rows));
+            ranges.push(from..(from + per_chunk).min(start + rows));
         }
         start += rows;
     }
@@ -161,22 +165,30 @@ impl NameBook {
     }
 }
 
-/// Streams a row per document the rank owners hold, in rank order, made by `row(j)` from the
-/// `j`-th document a worker owns and written by `write` (every worker calls it together).
-fn document_rows<T>(
+/// Streams a row per document the rank owners hold, in rank order (every worker calls it
+/// together): `format(range, doc_rows, buffer)` formats the documents `range` a worker owns, given
+/// their [`DocRow`]s (read back a chunk at a time when spilled). A spilled row that cannot be read
+/// back is the error returned once the stream has ended.
+fn document_rows(
     worker: &mut Worker,
     ranked: &Ranked,
     output: (&str, Table),
-    row: impl Fn(usize) -> T,
-    write: impl Fn(&mut Vec<u8>, &[T]) -> std::io::Result<()>,
+    format: impl Fn(std::ops::Range<usize>, &[DocRow], &mut Vec<u8>) -> std::io::Result<()>,
     out: Option<&OutputSet>,
 ) -> Result<()> {
     let n = ranked.names().len();
-    let format = |range: std::ops::Range<usize>, buf: &mut Vec<u8>| {
-        let rows: Vec<T> = range.map(&row).collect();
-        write(buf, &rows)
-    };
-    stream_rows(worker, output, n, format, out)
+    let mut failure = None;
+    let chunk =
+        |range: std::ops::Range<usize>, buf: &mut Vec<u8>| match ranked.rows.range(range.clone()) {
+            Ok(rows) => format(range, &rows, buf),
+            Err(e) => {
+                failure.get_or_insert(e);
+                Ok(())
+            }
+        };
+    let parts = (&[(worker.index() as u64, n)][..], DOCUMENT_ROWS_PER_CHUNK);
+    let streamed = stream_parts(worker, output, parts, chunk, out);
+    failure.map_or(streamed, Err)
 }
 
 /// Writes the fingerprints output from the rank owners' rows (every worker calls it together).
@@ -186,13 +198,15 @@ pub fn fingerprints(
     format: RowFormat,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let row = |j: usize| {
-        let row = &ranked.rows[j];
-        (ranked.names().get(j), row.url.as_deref(), row.sketch)
+    let chunk = |range: std::ops::Range<usize>, rows: &[DocRow], buf: &mut Vec<u8>| {
+        let lines: Vec<_> = range
+            .zip(rows)
+            .map(|(j, row)| (ranked.names().get(j), row.url.as_deref(), row.sketch))
+            .collect();
+        output::write_fingerprints(buf, format, &lines)
     };
-    let write = |buf: &mut Vec<u8>, rows: &[_]| output::write_fingerprints(buf, format, rows);
     let output = ("fingerprints", tables::FINGERPRINTS);
-    document_rows(worker, ranked, output, row, write, out)
+    document_rows(worker, ranked, output, chunk, out)
 }
 
 /// Writes the documents output from the rank owners' rows and origins (every worker calls it
@@ -205,22 +219,25 @@ pub fn documents(
     format: RowFormat,
     out: Option<&OutputSet>,
 ) -> Result<()> {
-    let key = |j: usize| {
-        let (row, at) = (&ranked.rows[j], ranked.origins.held()[j]);
-        DocKey {
-            id: ranked.names().get(j).to_owned(),
-            source: sources[at.file as usize].clone(),
-            locator: at.offset,
-            url: row.url.as_deref().map(str::to_owned),
-            content: *row
-                .content
-                .as_deref()
-                .expect("the read stage hashes every text when the documents output is asked for"),
-        }
+    let origins = ranked.origins.held();
+    let chunk = |range: std::ops::Range<usize>, rows: &[DocRow], buf: &mut Vec<u8>| {
+        let lines: Vec<_> = range
+            .zip(rows)
+            .map(|(j, row)| DocumentLine {
+                id: ranked.names().get(j),
+                source: &sources[origins[j].file as usize],
+                locator: origins[j].offset,
+                url: row.url.as_deref(),
+                content: *row
+                    .content
+                    .as_deref()
+                    .expect("the read stage hashes every text the documents output lists"),
+            })
+            .collect();
+        output::write_documents(buf, format, &lines)
     };
-    let write = |buf: &mut Vec<u8>, keys: &[DocKey]| output::write_documents(buf, format, keys);
     let output = ("documents", tables::DOCUMENTS);
-    document_rows(worker, ranked, output, key, write, out)
+    document_rows(worker, ranked, output, chunk, out)
 }
 
 /// This worker's rows of a pairs output, sorted, and where they go in it.
@@ -313,7 +330,7 @@ pub fn pairs(
     let pairs_written = stream_parts(
         worker,
         (output_name, pairs_table),
-        &parts,
+        (&parts, ROWS_PER_CHUNK),
         |range, buf| {
             chunk.clear();
             chunk.extend(rows.by_ref().take(range.len()));
