@@ -191,6 +191,17 @@ fn a_run_over_its_memory_budget_says_so_and_one_within_it_does_not() {
     );
     summary.memory_budget_bytes = Some(peak - 1);
     assert!(summary.human().contains(&warning), "{}", summary.human());
+    // What the warning says stays in memory is what the peak's stage holds: the documents' ids
+    // and rows in the read and rank stages (it blamed the pairs), the pairs after them.
+    for (stage, held) in [("rank", "documents output"), ("verify", "verified pairs")] {
+        summary
+            .peak_memory_bytes_by_stage
+            .insert(stage.into(), peak + 1);
+        let text = summary.human();
+        assert!(text.contains(&format!("during stage {stage}: ")), "{text}");
+        assert!(text.contains(held), "{text}");
+        summary.peak_memory_bytes_by_stage.remove(stage);
+    }
     summary.memory_budget_bytes = Some(peak);
     assert!(
         !summary.human().contains("memory budget"),

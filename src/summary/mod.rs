@@ -621,13 +621,25 @@ impl Summary {
             .iter()
             .max_by_key(|(_, b)| **b);
         let during = stage.map_or(String::new(), |(s, _)| format!(" during stage {s}"));
+        let held = held_during(stage.map_or("", |(s, _)| s.as_str()));
         format!(
             "\n  warning: peak memory {} MiB passed the memory budget of {} MiB{during}: what \
-             stays in memory (such as the candidate and verified pairs, 32 B each) passed it; \
-             raise memory_budget_mib or add processes (docs/DESIGN.md, \"Known limits\")",
+             stays in memory (such as {held}) passed it; raise memory_budget_mib or add \
+             processes (docs/DESIGN.md, \"Known limits\")",
             peak >> 20,
             budget >> 20
         )
+    }
+}
+
+/// What a stage holds that does not spill, for [`Summary::over_budget`]'s warning.
+fn held_during(stage: &str) -> &'static str {
+    match stage {
+        "read_fingerprint" | "rank" | "store" | "write_fingerprints" => {
+            "each document's id and where it starts, and its URL and content hash when the \
+             fingerprints or documents output, a store or an audit asks for them"
+        }
+        _ => "the candidate and verified pairs, 32 B each",
     }
 }
 
