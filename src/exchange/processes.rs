@@ -9,6 +9,12 @@
 //! process then runs its own checks (process 0 prepares the outputs) and sends every peer a verdict;
 //! only if all verdicts are "go" are the sockets handed to timely. Otherwise every process ends with
 //! the first difference named.
+//!
+//! The sockets handed over send TCP keep-alive probes ([`probe_when_silent`]): a peer whose machine
+//! died or was cut off without a reset (power lost, a kernel panic, a partition) stops answering
+//! them, the read fails after about two minutes of silence, and the run ends with the lost peer
+//! named instead of waiting forever. A peer that is alive but stopped (SIGSTOP) still has its
+//! kernel answer, so it is not seen.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -16,6 +22,10 @@ use std::time::{Duration, Instant};
 
 use crate::bail;
 use crate::error::{Error, IoContext, Result};
+
+/// Seconds of silence on a connection before the first keep-alive probe, seconds between probes,
+/// and unanswered probes before the connection is declared dead: 30 + 9 x 10 s.
+const KEEP_ALIVE: (i32, i32, i32) = (30, 10, 9);
 
 /// Opens every handshake; changed when the hello's layout changes.
 const MAGIC: &[u8; 8] = b"NEARDUP\x02";
@@ -232,7 +242,7 @@ pub fn form(
     };
     let listener = TcpListener::bind(&addresses[me]).io_context(|| {
         format!(
-            "process {me} cannot listen on {} (its line in the hostfile)",
+            "process {me} cannot listen on {} (its own address in the cluster's list)",
             addresses[me]
         )
     })?;
@@ -261,8 +271,38 @@ pub fn form(
     f.verdicts()?;
     for s in f.sockets.iter_mut().flatten() {
         s.set_read_timeout(None).map_err(net)?;
+        probe_when_silent(s).map_err(net)?;
     }
     Ok(f.sockets)
+}
+
+/// Turns on TCP keep-alive probes on `s` after [`KEEP_ALIVE`]'s silence, interval and count, so
+/// that a read from a peer whose machine is gone fails instead of blocking forever.
+fn probe_when_silent(s: &TcpStream) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (idle, interval, count) = KEEP_ALIVE;
+    let options = [
+        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, interval),
+        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, count),
+    ];
+    for (level, name, value) in options {
+        // SAFETY: a valid socket, and a pointer to an `int` of the length given.
+        let done = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                level,
+                name,
+                (&value as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            )
+        };
+        if done != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// A cluster being formed, as one process sees it.
@@ -470,14 +510,41 @@ mod tests {
         assert_eq!(disagreement(&[hello(0, 1, PLAN), hello(1, 1, PLAN)]), None);
     }
 
-    /// Three processes formed on free ports with `plans`: each one's peers, or its error. A port
+    /// A socket's keep-alive settings: on, silence, interval and count.
+    fn probing(s: &TcpStream) -> [i32; 4] {
+        use std::os::fd::AsRawFd;
+        let options = [
+            (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
+        ];
+        options.map(|(level, name)| {
+            let (mut value, mut len) = (0i32, std::mem::size_of::<i32>() as libc::socklen_t);
+            // SAFETY: a valid socket, and an `int` of the length given to write into.
+            let done = unsafe {
+                libc::getsockopt(
+                    s.as_raw_fd(),
+                    level,
+                    name,
+                    (&mut value as *mut i32).cast(),
+                    &mut len,
+                )
+            };
+            assert_eq!(done, 0, "{}", io::Error::last_os_error());
+            value
+        })
+    }
+
+    /// Three processes formed on free ports with `plans`: each one's peers' keep-alive settings
+    /// ([`probing`]), or its error. A port
     /// found free can be taken before its process listens on it (an outgoing connection's own
     /// port, in this or another test), so the three start again on fresh ports when a listen
     /// finds its port in use (a test failed so once, from a clean clone).
-    fn formed_on_free_ports(plans: [&'static str; 3]) -> Vec<Result<usize, String>> {
+    fn formed_on_free_ports(plans: [&'static str; 3]) -> Vec<Result<Vec<[i32; 4]>, String>> {
         for _ in 0..5 {
             let results = formed(plans);
-            let taken = |r: &Result<usize, String>| {
+            let taken = |r: &Result<Vec<[i32; 4]>, String>| {
                 r.as_ref()
                     .is_err_and(|e| e.contains("Address already in use"))
             };
@@ -489,7 +556,7 @@ mod tests {
     }
 
     /// Three processes formed on ports found free, one a thread, with `plans`.
-    fn formed(plans: [&'static str; 3]) -> Vec<Result<usize, String>> {
+    fn formed(plans: [&'static str; 3]) -> Vec<Result<Vec<[i32; 4]>, String>> {
         let ports: Vec<u16> = (0..3)
             .map(|_| {
                 std::net::TcpListener::bind("127.0.0.1:0")
@@ -506,7 +573,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let twenty = Duration::from_secs(20);
                     form(&addresses, me, 1, plans[me], twenty, || Ok(()))
-                        .map(|s| s.iter().flatten().count())
+                        .map(|s| s.iter().flatten().map(probing).collect())
                         .map_err(|e| format!("{e:#}"))
                 })
             })
@@ -517,7 +584,10 @@ mod tests {
     #[test]
     fn three_processes_form_a_cluster_or_refuse_together() {
         let run = formed_on_free_ports;
-        assert_eq!(run(["a", "a", "a"]), vec![Ok(2), Ok(2), Ok(2)]);
+        // Each process has its two peers, both connections probing a silent peer.
+        let (idle, interval, count) = KEEP_ALIVE;
+        let probing = vec![[1, idle, interval, count]; 2];
+        assert_eq!(run(["a", "a", "a"]), vec![Ok(probing); 3]);
         let results = run(["a", "a", "b"]);
         for r in &results {
             let err = r.as_ref().expect_err("every process refuses");
