@@ -208,11 +208,50 @@ fn other(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
     io::Error::other(e)
 }
 
+/// Bytes a compressor is given at a time ([`Blocks`]).
+const BLOCK: usize = 1 << 16;
+
+/// Feeds `inner` blocks of exactly [`BLOCK`] bytes (the last one shorter), whatever the sizes of
+/// the writes: a compressor's bytes can depend on where its input was cut (gzip's did), and the
+/// writes are the workers' chunks, cut where each worker's rows end.
+struct Blocks<W: Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Blocks<W> {
+    fn new(inner: W) -> Blocks<W> {
+        Blocks {
+            inner,
+            pending: Vec::with_capacity(BLOCK),
+        }
+    }
+
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            let take = (BLOCK - self.pending.len()).min(buf.len());
+            self.pending.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if self.pending.len() == BLOCK {
+                self.inner.write_all(&self.pending)?;
+                self.pending.clear();
+            }
+        }
+        Ok(())
+    }
+
+    /// The compressor, given the last bytes.
+    fn finish(mut self) -> io::Result<W> {
+        self.inner.write_all(&self.pending)?;
+        Ok(self.inner)
+    }
+}
+
 /// What an [`Encoder`] does with the lines written to it.
 enum Inner<'a> {
     Plain(&'a mut dyn Write),
-    Gzip(flate2::write::GzEncoder<&'a mut dyn Write>),
-    Zstd(zstd::stream::write::Encoder<'static, &'a mut dyn Write>),
+    Gzip(Blocks<flate2::write::GzEncoder<&'a mut dyn Write>>),
+    Zstd(Blocks<zstd::stream::write::Encoder<'static, &'a mut dyn Write>>),
     Parquet(Box<ParquetLines>, &'a mut dyn Write),
 }
 
@@ -227,11 +266,13 @@ impl<'a> Encoder<'a> {
     pub fn new(out: &'a mut dyn Write, format: RowFormat, table: Table) -> io::Result<Encoder<'a>> {
         let inner = match format {
             RowFormat::Tsv | RowFormat::Jsonl => Inner::Plain(out),
-            RowFormat::JsonlGz => Inner::Gzip(flate2::write::GzEncoder::new(
+            RowFormat::JsonlGz => Inner::Gzip(Blocks::new(flate2::write::GzEncoder::new(
                 out,
                 flate2::Compression::default(),
-            )),
-            RowFormat::JsonlZst => Inner::Zstd(zstd::stream::write::Encoder::new(out, 3)?),
+            ))),
+            RowFormat::JsonlZst => {
+                Inner::Zstd(Blocks::new(zstd::stream::write::Encoder::new(out, 3)?))
+            }
             RowFormat::Parquet => Inner::Parquet(Box::new(ParquetLines::new(table)?), out),
         };
         Ok(Encoder { inner })
@@ -241,8 +282,8 @@ impl<'a> Encoder<'a> {
     pub fn finish(self) -> io::Result<()> {
         match self.inner {
             Inner::Plain(_) => Ok(()),
-            Inner::Gzip(g) => g.finish().map(|_| ()),
-            Inner::Zstd(z) => z.finish().map(|_| ()),
+            Inner::Gzip(g) => g.finish()?.finish().map(|_| ()),
+            Inner::Zstd(z) => z.finish()?.finish().map(|_| ()),
             Inner::Parquet(p, out) => p.finish(out),
         }
     }
@@ -252,8 +293,8 @@ impl Write for Encoder<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.inner {
             Inner::Plain(w) => w.write(buf),
-            Inner::Gzip(w) => w.write(buf),
-            Inner::Zstd(w) => w.write(buf),
+            Inner::Gzip(w) => w.write(buf).map(|()| buf.len()),
+            Inner::Zstd(w) => w.write(buf).map(|()| buf.len()),
             Inner::Parquet(p, out) => p.write(buf, *out).map(|_| buf.len()),
         }
     }
