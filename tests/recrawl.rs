@@ -650,6 +650,36 @@ fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
     }
 }
 
+/// Regression (found by a probe): an audit given a job that asks for pairs, documents or
+/// fingerprints wrote none of them and said nothing (keep and drop had a note). The note names
+/// each, and none is written.
+#[test]
+fn an_audit_names_the_jobs_outputs_it_does_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawls = crawls(7);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&d.join(format!("{name}.jsonl")), docs);
+    }
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    store_of_a(d, &job, "st");
+    let text = std::fs::read_to_string(&job).unwrap()
+        + "documents = \"documents.jsonl\"\nfingerprints = \"fps.tsv\"\n";
+    std::fs::write(d.join("more.toml"), text).unwrap();
+    let args = ["audit", "more.toml", "--store", "st", "--input", "b.jsonl"];
+    let out = neardup_in(d, [&args[..], &["--out-dir", "au"]].concat());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{e}");
+    assert!(
+        e.contains("the job's pairs, fingerprints, documents are not written"),
+        "{e}"
+    );
+    for name in ["pairs.tsv", "documents.jsonl", "fps.tsv"] {
+        assert!(!d.join("au").join(name).exists(), "{name}");
+    }
+    assert!(d.join("au/matches.tsv").exists());
+}
+
 #[test]
 fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;

@@ -68,6 +68,23 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
              drop; the job's keep and drop are not written"
         );
     }
+    let unwritten: Vec<&str> = [
+        ("pairs", !o.pairs.is_empty()),
+        ("fingerprints", o.fingerprints.is_some()),
+        ("documents", o.documents.is_some()),
+        ("exact_groups", o.exact_groups.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, asked)| asked.then_some(name))
+    .collect();
+    if !unwritten.is_empty() {
+        eprintln!(
+            "neardup: note: an audit writes matches.tsv and batch_pairs.tsv in place of pairs; \
+             the job's {} {} not written (run the job without the store for them)",
+            unwritten.join(", "),
+            if unwritten.len() == 1 { "is" } else { "are" }
+        );
+    }
     (o.keep, o.drop, o.fingerprints, o.documents, o.exact_groups) = (None, None, None, None, None);
     o.pairs.clear();
     let defaults = [
