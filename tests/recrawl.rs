@@ -680,6 +680,56 @@ fn an_audit_names_the_jobs_outputs_it_does_not_write() {
     assert!(d.join("au/matches.tsv").exists());
 }
 
+/// Regression (found by a probe): an empty or blank URL field was taken for a URL, so a new
+/// document and an unrelated stored one, both with `"url": ""`, were one page `changed`, and a
+/// blank one was listed as new. Neither has a URL now: they are in no URL output and counted
+/// among the new documents without one.
+#[test]
+fn empty_and_blank_urls_are_no_urls_in_an_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/docs.jsonl");
+    let sample = std::fs::read_to_string(sample).unwrap();
+    let records: Vec<serde_json::Value> = sample
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let with_url = |r: &serde_json::Value, url: &str| {
+        let mut r = r.clone();
+        r["url"] = url.into();
+        r.to_string()
+    };
+    let stored: Vec<String> = (0..20)
+        .map(|i| match i < 3 {
+            true => with_url(&records[i], ""),
+            false => records[i].to_string(),
+        })
+        .collect();
+    std::fs::write(d.join("a.jsonl"), stored.join("\n") + "\n").unwrap();
+    let new: Vec<String> = (100..105)
+        .map(|i| with_url(&records[i], if i < 102 { "" } else { "  \t " }))
+        .collect();
+    std::fs::write(d.join("b.jsonl"), new.join("\n") + "\n").unwrap();
+    let job = "method = \"minhash\"\n[input]\npaths = [\"a.jsonl\"]\nurl_field = \"url\"\n\
+               [output]\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n";
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    neardup(
+        d,
+        &["run", "job.toml", "--store", "st", "--out-dir", "first"],
+    );
+    let args = ["audit", "job.toml", "--store", "st", "--input", "b.jsonl"];
+    neardup(d, &[&args[..], &["--out-dir", "au"]].concat());
+    for name in ["changes.tsv", "new.tsv"] {
+        let listed = rows(&d.join("au").join(name));
+        assert!(listed.is_empty(), "{name}: {listed:?}");
+    }
+    let summary = std::fs::read_to_string(d.join("au/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let urls = &summary["audit"]["urls"];
+    assert_eq!(urls["new_without_url"], 5, "{urls}");
+    assert_eq!(urls["changed"], 0, "{urls}");
+}
+
 #[test]
 fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;

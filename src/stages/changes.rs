@@ -98,6 +98,12 @@ struct UrlDoc {
     sketch: u64,
 }
 
+/// A document's URL, if it has one: an empty or blank URL field (`""`, `"   "`) is no URL, so
+/// that two documents without one are not taken for one page.
+pub fn url_of(url: Option<&str>) -> Option<&str> {
+    url.filter(|u| !u.trim().is_empty())
+}
+
 /// The form URLs are compared in: the scheme and the host in lower case, without the default port
 /// (80 for http, 443 for https), the fragment, or the tracking parameters `utm_*` of the query
 /// (a query left empty goes too), an empty path written `/`. The path and the other parameters
@@ -162,7 +168,7 @@ pub fn pair_up(
         .owned()
         .zip(rows)
         .filter_map(|(rank, row)| {
-            let url = row.url.as_deref()?;
+            let url = url_of(row.url.as_deref())?;
             Some(UrlDoc {
                 key: canonical(url),
                 url: url.to_owned(),

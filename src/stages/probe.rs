@@ -128,7 +128,7 @@ impl Batch {
         if self.ids.contains(xxh3_64(d.id.as_bytes())) {
             return true;
         }
-        let Some(url) = d.url.as_deref() else {
+        let Some(url) = super::changes::url_of(d.url.as_deref()) else {
             return false;
         };
         if self.urls.is_none() && self.hosts.is_none() {

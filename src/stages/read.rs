@@ -15,6 +15,7 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
 use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64};
 
+use super::changes::url_of;
 use super::keep::{self, KeepKey};
 use super::kept::{raw_hash, KeptSets};
 use crate::config::{ContentOptions, Inputs, KeepPolicy};
@@ -547,11 +548,12 @@ impl Reader {
                         }
                         counters.read += 1;
                         counters.processed += 1;
-                        counters.with_url += u64::from(doc.url.is_some());
+                        let url = doc.url.filter(|u| url_of(Some(u)).is_some());
+                        counters.with_url += u64::from(url.is_some());
                         out.keys.push(key);
                         out.at.push(doc.location);
                         if self.keep_urls {
-                            out.urls.push(doc.url.map(Cow::into_owned));
+                            out.urls.push(url.map(Cow::into_owned));
                         }
                         out.content.extend(self.acceptor.content_hash());
                         self.keep_values(key, earlier);
