@@ -167,6 +167,37 @@ fn readme_presets_table_is_the_one_the_benchmark_files_give() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+/// Regression (found by a probe): the summary's text called the rank stage's spill (ids, origins,
+/// rows beside the signatures) "signatures", a simhash run's spilled pairs "band keys", and never
+/// named the collapse, expand and write_pairs spills. Each stage's line says what it spilled; a
+/// stage that spilled nothing has none.
+#[test]
+fn the_summary_names_what_each_stage_spilled() {
+    let out = tempfile::tempdir().unwrap();
+    let (_, text) = run_sample(out.path());
+    let mut summary: neardup::summary::Summary = serde_json::from_str(&text).unwrap();
+    let stages = [
+        ("rank", "signatures and bookkeeping"),
+        ("collapse", "exact-duplicate groups' members"),
+        ("tables", "band keys and candidate pairs"),
+        ("expand", "candidate pairs of documents"),
+        ("write_pairs", "pairs sorted for writing"),
+    ];
+    for (i, (stage, _)) in stages.iter().enumerate() {
+        let bytes = (i as u64 + 1) << 20;
+        summary
+            .spilled_bytes_by_stage
+            .insert(stage.to_string(), bytes);
+    }
+    summary.spilled_bytes_by_stage.insert("read".into(), 0);
+    let human = summary.human();
+    for (i, (_, what)) in stages.iter().enumerate() {
+        let line = format!("{}.0 MiB of {what}", i + 1);
+        assert!(human.contains(&line), "{line}: {human}");
+    }
+    assert!(!human.contains("sorted runs while reading"), "{human}");
+}
+
 /// Regression: a run whose memory passed its budget said nothing (10,000 near-copies ran at 2.5
 /// times their 4 GiB in silence). The summary keeps the budget, and its text warns, naming the
 /// stage of the peak, exactly when a process's peak passed it: the sample job's own summary,
@@ -193,7 +224,17 @@ fn a_run_over_its_memory_budget_says_so_and_one_within_it_does_not() {
     assert!(summary.human().contains(&warning), "{}", summary.human());
     // What the warning says stays in memory is what the peak's stage holds: the documents' ids
     // and rows in the read and rank stages (it blamed the pairs), the pairs after them.
-    for (stage, held) in [("rank", "documents output"), ("verify", "verified pairs")] {
+    // A run that writes a store holds its new segment to the end; an audit's URL outputs hold the
+    // URLs they compare.
+    let stores = Some(neardup::summary::StoreSummary::default());
+    let cases = [
+        ("rank", "documents output", None),
+        ("verify", "verified pairs", None),
+        ("write_pairs", "new store segment", stores.clone()),
+        ("changes", "URLs of the new and the stored", stores),
+    ];
+    for (stage, held, store) in cases {
+        summary.store = store;
         summary
             .peak_memory_bytes_by_stage
             .insert(stage.into(), peak + 1);
@@ -202,6 +243,7 @@ fn a_run_over_its_memory_budget_says_so_and_one_within_it_does_not() {
         assert!(text.contains(held), "{text}");
         summary.peak_memory_bytes_by_stage.remove(stage);
     }
+    summary.store = None;
     summary.memory_budget_bytes = Some(peak);
     assert!(
         !summary.human().contains("memory budget"),

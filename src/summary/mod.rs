@@ -552,13 +552,20 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
+        // Verification's shingle sets are on its own line.
         let spilled = [
             ("read", "signatures in sorted runs while reading"),
-            ("rank", "signatures"),
-            ("tables", "band keys"),
+            (
+                "rank",
+                "signatures and bookkeeping (ids, origins, URLs and content hashes)",
+            ),
+            ("collapse", "exact-duplicate groups' members"),
+            ("tables", "band keys and candidate pairs of the rounds"),
+            ("expand", "candidate pairs of documents"),
+            ("write_pairs", "pairs sorted for writing"),
         ];
         for (stage, what) in spilled {
-            if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage) {
+            if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage).filter(|&&b| b > 0) {
                 let mib = bytes as f64 / (1 << 20) as f64;
                 s += &format!("\n  {mib:.1} MiB of {what} spilled to the scratch directory");
             }
@@ -621,7 +628,7 @@ impl Summary {
             .iter()
             .max_by_key(|(_, b)| **b);
         let during = stage.map_or(String::new(), |(s, _)| format!(" during stage {s}"));
-        let held = held_during(stage.map_or("", |(s, _)| s.as_str()));
+        let held = held_during(stage.map_or("", |(s, _)| s.as_str()), self.store.is_some());
         format!(
             "\n  warning: peak memory {} MiB passed the memory budget of {} MiB{during}: what \
              stays in memory (such as {held}) passed it; raise memory_budget_mib or add \
@@ -632,12 +639,18 @@ impl Summary {
     }
 }
 
-/// What a stage holds that does not spill, for [`Summary::over_budget`]'s warning.
-fn held_during(stage: &str) -> &'static str {
+/// What a stage holds that does not spill, for [`Summary::over_budget`]'s warning; `stores`: the
+/// run writes a store segment (built in memory, held until it is committed).
+fn held_during(stage: &str, stores: bool) -> &'static str {
     match stage {
         "read_fingerprint" | "rank" | "store" | "write_fingerprints" => {
             "each document's id and where it starts, and its URL and content hash when the \
              fingerprints or documents output, a store or an audit asks for them"
+        }
+        "changes" => "the URLs of the new and the stored documents the URL outputs compare",
+        _ if stores => {
+            "the new store segment, built in memory and held until it is committed, and the \
+             candidate and verified pairs, 32 B each"
         }
         _ => "the candidate and verified pairs, 32 B each",
     }
