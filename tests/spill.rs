@@ -222,6 +222,25 @@ fn spilled_origins_ids_keep_keys_and_groups_give_the_same_outputs_and_store_at_1
     assert!(scratch_dirs(&d.join("scratch")).is_empty());
 }
 
+/// Regression (found by a probe): a scratch path that is a file failed when a stage first spilled,
+/// with "File exists". It is refused before any work, named as not a directory.
+#[test]
+fn a_scratch_path_that_is_a_file_is_refused_before_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("notes.txt"), "mine").unwrap();
+    let job = spilling_job(d, &d.join("notes.txt"));
+    let out = run(&job, &[]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("notes.txt is not a directory"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    assert!(!d.join("out").exists(), "no work done");
+}
+
 /// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the
 /// rank stage is done, and that no later stage of a run without a store or an audit reads, are
 /// freed there, not spilled (with `spill = "always"` the names still are); the output is the one a

@@ -963,6 +963,14 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         spill,
         ..Exec::default()
     };
+    if let Some(dir) = exec.scratch.as_ref().filter(|d| d.exists() && !d.is_dir()) {
+        bail!(
+            Config,
+            "[run] scratch {} is not a directory: name a directory (made if missing) where a run \
+             short of memory writes its spill files",
+            dir.display()
+        );
+    }
     if let Some(t) = o.connect_timeout_s.or(run.connect_timeout_s) {
         exec.connect_timeout = connect_timeout(t)?;
     }
