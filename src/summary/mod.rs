@@ -552,24 +552,7 @@ impl Summary {
                 f.distinct, f.exact_duplicate_groups, b.name, b.band_collisions, b.candidates
             );
         }
-        // Verification's shingle sets are on its own line.
-        let spilled = [
-            ("read", "signatures in sorted runs while reading"),
-            (
-                "rank",
-                "signatures and bookkeeping (ids, origins, URLs and content hashes)",
-            ),
-            ("collapse", "exact-duplicate groups' members"),
-            ("tables", "band keys and candidate pairs of the rounds"),
-            ("expand", "candidate pairs of documents"),
-            ("write_pairs", "pairs sorted for writing"),
-        ];
-        for (stage, what) in spilled {
-            if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage).filter(|&&b| b > 0) {
-                let mib = bytes as f64 / (1 << 20) as f64;
-                s += &format!("\n  {mib:.1} MiB of {what} spilled to the scratch directory");
-            }
-        }
+        s += &self.spill_lines();
         s += &self.verification_line();
         if let Some(p) = &self.pairs {
             s += &pairs_line(p);
@@ -609,6 +592,30 @@ impl Summary {
         s += &self.over_budget();
         for (name, w) in &self.outputs {
             s += &format!("\n  {name}: {}", w.path);
+        }
+        s
+    }
+
+    /// A line for each stage that spilled, naming what it spilled (verification's shingle sets
+    /// are on its own line).
+    fn spill_lines(&self) -> String {
+        let mut s = String::new();
+        let spilled = [
+            ("read", "signatures in sorted runs while reading"),
+            (
+                "rank",
+                "signatures and bookkeeping (ids, origins, URLs and content hashes)",
+            ),
+            ("collapse", "exact-duplicate groups' members"),
+            ("tables", "band keys and candidate pairs of the rounds"),
+            ("expand", "candidate pairs of documents"),
+            ("write_pairs", "pairs sorted for writing"),
+        ];
+        for (stage, what) in spilled {
+            if let Some(&bytes) = self.spilled_bytes_by_stage.get(stage).filter(|&&b| b > 0) {
+                let mib = bytes as f64 / (1 << 20) as f64;
+                s += &format!("\n  {mib:.1} MiB of {what} spilled to the scratch directory");
+            }
         }
         s
     }
