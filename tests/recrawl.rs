@@ -57,6 +57,15 @@ fn write(path: &Path, docs: &[Doc]) {
     std::fs::write(path, lines).unwrap();
 }
 
+/// The crawls of `seed` ([`crawls`]) written to `dir` as `a0.jsonl`, `a1.jsonl` and `b.jsonl`.
+fn write_crawls(dir: &Path, seed: u64) -> [Vec<Doc>; 3] {
+    let crawls = crawls(seed);
+    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
+        write(&dir.join(format!("{name}.jsonl")), docs);
+    }
+    crawls
+}
+
 /// Three crawls: `a0` (hosts h0, h1, h2), `a1` (later versions of some of a0's URLs, and new
 /// URLs), stored in that order; and the batch `b` over hosts h0 and h1 only: URLs crawled again
 /// unchanged, lightly edited, heavily edited or rewritten, URLs not crawled again, new URLs with
@@ -346,10 +355,7 @@ fn planted(e: &Expected) {
 fn an_audit_reports_each_url_as_brute_force_does_and_decides_as_a_bulk_run_at_any_workers() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0xc4a6);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    let crawls = write_crawls(d, 0xc4a6);
     let truth = truth(d);
     let near = |x: &str, y: &str| truth.contains_key(&(x.min(y).to_string(), x.max(y).to_string()));
     let want = expected(&crawls, &near);
@@ -442,10 +448,7 @@ fn fingerprints(dir: &Path, job: &str) -> BTreeMap<String, u64> {
 fn a_simhash_audit_judges_urls_by_the_bit_distance_of_their_fingerprints() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0x51a);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    let crawls = write_crawls(d, 0x51a);
     let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
     let fp = fingerprints(d, &job);
     let bits = |x: &str, y: &str| (fp[x] ^ fp[y]).count_ones();
@@ -466,10 +469,7 @@ fn a_simhash_audit_judges_urls_by_the_bit_distance_of_their_fingerprints() {
 fn a_store_keeps_the_urls_of_a_run_that_writes_no_url_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(7);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 7);
     let job = job(d, "minhash", "method = \"minhash\"\n");
     store_of_a(d, &job, "st");
     let out = audit(d, &job, "st", "1", "audit", &[]);
@@ -563,9 +563,7 @@ fn an_appended_store_answers_the_next_audit_as_a_store_made_by_runs_over_the_sam
 fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an_audit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls(0x10c)) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 0x10c);
     let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
     store_of_a(d, &job, "held");
     let before = std::fs::read(d.join("held/MANIFEST.json")).unwrap();
@@ -657,10 +655,7 @@ fn each_audit_output_in_a_job_given_to_run_is_refused_naming_it() {
 fn an_audit_names_the_jobs_outputs_it_does_not_write() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(7);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 7);
     let job = job(d, "minhash", "method = \"minhash\"\n");
     store_of_a(d, &job, "st");
     let text = std::fs::read_to_string(&job).unwrap()
@@ -735,10 +730,7 @@ fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_
     use std::os::unix::process::ExitStatusExt;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0xdead);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 0xdead);
     let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
     store_of_a(d, &job, "whole");
     let out = audit(d, &job, "whole", "1", "whole-audit", &["--append"]);
@@ -794,10 +786,7 @@ fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_
 fn a_store_of_whole_signatures_and_one_of_band_keys_answer_an_exact_audit_alike() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0xb4d);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 0xb4d);
     let exact = job(d, "exact", "method = \"minhash\"\n");
     let estimate = job(
         d,
@@ -826,10 +815,7 @@ fn a_store_of_whole_signatures_and_one_of_band_keys_answer_an_exact_audit_alike(
 fn an_audits_cluster_counts_are_the_decisions_on_its_new_documents() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0x5ca1e);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    let crawls = write_crawls(d, 0x5ca1e);
     let job = job(d, "minhash", "method = \"minhash\"\n");
     store_of_a(d, &job, "st");
     let out = audit(d, &job, "st", "2", "audit", &[]);
@@ -855,10 +841,7 @@ fn an_audits_cluster_counts_are_the_decisions_on_its_new_documents() {
 fn a_flipped_byte_in_any_part_of_a_segment_stops_the_audit_naming_the_segment() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let crawls = crawls(0xf11b);
-    for (name, docs) in ["a0", "a1", "b"].iter().zip(&crawls) {
-        write(&d.join(format!("{name}.jsonl")), docs);
-    }
+    write_crawls(d, 0xf11b);
     let job = job(d, "minhash", "method = \"minhash\"\n");
     let args = [
         "run",
