@@ -9,11 +9,7 @@
 
 use crate::error::Result;
 use crate::source::Names;
-use crate::spill::{word_of, SpillFile};
-
-/// Words of the names' bytes a write or a read of the spill file moves (512 KiB): no copy of the
-/// whole is made.
-const BLOCK: usize = 1 << 16;
+use crate::spill::SpillFile;
 
 /// Names and keep keys in a spill file: the names' ends two to a word, then their bytes eight to
 /// a word, then the keys.
@@ -29,12 +25,7 @@ impl Cold {
     pub fn spill(names: &mut Names, keys: &mut Vec<u64>, mut file: SpillFile) -> Result<Cold> {
         let (bytes, ends) = names.arena();
         file.append_packed(ends)?;
-        let mut words = Vec::with_capacity(BLOCK);
-        for chunk in bytes.chunks(8 * BLOCK) {
-            words.clear();
-            words.extend(chunk.chunks(8).map(word_of));
-            file.append(&words)?;
-        }
+        file.append_bytes(bytes)?;
         file.append(keys)?;
         file.flush()?;
         let cold = Cold {
@@ -55,16 +46,8 @@ impl Cold {
 
     /// The names and keys read back (the spill file is removed).
     pub fn load(self) -> Result<(Names, Vec<u64>)> {
-        let (ends, mut at) = self.file.read_packed(0, self.names)?;
-        let mut bytes = Vec::with_capacity(self.name_bytes.next_multiple_of(8));
-        let (mut buf, end) = (Vec::new(), at + self.name_bytes.div_ceil(8) as u64);
-        while at < end {
-            let k = (end - at).min(BLOCK as u64);
-            self.file.read(at, k as usize, &mut buf)?;
-            bytes.extend(buf.iter().flat_map(|x| x.to_le_bytes()));
-            at += k;
-        }
-        bytes.truncate(self.name_bytes);
+        let (ends, at) = self.file.read_packed(0, self.names)?;
+        let (bytes, at) = self.file.read_bytes(at, self.name_bytes)?;
         let mut keys = Vec::new();
         self.file.read(at, self.keys, &mut keys)?;
         Ok((Names::from_arena(bytes, ends), keys))
@@ -75,6 +58,9 @@ impl Cold {
 mod tests {
     use super::*;
     use crate::spill::{Scratch, SpillMode};
+
+    /// Words a spill file's packed values and bytes move at a time (512 KiB).
+    const BLOCK: usize = 1 << 16;
 
     fn spilled_and_loaded(names: &Names, keys: &[u64]) -> (Names, Vec<u64>, u64) {
         let parent = tempfile::tempdir().unwrap();

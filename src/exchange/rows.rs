@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::source::{ContentHash, KeepFacts};
-use crate::spill::{word_of, SpillFile};
+use crate::spill::SpillFile;
 
 /// What the rank owners keep of each document for the outputs that list documents. 40 bytes:
 /// a run that writes fingerprints holds one per document, three times over while ranking, so the
@@ -104,12 +104,9 @@ impl Rows {
             return Ok(0);
         };
         let mut blocks = Vec::with_capacity(held.len().div_ceil(BLOCK));
-        let mut words = Vec::new();
         for block in held.chunks(BLOCK) {
             let bytes = bincode::serialize(block).expect("rows encode into memory");
-            words.clear();
-            words.extend(bytes.chunks(8).map(word_of));
-            blocks.push((file.append(&words)?, bytes.len()));
+            blocks.push((file.append_bytes(&bytes)?, bytes.len()));
         }
         file.flush()?;
         let len = held.len();
@@ -126,11 +123,10 @@ impl Rows {
             Rows::Spilled { file, blocks, .. } => (file, blocks),
         };
         let mut out = Vec::with_capacity(range.len());
-        let mut words = Vec::new();
         let first = range.start / BLOCK;
         let wanted = &blocks[first..range.end.div_ceil(BLOCK)];
         for (b, &block) in (first..).zip(wanted) {
-            let rows = read_block(file, block, &mut words)?;
+            let rows = read_block(file, block)?;
             let from = range.start.max(b * BLOCK) - b * BLOCK;
             let to = range.end.min((b + 1) * BLOCK) - b * BLOCK;
             out.extend(rows.into_iter().take(to).skip(from));
@@ -147,12 +143,12 @@ impl Rows {
             Rows::Held(v) => return Ok(js.iter().map(|&j| of(v.get(j))).collect()),
             Rows::Spilled { file, blocks, .. } => (file, blocks),
         };
-        let (mut words, mut rows, mut block) = (Vec::new(), Vec::new(), usize::MAX);
+        let (mut rows, mut block) = (Vec::new(), usize::MAX);
         let mut out = Vec::with_capacity(js.len());
         for &j in js {
             if j / BLOCK != block {
                 block = j / BLOCK;
-                rows = read_block(file, blocks[block], &mut words)?;
+                rows = read_block(file, blocks[block])?;
             }
             out.push(of(rows.get(j % BLOCK)));
         }
@@ -161,17 +157,8 @@ impl Rows {
 }
 
 /// The rows of one spilled block.
-fn read_block(
-    file: &SpillFile,
-    (at, bytes): (u64, usize),
-    words: &mut Vec<u64>,
-) -> Result<Vec<DocRow>> {
-    file.read(at, bytes.div_ceil(8), words)?;
-    let encoded: Vec<u8> = words
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .take(bytes)
-        .collect();
+fn read_block(file: &SpillFile, (at, bytes): (u64, usize)) -> Result<Vec<DocRow>> {
+    let (encoded, _) = file.read_bytes(at, bytes)?;
     bincode::deserialize(&encoded).map_err(|e| Error::Io {
         context: "reading a spilled block of document rows".into(),
         cause: std::io::Error::new(std::io::ErrorKind::InvalidData, e),

@@ -275,6 +275,35 @@ impl SpillFile {
         Ok((values, at))
     }
 
+    /// Appends `bytes` eight to a word (the last word zero-padded), a block at a time (no copy
+    /// of the whole is made); returns the word they start at. [`SpillFile::read_bytes`] reads
+    /// them back.
+    pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<u64> {
+        let at = self.len;
+        let mut words = Vec::with_capacity(PACKED_BLOCK.min(bytes.len().div_ceil(8)));
+        for chunk in bytes.chunks(8 * PACKED_BLOCK) {
+            words.clear();
+            words.extend(chunk.chunks(8).map(word_of));
+            self.append(&words)?;
+        }
+        Ok(at)
+    }
+
+    /// The `n` bytes [`SpillFile::append_bytes`] wrote at word `at`, read a block at a time;
+    /// returns them and the word after them.
+    pub fn read_bytes(&self, at: u64, n: usize) -> Result<(Vec<u8>, u64)> {
+        let (mut bytes, mut buf) = (Vec::with_capacity(n.next_multiple_of(8)), Vec::new());
+        let (mut at, end) = (at, at + n.div_ceil(8) as u64);
+        while at < end {
+            let k = (end - at).min(PACKED_BLOCK as u64);
+            self.read(at, k as usize, &mut buf)?;
+            bytes.extend(buf.iter().flat_map(|w| w.to_le_bytes()));
+            at += k;
+        }
+        bytes.truncate(n);
+        Ok((bytes, at))
+    }
+
     fn write_error(&self, e: std::io::Error, more: u64) -> Error {
         if e.raw_os_error() == Some(libc::ENOSPC) {
             let needed = self.bytes() + more;
@@ -323,7 +352,7 @@ pub fn pack_values(values: &[u32], words: &mut Vec<u64>) {
 }
 
 /// Up to eight bytes as a word, zero-padded (little-endian): how bytes go into a spill file.
-pub fn word_of(bytes: &[u8]) -> u64 {
+fn word_of(bytes: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b[..bytes.len()].copy_from_slice(bytes);
     u64::from_le_bytes(b)
