@@ -398,9 +398,8 @@ impl<'a> Pass<'a> {
         changes::judge_all(&mut same, &judge);
         urls.same = same;
         let without_url = ranked.owned().zip(rows.iter());
-        let without_url = without_url.filter(|(r, row)| {
-            changes::url_of(row.url.as_deref()).is_none() && !stored.contains(*r)
-        });
+        // New documents: the read stage kept no blank URL.
+        let without_url = without_url.filter(|(r, row)| row.url.is_none() && !stored.contains(*r));
         let counts = changes::counts(worker, &urls, without_url.count() as u64);
         self.audit_figures().urls = Some(counts);
         let o = &plan.outputs;

@@ -99,9 +99,15 @@ struct UrlDoc {
 }
 
 /// A document's URL, if it has one: an empty or blank URL field (`""`, `"   "`) is no URL, so
-/// that two documents without one are not taken for one page.
+/// that two documents without one are not taken for one page. The read stage keeps none
+/// ([`is_blank`]); a store written before it did may hold them.
 pub fn url_of(url: Option<&str>) -> Option<&str> {
-    url.filter(|u| !u.trim().is_empty())
+    url.filter(|u| !is_blank(u))
+}
+
+/// True if a URL field is empty or blank: no URL.
+pub fn is_blank(url: &str) -> bool {
+    url.trim().is_empty()
 }
 
 /// The form URLs are compared in: the scheme and the host in lower case, without the default port

@@ -15,7 +15,7 @@ use timely::dataflow::operators::Probe;
 use timely::dataflow::{InputHandle, ProbeHandle};
 use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64};
 
-use super::changes::url_of;
+use super::changes::is_blank;
 use super::keep::{self, KeepKey};
 use super::kept::{raw_hash, KeptSets};
 use crate::config::{ContentOptions, Inputs, KeepPolicy};
@@ -548,7 +548,7 @@ impl Reader {
                         }
                         counters.read += 1;
                         counters.processed += 1;
-                        let url = doc.url.filter(|u| url_of(Some(u)).is_some());
+                        let url = doc.url.filter(|u| !is_blank(u));
                         counters.with_url += u64::from(url.is_some());
                         out.keys.push(key);
                         out.at.push(doc.location);
