@@ -27,6 +27,15 @@ use crate::error::{Error, IoContext, Result};
 /// and unanswered probes before the connection is declared dead: 30 + 9 x 10 s.
 const KEEP_ALIVE: (i32, i32, i32) = (30, 10, 9);
 
+/// The socket options that set keep-alive probes, as (level, option): on, then [`KEEP_ALIVE`]'s
+/// silence, interval and count.
+const KEEP_ALIVE_OPTIONS: [(libc::c_int, libc::c_int); 4] = [
+    (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+    (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+    (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+    (libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
+];
+
 /// Opens every handshake; changed when the hello's layout changes.
 const MAGIC: &[u8; 8] = b"NEARDUP\x02";
 /// Longest hello accepted (a plan lists its input files).
@@ -281,13 +290,10 @@ pub fn form(
 fn probe_when_silent(s: &TcpStream) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let (idle, interval, count) = KEEP_ALIVE;
-    let options = [
-        (libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, interval),
-        (libc::IPPROTO_TCP, libc::TCP_KEEPCNT, count),
-    ];
-    for (level, name, value) in options {
+    for ((level, name), value) in KEEP_ALIVE_OPTIONS
+        .into_iter()
+        .zip([1, idle, interval, count])
+    {
         // SAFETY: a valid socket, and a pointer to an `int` of the length given.
         let done = unsafe {
             libc::setsockopt(
@@ -513,13 +519,7 @@ mod tests {
     /// A socket's keep-alive settings: on, silence, interval and count.
     fn probing(s: &TcpStream) -> [i32; 4] {
         use std::os::fd::AsRawFd;
-        let options = [
-            (libc::SOL_SOCKET, libc::SO_KEEPALIVE),
-            (libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
-            (libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
-            (libc::IPPROTO_TCP, libc::TCP_KEEPCNT),
-        ];
-        options.map(|(level, name)| {
+        KEEP_ALIVE_OPTIONS.map(|(level, name)| {
             let (mut value, mut len) = (0i32, std::mem::size_of::<i32>() as libc::socklen_t);
             // SAFETY: a valid socket, and an `int` of the length given to write into.
             let done = unsafe {
