@@ -725,6 +725,48 @@ fn empty_and_blank_urls_are_no_urls_in_an_audit() {
     assert_eq!(urls["changed"], 0, "{urls}");
 }
 
+/// Regression (found by a probe): a URL field holding a number, boolean, array or object was
+/// taken as no URL without a word. The documents are still processed without a URL, and the
+/// summary counts them and names the first by file and line, whatever the number of workers.
+#[test]
+fn a_url_field_that_is_not_a_string_is_counted_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines = [
+        r#"{"id":"a","url":"https://x/a","text":"one two three four five six"}"#,
+        r#"{"id":"b","url":12345,"text":"seven eight nine ten eleven twelve"}"#,
+        r#"{"id":"c","url":null,"text":"thirteen fourteen fifteen sixteen seventeen"}"#,
+        r#"{"id":"d","url":{"href":"x"},"text":"eighteen nineteen twenty twentyone two"}"#,
+        r#"{"id":"e","url":true,"text":"alpha beta gamma delta epsilon zeta"}"#,
+    ];
+    std::fs::write(d.join("a.jsonl"), lines.join("\n") + "\n").unwrap();
+    let job = "method = \"minhash\"\n[input]\npaths = [\"a.jsonl\"]\nurl_field = \"url\"\n\
+               [content]\nmin_tokens = 1\n[output]\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n";
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    for workers in ["1", "2"] {
+        let out_dir = format!("o{workers}");
+        let args = ["run", "job.toml", "-w", workers, "--out-dir", &out_dir];
+        let out = neardup_in(d, args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{e}");
+        assert!(
+            e.contains("3 documents have a URL field that is not a string")
+                && e.contains("a.jsonl:2: the URL field is a number, not a string"),
+            "{e}"
+        );
+        let summary = std::fs::read_to_string(d.join(&out_dir).join("summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        let docs = &summary["documents"];
+        assert_eq!(docs["processed"], 5, "{docs}");
+        assert_eq!(docs["urls_not_strings"], 3, "{docs}");
+        let first = docs["first_url_not_string"].as_str().unwrap();
+        assert!(
+            first.ends_with("a.jsonl:2: the URL field is a number, not a string (byte 68)"),
+            "{first}"
+        );
+    }
+}
+
 #[test]
 fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;

@@ -386,7 +386,7 @@ fn summarize(
         .clusters
         .zip(cluster_stats)
         .map(|(c, stats)| cluster_summary(c, stats, merged, by_file, largest, corpus_stats));
-    let documents = DocumentSummary::from_counters(merged, shown);
+    let documents = DocumentSummary::from_counters(merged, shown, (&places.files, &places.lines));
     let audit = figures_audit.map(|a| crate::summary::AuditSummary {
         new_documents: documents.processed,
         ..a

@@ -11,6 +11,9 @@ pub struct Document<'a> {
     pub id: Option<Cow<'a, str>>,
     /// Its URL, if the record has one.
     pub url: Option<Cow<'a, str>>,
+    /// What the record's URL field held instead of a string (JSON Lines: "a number", "an
+    /// object", ...), so that the run can say it took the record as one without a URL.
+    pub url_not_string: Option<&'static str>,
     /// What it says.
     pub body: Body<'a>,
     /// The language the record declares (a JSONL field; an HTML page's own `<html lang>` is read

@@ -121,6 +121,7 @@ pub fn record(line: &[u8], at: Location, on: &mut dyn FnMut(Item<'_>)) {
         Ok(r) => on(Item::Document(Document {
             id: Some(r.id),
             url: r.url,
+            url_not_string: None,
             body: Body::Simhash(r.simhash),
             lang: None,
             location: at,

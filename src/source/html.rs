@@ -830,6 +830,7 @@ fn read_page_file(
     on(Item::Document(Document {
         id: Some(Cow::Owned(id)),
         url: None,
+        url_not_string: None,
         body: Body::Html {
             bytes: Cow::Owned(bytes),
             charset: None,

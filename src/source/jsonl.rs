@@ -54,6 +54,9 @@ pub struct RawDoc<'a> {
     pub id: Option<Cow<'a, str>>,
     /// The URL, if the record has one.
     pub url: Option<Cow<'a, str>>,
+    /// What the URL field held instead of a string (a number, ...), if it held neither a string
+    /// nor null: the record then has no URL.
+    pub url_not_string: Option<&'static str>,
     /// The text (or, if [`RawDoc::is_html`], the HTML page).
     pub text: Cow<'a, str>,
     /// True if `text` came from the HTML field.
@@ -375,9 +378,11 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
         }
     };
     let id = id_of(wanted.id, fields)?;
-    let url = match wanted.url {
-        Some(Scalar::Text(u)) => Some(u),
-        _ => None,
+    let (url, url_not_string) = match wanted.url {
+        Some(Scalar::Text(u)) => (Some(u), None),
+        Some(Scalar::Number(_)) => (None, Some("a number")),
+        Some(Scalar::Other(kind)) => (None, Some(kind)),
+        Some(Scalar::Null) | None => (None, None),
     };
     let timestamp = match wanted.timestamp {
         Some(Scalar::Text(t)) => Some(t),
@@ -391,6 +396,7 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     Ok(RawDoc {
         id,
         url,
+        url_not_string,
         text,
         is_html,
         lang,
@@ -469,6 +475,7 @@ pub fn record(
         Ok(doc) => on(Item::Document(Document {
             id: doc.id,
             url: doc.url,
+            url_not_string: doc.url_not_string,
             body: if doc.is_html {
                 Body::Html {
                     bytes: match doc.text {

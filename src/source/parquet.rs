@@ -511,6 +511,7 @@ impl Columns {
         Item::Document(Document {
             id,
             url,
+            url_not_string: None,
             body,
             lang,
             location: Location::at(at.file, at.row),

@@ -550,6 +550,9 @@ impl Reader {
                         counters.processed += 1;
                         let url = doc.url.filter(|u| !is_blank(u));
                         counters.with_url += u64::from(url.is_some());
+                        if let Some(kind) = doc.url_not_string {
+                            counters.note_url_not_string(doc.location, kind);
+                        }
                         out.keys.push(key);
                         out.at.push(doc.location);
                         if self.keep_urls {
@@ -1006,6 +1009,7 @@ mod tests {
         let doc = |text: &'static str| Document {
             id: None,
             url: None,
+            url_not_string: None,
             body: Body::Text(Cow::Borrowed(text)),
             lang: None,
             location: Location::at(0, 0),

@@ -74,29 +74,29 @@ impl LineTable {
     }
 }
 
-impl SkipNote {
-    /// The note's place in its file, for messages: `PATH:LINE`, `PATH record ID`, `PATH row R of
-    /// row group G` or `PATH`.
-    fn place(
-        at: &Location,
-        record: Option<&RecordName>,
-        files: &[String],
-        lines: &LineTable,
-    ) -> String {
-        let path = files
-            .get(at.file as usize)
-            .map_or("?", String::as_str)
-            .to_string();
-        match (at.split_line().and_then(|l| lines.line(l)), record) {
-            (Some(l), _) => format!("{path}:{l}"),
-            (None, Some(RecordName::Warc(r))) => format!("{path} record {r}"),
-            (None, Some(RecordName::Row { row, group })) => {
-                format!("{path} row {row} of row group {group}")
-            }
-            (None, None) => path,
+/// A record's place in its file, for messages: `PATH:LINE`, `PATH record ID`, `PATH row R of row
+/// group G` or `PATH`.
+pub fn place(
+    at: &Location,
+    record: Option<&RecordName>,
+    files: &[String],
+    lines: &LineTable,
+) -> String {
+    let path = files
+        .get(at.file as usize)
+        .map_or("?", String::as_str)
+        .to_string();
+    match (at.split_line().and_then(|l| lines.line(l)), record) {
+        (Some(l), _) => format!("{path}:{l}"),
+        (None, Some(RecordName::Warc(r))) => format!("{path} record {r}"),
+        (None, Some(RecordName::Row { row, group })) => {
+            format!("{path} row {row} of row group {group}")
         }
+        (None, None) => path,
     }
+}
 
+impl SkipNote {
     /// The message with what it refers to, e.g. `duplicate id "a"; the record at x.jsonl:3 keeps it`.
     pub fn details(&self, files: &[String], lines: &LineTable) -> String {
         let unit = lines.unit;
@@ -104,7 +104,7 @@ impl SkipNote {
             Some(first) => format!(
                 "{}; the record at {} ({unit} {}) keeps it",
                 self.message,
-                Self::place(first, None, files, lines),
+                place(first, None, files, lines),
                 first.offset
             ),
             None => self.message.clone(),
@@ -114,7 +114,7 @@ impl SkipNote {
     /// The full warning line: `PATH:LINE: reason: message (byte OFFSET)`; a Parquet row is named
     /// by its row group instead (its offset is a row number, not a byte).
     pub fn render(&self, files: &[String], lines: &LineTable) -> String {
-        let place = Self::place(&self.at, self.record.as_ref(), files, lines);
+        let place = place(&self.at, self.record.as_ref(), files, lines);
         let details = self.details(files, lines);
         match self.record {
             Some(RecordName::Row { .. }) => format!("{place}: {}: {details}", self.reason),
@@ -159,6 +159,14 @@ pub struct Counters {
     /// Documents processed that had a URL.
     #[serde(default)]
     pub with_url: u64,
+    /// Documents processed whose URL field held something other than a string or null (taken
+    /// as no URL), and where the first of them starts.
+    #[serde(default)]
+    pub urls_not_strings: u64,
+    /// Where the first document counted in [`Counters::urls_not_strings`] starts, with what its
+    /// field held.
+    #[serde(default)]
+    pub first_url_not_string: Option<(Location, String)>,
     /// Bytes of input lines read.
     pub bytes: u64,
     /// Every skipped record when `listing`, else the first [`MESSAGES_PER_REASON`] per reason.
@@ -216,6 +224,14 @@ impl Counters {
         }
     }
 
+    /// Counts a processed document whose URL field held `kind` (not a string): it has no URL.
+    pub fn note_url_not_string(&mut self, at: Location, kind: &str) {
+        self.urls_not_strings += 1;
+        if self.first_url_not_string.is_none() {
+            self.first_url_not_string = Some((at, kind.to_owned()));
+        }
+    }
+
     /// Counts a skipped record without a note (for tools that report only counts).
     pub fn tally(&mut self, reason: SkipReason) {
         self.read += 1;
@@ -245,6 +261,12 @@ impl Counters {
         self.generated_ids += other.generated_ids;
         self.prepass_copies += other.prepass_copies;
         self.with_url += other.with_url;
+        self.urls_not_strings += other.urls_not_strings;
+        self.first_url_not_string =
+            match (self.first_url_not_string.take(), other.first_url_not_string) {
+                (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+                (a, b) => a.or(b),
+            };
         self.bytes += other.bytes;
         self.notes.extend(other.notes);
         self.fields_seen.extend(other.fields_seen);

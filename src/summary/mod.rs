@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::SkipReason;
+use crate::source::{Location, SkipReason};
 
 pub use counters::{
     first_notes, Counters, KeepFieldCounts, LineTable, SkipNote, SkippedRow, MESSAGES_PER_REASON,
@@ -33,13 +33,32 @@ pub struct DocumentSummary {
     pub exact_prepass_copies: u64,
     /// Input bytes read (decompressed).
     pub bytes: u64,
+    /// Documents processed whose URL field held a number, boolean, array or object: each was
+    /// taken as a document without a URL.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub urls_not_strings: u64,
+    /// The first of them: `PATH:LINE: the url field is a number, not a string`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_url_not_string: Option<String>,
     /// The first skip messages (at most ten per reason, in input order).
     pub sample_messages: Vec<String>,
 }
 
 impl DocumentSummary {
-    /// Builds the document section from merged counters; `messages` are the rendered first notes.
-    pub fn from_counters(c: &Counters, messages: Vec<String>) -> Self {
+    /// Builds the document section from merged counters; `messages` are the rendered first notes,
+    /// `files` and `lines` name the records' places.
+    pub fn from_counters(
+        c: &Counters,
+        messages: Vec<String>,
+        (files, lines): (&[String], &LineTable),
+    ) -> Self {
+        let url_field = |(at, kind): &(Location, String)| {
+            let place = counters::place(at, None, files, lines);
+            format!(
+                "{place}: the URL field is {kind}, not a string (byte {})",
+                at.offset
+            )
+        };
         DocumentSummary {
             read: c.read,
             processed: c.processed,
@@ -52,6 +71,8 @@ impl DocumentSummary {
             generated_ids: c.generated_ids,
             exact_prepass_copies: c.prepass_copies,
             bytes: c.bytes,
+            urls_not_strings: c.urls_not_strings,
+            first_url_not_string: c.first_url_not_string.as_ref().map(url_field),
             sample_messages: messages.into_iter().take(50).collect(),
         }
     }
@@ -537,6 +558,13 @@ impl Summary {
         let reasons: Vec<String> = reasons.map(|(r, n)| format!("{r}={n}")).collect();
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
+        }
+        if let Some(first) = &d.first_url_not_string {
+            s += &format!(
+                "\n  {} documents have a URL field that is not a string, taken as no URL; the \
+                 first: {first}",
+                d.urls_not_strings
+            );
         }
         // The pipeline in stage order: sketches, candidates, verification, pairs.
         if let (Some(f), Some(l)) = (&self.fingerprints, &self.layout) {

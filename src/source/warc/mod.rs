@@ -1260,6 +1260,7 @@ fn page_item(item: WarcItem, file: usize, max_record_bytes: usize, on: &mut dyn 
                 .filter(|id| super::jsonl::id_is_clean(id))
                 .map(Cow::Owned),
             url: h.target_uri.map(Cow::Owned),
+            url_not_string: None,
             body,
             lang: None,
             location: at(offset),
