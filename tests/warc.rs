@@ -703,3 +703,62 @@ fn records_sharing_a_gzip_member_are_skipped_not_paired_as_one() {
     assert_eq!(pairs.lines().count(), 1, "{pairs}");
     assert!(ids[0].contains("00000003"), "{pairs}");
 }
+
+/// Regression (found by a probe): a run writing the corpus of a `.warc.gz` with a damaged gzip
+/// member stopped with "kept record(s) were not found again". A split's reader reads past its end
+/// up to the next valid member, and a member followed by a damaged one is not valid, so the
+/// reader before it read it; the corpus gave the record to the split its offset falls in, which
+/// read nothing. Records now belong to the split whose reader begins before them.
+#[test]
+fn a_damaged_gzip_member_leaves_the_corpus_with_every_good_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut file = Vec::new();
+    let mut good = 0;
+    for i in 0..60 {
+        let page = format!(
+            "<html><body><main><p>{}</p></main></body></html>",
+            words(100 + i as u64, 150 + 7 * (i % 5))
+        );
+        let mut member = gzip(&response(i, &page));
+        if i % 3 == 2 {
+            member[20] ^= 0xff; // inside the deflate data
+        } else {
+            good += 1;
+        }
+        file.extend(member);
+    }
+    std::fs::write(d.join("crawl.warc.gz"), &file).unwrap();
+    let mut corpora = Vec::new();
+    for workers in ["1", "2"] {
+        let job = format!(
+            "[input]\npaths = [\"crawl.warc.gz\"]\nformat = \"warc\"\n[content]\nmin_tokens = 1\n\
+             [run]\nworkers = {workers}\n[output]\ndir = \"out{workers}\"\ncorpus = \"corpus\"\n\
+             summary = \"summary.json\"\n"
+        );
+        let job_path = d.join(format!("job{workers}.toml"));
+        std::fs::write(&job_path, job).unwrap();
+        let out = neardup().arg("run").arg(&job_path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        let s = summary(&d.join(format!("out{workers}/summary.json")));
+        assert_eq!(s["documents"]["processed"], good, "{s}");
+        assert_eq!(
+            s["documents"]["skipped_by_reason"]["corrupt_record"], 20,
+            "{s}"
+        );
+        let corpus = std::fs::read(d.join(format!("out{workers}/corpus/crawl.warc.gz"))).unwrap();
+        let mut text = String::new();
+        use std::io::Read;
+        flate2::read::MultiGzDecoder::new(&corpus[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(
+            text.matches("WARC-Type: response").count(),
+            good,
+            "{workers}"
+        );
+        corpora.push(corpus);
+    }
+    assert!(corpora[0] == corpora[1]);
+}

@@ -79,6 +79,14 @@ pub trait Source: fmt::Debug + Send + Sync {
         None
     }
 
+    /// Where the reader of `piece`'s split begins: the first record it reads starts there or
+    /// after, and every record of the file from there to where the next split's reader begins is
+    /// its. By default the split's start; a `.warc.gz` split begins at its first valid gzip member
+    /// (and may read past its end up to the next one). `u64::MAX`: it reads no record.
+    fn reading_start(&self, piece: &Piece<'_>) -> std::io::Result<u64> {
+        Ok(piece.split.start)
+    }
+
     /// Reads one split, calling `on` with each document, skip or blank line; returns
     /// the lines that start in the split (0 for formats that are not line-based).
     fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64;

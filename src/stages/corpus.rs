@@ -110,7 +110,8 @@ pub fn write(
         inputs.source.entry().split,
     );
     let worker_of = split_workers(&splits);
-    let kept = kept_locations(&splits, ranked, members, skipped, first);
+    let starts = reading_starts(inputs, &splits)?;
+    let kept = kept_locations(starts, ranked, members, skipped, first);
     let mut mine = shuffle(worker, kept, move |&(split, _)| worker_of[split as usize]);
     mine.sort_unstable();
     let threads = compressing_threads(inputs, &splits, worker.peers());
@@ -162,18 +163,12 @@ fn split_workers(splits: &[Vec<Split>]) -> Vec<u64> {
 /// holds it and its offset, made as the exchange sends them: 10M kept documents were 240 MB held
 /// by their senders beside what the workers received.
 fn kept_locations<'a>(
-    splits: &[Vec<Split>],
+    starts: Vec<(usize, u64, u32)>,
     ranked: &'a Ranked,
     members: &'a [Member],
     skipped: &'a [Location],
     first: usize,
 ) -> impl Iterator<Item = (u32, u64)> + 'a {
-    // Every split's start and id, by file and start.
-    let mut starts: Vec<(usize, u64, u32)> = splits
-        .iter()
-        .flat_map(|ss| ss.iter().map(|s| (s.file, s.start, s.id)))
-        .collect();
-    starts.sort_unstable();
     let split_of = move |file: usize, offset: u64| -> u32 {
         let i = starts.partition_point(|o| (o.0, o.1) <= (file, offset));
         starts[i.saturating_sub(1)].2
@@ -185,6 +180,23 @@ fn kept_locations<'a>(
         .chain(skipped.iter().copied())
         .filter(move |at| at.file as usize >= first)
         .map(move |at| (split_of(at.file as usize - first, at.offset), at.offset))
+}
+
+/// Every split's file, the offset where its reader begins ([`Source::reading_start`]: a record
+/// belongs to the split whose reader read it, which for a `.warc.gz` may be past its end) and its
+/// id, by file and offset.
+fn reading_starts(inputs: &Inputs, splits: &[Vec<Split>]) -> Result<Vec<(usize, u64, u32)>> {
+    let mut starts = Vec::new();
+    for s in splits.iter().flatten() {
+        let piece = inputs.piece(s);
+        let start = inputs
+            .source
+            .reading_start(&piece)
+            .map_err(|e| Error::Input(format!("{}: {e}", piece.file.path.display())))?;
+        starts.push((s.file, start, s.id));
+    }
+    starts.sort_unstable();
+    Ok(starts)
 }
 
 /// The threads that recompress a compressed file's part: the processors (at most the workers)

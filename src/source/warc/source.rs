@@ -51,6 +51,16 @@ impl Source for Warc {
         }
     }
 
+    /// A `.warc.gz` split after the first begins at the first valid member at or after its start.
+    fn reading_start(&self, piece: &Piece<'_>) -> io::Result<u64> {
+        let start = piece.split.start;
+        if piece.file.compression != Compression::Gzip || start == 0 {
+            return Ok(start);
+        }
+        let mut f = BufReader::with_capacity(1 << 20, File::open(&piece.file.path)?);
+        Ok(super::next_member_start(&mut f, start)?.unwrap_or(u64::MAX))
+    }
+
     /// The kept `response`/`resource` records and every `warcinfo` record, each whole.
     fn copy_kept(
         &self,
