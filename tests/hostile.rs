@@ -1046,3 +1046,54 @@ fn a_run_interrupted_while_it_writes_the_store_leaves_it_as_it_was() {
         }
     }
 }
+
+/// Regression (found by a probe): `pairs` read a TSV fingerprints file's ids as written, so an
+/// id that `fingerprint` had escaped (`a\b` is written `a\\b`) was escaped again in the pairs
+/// (`a\\\\b`), and `eval` against the truth found none of them. And a leading `+` was taken for
+/// a hex digit (`+d9b...` read as `0d9b...`).
+#[test]
+fn escaped_ids_of_a_fingerprints_file_are_read_back_and_a_plus_is_no_hex_digit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "one two three four five six seven eight nine ten eleven twelve";
+    let docs = [r"a\b", r"c\td\u0041", "e"]
+        .map(|id| serde_json::json!({ "id": id, "text": text }).to_string());
+    std::fs::write(d.join("docs.jsonl"), docs.join("\n") + "\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = neardup().args(args).current_dir(d).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    run(&["fingerprint", "--input", "docs.jsonl", "--out", "f.tsv"]);
+    run(&["pairs", "--fingerprints", "f.tsv", "--out", "p.tsv"]);
+    run(&["truth", "--input", "docs.jsonl", "--out", "t.tsv"]);
+    let ids = |name: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(d.join(name)).unwrap();
+        let rows = text
+            .lines()
+            .map(|l| l.split('\t').take(2).collect::<Vec<_>>().join("\t"));
+        let mut rows: Vec<String> = rows.collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(ids("p.tsv").len(), 3);
+    assert_eq!(ids("p.tsv"), ids("t.tsv"));
+    let f = std::fs::read_to_string(d.join("f.tsv")).unwrap();
+    let hash = f
+        .lines()
+        .next()
+        .unwrap()
+        .split('\t')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let plus = format!("x\t{hash}\ny\t+{}\n", &hash[1..]);
+    std::fs::write(d.join("plus.tsv"), plus).unwrap();
+    let out = neardup()
+        .args(["pairs", "--fingerprints", "plus.tsv", "--out", "pp.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad_fingerprint"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(d.join("pp.tsv")).unwrap(), "");
+}

@@ -294,7 +294,8 @@ pub fn to_hex(simhash: u64) -> String {
 
 /// Parses 16 hex digits (either case) into a fingerprint.
 pub fn from_hex(s: &str) -> Option<u64> {
-    if s.len() != 16 {
+    // `from_str_radix` takes a leading `+`: `+d9b...` is not 16 hex digits.
+    if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     u64::from_str_radix(s, 16).ok()

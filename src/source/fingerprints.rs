@@ -55,7 +55,10 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
     let (id, hash) = text
         .split_once('\t')
         .ok_or_else(|| Skip::new(SkipReason::BadFingerprint, "expected id<TAB>simhash"))?;
-    if !id_is_clean(id) {
+    // The id as `neardup fingerprint` escaped it (`a\\b` is `a\b`).
+    let id = super::tsv::tsv_unescape(id)
+        .ok_or_else(|| Skip::new(SkipReason::BadId, "id holds a bad escape"))?;
+    if !id_is_clean(&id) {
         return Err(Skip::new(
             SkipReason::BadId,
             "id is empty or contains a control character or line separator",
@@ -63,7 +66,7 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
     }
     let simhash = crate::sketch::from_hex(hash.trim_end()).ok_or_else(|| bad_hash(hash))?;
     Ok(FingerprintRecord {
-        id: Cow::Borrowed(id),
+        id,
         url: None,
         simhash,
     })

@@ -13,6 +13,7 @@ pub mod key;
 pub mod lines;
 pub mod names;
 pub mod parquet;
+pub mod tsv;
 pub mod warc;
 
 use std::fmt;
