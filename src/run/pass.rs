@@ -129,7 +129,8 @@ impl<'a> Pass<'a> {
             || plan.clusters.is_some()
             || documents;
         let signatures = self.signatures(worker, &mut docs)?;
-        let mut ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, &mut counters);
+        let counting = (&mut counters, plan.first_new_file());
+        let mut ranked = rank::rank(worker, docs, (keep_rows, reread), signatures, counting);
         self.readers = read::readers(plan, worker.peers());
         // Read by no later stage: 16 B a document freed.
         let ranks = take(&mut ranked.ranked.ranks);

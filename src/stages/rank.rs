@@ -151,7 +151,9 @@ pub struct RankOutput {
 }
 
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
-/// `counters`. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
+/// `counters`, but for an audit's stored documents (those of the first `stored_files` files),
+/// which this run did not read: a stored document whose id an earlier stored one has (two runs
+/// stored one id) is only counted. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
 /// `keep_origins` where it was read (for a stage that reads it again). `signatures`: those of the
 /// documents' distinct keys, taken from `docs` ([`Signatures::of`]; MinHash, else empty).
 pub fn rank(
@@ -159,7 +161,7 @@ pub fn rank(
     docs: Sketched,
     (keep_rows, keep_origins): (bool, bool),
     signatures: Signatures,
-    counters: &mut Counters,
+    (counters, stored_files): (&mut Counters, usize),
 ) -> RankOutput {
     let Sketched {
         keys,
@@ -185,6 +187,10 @@ pub fn rank(
     });
     let ranked = ranks::assign(worker, (ids, at), rows, keep_origins, keep, &FirstInInput);
     for (id, at, keeper) in &ranked.duplicates {
+        if (at.file as usize) < stored_files {
+            counters.stored_duplicate_ids += 1;
+            continue;
+        }
         counters.unprocess(SkipNote {
             at: *at,
             reason: SkipReason::DuplicateId,

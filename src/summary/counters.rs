@@ -163,6 +163,10 @@ pub struct Counters {
     /// as no URL), and where the first of them starts.
     #[serde(default)]
     pub urls_not_strings: u64,
+    /// An audit's stored documents whose id an earlier stored document has (two runs stored
+    /// one id): the earlier keeps it, and the later is left out of the audit.
+    #[serde(default)]
+    pub stored_duplicate_ids: u64,
     /// Where the first document counted in [`Counters::urls_not_strings`] starts, with what its
     /// field held.
     #[serde(default)]
@@ -262,6 +266,7 @@ impl Counters {
         self.prepass_copies += other.prepass_copies;
         self.with_url += other.with_url;
         self.urls_not_strings += other.urls_not_strings;
+        self.stored_duplicate_ids += other.stored_duplicate_ids;
         self.first_url_not_string =
             match (self.first_url_not_string.take(), other.first_url_not_string) {
                 (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),

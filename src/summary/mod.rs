@@ -40,6 +40,10 @@ pub struct DocumentSummary {
     /// The first of them: `PATH:LINE: the url field is a number, not a string`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_url_not_string: Option<String>,
+    /// An audit's stored documents whose id an earlier stored document has (two runs stored one
+    /// id): left out of the audit, the earlier one keeping the id; not counted above.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stored_duplicate_ids: u64,
     /// The first skip messages (at most ten per reason, in input order).
     pub sample_messages: Vec<String>,
 }
@@ -73,6 +77,7 @@ impl DocumentSummary {
             bytes: c.bytes,
             urls_not_strings: c.urls_not_strings,
             first_url_not_string: c.first_url_not_string.as_ref().map(url_field),
+            stored_duplicate_ids: c.stored_duplicate_ids,
             sample_messages: messages.into_iter().take(50).collect(),
         }
     }
@@ -558,6 +563,13 @@ impl Summary {
         let reasons: Vec<String> = reasons.map(|(r, n)| format!("{r}={n}")).collect();
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
+        }
+        if d.stored_duplicate_ids > 0 {
+            s += &format!(
+                "\n  {} stored documents have an id that an earlier stored document has (two \
+                 runs stored one id): the earlier keeps it, the later is left out",
+                d.stored_duplicate_ids
+            );
         }
         if let Some(first) = &d.first_url_not_string {
             s += &format!(
