@@ -10,6 +10,9 @@
 //! whose label begins with `LABEL`, and go on once the interrupt's handler has begun (as if a
 //! user's Ctrl-C arrived at that instant): the interrupt tests choose the step instead of
 //! guessing it with sleeps.
+//! `NEARDUP_FAULT_PANIC=LABEL` makes the thread that first reaches a fault point whose label
+//! begins with `LABEL` panic there, as a defect would: a worker's panic must end the run, not
+//! leave the other workers waiting for it.
 //! `NEARDUP_FAULT_PAUSE=LABEL` with `NEARDUP_FAULT_PAUSE_FILE=PATH` makes the process, at the first
 //! fault point whose label begins with `LABEL`, create the file `PATH` and wait (60 s at most)
 //! until it is removed: a test changes the output directory at that instant (a user's file put
@@ -25,6 +28,9 @@ static INTERRUPT_SENT: AtomicBool = AtomicBool::new(false);
 
 /// Set once the pause `NEARDUP_FAULT_PAUSE` asks for has begun.
 static PAUSED: AtomicBool = AtomicBool::new(false);
+
+/// Set once the panic `NEARDUP_FAULT_PANIC` asks for has begun.
+static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Set by the interrupt handler as it begins ([`interrupt_begun`]).
 static INTERRUPT_BEGUN: AtomicBool = AtomicBool::new(false);
@@ -59,6 +65,12 @@ pub fn point(label: &str) {
         }
     }
     pause(n, label);
+    let panic = std::env::var("NEARDUP_FAULT_PANIC");
+    if panic.is_ok_and(|prefix| label.starts_with(&prefix))
+        && !PANICKED.swap(true, Ordering::SeqCst)
+    {
+        panic!("fault injection: a panic at step {n} ({label})");
+    }
     let at = std::env::var("NEARDUP_FAULT_AT").ok();
     if at.and_then(|v| v.parse::<usize>().ok()) == Some(n) {
         eprintln!("neardup: fault injection: killed at step {n} ({label})");

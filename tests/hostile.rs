@@ -1097,3 +1097,31 @@ fn escaped_ids_of_a_fingerprints_file_are_read_back_and_a_plus_is_no_hex_digit()
     assert!(stderr(&out).contains("bad_fingerprint"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(d.join("pp.tsv")).unwrap(), "");
 }
+
+/// Regression (found while testing a fix): a worker that panicked (a defect) left the other
+/// workers waiting for it at their next exchange, and the run never ended. A worker's panic now
+/// ends the process with exit 1 and a message, its staged outputs removed.
+#[test]
+fn a_panicking_worker_ends_the_run_instead_of_leaving_the_others_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = format!(
+        "[input]\npaths = [\"{}\"]\n[run]\nworkers = 2\n[output]\ndir = \"out\"\n\
+         pairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n",
+        sample().display()
+    );
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    let child = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(d)
+        .env("NEARDUP_FAULT_PANIC", "corpus: a part begun")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, err) = finish(child, 60);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("fault injection: a panic at step"), "{err}");
+    assert!(err.contains("a worker stopped"), "{err}");
+    assert!(!d.join("out").exists(), "{err}");
+}

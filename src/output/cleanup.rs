@@ -395,7 +395,8 @@ fn panic_message(info: &std::panic::PanicHookInfo<'_>) -> String {
 
 /// Installs the process-wide handlers: interrupts and a lost cluster peer remove staged files and
 /// end the process with a message (exit 128 + signal, or 1); any other panic removes them too before
-/// the default report. Call once, from the binary.
+/// the default report, and a worker's panic ends the process too (its peers would wait for it).
+/// Call once, from the binary.
 pub fn install() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
@@ -469,6 +470,18 @@ pub fn install() -> std::io::Result<()> {
             std::process::exit(1);
         }
         default(info);
+        // The other workers would wait for this one at their next exchange, forever.
+        if std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("timely:work"))
+        {
+            remove_made_holding(try_hold);
+            eprintln!(
+                "neardup: error: internal error: a worker stopped ({message}); the run stops, \
+                 outputs are left as they were. Please report it with the job and the message."
+            );
+            std::process::exit(1);
+        }
     }));
     Ok(())
 }
