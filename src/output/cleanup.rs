@@ -440,6 +440,13 @@ pub fn install() -> std::io::Result<()> {
                 std::process::exit(128 + sig);
             }
         })?;
+    install_panic_hook();
+    Ok(())
+}
+
+/// A panic removes the staged outputs before the default report; a lost cluster peer's, or a
+/// worker's, ends the process.
+fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if interrupted() {
@@ -483,7 +490,6 @@ pub fn install() -> std::io::Result<()> {
             std::process::exit(1);
         }
     }));
-    Ok(())
 }
 
 #[cfg(test)]

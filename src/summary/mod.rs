@@ -83,6 +83,29 @@ impl DocumentSummary {
     }
 }
 
+impl DocumentSummary {
+    /// The summary text's lines about documents read but not skipped: stored ids twice, URL
+    /// fields that are not strings.
+    fn note_lines(&self) -> String {
+        let mut s = String::new();
+        if self.stored_duplicate_ids > 0 {
+            s += &format!(
+                "\n  {} stored documents have an id that an earlier stored document has (two \
+                 runs stored one id): the earlier keeps it, the later is left out",
+                self.stored_duplicate_ids
+            );
+        }
+        if let Some(first) = &self.first_url_not_string {
+            s += &format!(
+                "\n  {} documents have a URL field that is not a string, taken as no URL; the \
+                 first: {first}",
+                self.urls_not_strings
+            );
+        }
+        s
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -564,20 +587,7 @@ impl Summary {
         if !reasons.is_empty() {
             s += &format!(" ({})", reasons.join(", "));
         }
-        if d.stored_duplicate_ids > 0 {
-            s += &format!(
-                "\n  {} stored documents have an id that an earlier stored document has (two \
-                 runs stored one id): the earlier keeps it, the later is left out",
-                d.stored_duplicate_ids
-            );
-        }
-        if let Some(first) = &d.first_url_not_string {
-            s += &format!(
-                "\n  {} documents have a URL field that is not a string, taken as no URL; the \
-                 first: {first}",
-                d.urls_not_strings
-            );
-        }
+        s += &d.note_lines();
         // The pipeline in stage order: sketches, candidates, verification, pairs.
         if let (Some(f), Some(l)) = (&self.fingerprints, &self.layout) {
             s += &format!(
