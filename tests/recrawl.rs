@@ -799,6 +799,29 @@ fn ids_stored_twice_by_two_runs_are_not_counted_against_the_audits_documents() {
     }
 }
 
+/// Regression (found by a probe): the store pinned `[content] exact_prepass`, which changes no
+/// sketch, so a store made without it refused every run and audit that set it. Both now take a
+/// store made either way, and answer alike.
+#[test]
+fn the_exact_prepass_is_not_pinned_by_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0xe9);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    let text = std::fs::read_to_string(&job).unwrap();
+    let prepass = d.join("prepass.toml");
+    std::fs::write(&prepass, text + "[content]\nexact_prepass = true\n").unwrap();
+    let prepass = prepass.to_str().unwrap();
+    store_of_a(d, &job, "st");
+    let plain = audit(d, &job, "st", "2", "plain-audit", &[]);
+    let with = audit(d, prepass, "st", "2", "prepass-audit", &[]);
+    for name in ["matches.tsv", "batch_pairs.tsv", "changes.tsv", "new.tsv"] {
+        assert_eq!(rows(&plain.join(name)), rows(&with.join(name)), "{name}");
+    }
+    let args = ["run", prepass, "--store", "st", "--input", "b.jsonl"];
+    neardup(d, &[&args[..], &["--out-dir", "appended"]].concat());
+}
+
 #[test]
 fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{Append, AuditPlan, Plan, VerifyMode};
 use crate::error::{IoContext, Result};
 use crate::source::files::InputFile;
-use crate::store::Store;
+use crate::store::{same_parameters, Store};
 
 impl Plan {
     /// True if the run appends documents to a store: a run with a store, or an audit that
@@ -62,7 +62,10 @@ impl Plan {
         let i = &self.inputs;
         let mut lines = i.source.describe();
         if i.source.entry().text {
-            lines.push(format!("content = {:?}", self.content));
+            lines.push(crate::store::content_parameter(&format!(
+                "content = {:?}",
+                self.content
+            )));
         }
         lines.push(format!("method = {}", self.method.name()));
         lines.extend(self.method.describe());
@@ -84,7 +87,10 @@ impl Plan {
             .map(|s| s.manifest().parameters.clone());
         if let Some(whole) = self.method.with_whole_values() {
             let keys = std::mem::replace(&mut self.method, whole);
-            if held.as_ref() == Some(&self.store_parameters()) {
+            if held
+                .as_deref()
+                .is_some_and(|h| same_parameters(h, &self.store_parameters()))
+            {
                 return;
             }
             self.method = keys;
@@ -92,7 +98,10 @@ impl Plan {
         let Some(stored) = self.method.for_store() else {
             return;
         };
-        if held.as_ref() == Some(&self.store_parameters()) {
+        if held
+            .as_deref()
+            .is_some_and(|h| same_parameters(h, &self.store_parameters()))
+        {
             return;
         }
         self.method = stored;

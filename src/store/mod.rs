@@ -140,6 +140,27 @@ pub struct Store {
     made: Vec<PathBuf>,
 }
 
+/// A store's parameter line as this version writes it: the content options without the exact
+/// pre-pass, which changes no sketch (so a store made with it or without it takes runs of both;
+/// the stores of earlier versions named it, and are read as if they had not).
+pub fn content_parameter(line: &str) -> String {
+    if !line.starts_with("content = ") {
+        return line.to_owned();
+    }
+    line.replace(", exact_prepass: false", "")
+        .replace(", exact_prepass: true", "")
+}
+
+/// True if a store's `stored` parameter lines are a run's `ours` ([`content_parameter`] read
+/// into the stored ones).
+pub fn same_parameters(stored: &[String], ours: &[String]) -> bool {
+    stored.len() == ours.len()
+        && stored
+            .iter()
+            .zip(ours)
+            .all(|(s, o)| content_parameter(s) == *o)
+}
+
 impl Store {
     /// Opens the store in `dir` made with `parameters`, or makes an empty one there if `dir` does
     /// not exist or is an empty directory. Anything else in `dir` that is not a store, a store of
@@ -291,7 +312,13 @@ impl Store {
     /// a setting one side lacks (an estimating run keeps no `minhash.values`) put every line
     /// after it out of step, and the message compared two unrelated settings.
     fn first_difference(&self, parameters: &[String]) -> Option<(String, String)> {
-        let stored = &self.manifest.parameters;
+        let stored: Vec<String> = self
+            .manifest
+            .parameters
+            .iter()
+            .map(|l| content_parameter(l))
+            .collect();
+        let stored = &stored[..];
         if stored == parameters {
             return None;
         }
