@@ -822,6 +822,31 @@ fn the_exact_prepass_is_not_pinned_by_the_store() {
     neardup(d, &[&args[..], &["--out-dir", "appended"]].concat());
 }
 
+/// Regression (found by a probe): `store compact` on a directory that is not a store left its lock
+/// file there, and every store command given a file said the file's MANIFEST.json was missing.
+#[test]
+fn store_commands_on_what_is_not_a_store_say_so_and_leave_it_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("mine")).unwrap();
+    std::fs::write(d.join("mine/notes.txt"), "hi").unwrap();
+    for command in ["compact", "info", "verify"] {
+        let out = neardup_in(d, ["store", command, "mine"]);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {e}");
+        assert!(e.contains("there is no store in mine (MANIFEST.json is missing)"), "{e}");
+        let names: Vec<_> = std::fs::read_dir(d.join("mine")).unwrap().collect();
+        assert_eq!(names.len(), 1, "{command}: {names:?}");
+        let out = neardup_in(d, ["store", command, "mine/notes.txt"]);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("mine/notes.txt is a file, not a store's directory"), "{e}");
+        let out = neardup_in(d, ["store", command, "gone"]);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("there is no store in gone: no such directory"), "{e}");
+        assert!(!d.join("gone").exists());
+    }
+}
+
 #[test]
 fn a_kill_at_any_step_of_an_audit_that_appends_leaves_the_store_as_before_or_as_after() {
     use std::os::unix::process::ExitStatusExt;

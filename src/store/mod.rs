@@ -200,6 +200,8 @@ impl Store {
     /// Opens the store in `dir` to change it: takes its lock (refused at once if another run
     /// holds it), then reads its manifest.
     pub fn open_to_write(dir: &Path) -> Result<Store> {
+        // Checked before the lock, whose file would be left in a directory that is not a store.
+        is_store(dir)?;
         Store::open_holding(dir, lock(dir)?)
     }
 
@@ -217,13 +219,8 @@ impl Store {
     /// run killed while committing to it left ([`joined::settle_pending`]), then reads the
     /// manifest.
     fn open_as(dir: &Path, writer: Option<Arc<fs::File>>) -> Result<Store> {
+        is_store(dir)?;
         let path = dir.join(MANIFEST);
-        ensure!(
-            path.exists(),
-            Input,
-            "there is no store in {} ({MANIFEST} is missing): `neardup run JOB --store DIR` makes one",
-            dir.display()
-        );
         // A pending manifest a reader could not rename into place is read in its place.
         let (in_place, manifest) = match joined::settle_pending(dir, writer.is_some())? {
             Some((name, pending)) => (Some(name), pending),
@@ -676,6 +673,33 @@ fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Takes the lock of the store in `dir`.
+/// Whether `dir` holds a store (its manifest), or what it is instead.
+fn is_store(dir: &Path) -> Result<()> {
+    let make = "`neardup run JOB --store DIR` makes one";
+    match fs::metadata(dir) {
+        Err(_) => bail!(
+            Input,
+            "there is no store in {}: no such directory; {make}",
+            dir.display()
+        ),
+        Ok(m) if !m.is_dir() => {
+            bail!(
+                Input,
+                "{} is a file, not a store's directory",
+                dir.display()
+            )
+        }
+        Ok(_) => {}
+    }
+    ensure!(
+        dir.join(MANIFEST).exists(),
+        Input,
+        "there is no store in {} ({MANIFEST} is missing): {make}",
+        dir.display()
+    );
+    Ok(())
+}
+
 fn lock(dir: &Path) -> Result<Arc<fs::File>> {
     let what = format!("the store {}", dir.display());
     let (file, _) = crate::output::lock::take(&dir.join(LOCK), &what, "")?;
