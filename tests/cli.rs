@@ -781,3 +781,40 @@ fn the_sample_job_writes_a_self_contained_report_and_the_report_command_redraws_
     run_ok(neardup().arg("report").arg(&out).arg("--out").arg(&again));
     assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
 }
+
+/// Regression (found by a probe): the sub-commands that take their inputs by a flag said a missing
+/// input was "given by the job's [input] paths", where no job was given. They name the flag.
+#[test]
+fn a_missing_input_of_a_sub_command_names_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, flag) in [
+        (
+            vec!["truth", "--input", "gone.jsonl", "--out", "t.tsv"],
+            "--input",
+        ),
+        (
+            vec!["fingerprint", "--input", "gone.jsonl", "--out", "f.tsv"],
+            "--input",
+        ),
+        (
+            vec!["lexicon", "--input", "gone.jsonl", "--out", "l.txt"],
+            "--input",
+        ),
+        (
+            vec!["pairs", "--fingerprints", "gone.tsv", "--out", "p.tsv"],
+            "--fingerprints",
+        ),
+    ] {
+        let out = neardup()
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(
+            e.contains(&format!("does not exist (given by {flag})")),
+            "{args:?}: {e}"
+        );
+    }
+}

@@ -834,15 +834,24 @@ fn store_commands_on_what_is_not_a_store_say_so_and_leave_it_as_it_was() {
         let out = neardup_in(d, ["store", command, "mine"]);
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{command}: {e}");
-        assert!(e.contains("there is no store in mine (MANIFEST.json is missing)"), "{e}");
+        assert!(
+            e.contains("there is no store in mine (MANIFEST.json is missing)"),
+            "{e}"
+        );
         let names: Vec<_> = std::fs::read_dir(d.join("mine")).unwrap().collect();
         assert_eq!(names.len(), 1, "{command}: {names:?}");
         let out = neardup_in(d, ["store", command, "mine/notes.txt"]);
         let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains("mine/notes.txt is a file, not a store's directory"), "{e}");
+        assert!(
+            e.contains("mine/notes.txt is a file, not a store's directory"),
+            "{e}"
+        );
         let out = neardup_in(d, ["store", command, "gone"]);
         let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains("there is no store in gone: no such directory"), "{e}");
+        assert!(
+            e.contains("there is no store in gone: no such directory"),
+            "{e}"
+        );
         assert!(!d.join("gone").exists());
     }
 }

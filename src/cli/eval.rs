@@ -591,7 +591,7 @@ pub fn command(a: EvalArgs) -> anyhow::Result<ExitCode> {
     let docs = (!a.docs.is_empty()).then(|| {
         let mut spec = JobSpec::new(InputSpec {
             html_field: a.html_field,
-            ..InputSpec::new(a.docs, &a.format)
+            ..InputSpec::from_flag(a.docs, "--docs", &a.format)
         });
         spec.content.boilerplate = Some(a.boilerplate);
         spec

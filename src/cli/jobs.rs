@@ -143,7 +143,11 @@ pub struct PairsArgs {
 
 /// `neardup pairs`: a job over fingerprint files that writes the pairs within k.
 pub fn pairs(a: PairsArgs) -> anyhow::Result<ExitCode> {
-    let mut spec = JobSpec::new(InputSpec::new(a.fingerprints, "fingerprints"));
+    let mut spec = JobSpec::new(InputSpec::from_flag(
+        a.fingerprints,
+        "--fingerprints",
+        "fingerprints",
+    ));
     spec.set("simhash", "k", i64::from(a.k));
     spec.set("simhash", "layout", a.layout);
     spec.set(

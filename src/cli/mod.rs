@@ -209,7 +209,7 @@ impl FieldArgs {
             text_field: self.text_field,
             url_field: self.url_field,
             max_record_bytes: self.max_record_bytes,
-            ..InputSpec::new(input, format)
+            ..InputSpec::from_flag(input, "--input", format)
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct InputSpec {
     pub split_mib: u64,
     /// JSONL: field holding the record's date or time, for a keep policy.
     pub timestamp_field: Option<String>,
+    /// The command-line flag that gave `paths`, for messages (a job file's: none).
+    #[serde(skip)]
+    pub given_by: Option<&'static str>,
 }
 
 impl InputSpec {
@@ -73,6 +76,15 @@ impl InputSpec {
             max_record_bytes: default_max_record(),
             split_mib: default_split(),
             timestamp_field: None,
+            given_by: None,
+        }
+    }
+
+    /// [`InputSpec::new`] for a command whose `flag` gave the paths.
+    pub fn from_flag(paths: Vec<PathBuf>, flag: &'static str, format: &str) -> Self {
+        InputSpec {
+            given_by: Some(flag),
+            ..InputSpec::new(paths, format)
         }
     }
 }
@@ -661,7 +673,7 @@ fn input_paths(
 ) -> Result<(Vec<PathBuf>, &'static str)> {
     let (paths, given_by): (Vec<PathBuf>, _) = if o.inputs.is_empty() {
         let paths = inp.paths.iter().map(|p| resolve(base, p)).collect();
-        (paths, "the job's [input] paths")
+        (paths, inp.given_by.unwrap_or("the job's [input] paths"))
     } else {
         let paths = o.inputs.iter().map(|p| resolve(Path::new("."), p));
         (paths.collect(), "--input")
