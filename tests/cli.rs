@@ -818,3 +818,54 @@ fn a_missing_input_of_a_sub_command_names_its_flag() {
         );
     }
 }
+
+/// Regression (found by a probe): `truth` skipped records without a word (only a count), and
+/// wrote an empty truth with exit 3 when no record could be used, or exit 0 for an empty input.
+/// It now shows the first skips per reason with file and line, counts them by reason, and stops
+/// with exit 1, writing nothing, when no record is usable.
+#[test]
+fn truth_names_its_skips_and_refuses_inputs_with_no_usable_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let doc = "a b c d e f g h i j k l";
+    let lines = [
+        format!(r#"{{"id":1,"text":"{doc}"}}"#),
+        "not json".to_string(),
+        format!(r#"{{"id":1,"text":"{doc}"}}"#),
+        format!(r#"{{"id":3,"text":"{doc}"}}"#),
+    ];
+    std::fs::write(d.join("m.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::write(
+        d.join("wrong.jsonl"),
+        format!("{{\"id\":1,\"txt\":\"{doc}\"}}\n"),
+    )
+    .unwrap();
+    std::fs::write(d.join("empty.jsonl"), "").unwrap();
+    let truth = |input: &str, out: &str| {
+        let args = ["truth", "--input", input, "--out", out];
+        neardup().args(args).current_dir(d).output().unwrap()
+    };
+    let out = truth("m.jsonl", "t.tsv");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{e}");
+    assert!(e.contains("warning: m.jsonl:2: invalid_json"), "{e}");
+    assert!(e.contains("warning: m.jsonl:3: duplicate_id"), "{e}");
+    assert!(e.contains("(invalid_json=1, duplicate_id=1)"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(d.join("t.tsv")).unwrap(),
+        "1\t3\t1.0000\n"
+    );
+    for (input, says) in [
+        (
+            "wrong.jsonl",
+            "no record could be used: 1 read, all skipped (missing_text=1)",
+        ),
+        ("empty.jsonl", "the inputs hold no record"),
+    ] {
+        let out = truth(input, "u.tsv");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{input}: {e}");
+        assert!(e.contains(says), "{input}: {e}");
+        assert!(!d.join("u.tsv").exists(), "{input}");
+    }
+}

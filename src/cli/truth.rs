@@ -16,9 +16,9 @@ use neardup::config::Overrides;
 
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
-use neardup::source::{Item, SkipReason};
+use neardup::source::{Item, Location, SkipReason};
 use neardup::stages::read::document_text;
-use neardup::summary::Counters;
+use neardup::summary::{Counters, MESSAGES_PER_REASON};
 pub use neardup::text::Measure;
 
 use super::{CorpusArgs, EXIT_PARTIAL};
@@ -180,17 +180,37 @@ pub fn read_documents<T>(
             .source
             .read_split(&inputs.whole(i), &mut |item| match item {
                 Item::Blank => counters.blank_lines += 1,
-                Item::Skipped(s) => counters.tally(s.skip.reason),
+                Item::Skipped(s) => skip(counters, &path, s.skip.reason, s.at, &s.skip.message),
                 Item::Document(doc) => {
-                    let Ok(text) = document_text(&doc, boilerplate) else {
-                        return counters.tally(SkipReason::MissingText);
+                    let at = doc.location;
+                    let text = match document_text(&doc, boilerplate) {
+                        Ok(text) => text,
+                        Err(e) => {
+                            return skip(
+                                counters,
+                                &path,
+                                SkipReason::MissingText,
+                                at,
+                                &e.to_string(),
+                            )
+                        }
                     };
                     let id = doc.name(&path).into_owned();
                     match make(&text) {
-                        None => counters.tally(SkipReason::NoTokens),
-                        Some(_) if !seen.insert(id.clone()) => {
-                            counters.tally(SkipReason::DuplicateId)
-                        }
+                        None => skip(
+                            counters,
+                            &path,
+                            SkipReason::NoTokens,
+                            at,
+                            "no word or CJK token",
+                        ),
+                        Some(_) if !seen.insert(id.clone()) => skip(
+                            counters,
+                            &path,
+                            SkipReason::DuplicateId,
+                            at,
+                            &format!("duplicate id {id:?}"),
+                        ),
                         Some(kept) => {
                             counters.read += 1;
                             counters.processed += 1;
@@ -238,6 +258,16 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     let output = neardup::output::prepare_file(out, &plan.protected_paths())?;
     let mut counters = neardup::summary::Counters::default();
     let sets = load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
+    anyhow::ensure!(
+        counters.read > 0,
+        "the inputs hold no record: nothing written"
+    );
+    anyhow::ensure!(
+        counters.processed > 0,
+        "no record could be used: {} read, all skipped ({}); nothing written",
+        counters.read,
+        skip_counts(&counters)
+    );
     let pairs = pairs_by(&sets, threshold, a.measure);
     output.commit_file(|w| {
         use neardup::output::tsv_field;
@@ -247,9 +277,10 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     })?;
     eprintln!(
-        "neardup truth: {} documents, {} skipped, {} pairs with {:?} >= {threshold}: {}",
+        "neardup truth: {} documents, {} skipped ({}), {} pairs with {:?} >= {threshold}: {}",
         counters.processed,
         counters.skipped_total(),
+        skip_counts(&counters),
         pairs.len(),
         a.measure,
         out.display()
@@ -259,6 +290,25 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Counts a skipped record of the file `path`, and shows the first of each reason as a run shows
+/// them (a whole file's split starts at its first line).
+fn skip(counters: &mut Counters, path: &str, reason: SkipReason, at: Location, message: &str) {
+    counters.tally(reason);
+    if counters.skipped[&reason] as usize <= MESSAGES_PER_REASON {
+        let line = at
+            .split_line()
+            .map_or(String::new(), |l| format!(":{}", l.line));
+        let offset = at.offset;
+        eprintln!("warning: {path}{line}: {reason}: {message} (byte {offset})");
+    }
+}
+
+/// `reason=N, ...` of the skipped records.
+fn skip_counts(c: &Counters) -> String {
+    let counts: Vec<String> = c.skipped.iter().map(|(r, n)| format!("{r}={n}")).collect();
+    counts.join(", ")
 }
 
 #[cfg(test)]
