@@ -869,3 +869,25 @@ fn truth_names_its_skips_and_refuses_inputs_with_no_usable_record() {
         assert!(!d.join("u.tsv").exists(), "{input}");
     }
 }
+
+/// Regression (found by a probe): `[minhash] min_bands = 0` with planned bands said "min_bands
+/// must be between 1 and bands = 1, got 0", naming a band count the job did not have.
+#[test]
+fn min_bands_of_zero_is_refused_without_a_made_up_band_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = format!(
+        "method = \"minhash\"\n[input]\npaths = [\"{}\"]\n[minhash]\nmin_bands = 0\n\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
+        root().join("data-samples/docs.jsonl").display()
+    );
+    std::fs::write(dir.path().join("job.toml"), job).unwrap();
+    let out = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("min_bands must be at least 1"), "{e}");
+    assert!(!dir.path().join("out").exists());
+}

@@ -230,6 +230,11 @@ fn band_layout(
     verify_threshold: Option<f64>,
 ) -> Result<(BandLayout, String)> {
     let min_bands = m.min_bands.unwrap_or(1);
+    ensure!(
+        min_bands >= 1,
+        Config,
+        "[minhash] min_bands must be at least 1 (a pair sharing no band is no candidate), got 0"
+    );
     Ok(match (preset, m.bands, m.rows) {
         (Some(p), _, _) => {
             let why = format!("bands: {} (super-shingles): {}", p.name(), p.s_curve_text());

@@ -52,9 +52,12 @@ pub fn parse_fingerprint_line(line: &[u8]) -> Result<FingerprintRecord<'_>, Skip
             simhash,
         });
     }
-    let (id, hash) = text
-        .split_once('\t')
-        .ok_or_else(|| Skip::new(SkipReason::BadFingerprint, "expected id<TAB>simhash"))?;
+    let (id, hash) = text.split_once('\t').ok_or_else(|| {
+        Skip::new(
+            SkipReason::BadFingerprint,
+            "expected id<TAB>simhash or a JSON object with id and simhash",
+        )
+    })?;
     // The id as `neardup fingerprint` escaped it (`a\\b` is `a\b`).
     let id = super::tsv::tsv_unescape(id)
         .ok_or_else(|| Skip::new(SkipReason::BadId, "id holds a bad escape"))?;

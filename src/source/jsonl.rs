@@ -333,13 +333,14 @@ fn id_of<'a>(id: Option<Scalar<'a>>, fields: &Fields) -> Result<Option<Cow<'a, s
 
 /// The document of a record's wanted fields, or why it is skipped.
 fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
-    let (field, value, is_html) = match wanted.html {
-        Some(Scalar::Text(html)) => (
-            fields.html.as_deref().unwrap_or_default(),
-            Some(Scalar::Text(html)),
-            true,
-        ),
-        _ => (fields.text.as_str(), wanted.text, false),
+    let html_field = fields.html.as_deref().unwrap_or_default();
+    let (field, value, is_html) = match (wanted.html, wanted.text) {
+        (Some(Scalar::Text(html)), _) => (html_field, Some(Scalar::Text(html)), true),
+        // Without a text field, what the HTML field holds is what the message names.
+        (Some(html @ (Scalar::Number(_) | Scalar::Other(_))), None) => {
+            (html_field, Some(html), true)
+        }
+        (_, text) => (fields.text.as_str(), text, false),
     };
     let text = match value {
         Some(Scalar::Text(t)) => t,
@@ -626,6 +627,28 @@ mod tests {
         assert_eq!(reason(br#"{"id":1,"text":5}"#), SkipReason::MissingText);
         assert_eq!(reason(br#"{"id":"a\tb","text":"x"}"#), SkipReason::BadId);
         assert_eq!(reason(br#"{"id":true,"text":"x"}"#), SkipReason::BadId);
+    }
+
+    /// Regression (found by a probe): an HTML field holding a number, with no text field, was
+    /// reported as "no field "text" or "html"".
+    #[test]
+    fn an_html_field_that_is_not_a_string_is_named_in_the_skip() {
+        let f = Fields {
+            html: Some("html".into()),
+            ..Fields::default()
+        };
+        let message = |l: &[u8]| parse_jsonl_doc(l, &f).unwrap_err().message;
+        assert_eq!(
+            message(br#"{"id":1,"html":42}"#),
+            "field \"html\" is a number, not a string"
+        );
+        assert_eq!(
+            message(br#"{"id":1,"html":[1]}"#),
+            "field \"html\" is an array, not a string"
+        );
+        assert_eq!(message(br#"{"id":1}"#), "no field \"text\" or \"html\"");
+        let d = parse_jsonl_doc(br#"{"id":1,"html":42,"text":"t"}"#, &f).unwrap();
+        assert_eq!((&*d.text, d.is_html), ("t", false));
     }
 
     /// What a parse gave, in a form two parses can be compared by.
