@@ -241,6 +241,37 @@ fn a_scratch_path_that_is_a_file_is_refused_before_work() {
     assert!(!d.join("out").exists(), "no work done");
 }
 
+/// Regression (found by a probe): a scratch path whose folders did not exist was made, and left
+/// there empty after the run. The folders a run makes are removed with its scratch directory;
+/// one that holds something else stays.
+#[test]
+fn the_missing_folders_of_a_scratch_path_are_removed_after_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = spilling_job(d, &d.join("new/deeper/scratch"));
+    let out = run(&job, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!d.join("new").exists());
+    std::fs::create_dir(d.join("mine")).unwrap();
+    std::fs::write(d.join("mine/notes.txt"), "mine").unwrap();
+    let job = spilling_job(d, &d.join("mine/scratch/here"));
+    let out = run(&job, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(d.join("mine"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["notes.txt"]);
+}
+
 /// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the
 /// rank stage is done, and that no later stage of a run without a store or an audit reads, are
 /// freed there, not spilled (with `spill = "always"` the names still are); the output is the one a

@@ -125,6 +125,8 @@ impl Scratch {
 /// A process's scratch directory: made by [`Spill::open`], removed with its files when dropped.
 pub struct Spill {
     dir: PathBuf,
+    /// The missing folders of the scratch path that it made, deepest first.
+    made: Vec<PathBuf>,
     /// Files made so far (for unique names).
     files: AtomicU64,
 }
@@ -133,6 +135,12 @@ impl Spill {
     /// Makes this process's scratch directory under `parent` (created if missing), after removing
     /// the directories of this host's runs that were killed.
     pub fn open(parent: &Path) -> Result<Arc<Spill>> {
+        // The folders this makes, deepest first: removed with the directory if left empty.
+        let made: Vec<PathBuf> = parent
+            .ancestors()
+            .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
+            .map(Path::to_path_buf)
+            .collect();
         std::fs::create_dir_all(parent)
             .io_context(|| format!("creating the scratch directory {}", parent.display()))?;
         let host = hostname();
@@ -150,6 +158,7 @@ impl Spill {
             .io_context(|| format!("writing {}", dir.join(MARKER).display()))?;
         Ok(Arc::new(Spill {
             dir,
+            made,
             files: AtomicU64::new(0),
         }))
     }
@@ -192,6 +201,12 @@ impl Spill {
 impl Drop for Spill {
     fn drop(&mut self) {
         remove_marked(&self.dir);
+        // Only while empty: another run may have put its own directory there meanwhile.
+        for folder in &self.made {
+            if std::fs::remove_dir(folder).is_err() {
+                break;
+            }
+        }
     }
 }
 
