@@ -891,3 +891,31 @@ fn min_bands_of_zero_is_refused_without_a_made_up_band_count() {
     assert!(e.contains("min_bands must be at least 1"), "{e}");
     assert!(!dir.path().join("out").exists());
 }
+
+/// Regression (found by a probe): the fingerprints output in JSON Lines left out the `url` of a
+/// document without one, where the documents output (and Parquet) write `null`. Both write it.
+#[test]
+fn a_fingerprint_line_without_a_url_says_null_as_the_documents_output_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "one two three four five six seven eight nine ten eleven twelve";
+    let lines = [
+        serde_json::json!({"id": "a", "text": text, "url": "https://x/a"}).to_string(),
+        serde_json::json!({"id": "b", "text": text}).to_string(),
+    ];
+    std::fs::write(d.join("docs.jsonl"), lines.join("\n") + "\n").unwrap();
+    let job = "[input]\npaths = [\"docs.jsonl\"]\n[output]\ndir = \"out\"\n\
+               fingerprints = \"fps.jsonl\"\ndocuments = \"documents.jsonl\"\n";
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    run_ok(neardup().args(["run", "job.toml"]).current_dir(d));
+    for name in ["fps.jsonl", "documents.jsonl"] {
+        let text = std::fs::read_to_string(d.join("out").join(name)).unwrap();
+        let rows: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows[0]["url"], "https://x/a", "{name}");
+        let b = rows[1].as_object().unwrap();
+        assert_eq!(b.get("url"), Some(&serde_json::Value::Null), "{name}");
+    }
+}

@@ -299,7 +299,7 @@ pub fn write_pairs<'n>(
 #[derive(Serialize)]
 struct FingerprintLine<'a> {
     id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `null` without one, as the documents output and Parquet write it.
     url: Option<&'a str>,
     simhash: String,
 }
