@@ -517,3 +517,47 @@ fn a_brotli_parquet_file_is_read_like_a_snappy_one() {
         "{kept:?}"
     );
 }
+
+/// Regression (found by a probe): a row skipped as `invalid_utf8` (a binary text column that is
+/// not UTF-8) was listed in `skipped.tsv` without its id, though its id column read.
+#[test]
+fn a_row_whose_text_is_not_utf8_is_listed_with_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("text", DataType::Binary, false),
+    ]));
+    let texts: Vec<&[u8]> = vec![
+        b"one two three four five six",
+        b"bad \xff\xfe bytes",
+        b"x y z",
+    ];
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["a1", "b2", "c3"])),
+            Arc::new(arrow_array::BinaryArray::from(texts)),
+        ],
+    )
+    .unwrap();
+    let path = d.join("docs.parquet");
+    let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let job = format!(
+        "[input]\npaths = [{path:?}]\nformat = \"parquet\"\n[content]\nmin_tokens = 1\n\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nskipped = \"skipped.tsv\"\n"
+    );
+    let out = common::run_job(d, &job);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{e}");
+    let skipped = std::fs::read_to_string(d.join("out/skipped.tsv")).unwrap();
+    let rows: Vec<Vec<&str>> = skipped.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 1, "{skipped}");
+    assert_eq!(
+        (rows[0][2], rows[0][3]),
+        ("invalid_utf8", "b2"),
+        "{skipped}"
+    );
+}

@@ -467,7 +467,15 @@ impl Columns {
         })();
         let (html, text, url, lang, time) = match values {
             Ok(v) => v,
-            Err(m) => return Item::Skipped(at.skip(SkipReason::InvalidUtf8, m, 0)),
+            Err(m) => {
+                // The row's id, when it reads, names it in the skipped-records output.
+                let mut s = at.skip(SkipReason::InvalidUtf8, m, 0);
+                s.id = get(&self.id, &fields.id)
+                    .ok()
+                    .flatten()
+                    .map(Cow::into_owned);
+                return Item::Skipped(s);
+            }
         };
         let id = match get(&self.id, &fields.id) {
             // A null id is a skip, as in JSON Lines: a generated PATH@ROW could be a real id.
