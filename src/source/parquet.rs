@@ -445,6 +445,17 @@ impl Columns {
         })
     }
 
+    /// Row `i` (at `at`) skipped as `invalid_utf8` with `message`, named by its id in the
+    /// skipped-records output when its id column reads.
+    fn named_skip(&self, i: usize, at: RowAt, fields: &Fields, message: String) -> Skipped {
+        let mut s = at.skip(SkipReason::InvalidUtf8, message, 0);
+        s.id = column_value(&self.id, i, &fields.id)
+            .ok()
+            .flatten()
+            .map(Cow::into_owned);
+        s
+    }
+
     /// Row `i` as a document, or as a skip saying why it cannot be one.
     fn row(
         &self,
@@ -467,15 +478,7 @@ impl Columns {
         })();
         let (html, text, url, lang, time) = match values {
             Ok(v) => v,
-            Err(m) => {
-                // The row's id, when it reads, names it in the skipped-records output.
-                let mut s = at.skip(SkipReason::InvalidUtf8, m, 0);
-                s.id = get(&self.id, &fields.id)
-                    .ok()
-                    .flatten()
-                    .map(Cow::into_owned);
-                return Item::Skipped(s);
-            }
+            Err(m) => return Item::Skipped(self.named_skip(i, at, fields, m)),
         };
         let id = match get(&self.id, &fields.id) {
             // A null id is a skip, as in JSON Lines: a generated PATH@ROW could be a real id.
