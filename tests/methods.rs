@@ -1623,7 +1623,8 @@ fn spilled_band_keys_and_sets_report_the_true_pairs_at_1_2_4_workers_and_two_pro
     // which the read stage wrote in sorted runs as it went (a key and 21 words a record).
     assert!(summary.spilled_bytes_by_stage["rank"] >= distinct * 21 * 8);
     assert!(summary.spilled_bytes_by_stage["read"] >= distinct * 22 * 8);
-    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    // The scratch path did not exist: the runs made it, and removed it with their directories.
+    let left: Vec<_> = std::fs::read_dir(&scratch).map_or(Vec::new(), |d| d.collect());
     assert!(left.is_empty(), "scratch directories left: {left:?}");
 }
 
