@@ -560,4 +560,18 @@ fn a_row_whose_text_is_not_utf8_is_listed_with_its_id() {
         ("invalid_utf8", "b2"),
         "{skipped}"
     );
+    // `truth` names the row as a run does: by its row group, not by a byte.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["truth", "--format", "parquet", "--input"])
+        .arg(&path)
+        .args(["--out", "truth.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("docs.parquet row 1 of row group 0: invalid_utf8"),
+        "{e}"
+    );
+    assert!(!e.contains("(byte"), "{e}");
 }

@@ -18,7 +18,7 @@ use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
 use neardup::source::{Item, Location, SkipReason};
 use neardup::stages::read::document_text;
-use neardup::summary::{Counters, MESSAGES_PER_REASON};
+use neardup::summary::{first_notes, Counters, LineTable, SkipNote};
 pub use neardup::text::Measure;
 
 use super::{CorpusArgs, EXIT_PARTIAL};
@@ -173,45 +173,49 @@ pub fn read_documents<T>(
     mut make: impl FnMut(&str) -> Option<T>,
     mut take: impl FnMut(String, T),
 ) {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen: HashMap<String, Location> = HashMap::new();
+    let since = counters.notes.len();
     for (i, file) in inputs.files.iter().enumerate() {
         let path = file.name();
         inputs
             .source
             .read_split(&inputs.whole(i), &mut |item| match item {
                 Item::Blank => counters.blank_lines += 1,
-                Item::Skipped(s) => skip(counters, &path, s.skip.reason, s.at, &s.skip.message),
+                Item::Skipped(s) => counters.skip(s.into()),
                 Item::Document(doc) => {
                     let at = doc.location;
+                    let id = doc.name(&path).into_owned();
+                    let note = |reason, message: String, first| SkipNote {
+                        at,
+                        reason,
+                        id: id.clone(),
+                        record: None,
+                        message,
+                        first,
+                    };
                     let text = match document_text(&doc, boilerplate) {
                         Ok(text) => text,
                         Err(e) => {
-                            return skip(
-                                counters,
-                                &path,
+                            return counters.skip(note(
                                 SkipReason::MissingText,
-                                at,
-                                &e.to_string(),
-                            )
+                                e.to_string(),
+                                None,
+                            ))
                         }
                     };
-                    let id = doc.name(&path).into_owned();
                     match make(&text) {
-                        None => skip(
-                            counters,
-                            &path,
+                        None => counters.skip(note(
                             SkipReason::NoTokens,
-                            at,
-                            "no word or CJK token",
-                        ),
-                        Some(_) if !seen.insert(id.clone()) => skip(
-                            counters,
-                            &path,
+                            "no word or CJK token".into(),
+                            None,
+                        )),
+                        Some(_) if seen.contains_key(&id) => counters.skip(note(
                             SkipReason::DuplicateId,
-                            at,
-                            &format!("duplicate id {id:?}"),
-                        ),
+                            format!("duplicate id {id:?}"),
+                            seen.get(&id).copied(),
+                        )),
                         Some(kept) => {
+                            seen.insert(id.clone(), at);
                             counters.read += 1;
                             counters.processed += 1;
                             take(id, kept);
@@ -219,6 +223,19 @@ pub fn read_documents<T>(
                     }
                 }
             });
+    }
+    show_skips(inputs, &counters.notes[since..]);
+}
+
+/// Shows the first skips of each reason as a run shows them: every file is read as one split,
+/// numbered as the file is.
+fn show_skips(inputs: &Inputs, notes: &[SkipNote]) {
+    let files: Vec<String> = inputs.files.iter().map(|f| f.name()).collect();
+    let whole = (0..files.len()).map(|i| (i as u32, i, 0, 0)).collect();
+    let unit = inputs.source.entry().split.offset_unit();
+    let lines = LineTable::new(whole).with_offset_unit(unit);
+    for note in first_notes(notes) {
+        eprintln!("warning: {}", note.render(&files, &lines));
     }
 }
 
@@ -290,19 +307,6 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Counts a skipped record of the file `path`, and shows the first of each reason as a run shows
-/// them (a whole file's split starts at its first line).
-fn skip(counters: &mut Counters, path: &str, reason: SkipReason, at: Location, message: &str) {
-    counters.tally(reason);
-    if counters.skipped[&reason] as usize <= MESSAGES_PER_REASON {
-        let line = at
-            .split_line()
-            .map_or(String::new(), |l| format!(":{}", l.line));
-        let offset = at.offset;
-        eprintln!("warning: {path}{line}: {reason}: {message} (byte {offset})");
-    }
 }
 
 /// `reason=N, ...` of the skipped records.
