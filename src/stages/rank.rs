@@ -153,9 +153,10 @@ pub struct RankOutput {
 /// Ranks this worker's `docs` (every worker calls it together); duplicates are skipped in
 /// `counters`, but for an audit's stored documents (those of the first `stored_files` files),
 /// which this run did not read: a stored document whose id an earlier stored one has (two runs
-/// stored one id) is only counted. With `keep_rows` the owners keep each document's URL, sketch and content hash, with
-/// `keep_origins` where it was read (for a stage that reads it again). `signatures`: those of the
-/// documents' distinct keys, taken from `docs` ([`Signatures::of`]; MinHash, else empty).
+/// stored one id) is only counted. With `keep_rows` the owners keep each document's URL, sketch
+/// and content hash, with `keep_origins` where it was read (for a stage that reads it again).
+/// `signatures`: those of the documents' distinct keys, taken from `docs` ([`Signatures::of`];
+/// MinHash, else empty).
 pub fn rank(
     worker: &mut Worker,
     docs: Sketched,
