@@ -73,6 +73,46 @@ pub fn created(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Creates the staged file or directory `path` with `make` and registers it to be removed on an
+/// interrupt, unless an interrupt has begun (an error then, and nothing made). The interrupt
+/// handler marks the run interrupted before it holds the registry to remove what it holds, and
+/// this holds the same registry while it makes `path`: a staged output is either made before the
+/// handler removes the staged outputs, and removed with them, or never made.
+///
+/// (Made first and checked after, a file a worker created just after the handler's removal
+/// stayed behind when the process ended before the worker's check could take it back.)
+pub fn create_staged<T>(
+    path: &Path,
+    is_dir: bool,
+    make: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    if is_dir {
+        let mut dirs = DIRS.lock().unwrap_or_else(|p| p.into_inner());
+        refuse_if_interrupted()?;
+        if !dirs.iter().any(|d| d == path) {
+            dirs.push(path.to_path_buf());
+        }
+        return make(path);
+    }
+    let mut temps = TEMPS.lock().unwrap_or_else(|p| p.into_inner());
+    refuse_if_interrupted()?;
+    if let Some(c) = c_path(path).filter(|c| !temps.contains(c)) {
+        temps.push(c);
+    }
+    make(path)
+}
+
+/// An error if an interrupt has begun.
+fn refuse_if_interrupted() -> std::io::Result<()> {
+    if interrupted() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "the run was interrupted",
+        ));
+    }
+    Ok(())
+}
+
 /// Waits for the interrupt handler to end the process (it exits with 128 + the signal's number).
 pub fn await_interrupt_exit() -> ! {
     loop {
@@ -247,10 +287,16 @@ fn unmake(path: &CStr) {
 /// walk listed its folder makes the folder's removal fail. So the removal is repeated until the
 /// directory is gone; once it is, nothing brings it back, because the corpus writers create only
 /// folders below a staged directory that must already exist (see `output::corpus`).
-fn remove_dirs() {
+///
+/// `wait` (the interrupt handler) waits for a thread that holds the registry while it makes a
+/// staged directory (see [`create_staged`]); a panic gives up then.
+fn remove_dirs(wait: bool) {
     let dirs = match DIRS.try_lock() {
         Ok(g) => g.clone(),
         Err(TryLockError::Poisoned(p)) => p.into_inner().clone(),
+        Err(TryLockError::WouldBlock) if wait => {
+            DIRS.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        }
         Err(TryLockError::WouldBlock) => return,
     };
     for d in dirs {
@@ -426,7 +472,7 @@ pub fn install() -> std::io::Result<()> {
                     unlink_all(&temps);
                     !temps.is_empty()
                 };
-                remove_dirs();
+                remove_dirs(true);
                 remove_made_holding(hold);
                 if COMMITTED.load(Ordering::SeqCst) && !removed {
                     eprintln!(
@@ -454,7 +500,7 @@ fn install_panic_hook() {
             await_interrupt_exit();
         }
         remove_all();
-        remove_dirs();
+        remove_dirs(false);
         let message = panic_message(info);
         // A timely worker thread whose peers the system refused to start: the run says so.
         if message.starts_with("Failed to send buzzer")
@@ -517,5 +563,34 @@ mod tests {
         assert!(!a.exists());
         unregister(&a);
         assert!(!TEMPS.lock().unwrap().contains(&c_path(&a).unwrap()));
+    }
+
+    /// Regression (a staged `pairs.tsv` outlived an interrupt): a staged output was made first and
+    /// checked against the interrupt after, unregistered meanwhile. Now it is made while its
+    /// registry is held, and is registered by the time it exists, whoever made it.
+    #[test]
+    fn a_staged_output_is_registered_while_it_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".pairs.tsv.neardup-tmp-1");
+        let folder = dir.path().join(".corpus.neardup-tmp-dir");
+        let seen = create_staged(&file, false, |p| {
+            // The registry is held: another thread (the handler) cannot take it now.
+            assert!(TEMPS.try_lock().is_err());
+            std::fs::File::create(p).map(|_| ())
+        });
+        assert!(seen.is_ok());
+        assert!(TEMPS.lock().unwrap().contains(&c_path(&file).unwrap()));
+        create_staged(&folder, true, |p| {
+            assert!(DIRS.try_lock().is_err());
+            std::fs::create_dir(p)
+        })
+        .unwrap();
+        assert!(DIRS.lock().unwrap().contains(&folder));
+        // Made twice (the stage, then the write), registered once.
+        create_staged(&file, false, |p| std::fs::File::create(p)).unwrap();
+        let c = c_path(&file).unwrap();
+        assert_eq!(TEMPS.lock().unwrap().iter().filter(|t| **t == c).count(), 1);
+        unregister(&file);
+        unregister_dir(&folder);
     }
 }

@@ -314,21 +314,16 @@ impl OutputSet {
         };
         let shown = s.shown.clone();
         let is_dir = matches!(s.target, Target::Dir(_));
-        if is_dir {
-            cleanup::register_dir(&staged);
-        } else {
-            cleanup::register(&staged);
-        }
         s.staged = Some(staged.clone());
         self.slots.get_mut().expect("not shared yet").push(s);
-        let created = if is_dir {
-            std::fs::create_dir_all(&staged)
-        } else {
-            File::create(&staged).map(|_| ())
-        };
-        created
-            .and_then(|_| cleanup::created(&staged))
-            .io_context(|| format!("cannot write output {}", shown.display()))
+        cleanup::create_staged(&staged, is_dir, |p| {
+            if is_dir {
+                std::fs::create_dir_all(p)
+            } else {
+                File::create(p).map(|_| ())
+            }
+        })
+        .io_context(|| format!("cannot write output {}", shown.display()))
     }
 
     /// The format an output is written in, by the extension of its path as given.
@@ -363,8 +358,7 @@ impl OutputSet {
         let format = RowFormat::of(&shown);
         let result = (|| -> io::Result<(u64, u64)> {
             if let (Target::File(_), Some(staged)) = (&target, &staged) {
-                let file = File::create(staged)?;
-                cleanup::created(staged)?;
+                let file = cleanup::create_staged(staged, false, |p| File::create(p))?;
                 let mut out = Hashing::new(BufWriter::with_capacity(1 << 20, file));
                 write(&mut out, format)?;
                 let file = out.inner.into_inner().map_err(|e| e.into_error())?;
