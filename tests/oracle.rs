@@ -1045,6 +1045,69 @@ fn star_split_cuts_chains_as_brute_force_stars_at_1_2_4_workers_and_two_processe
     }
 }
 
+/// Regression (an output that changed the result): with the exact groups output, the pairs were
+/// collapsed to the groups' representatives before the clusters were made, so the star split left
+/// a group's other members out of their representative's star (kept where they are copies) and
+/// the plain split called clusters chains that are not. Asking for the groups now changes only the
+/// pairs output: the clusters, keep and drop lists and the clusters' figures are those of the run
+/// without it, and the pairs those of a collapse run without clusters, at 1, 2 and 4 workers.
+#[test]
+fn the_exact_groups_output_changes_no_cluster_and_nothing_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = 3;
+    let mut fps = chained_fingerprints();
+    // Each chain's second link copied: a group whose representative the first link's star takes,
+    // and whose other member is paired with that first link only through the group.
+    let copies: Vec<(String, u64)> = fps
+        .iter()
+        .filter(|(id, _)| id.starts_with("chain") && id.ends_with("-1"))
+        .map(|(id, fp)| (format!("{id}-twin"), *fp))
+        .collect();
+    fps.extend(copies);
+    let input = dir.path().join("fps.tsv");
+    write_fingerprints(&input, &fps);
+    let read = |out: &Path, name: &str| std::fs::read_to_string(out.join(name)).unwrap();
+    for split in ["none", "star"] {
+        for w in [1, 2, 4] {
+            let what = format!("split {split}, {w} workers");
+            let extra = format!("[clusters]\nsplit = {split:?}");
+            let plain = dir.path().join(format!("plain-{split}-{w}"));
+            let with = dir.path().join(format!("groups-{split}-{w}"));
+            let alone = dir.path().join(format!("alone-{split}-{w}"));
+            let a = execute(clusters_plan(&input, &plain, k, &extra, w))
+                .unwrap()
+                .unwrap();
+            let mut plan = clusters_plan(&input, &with, k, &extra, w);
+            plan.outputs.exact_groups = Some(with.join("groups.tsv"));
+            let b = execute(plan).unwrap().unwrap();
+            for name in ["clusters.tsv", "keep.txt", "drop.tsv"] {
+                assert_eq!(read(&plain, name), read(&with, name), "{what}: {name}");
+            }
+            let (a, b) = (a.clusters.unwrap(), b.clusters.unwrap());
+            assert_eq!(
+                (a.kept, a.dropped, a.chained_clusters, a.chained_documents),
+                (b.kept, b.dropped, b.chained_clusters, b.chained_documents),
+                "{what}"
+            );
+            let mut plan = pairs_plan(&input, &alone.join("pairs.tsv"), k, "auto", w, None);
+            plan.outputs.exact_groups = Some(alone.join("groups.tsv"));
+            std::fs::create_dir_all(&alone).unwrap();
+            execute(plan).unwrap();
+            assert_eq!(
+                read(&with, "pairs.tsv"),
+                read(&alone, "pairs.tsv"),
+                "{what}"
+            );
+            assert_eq!(
+                read(&with, "groups.tsv"),
+                read(&alone, "groups.tsv"),
+                "{what}"
+            );
+            assert!(read(&with, "pairs.tsv").len() < read(&plain, "pairs.tsv").len());
+        }
+    }
+}
+
 /// The text of each document of a JSON Lines corpus, by id.
 fn texts_by_id(bytes: &[u8]) -> std::collections::HashMap<String, String> {
     std::str::from_utf8(bytes)

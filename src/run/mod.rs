@@ -53,7 +53,7 @@ pub fn run_worker(
             pass.load_cold(worker, &mut ranked)?;
             pass.changes(worker, &ranked, &pairs);
             let exact = candidates.exact;
-            let members = pass.clusters(worker, &ranked, &pairs, exact.as_deref());
+            let members = pass.clusters(worker, &ranked, &pairs);
             pass.corpus(worker, &ranked, &members, &books.counters.copy_at);
             pass.decisions(worker, &ranked, &members, &appended);
             pass.store_clustered(worker, &ranked, &members, &appended);

@@ -62,6 +62,11 @@ pub struct Pass<'a> {
     /// The worker that decompresses each shared compressed file, which reads its records again
     /// when their sketcher did not keep them (`read::readers`).
     pub readers: Vec<Option<u32>>,
+    /// The ranks of the exact groups' members other than their representatives, sorted, when the
+    /// exact groups output lists them and clusters are made: the pairs are expanded in full for
+    /// the clusters, and the pairs output and its figures leave out a pair with one of these, as
+    /// collapse mode does ([`Pass::shown`]).
+    pub collapsed: Vec<u64>,
     /// False if no document read had a URL: the largest clusters' records are not read again
     /// for one (a compressed file would be decompressed again for nothing).
     pub urls_read: bool,
@@ -90,6 +95,7 @@ impl<'a> Pass<'a> {
             scratch: Arc::clone(scratch),
             kept: None,
             readers: Vec::new(),
+            collapsed: Vec::new(),
             urls_read: true,
         }
     }
@@ -562,6 +568,9 @@ impl<'a> Pass<'a> {
 
         self.clock.enter(Phase::Pairs);
         let collapse = plan.outputs.exact_groups.is_some();
+        // Clusters are made over every document pair (a group member's pairs are its
+        // representative's): collapsed pairs changed the star split's clusters and what it kept.
+        let expand_in_full = !collapse || plan.clusters.is_some();
         let identical = method.identical(self.estimates());
         let taken = (self.budget_left(), found.pairs.held_bytes());
         let room = self.pair_room(worker.index(), "expand", taken);
@@ -570,13 +579,16 @@ impl<'a> Pass<'a> {
             worker,
             &groups,
             found.pairs,
-            (collapse, identical),
+            (!expand_in_full, identical),
             room.clone(),
         );
         let pairs = exchange::all_ok(worker, pairs.and_then(|p| self.audited(p, room)))?;
         let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("expand".into(), spilled));
         let exact = collapse.then(|| expand::exact_groups(&groups));
+        if collapse && expand_in_full {
+            self.collapsed = collapsed_members(worker, exact.as_deref().unwrap_or_default());
+        }
         drop(groups);
         self.clock.stage("expand", worker);
         Ok(Candidates { pairs, exact })
@@ -843,30 +855,27 @@ impl<'a> Pass<'a> {
                 kept
             }),
         };
-        self.figures.by_similarity = similarity_histogram(worker, pairs.each());
-        self.figures.by_kind = kind_counts(worker, pairs.each());
+        let shown = pairs.each().filter(|p| self.shown(p));
+        self.figures.by_similarity = similarity_histogram(worker, shown);
+        let shown = pairs.each().filter(|p| self.shown(p));
+        self.figures.by_kind = kind_counts(worker, shown);
         self.clock.keep(pairs.check());
         self.clock.stage("verify", worker);
         pairs
     }
 
-    /// Clusters over the pairs and the exact-duplicate groups, when asked for: the members of the
-    /// ranks this worker owns.
+    /// Clusters over the pairs (expanded in full), when asked for: the members of the ranks this
+    /// worker owns.
     pub fn clusters(
         &mut self,
         worker: &mut Worker,
         ranked: &Ranked,
         pairs: &PairList,
-        exact: Option<&[(u64, Vec<u64>)]>,
     ) -> Vec<Member> {
         let members = match self.plan.clusters {
             None => Vec::new(),
             Some(c) => {
-                let mut more: Vec<cluster::Link> = exact
-                    .map(cluster::group_edges)
-                    .into_iter()
-                    .flatten()
-                    .collect();
+                let mut more: Vec<cluster::Link> = Vec::new();
                 let stored = self.stored.as_ref();
                 if let Some(s) = stored.filter(|_| c.split == Split::None) {
                     more.extend(s.cluster_edges(worker, pairs.each()));
@@ -948,6 +957,7 @@ impl<'a> Pass<'a> {
         let taken = (self.budget_left(), pairs.held_bytes());
         let room = self.pair_room(worker.index(), "write", taken);
         let spilled = room.clone();
+        let pairs = self.collapse(worker, pairs, &room);
         let counts = match self.stored {
             None => write::pairs(
                 worker,
@@ -977,6 +987,24 @@ impl<'a> Pass<'a> {
         let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("write_pairs".into(), spilled));
         self.clock.stage("write_pairs", worker);
+    }
+
+    /// True if pair `p` is one the pairs output lists: not one of a member of an exact group other
+    /// than its representative, when the pairs were expanded in full for the clusters.
+    fn shown(&self, p: &Pair) -> bool {
+        let c = &self.collapsed;
+        c.is_empty() || (c.binary_search(&p.a).is_err() && c.binary_search(&p.b).is_err())
+    }
+
+    /// `pairs` without those the exact groups output stands for, when they were expanded in full
+    /// for the clusters (every worker calls it together; `collapsed` is the same on each).
+    fn collapse(&mut self, worker: &mut Worker, pairs: PairList, room: &PairRoom) -> PairList {
+        if self.collapsed.is_empty() {
+            return pairs;
+        }
+        let kept = pairs.retain(room.clone(), |p| self.shown(p));
+        let kept = exchange::all_ok(worker, kept);
+        self.clock.keep_value(kept).unwrap_or_default()
     }
 
     /// An audit's pairs, written apart: its matches (new document first) and its batch pairs,
@@ -1068,4 +1096,13 @@ enum Values<'r> {
     Held(Vec<u32>),
     /// In a spill file by column group, for rounds that read them so.
     Spilled(Columns, &'r dyn ColumnRounds),
+}
+
+/// Every worker's exact groups' members other than their representatives (`groups` is this
+/// worker's), sorted, on every worker (every worker calls it together).
+fn collapsed_members(worker: &mut Worker, groups: &[(u64, Vec<u64>)]) -> Vec<u64> {
+    let mine: Vec<u64> = groups.iter().flat_map(|(_, m)| m[1..].to_vec()).collect();
+    let mut all: Vec<u64> = exchange::all_gather(worker, mine).concat();
+    all.sort_unstable();
+    all
 }

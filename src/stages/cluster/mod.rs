@@ -396,14 +396,6 @@ impl Local {
         }));
     }
 }
-
-/// The edges of exact-duplicate groups `(key, member ranks)`: each member joined to the first.
-pub fn group_edges(groups: &[(u64, Vec<u64>)]) -> impl Iterator<Item = (u64, u64)> + '_ {
-    groups
-        .iter()
-        .flat_map(|(_, m)| m[1..].iter().map(move |&x| (m[0], x)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
