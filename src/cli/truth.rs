@@ -293,11 +293,14 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })?;
+    let why = match counters.skipped_total() {
+        0 => String::new(),
+        _ => format!(" ({})", skip_counts(&counters)),
+    };
     eprintln!(
-        "neardup truth: {} documents, {} skipped ({}), {} pairs with {:?} >= {threshold}: {}",
+        "neardup truth: {} documents, {} skipped{why}, {} pairs with {:?} >= {threshold}: {}",
         counters.processed,
         counters.skipped_total(),
-        skip_counts(&counters),
         pairs.len(),
         a.measure,
         out.display()

@@ -220,11 +220,14 @@ fn is_glob(s: &str) -> bool {
 struct Walked {
     /// Regular files, and symlinks to them (a dangling symlink too: reading it names it).
     files: Vec<PathBuf>,
-    /// FIFOs, sockets and devices, and symlinks back into a directory being walked.
+    /// FIFOs, sockets and devices, symlinks back into a directory being walked, and hidden files.
     passed: Vec<(PathBuf, String)>,
+    /// Hidden directories, not walked.
+    hidden_dirs: Vec<(PathBuf, String)>,
 }
 
-/// Walks `dir` recursively, hidden entries skipped and symlinks followed: a link to a directory is
+/// Walks `dir` recursively, hidden entries passed over (saying so, but for neardup's own) and
+/// symlinks followed: a link to a directory is
 /// walked like one (unless it leads back into a directory the walk is inside, `inside` by device
 /// and inode), a link to a file is taken like it. Only regular files are taken: a FIFO (which
 /// would block the run), a socket or a device is passed over.
@@ -241,14 +244,16 @@ fn walk(dir: &Path, inside: &mut Vec<(u64, u64)>, found: &mut Walked) -> io::Res
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
         let mut kind = entry.file_type()?;
         if kind.is_symlink() {
             if let Ok(target) = std::fs::metadata(&path) {
                 kind = target.file_type();
             }
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            pass_hidden(path, &name, kind.is_dir(), found);
+            continue;
         }
         if kind.is_dir() {
             walk(&path, inside, found)?;
@@ -260,6 +265,24 @@ fn walk(dir: &Path, inside: &mut Vec<(u64, u64)>, found: &mut Walked) -> io::Res
     }
     inside.pop();
     Ok(())
+}
+
+/// Passes over the hidden entry `path` (named `name`, a directory if `is_dir`), saying why, unless
+/// it is neardup's own (a lock, an outputs record, a staged output: their names hold `.neardup`).
+/// Hidden entries are version control, editors' and tools' files more often than documents.
+fn pass_hidden(path: PathBuf, name: &str, is_dir: bool, found: &mut Walked) {
+    if name.contains(".neardup") {
+        return;
+    }
+    let (list, why) = if is_dir {
+        let why = "a hidden directory (its name begins with a dot), not walked: name it to read it";
+        (&mut found.hidden_dirs, why)
+    } else {
+        let why = "hidden (its name begins with a dot): name it, or give a pattern that begins \
+                   with a dot, to read it";
+        (&mut found.passed, why)
+    };
+    list.push((path, why.to_string()));
 }
 
 /// What a file that is neither a regular file nor a directory is, for messages: "a FIFO, not a
@@ -411,6 +434,7 @@ fn expand(
             walked.files.retain(|p| has_extension(p, dir_exts));
             walked.passed.retain(|(p, _)| has_extension(p, dir_exts));
             not_files.append(&mut walked.passed);
+            not_files.append(&mut walked.hidden_dirs);
             Ok(Some((walked.files, spec.to_path_buf())))
         }
         Ok(m) if m.is_file() => Ok(None),
@@ -425,18 +449,21 @@ fn expand(
     }
 }
 
-/// The regular files a glob pattern matches (leading dots matched only literally); a match that is
-/// a FIFO, a socket or a device goes to `not_files`, with why.
+/// The regular files a glob pattern matches (leading dots matched only literally, as a shell
+/// does: [`dots_named`]); a match that is a FIFO, a socket or a device goes to `not_files`, with
+/// why.
 fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<Vec<PathBuf>> {
-    let options = glob::MatchOptions {
-        require_literal_leading_dot: true,
-        ..Default::default()
-    };
+    // glob 0.3's own `require_literal_leading_dot` drops every hidden entry, even one the pattern
+    // names with a dot (`hd/.d*` matched nothing).
+    let options = glob::MatchOptions::default();
     let mut found = Vec::new();
     for entry in glob::glob_with(pattern, options)
         .map_err(|e| Error::Config(format!("bad glob pattern {pattern:?}: {e}")))?
     {
         let p = entry.map_err(|e| Error::Input(format!("reading a match of {pattern:?}: {e}")))?;
+        if !dots_named(pattern, &p) {
+            continue;
+        }
         match std::fs::metadata(&p) {
             Ok(m) if m.is_file() => found.push(p),
             Ok(m) if !m.is_dir() => not_files.push((p, not_regular(m.file_type()))),
@@ -447,6 +474,20 @@ fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<V
         }
     }
     Ok(found)
+}
+
+/// True if each hidden part of `path` (a name that begins with a dot) is matched by a part of
+/// `pattern` that begins with a dot itself: `*` and `?` match no leading dot, as in a shell.
+fn dots_named(pattern: &str, path: &Path) -> bool {
+    let dotted: Vec<glob::Pattern> = pattern
+        .split('/')
+        .filter(|c| c.starts_with('.') && *c != "." && *c != "..")
+        .filter_map(|c| glob::Pattern::new(c).ok())
+        .collect();
+    path.components().all(|c| {
+        let c = c.as_os_str().to_string_lossy();
+        !c.starts_with('.') || c == "." || c == ".." || dotted.iter().any(|d| d.matches(&c))
+    })
 }
 
 /// The directory part of a glob pattern before its first wildcard (`out/*/x.jsonl` -> `out`).
@@ -787,5 +828,44 @@ mod tests {
             &mut PassOverNothing
         )
         .is_err());
+    }
+
+    /// Regression: a walk skipped hidden files and directories without a word (58 records of 61
+    /// left out, the summary none the wiser), and a pattern that names them with a dot
+    /// (`hd/.d*`) matched nothing. A walk still passes them over, saying so (but for neardup's
+    /// own), and a pattern reads those it names with a dot, as a shell expands it.
+    #[test]
+    fn hidden_entries_are_passed_over_saying_so_and_a_dotted_pattern_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join(".sub")).unwrap();
+        std::fs::create_dir_all(d.join(".corpus.neardup-tmp-dir")).unwrap();
+        for name in [
+            "a.jsonl",
+            ".dot.jsonl",
+            ".sub/x.jsonl",
+            ".notes.txt",
+            ".neardup-outputs.json",
+        ] {
+            std::fs::write(d.join(name), b"{}\n").unwrap();
+        }
+        let mut walked = Walked::default();
+        walk(d, &mut Vec::new(), &mut walked).unwrap();
+        assert_eq!(walked.files, [d.join("a.jsonl")]);
+        let passed: Vec<&PathBuf> = walked.passed.iter().map(|(p, _)| p).collect();
+        assert_eq!(passed.len(), 2, "{passed:?}");
+        assert!(passed.contains(&&d.join(".dot.jsonl")) && passed.contains(&&d.join(".notes.txt")));
+        assert!(walked.passed.iter().all(|(_, why)| why.contains("hidden")));
+        assert_eq!(walked.hidden_dirs.len(), 1);
+        assert_eq!(walked.hidden_dirs[0].0, d.join(".sub"));
+        let glob = |pattern: &Path| {
+            let mut files = glob_files(&pattern.to_string_lossy(), &mut Vec::new()).unwrap();
+            files.sort();
+            files
+        };
+        assert_eq!(glob(&d.join(".d*")), [d.join(".dot.jsonl")]);
+        assert_eq!(glob(&d.join("*")), [d.join("a.jsonl")]);
+        assert_eq!(glob(&d.join(".sub/*")), [d.join(".sub/x.jsonl")]);
+        assert_eq!(glob(&d.join("*/x.jsonl")), Vec::<PathBuf>::new());
     }
 }
