@@ -782,6 +782,52 @@ fn the_sample_job_writes_a_self_contained_report_and_the_report_command_redraws_
     assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
 }
 
+/// Regression (found by a probe): the layout method's summary said its layout-only pairs had
+/// "jaccard >= 0.8" and called them near-duplicate pairs, as the containment method's partial
+/// copies; its report named the method simhash, and the containment report drew containment
+/// under "Jaccard similarity".
+#[test]
+fn layout_and_containment_runs_say_which_pairs_are_not_near_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    for (job, method, axis) in [
+        ("layout", "layout, k = ", "Jaccard similarity"),
+        ("containment", "containment", "containment (bin start)"),
+    ] {
+        let out = dir.path().join(job);
+        let run = neardup()
+            .arg("run")
+            .arg(root().join(format!("jobs/{job}.toml")))
+            .arg("--out-dir")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{e}");
+        let s = summary(&out.join("summary.json"));
+        let not_near = ["layout_only", "partial"]
+            .iter()
+            .map(|k| s["pairs"]["by_kind"][k].as_u64().unwrap_or(0))
+            .sum::<u64>();
+        assert!(not_near > 0, "{job}: {e}");
+        assert!(!e.contains("near-duplicate pairs"), "{job}: {e}");
+        assert!(
+            e.contains(&format!("{} pairs (", s["pairs"]["total"])),
+            "{job}: {e}"
+        );
+        assert!(e.contains(" kept, those with "), "{job}: {e}");
+        assert_eq!(
+            e.contains("every pair of one layout"),
+            job == "layout",
+            "{e}"
+        );
+        let page = dir.path().join(format!("{job}.html"));
+        run_ok(neardup().arg("report").arg(&out).arg("--out").arg(&page));
+        let page = std::fs::read_to_string(&page).unwrap();
+        assert!(page.contains(method) && page.contains(axis), "{job}");
+        assert!(!page.contains("simhash, k ="), "{job}");
+    }
+}
+
 /// Regression (found by a probe): the sub-commands that take their inputs by a flag said a missing
 /// input was "given by the job's [input] paths", where no job was given. They name the flag.
 #[test]

@@ -140,7 +140,8 @@ pub fn html(s: &Summary) -> String {
         clusters(c, &mut body);
     }
     if let Some(p) = &s.pairs {
-        pairs(p, &mut body);
+        let measure = s.verification.as_ref().map(|v| v.measure.as_str());
+        pairs(p, measure, &mut body);
     }
     stage_times(&s.seconds, &mut body);
     if let Some(c) = &s.clusters {
@@ -164,7 +165,11 @@ pub fn html(s: &Summary) -> String {
 /// The run's facts: command, inputs, method, verification, workers, time and memory.
 fn facts(s: &Summary, body: &mut String) {
     let method = match (&s.layout, &s.bands) {
-        (Some(l), _) => format!("simhash, k = {}, layout {}", l.k, l.name),
+        (Some(l), _) if s.method == "simhash" => {
+            format!("simhash, k = {}, layout {}", l.k, l.name)
+        }
+        // The layout method: a simhash of markup in simhash's tables.
+        (Some(l), _) => format!("{}, k = {}, tables {}", s.method, l.k, l.name),
         (_, Some(b)) => format!("{} {}", s.method, b.name),
         _ => s.method.clone(),
     };
@@ -249,15 +254,20 @@ fn clusters(c: &ClusterSummary, body: &mut String) {
     );
 }
 
-/// The pairs: their number, and their similarities (or distances).
-fn pairs(p: &PairSummary, body: &mut String) {
+/// The pairs: their number, and their similarities (or distances) by what verification measured
+/// (`measure`, Jaccard unless `containment`).
+fn pairs(p: &PairSummary, measure: Option<&str>, body: &mut String) {
+    let similarity = match measure {
+        Some("containment") => "containment (bin start)",
+        _ => "Jaccard similarity (bin start)",
+    };
     let (bins, title): (Vec<(String, u64)>, &str) = if !p.by_similarity.is_empty() {
         (
             p.by_similarity
                 .iter()
                 .map(|(pct, n)| (format!("{:.2}", *pct as f64 / 100.0), *n))
                 .collect(),
-            "Jaccard similarity (bin start)",
+            similarity,
         )
     } else {
         (

@@ -175,16 +175,22 @@ pub struct BandsSummary {
     pub kept: u64,
 }
 
-/// The summary's line of pairs: how many, and of which kinds.
+/// The summary's line of pairs: how many, and of which kinds. They are near-duplicate pairs
+/// unless some are partial copies or pages of one layout only, which are not.
 fn pairs_line(p: &PairSummary) -> String {
     let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let not_near = ["partial", "layout_only"];
+    let what = match p
+        .by_kind
+        .iter()
+        .any(|(k, n)| *n > 0 && not_near.contains(&k.as_str()))
+    {
+        true => "pairs",
+        false => "near-duplicate pairs",
+    };
     match kinds.is_empty() {
-        true => format!("\n  {} near-duplicate pairs", p.total),
-        false => format!(
-            "\n  {} near-duplicate pairs ({})",
-            p.total,
-            kinds.join(", ")
-        ),
+        true => format!("\n  {} {what}", p.total),
+        false => format!("\n  {} {what} ({})", p.total, kinds.join(", ")),
     }
 }
 
@@ -552,8 +558,8 @@ impl Summary {
         } else if let Some(v) = &self.verification {
             s += &format!(
                 "\n  verified {} candidate pairs of documents (the candidates over their exact copies; \
-                 {} records read again, {} sets kept from reading): {} with {} >= {} of \
-                 {}-token shingles",
+                 {} records read again, {} sets kept from reading): {} kept, those with {} >= {} \
+                 of {}-token shingles",
                 v.candidates,
                 v.records_read,
                 v.sets_kept,
@@ -564,6 +570,9 @@ impl Summary {
             );
             if let Some(c) = v.partial_containment {
                 s += &format!(" or containment >= {c} (partial copies)");
+            }
+            if self.method == "layout" {
+                s += " and every pair of one layout (layout_only where the words are not near)";
             }
             if v.spilled_bytes > 0 {
                 s += &format!(
