@@ -99,7 +99,7 @@ fn pair_ids(a: String, b: String) -> std::result::Result<IdPair, String> {
     Ok(ordered(&a, &b))
 }
 
-/// One JSON Lines pair `{"id_a","id_b"[,"distance"][,"jaccard"|"jaccard_estimate"]}`.
+/// One JSON Lines pair `{"id_a","id_b"[,"distance"][,"jaccard"|"containment"|"jaccard_estimate"]}`.
 fn json_pair(line: &str) -> std::result::Result<(String, String), String> {
     let v: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not a JSON pair ({e})"))?;
@@ -116,7 +116,7 @@ fn json_pair(line: &str) -> std::result::Result<(String, String), String> {
             return Err(format!("\"distance\" {d} is not a Hamming distance 0..=64"));
         }
     }
-    for k in ["jaccard", "jaccard_estimate"] {
+    for k in ["jaccard", "containment", "jaccard_estimate"] {
         if let Some(j) = v.get(k) {
             if j.as_f64().is_none_or(|j| !(0.0..=1.0).contains(&j)) {
                 return Err(format!("{k:?} {j} is not a similarity in 0..=1"));

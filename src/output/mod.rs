@@ -27,6 +27,7 @@ use crate::candidates::Pair;
 use crate::error::{Error, Result};
 use crate::sketch::{to_hex, Hex};
 use crate::source::ContentHash;
+use crate::text::Measure;
 
 /// Output format, chosen by the path's extension (see [`RowFormat::for_output`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +109,15 @@ pub mod tables {
         ("id_a", Text, false),
         ("id_b", Text, false),
         ("jaccard", Float, true),
+        ("jaccard_estimate", Float, true),
+        ("kind", Text, true),
+    ];
+    /// Pairs of the containment measure: ids, and the containment of the smaller shingle set in
+    /// the other (verified) or a MinHash estimate of their Jaccard similarity.
+    pub const PAIRS_CONTAINMENT: Table = &[
+        ("id_a", Text, false),
+        ("id_b", Text, false),
+        ("containment", Float, true),
         ("jaccard_estimate", Float, true),
         ("kind", Text, true),
     ];
@@ -200,6 +210,8 @@ struct PairLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     jaccard: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    containment: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     jaccard_estimate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     kind: Option<&'static str>,
@@ -247,13 +259,14 @@ fn write_jaccard(out: &mut dyn Write, j: f64) -> io::Result<()> {
 /// Writes sorted pairs of document ranks with their names. Simhash pairs (`with_distance`):
 /// `id_a<TAB>id_b<TAB>distance` or `{"id_a","id_b","distance"}`; MinHash pairs have no distance
 /// column. The similarity follows when there is one: the exact Jaccard of a verified pair
-/// (`<TAB>0.8421`, `"jaccard":0.8421`) or a MinHash estimate (`<TAB>0.8438`,
-/// `"jaccard_estimate":0.8438`; the summary's `verification.mode` says which a TSV holds).
+/// (`<TAB>0.8421`, `"jaccard":0.8421`; `"containment"` where verification `measure`s that) or a
+/// MinHash estimate (`<TAB>0.8438`, `"jaccard_estimate":0.8438`; the summary's
+/// `verification.mode` and `measure` say which a TSV holds).
 pub fn write_pairs<'n>(
     out: &mut dyn Write,
     format: RowFormat,
     pairs: &[Pair],
-    with_distance: bool,
+    (with_distance, measure): (bool, Measure),
     name: &dyn Fn(u64) -> &'n str,
 ) -> io::Result<()> {
     let number = |j: f64| -> f64 { jaccard_text(j).parse().expect("a number") };
@@ -281,13 +294,16 @@ pub fn write_pairs<'n>(
         |out, p| {
             let j = p.score.jaccard();
             let estimated = p.score.is_estimate();
+            let verified = j.filter(|_| !estimated).map(number);
+            let contained = measure == Measure::Containment;
             json_line(
                 out,
                 &PairLine {
                     id_a: name(p.a),
                     id_b: name(p.b),
                     distance: with_distance.then_some(p.score.distance),
-                    jaccard: j.filter(|_| !estimated).map(number),
+                    jaccard: verified.filter(|_| !contained),
+                    containment: verified.filter(|_| contained),
                     jaccard_estimate: j.filter(|_| estimated).map(number),
                     kind: p.score.kind().map(|k| k.name()),
                 },
@@ -563,6 +579,7 @@ impl Member {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::Measure::Jaccard;
 
     /// The fast similarity text is `format!("{:.4}")`'s: every fraction k/n up to n = 3,000 (a
     /// Jaccard is one; ties such as 29/32 = 0.90625 round half to even), and values around each
@@ -614,14 +631,14 @@ mod tests {
         let name = |r: u64| ids[r as usize];
         let mut tsv = Vec::new();
         let pairs = [Pair::new(0, 2, 0), Pair::new(1, 2, 2)];
-        write_pairs(&mut tsv, RowFormat::Tsv, &pairs, true, &name).unwrap();
+        write_pairs(&mut tsv, RowFormat::Tsv, &pairs, (true, Jaccard), &name).unwrap();
         assert_eq!(String::from_utf8(tsv).unwrap(), "a\tc\t0\nb\tc\t2\n");
         let mut jl = Vec::new();
         write_pairs(
             &mut jl,
             RowFormat::Jsonl,
             &[Pair::new(3, 1, 3)],
-            true,
+            (true, Jaccard),
             &name,
         )
         .unwrap();
@@ -637,17 +654,50 @@ mod tests {
         );
         let exact = Pair::scored(1, 2, crate::candidates::Score::at_distance(0).verified(0.9));
         let mut tsv = Vec::new();
-        write_pairs(&mut tsv, RowFormat::Tsv, &[estimated, exact], false, &name).unwrap();
+        let minhash = (false, Jaccard);
+        write_pairs(
+            &mut tsv,
+            RowFormat::Tsv,
+            &[estimated, exact],
+            minhash,
+            &name,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(tsv).unwrap(),
             "a\tb\t0.8438\nb\tc\t0.9000\n"
         );
         let mut jl = Vec::new();
-        write_pairs(&mut jl, RowFormat::Jsonl, &[estimated, exact], false, &name).unwrap();
+        write_pairs(
+            &mut jl,
+            RowFormat::Jsonl,
+            &[estimated, exact],
+            minhash,
+            &name,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(jl).unwrap(),
             "{\"id_a\":\"a\",\"id_b\":\"b\",\"jaccard_estimate\":0.8438}\n\
              {\"id_a\":\"b\",\"id_b\":\"c\",\"jaccard\":0.9}\n"
+        );
+        // Regression (found by a probe): the containment method's verified similarity, a
+        // containment, was written as "jaccard" (1.0 for a page and the same page with a
+        // sentence added, whose Jaccard is 0.87).
+        let mut jl = Vec::new();
+        let contained = (false, Measure::Containment);
+        write_pairs(
+            &mut jl,
+            RowFormat::Jsonl,
+            &[estimated, exact],
+            contained,
+            &name,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(jl).unwrap(),
+            "{\"id_a\":\"a\",\"id_b\":\"b\",\"jaccard_estimate\":0.8438}\n\
+             {\"id_a\":\"b\",\"id_b\":\"c\",\"containment\":0.9}\n"
         );
     }
 

@@ -965,7 +965,7 @@ impl<'a> Pass<'a> {
                 ("pairs", room),
                 pairs,
                 exact,
-                k,
+                (k, self.measure()),
                 formats,
                 self.writer,
             ),
@@ -987,6 +987,13 @@ impl<'a> Pass<'a> {
         let spilled = spilled.spilled_bytes();
         self.figures.spilled.push(("write_pairs".into(), spilled));
         self.clock.stage("write_pairs", worker);
+    }
+
+    /// What a verified pair's similarity measures (Jaccard unless verification measures
+    /// containment).
+    fn measure(&self) -> crate::text::Measure {
+        let v = self.plan.verify.filter(|v| v.mode == VerifyMode::Exact);
+        v.map_or(crate::text::Measure::Jaccard, |v| v.measure)
     }
 
     /// True if pair `p` is one the pairs output lists: not one of a member of an exact group other
@@ -1028,7 +1035,7 @@ impl<'a> Pass<'a> {
             ..figures
         });
         let o = &plan.outputs;
-        let (k, w) = (plan.method.distance(), self.writer);
+        let (k, w) = ((plan.method.distance(), self.measure()), self.writer);
         let formats = (format_of(&o.matches), format_of(&o.batch_pairs));
         let to = |name| (name, room.clone());
         let found = write::pairs(worker, ranked, to("matches"), matches, None, k, formats, w);

@@ -24,6 +24,7 @@ use crate::output::audit::{self, ChangeLine, DecisionLine, GoneLine, NewLine};
 use crate::output::Member;
 use crate::output::{self, tables, DocumentLine, OutputSet, RowFormat, Table};
 use crate::summary::{DecisionSummary, SkippedRow};
+use crate::text::Measure;
 
 /// Rows formatted per chunk: a few MiB of text.
 const ROWS_PER_CHUNK: usize = 1 << 16;
@@ -295,7 +296,7 @@ pub fn pairs(
     (output_name, room): (&str, PairRoom),
     pairs: PairList,
     groups: Option<Vec<(u64, Vec<u64>)>>,
-    k: Option<u32>,
+    (k, measure): (Option<u32>, Measure),
     formats: (RowFormat, RowFormat),
     out: Option<&OutputSet>,
 ) -> Result<(Vec<u64>, bool)> {
@@ -317,10 +318,10 @@ pub fn pairs(
         .for_each(|r| others.push(r));
     let book = NameBook::of(worker, ranked, others);
     let name = |r: u64| book.name(ranked, r);
-    let pairs_table = if k.is_some() {
-        tables::PAIRS_SIMHASH
-    } else {
-        tables::PAIRS_MINHASH
+    let pairs_table = match (k, measure) {
+        (Some(_), _) => tables::PAIRS_SIMHASH,
+        (None, Measure::Containment) => tables::PAIRS_CONTAINMENT,
+        (None, Measure::Jaccard) => tables::PAIRS_MINHASH,
     };
     // The rows in order, a chunk at a time (spilled pairs are read back as they are written),
     // counted by distance as they go.
@@ -337,7 +338,7 @@ pub fn pairs(
             for p in &chunk {
                 by_distance[p.score.distance as usize] += 1;
             }
-            output::write_pairs(buf, formats.0, &chunk, k.is_some(), &name)
+            output::write_pairs(buf, formats.0, &chunk, (k.is_some(), measure), &name)
         },
         out,
     );
