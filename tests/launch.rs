@@ -191,3 +191,44 @@ fn cluster_auto_refuses_a_process_count_and_explains_a_hostfile_it_cannot_place(
     );
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
+
+/// Regression (found by a probe): a launcher's environment error was said as the job file's
+/// ("invalid job sample.toml: SLURM_NTASKS=\"two\" is not a number"), and `--hostfile` with one
+/// process blamed a `--process` that was not given.
+#[test]
+fn launcher_errors_blame_the_environment_and_flag_errors_name_the_flags_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = root().join("jobs/sample.toml");
+    let out = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(dir.path().join("out"))
+        .args(["--cluster", "slurm"])
+        .env("SLURM_PROCID", "0")
+        .env("SLURM_NTASKS", "two")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("SLURM_NTASKS") && !err.contains("invalid job"),
+        "{err}"
+    );
+    let hosts = dir.path().join("hosts.txt");
+    std::fs::write(&hosts, "127.0.0.1:7001\n").unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(dir.path().join("out"))
+        .arg("--hostfile")
+        .arg(&hosts)
+        .args(["--processes", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--hostfile needs --processes"), "{err}");
+    assert!(!err.contains("--process and"), "{err}");
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}

@@ -43,7 +43,8 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a job file: its inputs, method (minhash or simhash) and settings, workers and outputs.
+    /// Run a job file: its inputs, method (minhash, simhash or another of docs/METHODS.md) and
+    /// settings, workers and outputs.
     Run(jobs::RunArgs),
     /// Fingerprint documents (JSON Lines, WARC or HTML files): writes id<TAB>simhash (or JSON Lines
     /// for a .jsonl path).

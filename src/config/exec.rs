@@ -68,11 +68,22 @@ pub fn cores() -> usize {
 pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(path)
         .io_context(|| format!("reading hostfile {}", path.display()))?;
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    let mut line_of = std::collections::HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
+        }
+        // Two processes cannot listen on one address: the second waited out its timeout.
+        if let Some(first) = line_of.insert(line.to_string(), i + 1) {
+            bail!(
+                Config,
+                "{}:{}: {line} is line {first}'s address too; each process needs its own \
+                 host:port",
+                path.display(),
+                i + 1
+            );
         }
         if line
             .rsplit_once(':')
@@ -120,9 +131,15 @@ impl Exec {
             self.processes
         );
         if self.processes == 1 && (self.hostfile.is_some() || self.process != 0) {
+            let given = match (self.hostfile.is_some(), self.process != 0) {
+                (true, true) => "--process and --hostfile need",
+                (true, false) => "--hostfile needs",
+                _ => "--process needs",
+            };
             bail!(
                 Config,
-                "--process and --hostfile need --processes greater than 1"
+                "{given} --processes greater than 1 (or --cluster hostfile, which takes one \
+                 process a line of the hostfile)"
             );
         }
         Ok(())

@@ -988,7 +988,12 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
     }
     if let Some(launcher) = o.cluster {
         let env = super::launch::Environment::current();
-        let place = super::launch::place(launcher, o.hostfile.as_deref(), &env)?;
+        // The launcher's environment, not the job file, is at fault: said without "invalid job".
+        let place =
+            super::launch::place(launcher, o.hostfile.as_deref(), &env).map_err(|e| match e {
+                Error::Config(m) => Error::Cluster(m),
+                e => e,
+            })?;
         exec.processes = place.processes;
         exec.process = place.process;
         exec.launcher = Some(place.launcher);

@@ -121,8 +121,10 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
             if env.var("SLURM_PROCID").is_some() && env.var("SLURM_NTASKS").is_some() {
                 slurm(env)
             } else if env.var("KUBERNETES_SERVICE_HOST").is_some()
-                && env.var("NEARDUP_SERVICE").is_some()
+                && KUBERNETES_VARIABLES.iter().any(|v| env.var(v).is_some())
             {
+                // A pod that sets any of them means a cluster: one it lacks is an error, where
+                // running alone would make every pod do the whole job.
                 kubernetes(env)
             } else if let Some(path) = hostfile {
                 from_hostfile(path, env)
@@ -304,10 +306,31 @@ pub fn expand_tasks_per_node(list: &str) -> Result<Vec<usize>> {
     Ok(out)
 }
 
+/// The variables a StatefulSet's pod spec sets for `--cluster kubernetes`.
+const KUBERNETES_VARIABLES: [&str; 3] =
+    ["NEARDUP_SERVICE", "NEARDUP_PROCESSES", "NEARDUP_POD_NAME"];
+
 /// Kubernetes: a StatefulSet's pods are `<set>-<ordinal>` (`NEARDUP_POD_NAME`, else the host
 /// name), reachable as `<set>-<i>.<service>` through the headless service `NEARDUP_SERVICE`;
-/// `NEARDUP_PROCESSES` is the set's replicas.
+/// `NEARDUP_PROCESSES` is the set's replicas. The variables the pod spec sets are checked first,
+/// so a missing one is named (not a host name that only looked like a pod's).
 fn kubernetes(env: &Environment) -> Result<Place> {
+    let outside = match env.var("KUBERNETES_SERVICE_HOST") {
+        None => " (KUBERNETES_SERVICE_HOST is not set either: is this a pod?)",
+        Some(_) => "",
+    };
+    let Some(service) = env.var("NEARDUP_SERVICE") else {
+        bail!(
+            Config,
+            "--cluster kubernetes: set NEARDUP_SERVICE to the headless service's name{outside}"
+        )
+    };
+    let Some(processes) = env.number("NEARDUP_PROCESSES")? else {
+        bail!(
+            Config,
+            "--cluster kubernetes: set NEARDUP_PROCESSES to the StatefulSet's replicas{outside}"
+        )
+    };
     let pod = env
         .var("NEARDUP_POD_NAME")
         .map(str::to_string)
@@ -322,21 +345,13 @@ fn kubernetes(env: &Environment) -> Result<Place> {
         .rsplit_once('-')
         .and_then(|(s, o)| Some((s, o.parse().ok()?)))
     else {
+        let from = match env.var("NEARDUP_POD_NAME") {
+            Some(_) => "NEARDUP_POD_NAME",
+            None => "the host name; set NEARDUP_POD_NAME from metadata.name",
+        };
         bail!(
             Config,
-            "--cluster kubernetes: pod name {pod:?} is not <statefulset>-<ordinal>"
-        )
-    };
-    let Some(processes) = env.number("NEARDUP_PROCESSES")? else {
-        bail!(
-            Config,
-            "--cluster kubernetes: set NEARDUP_PROCESSES to the StatefulSet's replicas"
-        )
-    };
-    let Some(service) = env.var("NEARDUP_SERVICE") else {
-        bail!(
-            Config,
-            "--cluster kubernetes: set NEARDUP_SERVICE to the headless service's name"
+            "--cluster kubernetes: pod name {pod:?} ({from}) is not <statefulset>-<ordinal>"
         )
     };
     let domain = match env.var("NEARDUP_NAMESPACE") {
@@ -501,6 +516,61 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("<statefulset>-<ordinal>"));
+    }
+
+    /// Regression (found by a probe): `--cluster kubernetes` outside a pod blamed the machine's
+    /// host name for not being a pod's, never naming the variables it lacked; and with
+    /// `--cluster auto`, a pod that forgot NEARDUP_SERVICE ran the whole job alone (every pod of
+    /// the set would have).
+    #[test]
+    fn a_kubernetes_pod_missing_a_variable_is_told_which_and_never_runs_alone() {
+        let err = place(Launcher::Kubernetes, None, &env(&[], Some("vm"))).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("NEARDUP_SERVICE"), "{err}");
+        assert!(err.contains("KUBERNETES_SERVICE_HOST is not set"), "{err}");
+        let pod = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("NEARDUP_POD_NAME", "dedup-1"),
+            ("NEARDUP_PROCESSES", "2"),
+        ];
+        let err = place(Launcher::Auto, None, &env(&pod, Some("dedup-1"))).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("set NEARDUP_SERVICE"), "{err}");
+        assert!(!err.contains("is not set either"), "{err}");
+        // A pod that sets none of them is not a cluster: one process.
+        let alone = [("KUBERNETES_SERVICE_HOST", "10.0.0.1")];
+        let p = place(Launcher::Auto, None, &env(&alone, Some("web-0"))).unwrap();
+        assert_eq!((p.launcher, p.processes), ("none", 1));
+        let host = place(Launcher::Kubernetes, None, &env(&alone[..], Some("vm")));
+        let host = host.unwrap_err().to_string();
+        assert!(host.contains("NEARDUP_SERVICE"), "{host}");
+        let named = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("NEARDUP_SERVICE", "nd"),
+            ("NEARDUP_PROCESSES", "2"),
+        ];
+        let err = place(Launcher::Kubernetes, None, &env(&named, Some("vm"))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the host name; set NEARDUP_POD_NAME"),
+            "{err}"
+        );
+    }
+
+    /// Regression (found by a probe): a hostfile that gave two lines one address made the second
+    /// process wait out its timeout for a peer that could never listen.
+    #[test]
+    fn a_hostfile_listing_one_address_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        std::fs::write(&path, "127.0.0.1:23501\n# c\n127.0.0.1:23501\n").unwrap();
+        let err = crate::config::exec::read_hostfile(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":3:") && err.contains("line 1's address"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -200,10 +200,12 @@ pub fn check_content(files: &[InputFile], format: &str) -> Result<()> {
 fn refusal(content: Content, format: &str, named_parquet: bool) -> Option<&'static str> {
     match (content, format) {
         (Content::Parquet, "parquet") | (Content::Warc, "warc") => None,
-        (Content::Parquet, _) => Some("set [input] format = \"parquet\" (--format parquet)"),
-        (Content::Warc, _) => Some("set [input] format = \"warc\" (--format warc)"),
+        (Content::Parquet, _) => {
+            Some("set [input] format = \"parquet\" (sub-commands: --format parquet)")
+        }
+        (Content::Warc, _) => Some("set [input] format = \"warc\" (sub-commands: --format warc)"),
         (Content::Json, "warc" | "parquet") => {
-            Some("set [input] format = \"jsonl\" (--format jsonl)")
+            Some("set [input] format = \"jsonl\" (sub-commands: --format jsonl)")
         }
         (_, "parquet") => Some("a Parquet file starts with PAR1; is this the right file?"),
         _ if named_parquet => Some("a file named .parquet must hold Parquet; replace or remove it"),
