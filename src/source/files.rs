@@ -513,30 +513,48 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
     use std::os::unix::fs::MetadataExt;
     paths.sort();
     paths.dedup();
-    let mut seen: Vec<((u64, u64), PathBuf)> = Vec::new();
-    let mut files = Vec::new();
+    // Each file's names, in order; the file's size with them.
+    let mut names: Vec<((u64, u64), u64, Vec<PathBuf>)> = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(&path).map_err(|e| unreadable(&path, e))?;
         let id = (meta.dev(), meta.ino());
-        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+        match names.iter_mut().find(|(i, _, _)| *i == id) {
+            Some((_, _, of_file)) => of_file.push(path),
+            None => names.push((id, meta.len(), vec![path])),
+        }
+    }
+    let mut files = Vec::new();
+    for (_, size, mut of_file) in names {
+        let path = of_file.remove(read_as(&of_file));
+        for other in of_file {
             eprintln!(
                 "neardup: {} is the same file as {}; it is read once",
-                path.display(),
-                first.display()
+                other.display(),
+                path.display()
             );
-            continue;
         }
-        seen.push((id, path.clone()));
         let compression = sniff(&path).io_context(|| format!("opening {}", path.display()))?;
         note_misnamed(&path, compression);
         files.push(InputFile {
-            size: meta.len(),
+            size,
             path,
             compression,
             row_groups: Vec::new(),
         });
     }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// Which of a file's `names` (sorted) it is read as: the first that is not a symlink, else the
+/// first. Messages, skipped records and the corpus then all name the file by the one name (a
+/// link's name in messages, its target's in the corpus, they differed).
+fn read_as(names: &[PathBuf]) -> usize {
+    let is_link = |p: &PathBuf| {
+        p.symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+    };
+    names.iter().position(|p| !is_link(p)).unwrap_or(0)
 }
 
 /// Says when a file's name promises compression that its first bytes do not have: it is read as
@@ -830,6 +848,32 @@ mod tests {
             &mut PassOverNothing
         )
         .is_err());
+    }
+
+    /// Regression (found by a probe): a file found as a symlink and as its target was read under
+    /// the link's name (sorted first), so its messages named the link while the corpus, which
+    /// resolves names, wrote the target's. It is read under the target's name, not a link's.
+    #[test]
+    fn a_file_found_as_a_link_and_as_its_target_is_read_under_the_targets_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("z.jsonl"), b"{}\n").unwrap();
+        std::os::unix::fs::symlink("z.jsonl", d.join("a-link.jsonl")).unwrap();
+        std::fs::write(d.join("m.jsonl"), b"{}\n").unwrap();
+        let files = discover(
+            &[d.to_path_buf()],
+            DOCUMENT_EXTENSIONS,
+            &mut PassOverNothing,
+        );
+        let paths: Vec<PathBuf> = files.unwrap().into_iter().map(|f| f.path).collect();
+        assert_eq!(paths, [d.join("m.jsonl"), d.join("z.jsonl")]);
+        // A link alone is read under its own name.
+        let files = discover(
+            &[d.join("a-link.jsonl")],
+            DOCUMENT_EXTENSIONS,
+            &mut PassOverNothing,
+        );
+        assert_eq!(files.unwrap()[0].path, d.join("a-link.jsonl"));
     }
 
     /// Regression: a walk skipped hidden files and directories without a word (58 records of 61
