@@ -148,6 +148,8 @@ pub fn read_lexicon(path: &Path) -> Result<(Vec<u64>, u64)> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Config(format!("[imatch] lexicon {shown}: {e}")))?;
+    // A byte-order mark an editor wrote is not part of the first term (inputs ignore one too).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut sorted = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let term = line.trim();
@@ -395,6 +397,20 @@ mod tests {
         assert_eq!(
             sketch(&m, "no terms here").values,
             sketch(&m, "No terms, here").values
+        );
+    }
+
+    /// Regression (found by a probe): a lexicon file that began with a byte-order mark was
+    /// refused ("\u{feff}00" matches no document's token) where input files' marks are ignored.
+    #[test]
+    fn a_lexicon_file_that_begins_with_a_byte_order_mark_reads_as_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, marked) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+        std::fs::write(&plain, "00\nword\n").unwrap();
+        std::fs::write(&marked, "\u{feff}00\nword\n").unwrap();
+        assert_eq!(
+            read_lexicon(&marked).unwrap(),
+            read_lexicon(&plain).unwrap()
         );
     }
 
