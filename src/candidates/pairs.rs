@@ -719,7 +719,11 @@ mod tests {
     #[test]
     fn pairs_held_take_no_more_than_their_room() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Auto,
+            crate::spill::plain_dir,
+        );
         for (records, batch) in [(1000, 1), (1000, 7), (1000, 300), (4097, 1), (4097, 1000)] {
             let room = PairRoom {
                 records,
@@ -753,7 +757,11 @@ mod tests {
     #[test]
     fn spilled_pairs_read_back_as_the_held_ones_sorted() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Auto,
+            crate::spill::plain_dir,
+        );
         for (n, records) in [
             (0, 10),
             (5, 10),
@@ -798,7 +806,11 @@ mod tests {
     #[test]
     fn spilled_pairs_are_retained_and_partitioned_as_held_ones() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Auto,
+            crate::spill::plain_dir,
+        );
         // Odd first sides go first, turned round.
         let side = |p: &mut Pair| {
             let odd = p.a % 2 == 1;

@@ -64,7 +64,11 @@ mod tests {
 
     fn spilled_and_loaded(names: &Names, keys: &[u64]) -> (Names, Vec<u64>, u64) {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let file = scratch.file("cold-w0", 0, "names").unwrap();
         let (mut n, mut k) = (names.clone(), keys.to_vec());
         let cold = Cold::spill(&mut n, &mut k, file).unwrap();
@@ -101,7 +105,11 @@ mod tests {
     #[test]
     fn loading_removes_the_spill_file() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let (mut names, mut keys) = (Names::default(), vec![1, 2, 3]);
         names.push("a");
         let file = scratch.file("cold-w0", 0, "names").unwrap();

@@ -347,7 +347,11 @@ mod tests {
     fn pairs_shuffled_in_batches_into_spilled_runs_arrive_as_one_shuffle_sends_them() {
         use crate::candidates::{Pair, Score};
         let parent = tempfile::tempdir().unwrap();
-        let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
+        let scratch = crate::spill::Scratch::new(
+            parent.path().into(),
+            Default::default(),
+            crate::spill::plain_dir,
+        );
         for workers in [1, 2, 4] {
             let scratch = std::sync::Arc::clone(&scratch);
             let got = timely::execute(timely::Config::process(workers), move |worker| {

@@ -184,7 +184,11 @@ mod tests {
     #[test]
     fn spilled_origins_look_up_and_load_as_held_ones() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         // Two whole blocks and part of a third.
         let n = 2 * BLOCK + 123;
         let want = origins(n);
@@ -218,7 +222,11 @@ mod tests {
     #[test]
     fn loading_spilled_origins_removes_their_file() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let mut o = Origins::Held(origins(10));
         o.spill(scratch.file("origins-w0", 0, "the origins").unwrap())
             .unwrap();

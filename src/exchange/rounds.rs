@@ -426,7 +426,11 @@ mod tests {
             }
         }
         let parent = tempfile::tempdir().unwrap();
-        let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
+        let scratch = crate::spill::Scratch::new(
+            parent.path().into(),
+            Default::default(),
+            crate::spill::plain_dir,
+        );
         let runs = [(1, 1, false), (2, 1, false), (4, 1, false), (2, 3, false)];
         let spilled = [(1, 1, true), (2, 1, true), (4, 2, true)];
         for (workers, parts, spills) in runs.into_iter().chain(spilled) {

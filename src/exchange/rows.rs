@@ -189,7 +189,11 @@ mod tests {
     #[test]
     fn spilled_rows_read_back_as_they_were_by_range_and_by_index() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let want = rows(3 * BLOCK + 17);
         let mut r = Rows::Held(want.clone());
         assert!(r.held_bytes() >= 40 * want.len() as u64);
@@ -221,7 +225,11 @@ mod tests {
     #[test]
     fn no_rows_spill_and_read_back_as_none() {
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let mut r = Rows::default();
         let bytes = r
             .spill(scratch.file("rows-w0", 0, "rows").unwrap())

@@ -432,7 +432,11 @@ mod tests {
             }
         }
         let parent = tempfile::tempdir().unwrap();
-        let scratch = crate::spill::Scratch::new(parent.path().into(), Default::default(), |_| {});
+        let scratch = crate::spill::Scratch::new(
+            parent.path().into(),
+            Default::default(),
+            crate::spill::plain_dir,
+        );
         // Held, and spilled past 512 pairs (the large groups' pairs, made apart, merged with
         // the others' runs).
         for (workers, spills) in [(1, false), (2, false), (4, false), (1, true), (2, true)] {

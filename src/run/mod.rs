@@ -137,11 +137,7 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
     let (p, o, s) = (Arc::clone(&plan), outputs.clone(), Arc::clone(&segment));
     let parent = plan.exec.scratch_parent();
-    let scratch = Scratch::new(
-        parent,
-        plan.exec.spill,
-        crate::output::cleanup::register_dir,
-    );
+    let scratch = Scratch::new(parent, plan.exec.spill, scratch_dir);
     let guards = timely::execute::execute_from(
         builders,
         others,
@@ -295,6 +291,12 @@ fn note_held() {
         "neardup: note: the store already holds these documents (a segment with the same \
          bytes); it is unchanged"
     );
+}
+
+/// Makes a run's scratch directory registered to be removed on an interrupt, and none once one
+/// has begun ([`crate::output::cleanup::create_staged`]).
+fn scratch_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    crate::output::cleanup::create_staged(dir, true, |d| std::fs::create_dir(d))
 }
 
 #[cfg(test)]

@@ -68,21 +68,22 @@ impl SpillMode {
 pub struct Scratch {
     parent: PathBuf,
     mode: SpillMode,
-    on_open: fn(&Path),
+    make_dir: MakeDir,
     opened: std::sync::Mutex<Option<Arc<Spill>>>,
 }
 
 impl Scratch {
-    /// A scratch directory to be made under `parent` if a stage spills; `on_open` is told its
-    /// path (the binary removes it on an interrupt). What this host's killed runs left under
+    /// A scratch directory to be made under `parent` if a stage spills, by `make_dir` (the
+    /// binary's registers it, to be removed on an interrupt, and makes none once one has begun;
+    /// a library's or a test's: [`plain_dir`]). What this host's killed runs left under
     /// `parent` is removed now, whether or not this run spills (only a run that spilled did, so
     /// runs that never spill left a killed run's files in place for good).
-    pub fn new(parent: PathBuf, mode: SpillMode, on_open: fn(&Path)) -> Arc<Scratch> {
+    pub fn new(parent: PathBuf, mode: SpillMode, make_dir: MakeDir) -> Arc<Scratch> {
         remove_stale(&parent, &hostname());
         Arc::new(Scratch {
             parent,
             mode,
-            on_open,
+            make_dir,
             opened: Default::default(),
         })
     }
@@ -115,11 +116,18 @@ impl Scratch {
         if let Some(s) = opened.as_ref() {
             return Ok(Arc::clone(s));
         }
-        let s = Spill::open(&self.parent)?;
-        (self.on_open)(s.dir());
+        let s = Spill::open(&self.parent, self.make_dir)?;
         *opened = Some(Arc::clone(&s));
         Ok(s)
     }
+}
+
+/// Makes a scratch directory (one folder, its parent there).
+pub type MakeDir = fn(&Path) -> std::io::Result<()>;
+
+/// Makes the folder `dir`, and nothing else: a [`MakeDir`] that registers nothing.
+pub fn plain_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(dir)
 }
 
 /// A process's scratch directory: made by [`Spill::open`], removed with its files when dropped.
@@ -134,7 +142,7 @@ pub struct Spill {
 impl Spill {
     /// Makes this process's scratch directory under `parent` (created if missing), after removing
     /// the directories of this host's runs that were killed.
-    pub fn open(parent: &Path) -> Result<Arc<Spill>> {
+    pub fn open(parent: &Path, make_dir: MakeDir) -> Result<Arc<Spill>> {
         // The folders this makes, deepest first: removed with the directory if left empty.
         let made: Vec<PathBuf> = parent
             .ancestors()
@@ -152,7 +160,7 @@ impl Spill {
         if dir.exists() {
             remove_marked(&dir);
         }
-        std::fs::create_dir(&dir)
+        make_dir(&dir)
             .io_context(|| format!("creating the scratch directory {}", dir.display()))?;
         std::fs::write(dir.join(MARKER), format!("{host} {}\n", std::process::id()))
             .io_context(|| format!("writing {}", dir.join(MARKER).display()))?;
@@ -474,7 +482,7 @@ mod tests {
     #[test]
     fn words_read_back_at_their_offsets_and_the_directory_goes_with_the_spill() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path()).unwrap();
+        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
         let dir = spill.dir().to_path_buf();
         let mut f = spill.file("test").unwrap();
         let a = f.append(&[1, 2, 3]).unwrap();
@@ -495,8 +503,8 @@ mod tests {
     fn two_runs_of_one_process_spill_into_directories_of_their_own() {
         let parent = tempfile::tempdir().unwrap();
         let (a, b) = (
-            Spill::open(parent.path()).unwrap(),
-            Spill::open(parent.path()).unwrap(),
+            Spill::open(parent.path(), super::plain_dir).unwrap(),
+            Spill::open(parent.path(), super::plain_dir).unwrap(),
         );
         assert_ne!(a.dir(), b.dir());
         let mut f = b.file("x").unwrap();
@@ -532,7 +540,7 @@ mod tests {
             .join(format!("{DIR_PREFIX}elsewhere.2147483000.0"));
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join(MARKER), "x").unwrap();
-        let spill = Spill::open(parent.path()).unwrap();
+        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
         assert!(!dead.exists());
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
@@ -549,19 +557,23 @@ mod tests {
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(MARKER), "x").unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
-        let scratch = Scratch::new(parent.path().to_path_buf(), SpillMode::Never, |_| {});
+        let scratch = Scratch::new(
+            parent.path().to_path_buf(),
+            SpillMode::Never,
+            crate::spill::plain_dir,
+        );
         assert!(!dead.exists());
         assert!(scratch.opened.lock().unwrap().is_none(), "nothing opened");
         // A scratch path that does not exist is not made by a run that does not spill.
         let missing = parent.path().join("not/yet");
-        Scratch::new(missing.clone(), SpillMode::Auto, |_| {});
+        Scratch::new(missing.clone(), SpillMode::Auto, crate::spill::plain_dir);
         assert!(!missing.exists());
     }
 
     #[test]
     fn a_full_scratch_disk_is_refused_naming_the_directory_and_the_bytes() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path()).unwrap();
+        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
         assert!(spill.reserve(1 << 20, "verification").is_ok());
         let err = spill
             .reserve(1 << 60, "verification")
@@ -569,7 +581,11 @@ mod tests {
             .to_string();
         assert!(err.contains(&spill.dir().display().to_string()), "{err}");
         assert!(err.contains("MiB") && err.contains("verification"), "{err}");
-        let auto = Scratch::new(parent.path().into(), SpillMode::Auto, |_| {});
+        let auto = Scratch::new(
+            parent.path().into(),
+            SpillMode::Auto,
+            crate::spill::plain_dir,
+        );
         assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
         // Nothing spilled: no directory made.
         let made: Vec<_> = std::fs::read_dir(parent.path()).unwrap().collect();

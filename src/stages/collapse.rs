@@ -288,7 +288,11 @@ mod tests {
         let mut g: Groups<u64> = Groups::build(records.collect());
         let want = g.clone();
         let parent = tempfile::tempdir().unwrap();
-        let scratch = Scratch::new(parent.path().into(), SpillMode::Always, |_| {});
+        let scratch = Scratch::new(
+            parent.path().into(),
+            SpillMode::Always,
+            crate::spill::plain_dir,
+        );
         let file = scratch.file("groups-w0", 0, "members").unwrap();
         let spilled = g.spill_members(file).unwrap();
         assert_eq!(

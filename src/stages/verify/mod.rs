@@ -512,7 +512,11 @@ mod tests {
         let guards = timely::execute(timely::Config::process(workers), move |worker| {
             let (me, peers) = (worker.index() as u64, worker.peers() as u64);
             let owner = move |r: u64| if r < 40 { 0 } else { 1 + r % (peers - 1) };
-            let scratch = ScratchDir::new(parent.clone(), crate::spill::SpillMode::Never, |_| {});
+            let scratch = ScratchDir::new(
+                parent.clone(),
+                crate::spill::SpillMode::Never,
+                crate::spill::plain_dir,
+            );
             let mut held = Sets::new(scratch, u64::MAX >> 8, worker.index());
             let mine = sets.iter().filter(|(r, _)| owner(*r) == me);
             let mine = mine
@@ -613,8 +617,11 @@ mod tests {
         let decided = |firsts: u64, a_set: u64, spilled: bool| {
             let guards = timely::execute(timely::Config::process(2), move |worker| {
                 let dir = tempfile::tempdir().unwrap();
-                let scratch =
-                    crate::spill::Scratch::new(dir.path().into(), Default::default(), |_| {});
+                let scratch = crate::spill::Scratch::new(
+                    dir.path().into(),
+                    Default::default(),
+                    crate::spill::plain_dir,
+                );
                 let owner = |r: u64| u64::from(r >= 100);
                 // 1,000 pairs a worker: `firsts` of them of first documents below 100.
                 let pairs: Vec<Pair> = (0..1000u64)

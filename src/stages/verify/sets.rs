@@ -261,7 +261,11 @@ mod tests {
 
     fn sets(mode: SpillMode, parent: &std::path::Path) -> Sets {
         // 1,001 bytes for sets, an eighth for the windows.
-        Sets::new(Scratch::new(parent.into(), mode, |_| {}), 1144, 0)
+        Sets::new(
+            Scratch::new(parent.into(), mode, crate::spill::plain_dir),
+            1144,
+            0,
+        )
     }
 
     #[test]
