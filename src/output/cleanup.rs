@@ -55,24 +55,6 @@ pub fn registering<T>(make: impl FnOnce() -> crate::error::Result<T>) -> crate::
     make()
 }
 
-/// To be called right after a staged file or directory is created: if an interrupt has begun
-/// meanwhile (its handler may have removed the registered outputs before this one existed),
-/// removes it and says so with an error.
-pub fn created(path: &Path) -> std::io::Result<()> {
-    if interrupted() {
-        if path.is_dir() {
-            let _ = std::fs::remove_dir_all(path);
-        } else {
-            let _ = std::fs::remove_file(path);
-        }
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::Interrupted,
-            "the run was interrupted",
-        ));
-    }
-    Ok(())
-}
-
 /// Creates the staged file or directory `path` with `make` and registers it to be removed on an
 /// interrupt, unless an interrupt has begun (an error then, and nothing made). The interrupt
 /// handler marks the run interrupted before it holds the registry to remove what it holds, and
@@ -165,13 +147,6 @@ pub fn unregister(path: &Path) {
 
 /// Staged directories of this process (the corpus) not yet renamed into place.
 static DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Remembers a staged directory, to be removed with its contents if the process is interrupted.
-pub fn register_dir(path: &Path) {
-    DIRS.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(path.to_path_buf());
-}
 
 /// Forgets a staged directory (renamed into place or removed).
 pub fn unregister_dir(path: &Path) {

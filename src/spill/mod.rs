@@ -482,7 +482,7 @@ mod tests {
     #[test]
     fn words_read_back_at_their_offsets_and_the_directory_goes_with_the_spill() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_dir).unwrap();
         let dir = spill.dir().to_path_buf();
         let mut f = spill.file("test").unwrap();
         let a = f.append(&[1, 2, 3]).unwrap();
@@ -503,8 +503,8 @@ mod tests {
     fn two_runs_of_one_process_spill_into_directories_of_their_own() {
         let parent = tempfile::tempdir().unwrap();
         let (a, b) = (
-            Spill::open(parent.path(), super::plain_dir).unwrap(),
-            Spill::open(parent.path(), super::plain_dir).unwrap(),
+            Spill::open(parent.path(), plain_dir).unwrap(),
+            Spill::open(parent.path(), plain_dir).unwrap(),
         );
         assert_ne!(a.dir(), b.dir());
         let mut f = b.file("x").unwrap();
@@ -540,7 +540,7 @@ mod tests {
             .join(format!("{DIR_PREFIX}elsewhere.2147483000.0"));
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join(MARKER), "x").unwrap();
-        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_dir).unwrap();
         assert!(!dead.exists());
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
@@ -557,23 +557,19 @@ mod tests {
         std::fs::create_dir(&dead).unwrap();
         std::fs::write(dead.join(MARKER), "x").unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
-        let scratch = Scratch::new(
-            parent.path().to_path_buf(),
-            SpillMode::Never,
-            crate::spill::plain_dir,
-        );
+        let scratch = Scratch::new(parent.path().to_path_buf(), SpillMode::Never, plain_dir);
         assert!(!dead.exists());
         assert!(scratch.opened.lock().unwrap().is_none(), "nothing opened");
         // A scratch path that does not exist is not made by a run that does not spill.
         let missing = parent.path().join("not/yet");
-        Scratch::new(missing.clone(), SpillMode::Auto, crate::spill::plain_dir);
+        Scratch::new(missing.clone(), SpillMode::Auto, plain_dir);
         assert!(!missing.exists());
     }
 
     #[test]
     fn a_full_scratch_disk_is_refused_naming_the_directory_and_the_bytes() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), super::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_dir).unwrap();
         assert!(spill.reserve(1 << 20, "verification").is_ok());
         let err = spill
             .reserve(1 << 60, "verification")
@@ -581,11 +577,7 @@ mod tests {
             .to_string();
         assert!(err.contains(&spill.dir().display().to_string()), "{err}");
         assert!(err.contains("MiB") && err.contains("verification"), "{err}");
-        let auto = Scratch::new(
-            parent.path().into(),
-            SpillMode::Auto,
-            crate::spill::plain_dir,
-        );
+        let auto = Scratch::new(parent.path().into(), SpillMode::Auto, plain_dir);
         assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
         // Nothing spilled: no directory made.
         let made: Vec<_> = std::fs::read_dir(parent.path()).unwrap().collect();

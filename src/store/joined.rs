@@ -176,9 +176,7 @@ impl Store {
 /// Writes `bytes` to `path` (a new file) and syncs it and its directory; the path is registered
 /// to be removed on an interrupt.
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = fs::File::create_new(path)?;
-    cleanup::register(path);
-    cleanup::created(path)?;
+    let mut f = cleanup::create_staged(path, false, |p| fs::File::create_new(p))?;
     f.write_all(bytes)?;
     f.sync_all()?;
     sync_dir(path.parent().unwrap_or(Path::new(".")));
