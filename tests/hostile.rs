@@ -435,6 +435,35 @@ fn a_lost_peer_ends_every_process_with_exit_1() {
     );
 }
 
+/// Regression (a lost cluster peer left its output directory behind): process 0 had made the
+/// job's new output directory and its lock file, and the lost peer's exit left both.
+#[test]
+fn a_lost_peer_leaves_no_output_directory_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let corpus = big_corpus(d, 20_000);
+    let hosts = hostfile(d, 2);
+    let out = d.join("new-out");
+    let body = format!("[input]\npaths = [{corpus:?}]\n[output]\ndir = {out:?}\n");
+    let job = job(d, "job.toml", &body);
+    let args = ["run", job.to_str().unwrap()];
+    let p0 = process(0, &hosts, &args, 1);
+    let mut p1 = process(1, &hosts, &args, 1);
+    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
+    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
+    assert!(formed, "process 1 joined the cluster");
+    p1.kill().unwrap();
+    p1.wait().unwrap();
+    let (code, err) = finish(p0, 60);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("lost the connection to process 1"), "{err}");
+    assert!(
+        !out.exists(),
+        "the output directory was left: {:?}",
+        listing(&out)
+    );
+}
+
 #[test]
 fn the_same_input_given_twice_is_read_once() {
     let dir = tempfile::tempdir().unwrap();

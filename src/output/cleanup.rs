@@ -491,6 +491,8 @@ fn install_panic_hook() {
                 .name()
                 .and_then(|n| n.rsplit('-').next())
                 .unwrap_or("?");
+            // Nothing was committed: the directories and lock this run made go too.
+            remove_made_holding(try_hold);
             eprintln!(
                 "neardup: error: lost the connection to process {peer} ({message}). A cluster run \
                  stops when any process stops; outputs are left as they were. Rerun the job."
