@@ -451,7 +451,16 @@ fn remove_stale(parent: &Path, host: &str) {
     }
 }
 
+/// Whether process `pid` runs. A zombie does not: a run killed outright stays one until its
+/// parent reaps it, which may be later than the next run (`timeout -s KILL` dies with its child
+/// and leaves it to init).
 fn alive(pid: i32) -> bool {
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // pid (comm) state ...: the command may hold spaces and parentheses, the state follows
+        // the last ')'.
+        let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+        return !matches!(state, Some('Z' | 'X'));
+    }
     // SAFETY: signal 0 only checks that the process exists.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
@@ -478,6 +487,23 @@ fn remove_marked(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (a killed run's scratch outlived the next run): the killed process was a
+    /// zombie not yet reaped, which `kill(pid, 0)` counts as alive.
+    #[test]
+    fn a_zombie_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let state = || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let start = std::time::Instant::now();
+        while !state().contains(") Z") {
+            assert!(start.elapsed().as_secs() < 30, "{}", state());
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!alive(pid), "a zombie counts as alive");
+        child.wait().unwrap();
+        assert!(alive(std::process::id() as i32));
+    }
 
     #[test]
     fn words_read_back_at_their_offsets_and_the_directory_goes_with_the_spill() {
