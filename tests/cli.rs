@@ -965,3 +965,30 @@ fn a_fingerprint_line_without_a_url_says_null_as_the_documents_output_does() {
         assert_eq!(b.get("url"), Some(&serde_json::Value::Null), "{name}");
     }
 }
+
+/// Regression (found by a probe): a blank text (`"   "`, `""`, an ideographic space) was
+/// `empty_text` in a run and `no_tokens` in `truth`, so their skip counts on one corpus differed.
+#[test]
+fn truth_and_a_run_give_blank_and_tokenless_texts_the_same_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let doc = "one two three four five six seven eight nine ten eleven";
+    let lines = [
+        r#"{"id":"a","text":"   "}"#.to_string(),
+        r#"{"id":"b","text":""}"#.to_string(),
+        r#"{"id":"c","text":"\u3000\t"}"#.to_string(),
+        r#"{"id":"d","text":"!!! ... ???"}"#.to_string(),
+        format!(r#"{{"id":"e","text":"{doc}"}}"#),
+        format!(r#"{{"id":"f","text":"{doc}"}}"#),
+    ];
+    std::fs::write(d.join("w.jsonl"), lines.join("\n") + "\n").unwrap();
+    let run = |args: &[&str]| {
+        let out = neardup().args(args).current_dir(d).output().unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let counts = "empty_text=3, no_tokens=1";
+    let truth = run(&["truth", "--input", "w.jsonl", "--out", "t.tsv"]);
+    assert!(truth.contains(counts), "{truth}");
+    let fingerprint = run(&["fingerprint", "--input", "w.jsonl", "--out", "f.tsv"]);
+    assert!(fingerprint.contains(counts), "{fingerprint}");
+}

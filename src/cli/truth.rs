@@ -203,6 +203,14 @@ pub fn read_documents<T>(
                             ))
                         }
                     };
+                    // As a run's read stage decides: blank text first, then no token.
+                    if text.trim().is_empty() {
+                        return counters.skip(note(
+                            SkipReason::EmptyText,
+                            "empty text".into(),
+                            None,
+                        ));
+                    }
                     match make(&text) {
                         None => counters.skip(note(
                             SkipReason::NoTokens,
