@@ -1710,3 +1710,32 @@ fn records_read_again_that_changed_are_errors_naming_the_file() {
     let e = reread::read_again(&plan.inputs, mid, |_, _| Ok(())).unwrap_err();
     assert!(e.to_string().contains("docs.jsonl"), "{e}");
 }
+
+/// Regression (found by an accuracy audit): a text with "İ" gave `neardup lexicon` a term of "i"
+/// and a combining dot, which the I-Match job then refused ("matches no document's token").
+#[test]
+fn a_lexicon_made_from_a_dotted_capital_i_is_one_a_job_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = "{\"id\":\"a\",\"text\":\"İstanbul harbour ferries cross daily\"}\n\
+                {\"id\":\"b\",\"text\":\"İstanbul harbour ferries cross daily\"}\n\
+                {\"id\":\"c\",\"text\":\"other words entirely here\"}\n";
+    std::fs::write(dir.path().join("d.jsonl"), docs).unwrap();
+    let made = neardup_output(
+        dir.path(),
+        &[
+            "lexicon", "--input", "d.jsonl", "--out", "lexicon.txt", "--min-df", "1", "--max-df", "1",
+        ],
+    );
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let lexicon = std::fs::read_to_string(dir.path().join("lexicon.txt")).unwrap();
+    assert!(!lexicon.contains('\u{307}'), "{lexicon:?}");
+    let job = "method = \"imatch\"\n[imatch]\nlexicon = \"lexicon.txt\"\n[input]\n\
+               paths = [\"d.jsonl\"]\n[content]\nmin_tokens = 1\n\
+               [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n";
+    std::fs::write(dir.path().join("job.toml"), job).unwrap();
+    let out = neardup_output(dir.path(), &["run", "job.toml"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+    assert!(pairs.starts_with("a\tb\t"), "{pairs}");
+}
