@@ -992,3 +992,54 @@ fn truth_and_a_run_give_blank_and_tokenless_texts_the_same_reasons() {
     let fingerprint = run(&["fingerprint", "--input", "w.jsonl", "--out", "f.tsv"]);
     assert!(fingerprint.contains(counts), "{fingerprint}");
 }
+
+/// Found by an accuracy audit: `truth` pairs documents shorter than a run's `[content]
+/// min_tokens`, which the run skips, so scoring a run against it counted them as missed.
+/// `--min-tokens` builds the truth of what the run reads; the default is the definition.
+#[test]
+fn truth_skips_short_documents_as_a_run_does_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let short = "alpha beta gamma delta epsilon zeta";
+    let long = "one two three four five six seven eight nine ten eleven twelve";
+    let lines = [
+        format!(r#"{{"id":"s1","text":"{short}"}}"#),
+        format!(r#"{{"id":"s2","text":"{short}"}}"#),
+        format!(r#"{{"id":"l1","text":"{long}"}}"#),
+        format!(r#"{{"id":"l2","text":"{long}"}}"#),
+    ];
+    std::fs::write(d.join("d.jsonl"), lines.join("\n") + "\n").unwrap();
+    let truth = |extra: &[&str], out: &str| {
+        let mut args = vec!["truth", "--input", "d.jsonl", "--out", out];
+        args.extend(extra);
+        let run = neardup().args(&args).current_dir(d).output().unwrap();
+        let said = String::from_utf8_lossy(&run.stderr).into_owned();
+        (std::fs::read_to_string(d.join(out)).unwrap(), said)
+    };
+    let (all, _) = truth(&[], "all.tsv");
+    assert_eq!(all, "l1\tl2\t1.0000\ns1\ts2\t1.0000\n");
+    let (filtered, said) = truth(&["--min-tokens", "10"], "ten.tsv");
+    assert_eq!(filtered, "l1\tl2\t1.0000\n");
+    assert!(said.contains("too_short=2"), "{said}");
+    // The run with the same filter (its default) finds what that truth holds.
+    let job = "method = \"minhash\"\n[input]\npaths = [\"d.jsonl\"]\n\
+               [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n";
+    std::fs::write(d.join("job.toml"), job).unwrap();
+    let run = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let pairs = std::fs::read_to_string(d.join("out/pairs.tsv")).unwrap();
+    let first_three: Vec<String> = pairs
+        .lines()
+        .map(|l| l.split('\t').take(3).collect::<Vec<_>>().join("\t") + "\n")
+        .collect();
+    assert_eq!(first_three.concat(), filtered);
+}

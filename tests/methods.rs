@@ -1723,10 +1723,22 @@ fn a_lexicon_made_from_a_dotted_capital_i_is_one_a_job_reads() {
     let made = neardup_output(
         dir.path(),
         &[
-            "lexicon", "--input", "d.jsonl", "--out", "lexicon.txt", "--min-df", "1", "--max-df", "1",
+            "lexicon",
+            "--input",
+            "d.jsonl",
+            "--out",
+            "lexicon.txt",
+            "--min-df",
+            "1",
+            "--max-df",
+            "1",
         ],
     );
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     let lexicon = std::fs::read_to_string(dir.path().join("lexicon.txt")).unwrap();
     assert!(!lexicon.contains('\u{307}'), "{lexicon:?}");
     let job = "method = \"imatch\"\n[imatch]\nlexicon = \"lexicon.txt\"\n[input]\n\

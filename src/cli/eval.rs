@@ -289,7 +289,7 @@ pub fn document_sets(
     boilerplate: neardup::source::html::Boilerplate,
 ) -> Result<HashMap<String, Vec<u64>>> {
     let mut counters = neardup::summary::Counters::default();
-    let sets = crate::cli::truth::load_sets(inputs, boilerplate, &mut counters);
+    let sets = crate::cli::truth::load_sets(inputs, boilerplate, 1, &mut counters);
     if sets.is_empty() {
         let files: Vec<String> = inputs
             .files

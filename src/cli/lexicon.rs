@@ -48,7 +48,9 @@ fn frequencies(
                 seen.insert(t.to_owned());
             }
         });
-        Some(seen.drain().collect::<Vec<String>>()).filter(|t| !t.is_empty())
+        Some(seen.drain().collect::<Vec<String>>())
+            .filter(|t| !t.is_empty())
+            .ok_or_else(super::truth::no_token)
     };
     let count = |_, terms: Vec<String>| {
         for t in terms {

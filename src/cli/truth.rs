@@ -149,28 +149,54 @@ fn prefixes(docs: &[(String, Vec<u64>)], threshold: f64) -> (Vec<usize>, Vec<u64
 /// Reads every document of `inputs` (single-threaded, with the run's readers, so skips are the
 /// run's) into `(id, shingle set)`: texts as they are, HTML pages as the text `boilerplate` leaves.
 /// The first record with an id keeps it, as in a run.
+/// A document with fewer than `min_tokens` tokens is skipped as `too_short`, as a run skips it
+/// (1: none is).
 pub fn load_sets(
     inputs: &Inputs,
     boilerplate: Boilerplate,
+    min_tokens: usize,
     counters: &mut Counters,
 ) -> Vec<(String, Vec<u64>)> {
     let mut out = Vec::new();
-    let set = |text: &str| Some(shingle_set(text)).filter(|s| !s.is_empty());
+    let mut scratch = neardup::text::Scratch::default();
+    let set = |text: &str| {
+        let set = shingle_set(text);
+        if set.is_empty() {
+            return Err(no_token());
+        }
+        if min_tokens > 1 {
+            let mut tokens = 0;
+            neardup::text::for_each_token(text, &mut scratch, |_| tokens += 1);
+            if tokens < min_tokens {
+                let why = format!("{tokens} tokens, fewer than --min-tokens {min_tokens}");
+                return Err((SkipReason::TooShort, why));
+            }
+        }
+        Ok(set)
+    };
     read_documents(inputs, boilerplate, counters, set, |id, s| {
         out.push((id, s))
     });
     out
 }
 
+/// Why a document is skipped: its reason and message.
+pub type Skip = (SkipReason, String);
+
+/// The skip of a text without a word or CJK token.
+pub fn no_token() -> Skip {
+    (SkipReason::NoTokens, "no word or CJK token".into())
+}
+
 /// Reads every document of `inputs` as [`load_sets`] does: `make` turns a document's text into
-/// what the caller keeps (`None`: it has no token, a skip), and `take` gets that with the
-/// document's id. Blank lines, skipped records, records without text or tokens and repeated ids
-/// are counted in `counters`; the rest are read and processed.
+/// what the caller keeps (or the skip it is), and `take` gets that with the document's id. Blank
+/// lines, skipped records, records without text or tokens and repeated ids are counted in
+/// `counters`; the rest are read and processed.
 pub fn read_documents<T>(
     inputs: &Inputs,
     boilerplate: Boilerplate,
     counters: &mut Counters,
-    mut make: impl FnMut(&str) -> Option<T>,
+    mut make: impl FnMut(&str) -> Result<T, Skip>,
     mut take: impl FnMut(String, T),
 ) {
     let mut seen: HashMap<String, Location> = HashMap::new();
@@ -212,17 +238,13 @@ pub fn read_documents<T>(
                         ));
                     }
                     match make(&text) {
-                        None => counters.skip(note(
-                            SkipReason::NoTokens,
-                            "no word or CJK token".into(),
-                            None,
-                        )),
-                        Some(_) if seen.contains_key(&id) => counters.skip(note(
+                        Err((reason, why)) => counters.skip(note(reason, why, None)),
+                        Ok(_) if seen.contains_key(&id) => counters.skip(note(
                             SkipReason::DuplicateId,
                             format!("duplicate id {id:?}"),
                             seen.get(&id).copied(),
                         )),
-                        Some(kept) => {
+                        Ok(kept) => {
                             seen.insert(id.clone(), at);
                             counters.read += 1;
                             counters.processed += 1;
@@ -262,6 +284,10 @@ pub struct TruthArgs {
     /// smaller document's).
     #[arg(long, value_enum, default_value = "jaccard")]
     measure: Measure,
+    /// Skip documents with fewer tokens as too_short, as a run's [content] min_tokens does (the
+    /// default, 1, skips none: the truth's definition).
+    #[arg(long, default_value_t = 1)]
+    min_tokens: usize,
 }
 
 /// `neardup truth`: every pair with Jaccard >= `threshold`, brute force, into `out`.
@@ -282,7 +308,12 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
     let plan = spec.validate(Path::new("."), Overrides::default())?;
     let output = neardup::output::prepare_file(out, &plan.protected_paths())?;
     let mut counters = neardup::summary::Counters::default();
-    let sets = load_sets(&plan.inputs, plan.content.boilerplate, &mut counters);
+    let sets = load_sets(
+        &plan.inputs,
+        plan.content.boilerplate,
+        a.min_tokens,
+        &mut counters,
+    );
     anyhow::ensure!(
         counters.read > 0,
         "the inputs hold no record: nothing written"

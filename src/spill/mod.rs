@@ -458,7 +458,9 @@ fn alive(pid: i32) -> bool {
     if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // pid (comm) state ...: the command may hold spaces and parentheses, the state follows
         // the last ')'.
-        let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.trim_start().chars().next());
         return !matches!(state, Some('Z' | 'X'));
     }
     // SAFETY: signal 0 only checks that the process exists.
