@@ -414,6 +414,48 @@ fn a_file_named_gz_that_is_not_gzip_is_read_as_it_is_with_a_note() {
     assert!(!stderr(&out).contains("note"), "{}", stderr(&out));
 }
 
+/// Regression (found by a probe): a `.bz2` input was read as text and gave only `invalid_utf8` and
+/// `invalid_json` skips, then "no record could be used". A file in a compression neardup does not
+/// read is refused before any work, naming it and what to do.
+#[test]
+fn a_bzip2_or_xz_input_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = format!("{{\"id\":\"a\",\"text\":\"{}\"}}\n", words(0, 20));
+    std::fs::write(d.join("good.jsonl"), &good).unwrap();
+    let files: [(&str, &[u8], &str); 2] = [
+        ("d.jsonl.bz2", b"BZh91AY&SY\x01\x02junk", "bzip2-compressed"),
+        ("d.jsonl.xz", b"\xfd7zXZ\x00\x00\x04junk", "xz-compressed"),
+    ];
+    for (name, bytes, says) in files {
+        std::fs::write(d.join(name), bytes).unwrap();
+        let out = neardup()
+            .args([
+                "fingerprint",
+                "--input",
+                "good.jsonl",
+                name,
+                "--out",
+                "fps.tsv",
+            ])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+        assert!(stderr(&out).contains(name), "{}", stderr(&out));
+        assert!(!d.join("fps.tsv").exists());
+    }
+    // A text that happens to begin with "BZh" is text.
+    std::fs::write(d.join("bzh.jsonl"), format!("BZh9 not json\n{good}")).unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input", "bzh.jsonl", "--out", "fps.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}
+
 /// `neardup fingerprint --input INPUT --out fps.tsv --summary summary.json` in `dir`, killed if it
 /// has not finished within a minute: its output, or `None` if it hung.
 fn fingerprint_within_a_minute(dir: &Path, input: &str) -> Option<Output> {

@@ -108,6 +108,35 @@ pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
     })
 }
 
+/// Refuses a file compressed in a format neardup does not read (bzip2, xz, lz4), told by its
+/// magic bytes: read as text, it was only skipped records.
+fn refuse_unread_compression(path: &Path) -> Result<()> {
+    let mut magic = [0u8; 6];
+    let mut f = File::open(path).io_context(|| format!("opening {}", path.display()))?;
+    let mut got = 0;
+    while got < magic.len() {
+        match f.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(e).io_context(|| format!("reading {}", path.display())),
+        }
+    }
+    let (name, tool) = match &magic[..got] {
+        // "BZh", the block size, then a block's magic or the end of the stream.
+        [b'B', b'Z', b'h', b'1'..=b'9', 0x31, 0x41]
+        | [b'B', b'Z', b'h', b'1'..=b'9', 0x17, 0x72] => ("bzip2", "bunzip2 -k"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0] => ("xz", "unxz -k"),
+        [0x04, 0x22, 0x4d, 0x18, ..] => ("lz4", "unlz4"),
+        _ => return Ok(()),
+    };
+    crate::bail!(
+        Input,
+        "{} is {name}-compressed, which neardup does not read (it reads plain, gzip and zstd \
+         files): decompress it first ({tool}) or recompress it with gzip or zstd",
+        path.display()
+    )
+}
+
 /// Largest zstd window accepted, as a power of two: 31 (2 GiB), the format's largest, so a file
 /// written with `zstd --long=31` is read (libzstd's default of 27 refused it with a bare error).
 /// Decoding such a file may take up to that much memory.
@@ -534,6 +563,7 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
             );
         }
         let compression = sniff(&path).io_context(|| format!("opening {}", path.display()))?;
+        refuse_unread_compression(&path)?;
         note_misnamed(&path, compression);
         files.push(InputFile {
             size,
