@@ -352,6 +352,29 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
         );
     }
     assert!(!d.join("out-c/corpus").exists() && !d.join("out-d/corpus").exists());
+    // Regression (found by a probe): the differing line was Rust's debug text
+    // (`verify = Verification { threshold: 0.9, .. }`, `(123 bytes, None)`); it is job keys now.
+    let verified = |threshold: f64, name: &str| {
+        let body = format!(
+            "method = \"minhash\"\n[input]\npaths = [{:?}]\n[minhash]\nbands = 21\nrows = 6\n\
+             [verify]\nthreshold = {threshold}\n\
+             [output]\ndir = \"out-v\"\npairs = \"pairs.tsv\"\n",
+            sample()
+        );
+        job(d, name, &body)
+    };
+    let (v8, v9) = (verified(0.8, "v8.toml"), verified(0.9, "v9.toml"));
+    let hosts = hostfile(d, 2);
+    let p0 = process(0, &hosts, &["run", v8.to_str().unwrap()], 1);
+    let p1 = process(1, &hosts, &["run", v9.to_str().unwrap()], 1);
+    for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+        assert_eq!(code, Some(1), "{err}");
+        assert!(
+            err.contains("`verify.threshold = 0.9` in process 1"),
+            "{err}"
+        );
+        assert!(!err.contains("Verification {"), "{err}");
+    }
 }
 
 #[test]

@@ -281,20 +281,27 @@ impl Plan {
         lines.push(format!("input files = {}", i.files.len()));
         for f in &i.files {
             lines.push(format!(
-                "input = {} ({} bytes, {:?})",
+                "input = {} ({} bytes, {})",
                 f.path.display(),
                 f.size,
-                f.compression
+                f.compression.name()
             ));
         }
         if let Some(p) = &self.pairs {
             lines.push(format!("pairs.memory_budget = {}", p.memory_budget));
         }
         if let Some(v) = &self.verify {
-            lines.push(format!("verify = {v:?}"));
+            lines.push(format!("verify.mode = {}", v.mode.name()));
+            lines.push(format!("verify.threshold = {}", v.threshold));
+            lines.push(format!("verify.shingle = {}", v.shingle));
+            lines.push(format!("verify.measure = {}", v.measure.name()));
+            lines.push(format!("verify.layout_only = {}", v.list_layout));
+            let partial = v.partial.map_or("none".into(), |p| p.to_string());
+            lines.push(format!("verify.partial = {partial}"));
         }
         if let Some(c) = &self.clusters {
-            lines.push(format!("clusters = {c:?}"));
+            lines.push(format!("clusters.keep = {:?}", c.keep).to_lowercase());
+            lines.push(format!("clusters.split = {}", c.split.name()));
         }
         let names: Vec<String> = self
             .outputs

@@ -24,6 +24,17 @@ pub enum Compression {
     Zstd,
 }
 
+impl Compression {
+    /// `plain`, `gzip` or `zstd`, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "plain",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
 /// One input file.
 #[derive(Clone, Debug)]
 pub struct InputFile {
