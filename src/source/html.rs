@@ -23,8 +23,9 @@
 //!     and docutils use it for boxes inside the text.
 //!   - **Link density**, only when the page marks no root and none is found: blocks with more than
 //!     half of their text inside `<a href>` are dropped (an `<a id>` anchor is not a link), but never
-//!     headings or preformatted text. Inside a root, lists of links are part of the text (tables of
-//!     contents, "see also" lists).
+//!     headings, preformatted text or a table of contents (class or id `toc`, `toctree-wrapper`,
+//!     `table-of-contents`), whose links also count as text when the root is sought. Inside a
+//!     root, lists of links are part of the text (tables of contents, "see also" lists).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -375,7 +376,7 @@ fn is_layout_element(el: &scraper::node::Element) -> bool {
 /// anchor), and headings and preformatted text are content whatever their class.
 fn is_named_layout(el: scraper::ElementRef) -> bool {
     let v = el.value();
-    if !is_block(v.name()) || is_protected(v.name()) {
+    if !is_block(v.name()) || is_heading_or_pre(v.name()) {
         return false;
     }
     v.classes().any(names_layout) || v.attr("id").is_some_and(|id| id_names_layout(el, id))
@@ -492,9 +493,26 @@ fn is_link(el: &scraper::node::Element) -> bool {
     el.name() == "a" && el.attr("href").is_some()
 }
 
-/// Headings and preformatted text, which the link-density rule never drops.
-fn is_protected(name: &str) -> bool {
+/// Headings, preformatted text and tables of contents, which the link-density rule never drops:
+/// a page's table of contents is part of its text whether or not the page marks a root (a page
+/// without one lost it, and its mirror inside an `<article>` kept it).
+fn is_protected(el: &scraper::node::Element) -> bool {
+    is_heading_or_pre(el.name()) || (el.name() != "a" && is_table_of_contents(el))
+}
+
+fn is_heading_or_pre(name: &str) -> bool {
     is_heading(name) || name == "pre"
+}
+
+/// An element whose class or id is a table of contents' (DocBook's `toc`, Sphinx's
+/// `toctree-wrapper`, `table-of-contents`).
+fn is_table_of_contents(el: &scraper::node::Element) -> bool {
+    let toc = |t: &str| {
+        t.eq_ignore_ascii_case("toc")
+            || t.eq_ignore_ascii_case("toctree-wrapper")
+            || t.eq_ignore_ascii_case("table-of-contents")
+    };
+    el.classes().any(toc) || el.id().is_some_and(toc)
 }
 
 /// Elements that group blocks: where a content root may be.
@@ -519,8 +537,8 @@ fn is_heading(name: &str) -> bool {
     matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
 }
 
-/// Text outside links in an element's subtree (visible, not in boilerplate), in non-space
-/// characters, and how much of it is in headings.
+/// Text outside links (or inside a table of contents) in an element's subtree (visible, not in
+/// boilerplate), in non-space characters, and how much of it is in headings.
 #[derive(Clone, Copy, Default)]
 struct Weight {
     chars: usize,
@@ -538,7 +556,8 @@ fn weights(
     let mut map = NodeMap::default();
     let mut stack: Vec<Weight> = Vec::new();
     let mut skipping: Option<ego_tree::NodeId> = None;
-    let (mut links, mut headings) = (0usize, 0usize);
+    // A table of contents' links are text (it is part of the content, as in `walk`).
+    let (mut links, mut headings, mut tocs) = (0usize, 0usize, 0usize);
     for edge in top.traverse() {
         match edge {
             ego_tree::iter::Edge::Open(node) => {
@@ -546,7 +565,7 @@ fn weights(
                     continue;
                 }
                 match node.value() {
-                    Node::Text(t) if links == 0 => {
+                    Node::Text(t) if links == 0 || tocs > 0 => {
                         let n = t.chars().filter(|c| !c.is_whitespace()).count();
                         if let Some(w) = stack.last_mut() {
                             w.chars += n;
@@ -562,7 +581,8 @@ fn weights(
                             continue;
                         }
                         links += usize::from(is_link(el));
-                        headings += usize::from(is_protected(el.name()));
+                        headings += usize::from(is_heading_or_pre(el.name()));
+                        tocs += usize::from(is_table_of_contents(el));
                         stack.push(Weight::default());
                     }
                     _ => {}
@@ -577,7 +597,8 @@ fn weights(
                 }
                 if let Node::Element(el) = node.value() {
                     links -= usize::from(is_link(el));
-                    headings -= usize::from(is_protected(el.name()));
+                    headings -= usize::from(is_heading_or_pre(el.name()));
+                    tocs -= usize::from(is_table_of_contents(el));
                     let w = stack.pop().unwrap_or_default();
                     map.insert(node.id(), w);
                     if let Some(parent) = stack.last_mut() {
@@ -684,7 +705,7 @@ fn walk(start: scraper::ElementRef<'_>, judge: Option<&Judge>, out: &mut Collect
                         if is_link(el) {
                             links += 1;
                         }
-                        if is_protected(name) {
+                        if is_protected(el) {
                             protected += 1;
                         }
                     }
@@ -702,7 +723,7 @@ fn walk(start: scraper::ElementRef<'_>, judge: Option<&Judge>, out: &mut Collect
                     if is_link(el) {
                         links = links.saturating_sub(1);
                     }
-                    if is_protected(el.name()) {
+                    if is_protected(el) {
                         protected = protected.saturating_sub(1);
                     }
                     if is_block(el.name()) {
@@ -892,6 +913,35 @@ mod tests {
             <div class=\"footer-wrap\">footer words</div></body></html>";
         let t = page_text(html, Boilerplate::Extract);
         assert_eq!(t.text, "Plain content paragraph with one link in it.");
+    }
+
+    /// Regression (found by an accuracy audit): a DocBook index page without a marked root lost
+    /// its table of contents (all links, so outside the content root and link-dense), while its
+    /// mirror inside an `<article>` kept it: extracted Jaccard 0.10 for one content.
+    #[test]
+    fn a_table_of_contents_is_text_with_or_without_a_marked_root() {
+        let toc: String = (0..40)
+            .map(|i| format!("<dt><a href=\"c{i}.html\">Chapter {i} about topic {i}</a></dt>"))
+            .collect();
+        let content = format!(
+            "<div class=\"book\"><div class=\"titlepage\"><h1>The Handbook</h1>\
+             <p>An introduction of a few words.</p></div>\
+             <div class=\"toc\"><dl class=\"toc\">{toc}</dl></div></div>"
+        );
+        let bare = format!(
+            "<html><body><ul class=\"docnav\"><li><a href=n>Next</a></li></ul>{content}</body></html>"
+        );
+        let wrapped = format!(
+            "<html><body><nav class=\"top-menu\"><a href=h>Home</a></nav>\
+             <article>{content}</article></body></html>"
+        );
+        let (a, b) = (
+            page_text(&bare, Boilerplate::Extract).text,
+            page_text(&wrapped, Boilerplate::Extract).text,
+        );
+        assert!(a.contains("Chapter 39 about topic 39"), "{a}");
+        assert_eq!(a, b);
+        assert!(!a.contains("Next") && !a.contains("Home"), "{a}");
     }
 
     #[test]
