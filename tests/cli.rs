@@ -1043,3 +1043,48 @@ fn truth_skips_short_documents_as_a_run_does_when_asked() {
         .collect();
     assert_eq!(first_three.concat(), filtered);
 }
+
+/// Found by an accuracy audit: the preset jobs run on make_corpus's `html.jsonl.gz` (fields id,
+/// url, html) skipped every record as missing_text and told only to set `text_field`; the records
+/// are pages, so the message names `html_field` too.
+#[test]
+fn records_of_html_pages_without_a_text_field_are_told_to_set_html_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let page =
+        "<html><body><p>one two three four five six seven eight nine ten eleven</p></body></html>";
+    let line =
+        |id: &str| format!("{{\"id\":\"{id}\",\"url\":\"http://x/{id}\",\"html\":\"{page}\"}}\n");
+    std::fs::write(d.join("pages.jsonl"), line("a") + &line("b")).unwrap();
+    let out = neardup()
+        .args(["fingerprint", "--input", "pages.jsonl", "--out", "f.tsv"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("html_field = \"html\" (--html-field html)"),
+        "{e}"
+    );
+    // Told so, it reads them.
+    let out = neardup()
+        .args([
+            "fingerprint",
+            "--input",
+            "pages.jsonl",
+            "--out",
+            "f.tsv",
+            "--html-field",
+            "html",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

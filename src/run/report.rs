@@ -150,9 +150,21 @@ fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize) -> String {
     let hint = match (reason, inputs.source.fields()) {
         (SkipReason::MissingText, Some(fields)) => {
             let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
+            // A field named like a page's markup: the records are HTML pages.
+            let page = seen
+                .iter()
+                .find(|f| fields.html.is_none() && matches!(**f, "html" | "raw_html" | "page"));
+            let to_do = match page {
+                Some(f) => format!(
+                    "set [input] html_field = {f:?} (--html-field {f}) if it holds whole HTML \
+                     pages, or [input] text_field (--text-field) to the field that holds the text"
+                ),
+                None => {
+                    "set [input] text_field (--text-field) to the field that holds the text".into()
+                }
+            };
             format!(
-                "no record has a string in the field {:?}{}{}; set [input] text_field \
-                 (--text-field) to the field that holds the text",
+                "no record has a string in the field {:?}{}{}; {to_do}",
                 fields.text,
                 fields
                     .html
