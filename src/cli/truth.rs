@@ -16,7 +16,7 @@ use neardup::config::Overrides;
 
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
-use neardup::source::{Item, Location, SkipReason};
+use neardup::source::{Item, Location, Skip, SkipReason};
 use neardup::stages::read::document_text;
 use neardup::summary::{first_notes, Counters, LineTable, SkipNote};
 pub use neardup::text::Measure;
@@ -169,7 +169,7 @@ pub fn load_sets(
             neardup::text::for_each_token(text, &mut scratch, |_| tokens += 1);
             if tokens < min_tokens {
                 let why = format!("{tokens} tokens, fewer than --min-tokens {min_tokens}");
-                return Err((SkipReason::TooShort, why));
+                return Err(Skip::new(SkipReason::TooShort, why));
             }
         }
         Ok(set)
@@ -180,12 +180,9 @@ pub fn load_sets(
     out
 }
 
-/// Why a document is skipped: its reason and message.
-pub type Skip = (SkipReason, String);
-
 /// The skip of a text without a word or CJK token.
 pub fn no_token() -> Skip {
-    (SkipReason::NoTokens, "no word or CJK token".into())
+    Skip::new(SkipReason::NoTokens, "no word or CJK token")
 }
 
 /// Reads every document of `inputs` as [`load_sets`] does: `make` turns a document's text into
@@ -238,7 +235,7 @@ pub fn read_documents<T>(
                         ));
                     }
                     match make(&text) {
-                        Err((reason, why)) => counters.skip(note(reason, why, None)),
+                        Err(skip) => counters.skip(note(skip.reason, skip.message, None)),
                         Ok(_) if seen.contains_key(&id) => counters.skip(note(
                             SkipReason::DuplicateId,
                             format!("duplicate id {id:?}"),
