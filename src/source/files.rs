@@ -99,40 +99,33 @@ impl Split {
     }
 }
 
-/// The compression of the file at `path`, from its magic bytes: gzip's `1f 8b`; zstd's frame
-/// magic `28 b5 2f fd`, or a skippable frame's (`5? 2a 4d 18`: 0x184D2A50..=0x184D2A5F little
-/// endian), which begins a file pzstd wrote (the decoder passes over it); else none.
-pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
-    let mut magic = [0u8; 4];
-    let mut f = File::open(path)?;
-    let mut got = 0;
-    while got < 4 {
-        match f.read(&mut magic[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    Ok(match &magic[..got] {
-        [0x1f, 0x8b, ..] => Compression::Gzip,
-        [0x28, 0xb5, 0x2f, 0xfd] | [0x50..=0x5f, 0x2a, 0x4d, 0x18] => Compression::Zstd,
-        _ => Compression::None,
-    })
+/// The first bytes of the file at `path`: as many as the magic numbers checked here need (6).
+fn magic(path: &Path) -> io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(6);
+    File::open(path)?.take(6).read_to_end(&mut head)?;
+    Ok(head)
 }
 
-/// Refuses a file compressed in a format neardup does not read (bzip2, xz, lz4), told by its
-/// magic bytes: read as text, it was only skipped records.
-fn refuse_unread_compression(path: &Path) -> Result<()> {
-    let mut magic = [0u8; 6];
-    let mut f = File::open(path).io_context(|| format!("opening {}", path.display()))?;
-    let mut got = 0;
-    while got < magic.len() {
-        match f.read(&mut magic[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) => return Err(e).io_context(|| format!("reading {}", path.display())),
-        }
+/// The compression of the file at `path`, from its magic bytes ([`compression_of`]).
+pub(crate) fn sniff(path: &Path) -> io::Result<Compression> {
+    Ok(compression_of(&magic(path)?))
+}
+
+/// The compression that a file's first bytes `magic` tell: gzip's `1f 8b`; zstd's frame magic
+/// `28 b5 2f fd`, or a skippable frame's (`5? 2a 4d 18`: 0x184D2A50..=0x184D2A5F little endian),
+/// which begins a file pzstd wrote (the decoder passes over it); else none.
+fn compression_of(magic: &[u8]) -> Compression {
+    match magic {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [0x28, 0xb5, 0x2f, 0xfd, ..] | [0x50..=0x5f, 0x2a, 0x4d, 0x18, ..] => Compression::Zstd,
+        _ => Compression::None,
     }
-    let (name, tool) = match &magic[..got] {
+}
+
+/// Refuses the file at `path`, whose first bytes are `magic`, if they are a compression neardup
+/// does not read (bzip2, xz, lz4): read as text, it was only skipped records.
+fn refuse_unread_compression(path: &Path, magic: &[u8]) -> Result<()> {
+    let (name, tool) = match magic {
         // "BZh", the block size, then a block's magic or the end of the stream.
         [b'B', b'Z', b'h', b'1'..=b'9', 0x31, 0x41]
         | [b'B', b'Z', b'h', b'1'..=b'9', 0x17, 0x72] => ("bzip2", "bunzip2 -k"),
@@ -573,8 +566,9 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
                 path.display()
             );
         }
-        let compression = sniff(&path).io_context(|| format!("opening {}", path.display()))?;
-        refuse_unread_compression(&path)?;
+        let magic = magic(&path).io_context(|| format!("opening {}", path.display()))?;
+        refuse_unread_compression(&path, &magic)?;
+        let compression = compression_of(&magic);
         note_misnamed(&path, compression);
         files.push(InputFile {
             size,
