@@ -17,7 +17,7 @@ use neardup::config::Overrides;
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
 use neardup::source::{Item, Location, Skip, SkipReason};
-use neardup::stages::read::document_text;
+use neardup::stages::read::{document_text, not_blank};
 use neardup::summary::{first_notes, Counters, LineTable, SkipNote};
 pub use neardup::text::Measure;
 
@@ -165,8 +165,8 @@ pub fn load_sets(
             return Err(no_token());
         }
         if min_tokens > 1 {
-            let mut tokens = 0;
-            neardup::text::for_each_token(text, &mut scratch, |_| tokens += 1);
+            // The count a run's sketchers take: tokens hashed, no string built.
+            let tokens = neardup::text::for_each_token_hash(text, &mut scratch, |_| ());
             if tokens < min_tokens {
                 let why = format!("{tokens} tokens, fewer than --min-tokens {min_tokens}");
                 return Err(Skip::new(SkipReason::TooShort, why));
@@ -227,14 +227,7 @@ pub fn read_documents<T>(
                         }
                     };
                     // As a run's read stage decides: blank text first, then no token.
-                    if text.trim().is_empty() {
-                        return counters.skip(note(
-                            SkipReason::EmptyText,
-                            "empty text".into(),
-                            None,
-                        ));
-                    }
-                    match make(&text) {
+                    match not_blank(&text).and_then(|()| make(&text)) {
                         Err(skip) => counters.skip(note(skip.reason, skip.message, None)),
                         Ok(_) if seen.contains_key(&id) => counters.skip(note(
                             SkipReason::DuplicateId,

@@ -240,9 +240,7 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
 
     /// Sketches `text`; `lang` is its declared language, if any.
     fn text(&mut self, text: &str, lang: Option<&str>) -> Result<(u64, usize), Skip> {
-        if text.trim().is_empty() {
-            return Err(Skip::new(SkipReason::EmptyText, "empty text"));
-        }
+        not_blank(text)?;
         if let Some(lang) = lang.filter(|_| !self.content.languages.is_empty()) {
             let primary = lang.split(['-', '_']).next().unwrap_or_default().trim();
             if !self
@@ -310,6 +308,15 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
             }
             Body::Simhash(h) => Ok((*h, 0)),
         }
+    }
+}
+
+/// The first check of a document's text, a run's and the truth's: a blank text (nothing but
+/// white space) is skipped as `empty_text`.
+pub fn not_blank(text: &str) -> Result<(), Skip> {
+    match text.trim().is_empty() {
+        true => Err(Skip::new(SkipReason::EmptyText, "empty text")),
+        false => Ok(()),
     }
 }
 
