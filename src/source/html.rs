@@ -497,7 +497,7 @@ fn is_link(el: &scraper::node::Element) -> bool {
 /// a page's table of contents is part of its text whether or not the page marks a root (a page
 /// without one lost it, and its mirror inside an `<article>` kept it).
 fn is_protected(el: &scraper::node::Element) -> bool {
-    is_heading_or_pre(el.name()) || (el.name() != "a" && is_table_of_contents(el))
+    is_heading_or_pre(el.name()) || is_table_of_contents(el)
 }
 
 fn is_heading_or_pre(name: &str) -> bool {
@@ -505,8 +505,12 @@ fn is_heading_or_pre(name: &str) -> bool {
 }
 
 /// An element whose class or id is a table of contents' (DocBook's `toc`, Sphinx's
-/// `toctree-wrapper`, `table-of-contents`).
+/// `toctree-wrapper`, `table-of-contents`); not a link so named (a "back to the contents" link
+/// neither protects its block nor counts as text).
 fn is_table_of_contents(el: &scraper::node::Element) -> bool {
+    if el.name() == "a" {
+        return false;
+    }
     let toc = |t: &str| {
         t.eq_ignore_ascii_case("toc")
             || t.eq_ignore_ascii_case("toctree-wrapper")
