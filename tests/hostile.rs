@@ -424,6 +424,19 @@ fn a_cluster_process_without_its_peer_times_out() {
     assert!(stderr(&out).contains("could not reach process 0"));
 }
 
+/// Starts two processes of `args` on `hosts`, kills process 1 once it says the cluster formed,
+/// and returns how process 0 ended.
+fn lose_process_1(hosts: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let p0 = process(0, hosts, args, 1);
+    let mut p1 = process(1, hosts, args, 1);
+    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
+    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
+    assert!(formed, "process 1 joined the cluster");
+    p1.kill().unwrap();
+    p1.wait().unwrap();
+    finish(p0, 60)
+}
+
 #[test]
 fn a_lost_peer_ends_every_process_with_exit_1() {
     let dir = tempfile::tempdir().unwrap();
@@ -439,15 +452,7 @@ fn a_lost_peer_ends_every_process_with_exit_1() {
     ]
     .map(String::from);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let p0 = process(0, &hosts, &args, 1);
-    let mut p1 = process(1, &hosts, &args, 1);
-    // Once process 1 says the cluster formed, it dies.
-    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
-    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
-    assert!(formed, "process 1 joined the cluster");
-    p1.kill().unwrap();
-    p1.wait().unwrap();
-    let (code, err) = finish(p0, 60);
+    let (code, err) = lose_process_1(&hosts, &args);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("lost the connection to process 1"), "{err}");
     assert!(!d.join("fps.tsv").exists());
@@ -470,14 +475,7 @@ fn a_lost_peer_leaves_no_output_directory_behind() {
     let body = format!("[input]\npaths = [{corpus:?}]\n[output]\ndir = {out:?}\n");
     let job = job(d, "job.toml", &body);
     let args = ["run", job.to_str().unwrap()];
-    let p0 = process(0, &hosts, &args, 1);
-    let mut p1 = process(1, &hosts, &args, 1);
-    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
-    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
-    assert!(formed, "process 1 joined the cluster");
-    p1.kill().unwrap();
-    p1.wait().unwrap();
-    let (code, err) = finish(p0, 60);
+    let (code, err) = lose_process_1(&hosts, &args);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("lost the connection to process 1"), "{err}");
     assert!(

@@ -448,11 +448,7 @@ fn a_bzip2_or_xz_input_is_refused_with_what_to_do() {
     }
     // A text that happens to begin with "BZh" is text.
     std::fs::write(d.join("bzh.jsonl"), format!("BZh9 not json\n{good}")).unwrap();
-    let out = neardup()
-        .args(["fingerprint", "--input", "bzh.jsonl", "--out", "fps.tsv"])
-        .current_dir(d)
-        .output()
-        .unwrap();
+    let (out, _) = fingerprint(d, "bzh.jsonl", &[]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
 

@@ -153,7 +153,8 @@ fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize) -> String {
             // A field named like a page's markup: the records are HTML pages.
             let page = seen
                 .iter()
-                .find(|f| fields.html.is_none() && matches!(**f, "html" | "raw_html" | "page"));
+                .find(|f| matches!(**f, "html" | "raw_html" | "page"))
+                .filter(|_| fields.html.is_none());
             let to_do = match page {
                 Some(f) => format!(
                     "set [input] html_field = {f:?} (--html-field {f}) if it holds whole HTML \
