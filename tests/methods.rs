@@ -1751,3 +1751,44 @@ fn a_lexicon_made_from_a_dotted_capital_i_is_one_a_job_reads() {
     let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
     assert!(pairs.starts_with("a\tb\t"), "{pairs}");
 }
+
+/// Regression (found by a probe): a word-final capital sigma lowercased alone became "σ" where
+/// the definition's lowercase (Python's `str.lower`) gives "ς", so a Greek page in capitals
+/// never matched its lowercase copy, for a run or for `truth`.
+#[test]
+fn a_greek_page_in_capitals_and_its_lowercase_copy_are_a_pair_for_run_and_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = "ο δρόμος της πόλης είναι μεγάλος και ο κόσμος περνάει από το λιμάνι της \
+                 αθήνας κάθε πρωί με τα πλοία και τους ανθρώπους του";
+    let upper = "Ο ΔΡΌΜΟΣ ΤΗΣ ΠΌΛΗΣ ΕΊΝΑΙ ΜΕΓΆΛΟΣ ΚΑΙ Ο ΚΌΣΜΟΣ ΠΕΡΝΆΕΙ ΑΠΌ ΤΟ ΛΙΜΆΝΙ ΤΗΣ \
+                 ΑΘΉΝΑΣ ΚΆΘΕ ΠΡΩΊ ΜΕ ΤΑ ΠΛΟΊΑ ΚΑΙ ΤΟΥΣ ΑΝΘΡΏΠΟΥΣ ΤΟΥ";
+    let other = "μια άλλη σελίδα για κάτι εντελώς διαφορετικό χωρίς κοινές φράσεις εδώ";
+    let docs: String = [("lower", words), ("other", other), ("upper", upper)]
+        .iter()
+        .map(|(id, text)| format!("{}\n", serde_json::json!({"id": id, "text": text})))
+        .collect();
+    std::fs::write(dir.path().join("d.jsonl"), docs).unwrap();
+    let job = "method = \"minhash\"\n[input]\npaths = [\"d.jsonl\"]\n\
+               [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n";
+    std::fs::write(dir.path().join("job.toml"), job).unwrap();
+    let out = neardup_output(dir.path(), &["run", "job.toml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pairs = std::fs::read_to_string(dir.path().join("out/pairs.tsv")).unwrap();
+    assert_eq!(pairs, "lower\tupper\t1.0000\tsame_content\n");
+    let out = neardup_output(
+        dir.path(),
+        &["truth", "--input", "d.jsonl", "--out", "truth.tsv"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let truth = std::fs::read_to_string(dir.path().join("truth.tsv")).unwrap();
+    assert!(truth.starts_with("lower\tupper\t1.0"), "{truth}");
+}

@@ -203,8 +203,11 @@ pub struct Scratch {
 
 /// Calls `emit` with each normalized token of `text`, in order.
 ///
-/// Morally: `text.nfkc().to_lowercase()`, split into alphanumeric runs and single CJK characters
-/// (see the reference tokenizer in the tests). ASCII text skips normalization (it is NFKC already); other text is cut
+/// What it computes: `text.nfkc().to_lowercase()`, split into alphanumeric runs and single CJK
+/// characters (the reference tokenizer in the tests). Characters are lowercased one at a time,
+/// which is the same but for the one mapping that depends on its neighbours, the capital sigma's
+/// (word-final `ς`, else `σ`): a text that holds one is lowercased whole first
+/// ([`lowered_for_final_sigma`]). ASCII text skips normalization (it is NFKC already); other text is cut
 /// before safe starters (ASCII, ideographs, kana, Hangul syllables) into runs, and only runs that fail
 /// the NFKC quick check are normalized, so CJK text pays for normalization only around the characters
 /// that change (full-width punctuation, compatibility forms, combining marks).
@@ -214,6 +217,43 @@ pub fn for_each_token(text: &str, scratch: &mut Scratch, emit: impl FnMut(&str))
 
 /// [`for_each_token`] into any sink, with `word` as the word buffer.
 fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
+    match lowered_for_final_sigma(text) {
+        Some(lowered) => tokenize_lowered(&lowered, word, sink),
+        None => tokenize_lowered(text, word, sink),
+    }
+}
+
+/// The characters whose NFKC form holds a capital sigma: Σ, the lunate Ϲ and the mathematical
+/// capital sigmas.
+const CAPITAL_SIGMAS: [char; 7] = [
+    '\u{3A3}',
+    '\u{3F9}',
+    '\u{1D6BA}',
+    '\u{1D6F4}',
+    '\u{1D72E}',
+    '\u{1D768}',
+    '\u{1D7A2}',
+];
+
+/// `text.nfkc().to_lowercase()` if `text` holds a capital sigma, else None. A capital sigma
+/// lowercases to `ς` at the end of a word and to `σ` elsewhere (Unicode's Final_Sigma, which
+/// Python's `str.lower` and Rust's `str::to_lowercase` follow), so "ΚΌΣΜΟΣ" is the token
+/// "κόσμος"; every other character lowercases alone. (Lowercased one at a time, a word-final
+/// capital sigma became `σ` and a Greek text in capitals never matched its lowercase copy.)
+fn lowered_for_final_sigma(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    // Their UTF-8 starts with 0xCE, 0xCF or 0xF0, which are never continuation bytes.
+    let holds = memchr::memchr3_iter(0xCE, 0xCF, 0xF0, bytes).any(|i| {
+        CAPITAL_SIGMAS.iter().any(|c| {
+            let mut buf = [0u8; 4];
+            bytes[i..].starts_with(c.encode_utf8(&mut buf).as_bytes())
+        })
+    });
+    holds.then(|| text.nfkc().collect::<String>().to_lowercase())
+}
+
+/// [`tokenize`] of a text whose capital sigmas, if any, are lowercased already.
+fn tokenize_lowered(text: &str, word: &mut String, sink: &mut impl TokenSink) {
     word.clear();
     if text.is_ascii() {
         for &b in text.as_bytes() {
@@ -543,7 +583,7 @@ fn low_bytes_mask(bytes: usize) -> u64 {
 /// found by counting zeros in them, and each token of at most 16 bytes loaded as two words,
 /// lowercased by setting bit 5 (which every ASCII letter and digit may take) and hashed in
 /// registers.
-pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnMut(u64)) -> usize {
+pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, emit: impl FnMut(u64)) -> usize {
     let bytes = text.as_bytes();
     let Scratch {
         word, map, high, ..
@@ -551,6 +591,25 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, mut emit: impl FnM
     if !bitmaps(bytes, map, high) {
         return ascii_token_hashes(bytes, map, 0, bytes.len(), word, emit);
     }
+    match lowered_for_final_sigma(text) {
+        Some(lowered) => {
+            bitmaps(lowered.as_bytes(), map, high);
+            mixed_token_hashes(&lowered, map, high, word, emit)
+        }
+        None => mixed_token_hashes(text, map, high, word, emit),
+    }
+}
+
+/// [`for_each_token_hash`] of a text that is not all ASCII, whose [`bitmaps`] are `map` and
+/// `high`.
+fn mixed_token_hashes(
+    text: &str,
+    map: &[u64],
+    high: &[u64],
+    word: &mut String,
+    mut emit: impl FnMut(u64),
+) -> usize {
+    let bytes = text.as_bytes();
     // Mixed text: ASCII stretches take the fast path, and only the words around non-ASCII
     // characters go through normalization. A cut just before an ASCII non-alphanumeric byte
     // changes neither the tokens (it separates them anyway) nor NFKC (ASCII never composes with
@@ -874,13 +933,26 @@ mod tests {
 
     /// The obviously correct tokenizer: NFKC over the whole text, then the same token rules. The twin
     /// [`for_each_token`] is tested against.
+    /// The definition, written plainly: NFKC, lowercase (the whole text, as Python's `str.lower`
+    /// does), then alphanumeric runs and each CJK character a token.
     fn reference_tokens(text: &str) -> Vec<String> {
+        let lowered = text.nfkc().collect::<String>().to_lowercase();
         let mut out = Vec::new();
         let mut word = String::new();
-        let mut sink = Words(|t: &str| out.push(t.to_owned()));
-        text.nfkc().for_each(|c| push_char(c, &mut word, &mut sink));
+        for c in lowered.chars() {
+            if c.is_alphanumeric() && !is_cjk(c) {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            if is_cjk(c) {
+                out.push(c.to_string());
+            }
+        }
         if !word.is_empty() {
-            sink.word(&word);
+            out.push(word);
         }
         out
     }
@@ -971,6 +1043,28 @@ mod tests {
         }
     }
 
+    /// Regression (found by a probe): a word-final capital sigma lowercased alone became `σ`, so
+    /// a Greek text in capitals never matched its lowercase copy (Python's `str.lower` gives `ς`).
+    #[test]
+    fn a_greek_text_in_capitals_tokenizes_as_its_lowercase_copy() {
+        let upper = "Ο ΚΌΣΜΟΣ ΤΗΣ ΠΌΛΗΣ, ΑΣ.Β ΣΑΣ'";
+        assert_eq!(
+            tokens(upper),
+            ["ο", "κόσμος", "της", "πόλης", "ασ", "β", "σας"],
+            "{upper}"
+        );
+        assert_eq!(tokens("𝚺𝚺 Ϲ"), ["σς", "σ"]);
+        assert_eq!(tokens("ο κόσμος της"), tokens("Ο ΚΌΣΜΟΣ ΤΗΣ"));
+        let hashes = |t: &str| {
+            let mut out = Vec::new();
+            for_each_token_hash(t, &mut Scratch::default(), |h| out.push(h));
+            out
+        };
+        assert_eq!(hashes("ο κόσμος της"), hashes("Ο ΚΌΣΜΟΣ ΤΗΣ"));
+        // Mixed with ASCII (the fast path's cuts around non-ASCII words).
+        assert_eq!(hashes("the ΚΌΣΜΟΣ of ΣΑΣ"), hashes("the κόσμος of σας"));
+    }
+
     /// Regression (found by an accuracy audit): "İ" lowercased to "i" and a combining dot, kept
     /// inside the word, so `neardup lexicon` wrote a term that a job's lexicon then refused: the
     /// term itself tokenizes as "i".
@@ -1030,13 +1124,16 @@ mod tests {
 
         #[test]
         fn token_hashes_of_the_fast_path_equal_the_string_path(
-            picks in proptest::collection::vec(0usize..20, 0..300),
+            picks in proptest::collection::vec(0usize..27, 0..300),
         ) {
-            // Short and long tokens, mixed case, digits, separators, and a text end inside a token.
-            const PIECES: [&str; 20] = [
+            // Short and long tokens, mixed case, digits, separators, and a text end inside a token;
+            // capital sigmas (their lowercase depends on what is around them, across case-ignorable
+            // characters such as `'` and `.`).
+            const PIECES: [&str; 27] = [
                 "a", "Z", "0", "9", " ", ",", "\n", "Hello", "WORLD", "x1y2",
                 "ABCDEFGHIJKLMNOPQ", "abcdefghijklmnop", "é", "中文", "\u{2019}", "©",
-                "\u{301}", "ﬁ", "Ａ", "\u{338}",
+                "\u{301}", "ﬁ", "Ａ", "\u{338}", "Σ", "ΟΣ", "ς", "\u{1D6BA}", "\u{3F9}", "'",
+                ".",
             ];
             let text: String = picks.iter().map(|&i| PIECES[i]).collect();
             let mut fast = Vec::new();
