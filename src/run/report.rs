@@ -4,7 +4,7 @@
 use timely::worker::Worker;
 
 use super::clock::Clock;
-use crate::config::{ClusterPlan, Inputs, Plan};
+use crate::config::{ClusterPlan, Inputs, Plan, VerifyMode};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, gather};
 use crate::method::bands::BandStats;
@@ -507,6 +507,13 @@ impl Totals {
                 *t.spilled.entry(stage).or_insert(0) += bytes;
             }
             t.largest_group = t.largest_group.max(r.largest_group);
+        }
+        // An estimate is made and filtered in the band rounds, which count it: one pair a
+        // signature pair (exact copies share a signature; `pairs.total` counts their pairs).
+        if let (Some(v), Some(b)) = (t.verification.as_mut(), bands) {
+            if v.mode == VerifyMode::Estimate.name() {
+                (v.candidates, v.kept) = (b.candidates, b.kept);
+            }
         }
         t
     }
