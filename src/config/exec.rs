@@ -76,7 +76,11 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
             continue;
         }
         // Two processes cannot listen on one address: the second waited out its timeout.
-        if let Some(first) = line_of.insert(line.to_string(), i + 1) {
+        // Compared as host and port number, so `h:2101` and `H:02101` are one address.
+        let key = line
+            .rsplit_once(':')
+            .map(|(h, p)| (h.to_ascii_lowercase(), p.parse::<u16>().ok()));
+        if let Some(first) = line_of.insert(key, i + 1) {
             bail!(
                 Config,
                 "{}:{}: {line} is line {first}'s address too; each process needs its own \
@@ -158,15 +162,17 @@ impl Exec {
         Ok(match &self.hostfile {
             Some(path) => {
                 let hosts = read_hostfile(path)?;
+                // One line a process: a longer file's last lines would be left out unsaid.
                 ensure!(
-                    hosts.len() >= self.processes,
+                    hosts.len() == self.processes,
                     Config,
-                    "hostfile {} lists {} hosts for {} processes",
+                    "hostfile {} lists {} host(s) for {} processes: give it one line a \
+                     process (or --cluster auto, which takes its lines as the processes)",
                     path.display(),
                     hosts.len(),
                     self.processes
                 );
-                hosts[..self.processes].to_vec()
+                hosts
             }
             None => (0..self.processes)
                 .map(|i| format!("localhost:{}", 2101 + i))

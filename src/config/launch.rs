@@ -128,6 +128,13 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
                 kubernetes(env)
             } else if let Some(path) = hostfile {
                 from_hostfile(path, env)
+            } else if let Some(v) = env.var("NEARDUP_PROCESS") {
+                // It names a line of a hostfile: without one, running alone would make every
+                // process do the whole job.
+                bail!(
+                    Config,
+                    "--cluster auto: NEARDUP_PROCESS={v} is set but no --hostfile names the                      processes (give --hostfile FILE, or unset NEARDUP_PROCESS to run alone)"
+                )
             } else {
                 Ok(Place {
                     launcher: "none",
@@ -601,5 +608,57 @@ mod tests {
         // No launcher at all: one process.
         let p = place(Launcher::Auto, None, &env(&[], Some("alpha"))).unwrap();
         assert_eq!((p.processes, p.launcher), (1, "none"));
+    }
+
+    /// Regression (found by a probe): `NEARDUP_PROCESS` without a hostfile ran the whole job
+    /// alone, as every process so launched would.
+    #[test]
+    fn neardup_process_without_a_hostfile_is_refused_not_run_alone() {
+        let vars = [("NEARDUP_PROCESS", "1")];
+        let err = place(Launcher::Auto, None, &env(&vars, Some("alpha")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("NEARDUP_PROCESS=1") && err.contains("--hostfile"),
+            "{err}"
+        );
+    }
+
+    /// Regression (found by a probe): `h:2101` and `h:02101` are one address; the second process
+    /// could not listen on it.
+    #[test]
+    fn a_hostfile_address_written_twice_two_ways_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        std::fs::write(&path, "Node1:2101\nnode1:02101\n").unwrap();
+        let err = crate::config::exec::read_hostfile(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":2:") && err.contains("line 1's address"),
+            "{err}"
+        );
+    }
+
+    /// Regression (found by a probe): `--processes 2` with a hostfile of three lines ran on the
+    /// first two and said nothing of the third; one line short was refused.
+    #[test]
+    fn a_hostfile_of_more_or_fewer_lines_than_processes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        std::fs::write(&path, "127.0.0.1:2151\n127.0.0.1:2152\n10.1.1.1:2153\n").unwrap();
+        let exec = |processes| crate::config::Exec {
+            processes,
+            hostfile: Some(path.clone()),
+            ..Default::default()
+        };
+        for n in [2, 4] {
+            let err = exec(n).addresses().unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("3 host(s) for {n} processes")),
+                "{err}"
+            );
+        }
+        assert_eq!(exec(3).addresses().unwrap().len(), 3);
     }
 }

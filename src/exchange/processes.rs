@@ -411,8 +411,9 @@ impl Forming<'_> {
             .map(|p| format!("{p} ({})", self.addresses[p]))
             .collect();
         Error::Cluster(format!(
-            "process {me} waited {:.0} s for process(es) {} to connect; are they running with the \
-             same hostfile? (--connect-timeout sets the wait)",
+            "process {me} waited {:.0} s for process(es) {} to connect; are they running, placed \
+             alike (the same hostfile, or the same launcher's step)? (--connect-timeout sets the \
+             wait)",
             self.secs,
             missing.join(", ")
         ))
