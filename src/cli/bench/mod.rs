@@ -47,8 +47,9 @@ pub struct BenchArgs {
     /// For warc: the WARC file that is scaled up by concatenating copies.
     #[arg(long, default_value = "data-samples/warc/sample.warc.gz")]
     warc: PathBuf,
-    /// For fingerprint: measure this JSON Lines file (real text, e.g. make_corpus.py's
-    /// text.jsonl) instead of generated documents; --n is then ignored.
+    /// For fingerprint and job: measure this file (for fingerprint JSON Lines: real text, e.g.
+    /// make_corpus.py's text.jsonl; for job any input the job reads) instead of generated
+    /// documents; --n is then ignored.
     #[arg(long)]
     input: Option<PathBuf>,
 }
