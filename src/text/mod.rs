@@ -931,10 +931,9 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
 mod tests {
     use super::*;
 
-    /// The obviously correct tokenizer: NFKC over the whole text, then the same token rules. The twin
-    /// [`for_each_token`] is tested against.
-    /// The definition, written plainly: NFKC, lowercase (the whole text, as Python's `str.lower`
-    /// does), then alphanumeric runs and each CJK character a token.
+    /// The obviously correct tokenizer, the definition written plainly: NFKC, lowercase (the
+    /// whole text, as Python's `str.lower` does), then alphanumeric runs and each CJK character a
+    /// token. The twin [`for_each_token`] is tested against.
     fn reference_tokens(text: &str) -> Vec<String> {
         let lowered = text.nfkc().collect::<String>().to_lowercase();
         let mut out = Vec::new();
