@@ -133,7 +133,8 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
                 // process do the whole job.
                 bail!(
                     Config,
-                    "--cluster auto: NEARDUP_PROCESS={v} is set but no --hostfile names the                      processes (give --hostfile FILE, or unset NEARDUP_PROCESS to run alone)"
+                    "--cluster auto: NEARDUP_PROCESS={v} is set but no --hostfile names the \
+                     processes (give --hostfile FILE, or unset NEARDUP_PROCESS to run alone)"
                 )
             } else {
                 Ok(Place {
