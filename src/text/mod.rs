@@ -225,14 +225,14 @@ fn tokenize(text: &str, word: &mut String, sink: &mut impl TokenSink) {
 
 /// The characters whose NFKC form holds a capital sigma: Σ, the lunate Ϲ and the mathematical
 /// capital sigmas.
-const CAPITAL_SIGMAS: [char; 7] = [
-    '\u{3A3}',
-    '\u{3F9}',
-    '\u{1D6BA}',
-    '\u{1D6F4}',
-    '\u{1D72E}',
-    '\u{1D768}',
-    '\u{1D7A2}',
+const CAPITAL_SIGMAS: [&str; 7] = [
+    "\u{3A3}",
+    "\u{3F9}",
+    "\u{1D6BA}",
+    "\u{1D6F4}",
+    "\u{1D72E}",
+    "\u{1D768}",
+    "\u{1D7A2}",
 ];
 
 /// `text.nfkc().to_lowercase()` if `text` holds a capital sigma, else None. A capital sigma
@@ -244,10 +244,9 @@ fn lowered_for_final_sigma(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     // Their UTF-8 starts with 0xCE, 0xCF or 0xF0, which are never continuation bytes.
     let holds = memchr::memchr3_iter(0xCE, 0xCF, 0xF0, bytes).any(|i| {
-        CAPITAL_SIGMAS.iter().any(|c| {
-            let mut buf = [0u8; 4];
-            bytes[i..].starts_with(c.encode_utf8(&mut buf).as_bytes())
-        })
+        CAPITAL_SIGMAS
+            .iter()
+            .any(|c| bytes[i..].starts_with(c.as_bytes()))
     });
     holds.then(|| text.nfkc().collect::<String>().to_lowercase())
 }
@@ -601,7 +600,8 @@ pub fn for_each_token_hash(text: &str, scratch: &mut Scratch, emit: impl FnMut(u
 }
 
 /// [`for_each_token_hash`] of a text that is not all ASCII, whose [`bitmaps`] are `map` and
-/// `high`.
+/// `high` and whose capital sigmas, if any, are lowercased already (so its slices are not
+/// searched for them again).
 fn mixed_token_hashes(
     text: &str,
     map: &[u64],
@@ -636,7 +636,7 @@ fn mixed_token_hashes(
             emit: &mut emit,
             count: 0,
         };
-        tokenize(&text[cut..end], word, &mut sink);
+        tokenize_lowered(&text[cut..end], word, &mut sink);
         count += sink.count;
         start = end;
     }
