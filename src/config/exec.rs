@@ -75,28 +75,24 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
         if line.is_empty() {
             continue;
         }
+        let address = line
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host.to_ascii_lowercase(), port.parse::<u16>().ok()?)));
+        let Some(address) = address else {
+            bail!(
+                Config,
+                "{}:{}: expected host:port, got {line:?}",
+                path.display(),
+                i + 1
+            );
+        };
         // Two processes cannot listen on one address: the second waited out its timeout.
         // Compared as host and port number, so `h:2101` and `H:02101` are one address.
-        let key = line
-            .rsplit_once(':')
-            .map(|(h, p)| (h.to_ascii_lowercase(), p.parse::<u16>().ok()));
-        if let Some(first) = line_of.insert(key, i + 1) {
+        if let Some(first) = line_of.insert(address, i + 1) {
             bail!(
                 Config,
                 "{}:{}: {line} is line {first}'s address too; each process needs its own \
                  host:port",
-                path.display(),
-                i + 1
-            );
-        }
-        if line
-            .rsplit_once(':')
-            .and_then(|(_, p)| p.parse::<u16>().ok())
-            .is_none()
-        {
-            bail!(
-                Config,
-                "{}:{}: expected host:port, got {line:?}",
                 path.display(),
                 i + 1
             );

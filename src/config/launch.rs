@@ -565,18 +565,24 @@ mod tests {
         );
     }
 
+    /// A hostfile holding `text`, in a directory that lives as long as the first value.
+    fn hosts(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hosts");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
     /// Regression (found by probes): a hostfile that gave two lines one address made the second
     /// process wait out its timeout for a peer that could never listen; `h:2101` and `H:02101`
     /// are one address too.
     #[test]
     fn a_hostfile_listing_one_address_twice_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hosts");
         for (text, line) in [
             ("127.0.0.1:23501\n# c\n127.0.0.1:23501\n", ":3:"),
             ("Node1:2101\nnode1:02101\n", ":2:"),
         ] {
-            std::fs::write(&path, text).unwrap();
+            let (_dir, path) = hosts(text);
             let err = crate::config::exec::read_hostfile(&path)
                 .unwrap_err()
                 .to_string();
@@ -589,9 +595,7 @@ mod tests {
 
     #[test]
     fn a_hostfile_process_is_its_variable_or_the_one_line_naming_this_machine() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hosts");
-        std::fs::write(&path, "alpha.lan:2101\nbeta:2101\nbeta:2102\n").unwrap();
+        let (_dir, path) = hosts("alpha.lan:2101\nbeta:2101\nbeta:2102\n");
         let mine = |vars: &[(&str, &str)], host: &str| {
             place(Launcher::Auto, Some(&path), &env(vars, Some(host)))
         };
@@ -635,9 +639,7 @@ mod tests {
     /// first two and said nothing of the third; one line short was refused.
     #[test]
     fn a_hostfile_of_more_or_fewer_lines_than_processes_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hosts");
-        std::fs::write(&path, "127.0.0.1:2151\n127.0.0.1:2152\n10.1.1.1:2153\n").unwrap();
+        let (_dir, path) = hosts("127.0.0.1:2151\n127.0.0.1:2152\n10.1.1.1:2153\n");
         let exec = |processes| crate::config::Exec {
             processes,
             hostfile: Some(path.clone()),

@@ -510,10 +510,9 @@ impl Totals {
         }
         // An estimate is made and filtered in the band rounds, which count it: one pair a
         // signature pair (exact copies share a signature; `pairs.total` counts their pairs).
-        if let (Some(v), Some(b)) = (t.verification.as_mut(), bands) {
-            if v.mode == VerifyMode::Estimate.name() {
-                (v.candidates, v.kept) = (b.candidates, b.kept);
-            }
+        let estimated = plan.verify.is_some_and(|v| v.mode == VerifyMode::Estimate);
+        if let (Some(v), Some(b), true) = (t.verification.as_mut(), bands, estimated) {
+            (v.candidates, v.kept) = (b.candidates, b.kept);
         }
         t
     }
