@@ -21,10 +21,21 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def run(neardup, job_dir, text):
-    """Writes `text` as a job in `job_dir`, runs it, and returns its summary."""
+def run(neardup, job_dir, source, fmt, outputs):
+    """Runs a MinHash job with clusters over `source` (read as `fmt`) in `job_dir`, writing
+    `outputs` (TOML lines) and the summary to `job_dir/out`; returns that and the summary."""
     job = job_dir / "check.toml"
-    job.write_text(text)
+    job.write_text(f"""method = "minhash"
+[input]
+paths = ["{source}"]
+format = "{fmt}"
+[clusters]
+keep = "first"
+[output]
+dir = "out"
+summary = "summary.json"
+{outputs}
+""")
     done = subprocess.run([neardup, "run", str(job)], capture_output=True, text=True)
     if done.returncode not in (0, 3):
         sys.exit(f"neardup run failed ({done.returncode}):\n{done.stderr}")
@@ -35,18 +46,8 @@ def run(neardup, job_dir, text):
 def check_warc(neardup, work, failures):
     from warcio.archiveiterator import ArchiveIterator
 
-    out, summary = run(neardup, work, """method = "minhash"
-[input]
-paths = ["data-samples/warc/sample.warc.gz"]
-format = "warc"
-[clusters]
-keep = "first"
-[output]
-dir = "out"
-pairs = "pairs.tsv"
-corpus = "corpus"
-summary = "summary.json"
-""")
+    outputs = 'pairs = "pairs.tsv"\ncorpus = "corpus"'
+    out, summary = run(neardup, work, "data-samples/warc/sample.warc.gz", "warc", outputs)
     corpus = summary["clusters"]["corpus"]
     kinds = {}
     for path in sorted((out / "corpus").iterdir()):
@@ -70,19 +71,8 @@ def check_parquet(neardup, work, failures):
     docs = [json.loads(line) for line in (work / "data-samples/docs.jsonl").open()]
     table = pa.table({"id": [d["id"] for d in docs], "text": [d["text"] for d in docs]})
     pq.write_table(table, work / "docs.parquet", row_group_size=100)
-    out, summary = run(neardup, work, """method = "minhash"
-[input]
-paths = ["docs.parquet"]
-format = "parquet"
-[clusters]
-keep = "first"
-[output]
-dir = "out"
-pairs = "pairs.parquet"
-clusters = "clusters.parquet"
-corpus = "corpus"
-summary = "summary.json"
-""")
+    outputs = 'pairs = "pairs.parquet"\nclusters = "clusters.parquet"\ncorpus = "corpus"'
+    out, summary = run(neardup, work, "docs.parquet", "parquet", outputs)
     pairs = pq.read_table(out / "pairs.parquet")
     if pairs.num_rows != summary["pairs"]["total"]:
         failures.append(f"pyarrow: {pairs.num_rows} pairs, the summary says {summary['pairs']['total']}")
