@@ -327,11 +327,15 @@ pub fn finish(
     books: Books,
 ) -> WorkerResult {
     let f = &figures;
+    // The stages' peaks are sampled after the kernel's is read, so one may pass it by the pages
+    // taken in between: the process's peak is never below its stages'.
+    let stage_peaks = clock.stage_peaks();
+    let stages_peak = stage_peaks.iter().map(|(_, b)| *b).max().unwrap_or(0);
     let report = WorkerReport {
         counters: books.counters,
         process: worker.index() / plan.exec.workers,
-        peak_rss: peak_rss_bytes(),
-        stage_peaks: clock.stage_peaks(),
+        peak_rss: peak_rss_bytes().max(stages_peak),
+        stage_peaks,
         verify: f.verify,
         bands: f.band_stats,
         comparisons: f.comparisons,
