@@ -549,6 +549,63 @@ fn truncated_gzip_keeps_the_records_before_the_damage() {
     assert_eq!(fps.lines().count() as u64, processed);
 }
 
+/// Regression: a gzip file ending in zero bytes after its last member (tape or block padding,
+/// which `gzip -d` ignores) lost its last records as a read error and the run exited 3. Two
+/// members then 1,000 zeros read whole; bytes other than zeros after the padding still skip one
+/// read error, naming the file, and keep every record before them.
+#[test]
+fn a_gzip_file_padded_with_zeros_after_its_last_member_reads_whole() {
+    let member = |from: usize| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        for i in from..from + 500 {
+            writeln!(
+                gz,
+                "{{\"id\":\"d{i}\",\"text\":\"record {i} words {}\"}}",
+                i * 7
+            )
+            .unwrap();
+        }
+        gz.finish().unwrap()
+    };
+    let mut bytes = [member(0), member(500)].concat();
+    bytes.extend(std::iter::repeat_n(0u8, 1000));
+    let fingerprint = |bytes: &[u8]| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pad.jsonl.gz"), bytes).unwrap();
+        let out = neardup()
+            .args(["fingerprint", "--input", "pad.jsonl.gz", "--out", "fps.tsv"])
+            .args(["--summary", "s.json", "--min-tokens", "1"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let s = summary(&dir.path().join("s.json"));
+        let fps = std::fs::read_to_string(dir.path().join("fps.tsv")).unwrap();
+        (out, s, fps.lines().count())
+    };
+    let (out, s, lines) = fingerprint(&bytes);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(s["documents"]["processed"], 1000, "{stderr}");
+    assert_eq!(s["documents"]["skipped"], 0, "{stderr}");
+    assert_eq!(lines, 1000);
+    bytes.extend(b"junk");
+    let (out, s, lines) = fingerprint(&bytes);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("pad.jsonl.gz") && stderr.contains("zero byte"),
+        "{stderr}"
+    );
+    assert_eq!(
+        s["documents"]["skipped_by_reason"]["read_error"], 1,
+        "{stderr}"
+    );
+    assert_eq!(
+        (s["documents"]["processed"].as_u64(), lines),
+        (Some(1000), 1000)
+    );
+}
+
 #[test]
 fn stage_commands_compose_and_validate_their_arguments() {
     let dir = tempfile::tempdir().unwrap();

@@ -153,6 +153,64 @@ pub fn zstd_decoder<R: io::Read>(read: R) -> io::Result<zstd::Decoder<'static, B
     Ok(decoder)
 }
 
+/// A gzip decoder of `read` that reads its members one after another, as `gzip -d` does, and
+/// ends at zero bytes after a member: the padding that tape and block devices (and some
+/// archivers) leave behind, which `gzip -d` ignores with a warning and flate2's
+/// `MultiGzDecoder` took for a broken header (one file's last records skipped as a read error).
+/// Bytes other than zeros after the padding are an error.
+pub fn gzip_decoder<R: io::Read>(read: R) -> GzMembers<BufReader<R>> {
+    let reader = BufReader::with_capacity(1 << 20, read);
+    GzMembers {
+        member: Some(flate2::bufread::GzDecoder::new(reader)),
+    }
+}
+
+/// The reader [`gzip_decoder`] returns.
+pub struct GzMembers<R: io::BufRead> {
+    /// The member being read; `None` once the stream ended.
+    member: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: io::BufRead> io::Read for GzMembers<R> {
+    fn read(&mut self, into: &mut [u8]) -> io::Result<usize> {
+        while let Some(member) = self.member.as_mut() {
+            let n = member.read(into)?;
+            if n > 0 || into.is_empty() {
+                return Ok(n);
+            }
+            let mut rest = self.member.take().expect("a member").into_inner();
+            if another_member(&mut rest)? {
+                self.member = Some(flate2::bufread::GzDecoder::new(rest));
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// After a gzip member: whether another follows (`false` at the end of the stream, or at zero
+/// bytes that run to it).
+fn another_member(rest: &mut impl io::BufRead) -> io::Result<bool> {
+    let mut zeros = 0u64;
+    loop {
+        let buf = rest.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        let run = buf.iter().take_while(|&&b| b == 0).count();
+        if run == 0 && zeros == 0 {
+            return Ok(true);
+        }
+        if run == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("gzip: bytes other than zeros follow {zeros} zero byte(s) of padding after a member"),
+            ));
+        }
+        rest.consume(run);
+        zeros += run as u64;
+    }
+}
+
 /// What a file holds, told by its first bytes (after gzip or zstd decompression), whatever its
 /// name says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,9 +247,7 @@ pub fn sniff_content(file: &InputFile) -> io::Result<Content> {
     let mut head = Vec::with_capacity(64);
     let read = match file.compression {
         Compression::None => f.take(64).read_to_end(&mut head),
-        Compression::Gzip => flate2::read::MultiGzDecoder::new(f)
-            .take(64)
-            .read_to_end(&mut head),
+        Compression::Gzip => gzip_decoder(f).take(64).read_to_end(&mut head),
         Compression::Zstd => zstd_decoder(f).and_then(|z| z.take(64).read_to_end(&mut head)),
     };
     if read.is_err() && file.compression != Compression::None {

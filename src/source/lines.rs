@@ -7,7 +7,7 @@ use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use super::document::{Item, Skipped};
-use super::files::{zstd_decoder, Compression, InputFile, Split};
+use super::files::{gzip_decoder, zstd_decoder, Compression, InputFile, Split};
 use super::{LineRecords, Location, Piece, Skip, SkipReason, SplitLine};
 
 /// What reading a split produces. `line` is the line's number within its split, from 1.
@@ -288,10 +288,7 @@ pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
     let f = open_input(&file.path)?;
     Ok(match file.compression {
         Compression::None => Box::new(BufReader::with_capacity(BUF, f)),
-        Compression::Gzip => Box::new(BufReader::with_capacity(
-            BUF,
-            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF, f)),
-        )),
+        Compression::Gzip => Box::new(BufReader::with_capacity(BUF, gzip_decoder(f))),
         Compression::Zstd => Box::new(BufReader::with_capacity(BUF, zstd_decoder(f)?)),
     })
 }

@@ -174,8 +174,26 @@ impl<R: Read + Seek> Gz<R> {
         Ok(())
     }
 
+    /// Whether the file ends here, or holds only zero bytes from here to its end: the padding
+    /// tape and block devices leave after the last member, which `gzip -d` ignores (it was one
+    /// corrupt record). Zeros followed by anything else are not the end: the position stays.
     fn at_eof(&mut self) -> io::Result<bool> {
-        Ok(fill_buf(&mut self.src)?.is_empty())
+        let at = self.pos;
+        loop {
+            let buf = fill_buf(&mut self.src)?;
+            let zeros = buf.iter().take_while(|&&b| b == 0).count();
+            if buf.is_empty() {
+                return Ok(true);
+            }
+            if zeros < buf.len() {
+                if self.pos != at {
+                    self.seek(at)?;
+                }
+                return Ok(false);
+            }
+            self.src.consume(zeros);
+            self.pos += zeros as u64;
+        }
     }
 
     fn byte(&mut self, what: &str) -> Result<u8, Fail> {
@@ -1767,6 +1785,26 @@ mod tests {
             ),
         );
         assert_eq!(s.message, "record of 545 bytes exceeds the 300-byte limit");
+    }
+
+    /// Regression: zero bytes after the last member (tape or block padding, which `gzip -d`
+    /// ignores) were one corrupt record. They end the file; zeros and then anything else are a
+    /// corrupt record where the zeros begin, and every record before them is read.
+    #[test]
+    fn zero_padding_after_the_last_gzip_member_ends_the_file() {
+        let r = raws();
+        let (gzf, offs) = build(&r, true);
+        let records = || expect(&[1, 2, 3, 4, 5, 6], &offs);
+        let padded = [&gzf[..], &[0u8; 3000][..]].concat();
+        for split in [None, Some(gzf.len() as u64), Some(gzf.len() as u64 + 100)] {
+            let items = read(&padded, Gzip, 0, split, MAX);
+            assert_eq!(summary(&items), records(), "split ending at {split:?}");
+        }
+        assert!(read(&padded, Gzip, gzf.len() as u64 + 100, None, MAX).is_empty());
+        let junk = [&padded[..], b"junk"].concat();
+        let mut want = records();
+        want.push(format!("SCorrupt@{}", gzf.len()));
+        assert_eq!(summary(&read(&junk, Gzip, 0, None, MAX)), want);
     }
 
     /// m0..m6: good, good, flipped bytes, good, junk, two records in one member, bad
