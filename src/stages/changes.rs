@@ -110,10 +110,10 @@ pub fn is_blank(url: &str) -> bool {
     url.trim().is_empty()
 }
 
-/// The form URLs are compared in: the scheme and the host in lower case, without the default port
-/// (80 for http, 443 for https), the fragment, or the tracking parameters `utm_*` of the query
-/// (a query left empty goes too), an empty path written `/`. The path and the other parameters
-/// are kept as they are.
+/// The form URLs are compared in: the scheme in lower case, the host as [`canonical_authority`]
+/// writes it, without the fragment or the tracking parameters `utm_*` of the query (a query left
+/// empty goes too), an empty path written `/`. The path and the other parameters are kept as they
+/// are.
 pub fn canonical(url: &str) -> String {
     let url = url.split_once('#').map_or(url, |(u, _)| u);
     let (scheme, rest) = match url.split_once("://") {
@@ -121,15 +121,12 @@ pub fn canonical(url: &str) -> String {
         None => (String::new(), url),
     };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let mut authority = rest[..end].to_ascii_lowercase();
     let default = match scheme.as_str() {
-        "http" => Some(":80"),
-        "https" => Some(":443"),
+        "http" => Some("80"),
+        "https" => Some("443"),
         _ => None,
     };
-    if let Some(port) = default.filter(|p| authority.ends_with(p)) {
-        authority.truncate(authority.len() - port.len());
-    }
+    let authority = canonical_authority(&rest[..end], default);
     let (path, query) = rest[end..].split_once('?').unwrap_or((&rest[end..], ""));
     let kept: Vec<&str> = query
         .split('&')
@@ -148,6 +145,44 @@ pub fn canonical(url: &str) -> String {
     if !kept.is_empty() {
         out.push('?');
         out.push_str(&kept.join("&"));
+    }
+    out
+}
+
+/// An authority (`[user@]host[:port]`) in the form URLs are compared in: in lower case, the host
+/// in its ASCII form (an internationalized name in Punycode, as `idna` maps it for browsers:
+/// `Bücher.example` and `xn--bcher-kva.example` are one host), without the dot that ends a fully
+/// qualified name (`example.org.`), and without the scheme's `default` port or an empty one.
+/// A host that is not a valid name stays as it is, in lower case.
+fn canonical_authority(authority: &str, default: Option<&str>) -> String {
+    let (user, host_port) = match authority.rsplit_once('@') {
+        Some((user, rest)) => (Some(user), rest),
+        None => (None, authority),
+    };
+    // The port follows the last colon outside an IPv6 literal's brackets.
+    let colon = host_port
+        .rfind(':')
+        .filter(|&c| !host_port[c..].contains(']'));
+    let (host, port) = colon.map_or((host_port, ""), |c| (&host_port[..c], &host_port[c + 1..]));
+    let host = host
+        .strip_suffix('.')
+        .filter(|h| !h.is_empty())
+        .unwrap_or(host);
+    let mut out = String::with_capacity(authority.len());
+    if let Some(user) = user {
+        out.push_str(&user.to_ascii_lowercase());
+        out.push('@');
+    }
+    match host.is_ascii() {
+        true => out.push_str(&host.to_ascii_lowercase()),
+        false => match idna::domain_to_ascii(host) {
+            Ok(ascii) => out.push_str(&ascii),
+            Err(_) => out.push_str(&host.to_lowercase()),
+        },
+    }
+    if !port.is_empty() && Some(port) != default {
+        out.push(':');
+        out.push_str(port);
     }
     out
 }
@@ -373,6 +408,41 @@ mod tests {
             canonical("https://example.org?a=1"),
             "https://example.org/?a=1"
         );
+    }
+
+    /// Defect: a host written with its final dot, or an internationalized host written in Unicode
+    /// in one crawl and in Punycode in the other, was a page gone and a new page.
+    #[test]
+    fn a_host_with_its_final_dot_or_in_unicode_is_the_same_host() {
+        let same = [
+            "https://xn--bcher-kva.example/a?x=1",
+            "https://Bücher.example/a?x=1",
+            "https://BÜCHER.EXAMPLE./a?x=1",
+            "https://xn--bcher-kva.example.:443/a?x=1",
+            "https://XN--BCHER-KVA.example:/a?x=1",
+        ];
+        for u in same {
+            assert_eq!(canonical(u), same[0], "{u}");
+        }
+        assert_eq!(canonical("http://例え.jp."), "http://xn--r8jz45g.jp/");
+        assert_eq!(
+            host(&canonical("https://Bücher.example.")),
+            "xn--bcher-kva.example"
+        );
+        // Only the host changes: user, port, IPv6 literal and path stay as they were compared.
+        assert_eq!(
+            canonical("http://Me@Example.org.:8080/Ä."),
+            "http://me@example.org:8080/Ä."
+        );
+        assert_eq!(canonical("http://[::1]:80/x"), "http://[::1]/x");
+        assert_eq!(canonical("http://[::1]:81/x"), "http://[::1]:81/x");
+        assert_ne!(
+            canonical("https://bücher.example/"),
+            canonical("https://bucher.example/")
+        );
+        // Not a valid name: left as it is, in lower case.
+        assert_eq!(canonical("https://xn--Ä.Ä/"), "https://xn--ä.ä/");
+        assert_eq!(canonical("https://./"), "https://./");
     }
 
     #[test]
