@@ -398,6 +398,13 @@ fn an_audit_reports_each_url_as_brute_force_does_and_decides_as_a_bulk_run_at_an
         check_decisions(d, &out, &drops, &crawls[2]);
         made.push(outputs_of(&out));
     }
+    // Regression: a compacted store compared a URL stored by both crawls with the version of the
+    // smaller id (a0's), not the latest crawl's (a1's): changes and gone were wrong.
+    store_of_a(d, &job, "compacted");
+    neardup(d, &["store", "compact", "compacted"]);
+    let out = audit(d, &job, "compacted", "2", "audit-compacted", &[]);
+    assert_eq!(found(&out), want, "after compaction");
+    made.push(outputs_of(&out));
     // The same audit with its pairs spilled (the least budget, `spill = "always"`).
     let spilled = d.join("spilled.toml").to_str().unwrap().to_string();
     let run = "[run]\nmemory_budget_mib = 16\nspill = \"always\"\nscratch = \"scratch\"\n";

@@ -116,7 +116,7 @@ impl<'a> Pass<'a> {
         if let Some(audit) = &plan.audit {
             let stored = self.read_stored(worker, audit, &docs);
             docs.append(stored.docs);
-            of_stored = (stored.segments, stored.labels);
+            of_stored = (stored.crawls, stored.labels);
         }
         docs.shrink_to_fit();
         self.kept = docs.kept.take();
@@ -149,8 +149,8 @@ impl<'a> Pass<'a> {
         // An audit's stored documents are not counted: their URLs are read as before.
         self.urls_read = totals.with_url > 0 || plan.audit.is_some();
         if plan.audit.is_some() {
-            let (segments, labels) = of_stored;
-            let ranks = ranks[new..].iter().zip(segments).zip(labels);
+            let (crawls, labels) = of_stored;
+            let ranks = ranks[new..].iter().zip(crawls).zip(labels);
             let mine = ranks
                 .filter(|((&r, _), _)| r != ranks::NO_RANK)
                 .map(|((&r, s), l)| (r, s, l))
@@ -361,7 +361,7 @@ impl<'a> Pass<'a> {
             return;
         };
         let rows = Self::rows(&mut self.clock, ranked);
-        let mut urls = changes::pair_up(worker, ranked, &rows, &|r| stored.segment(r));
+        let mut urls = changes::pair_up(worker, ranked, &rows, &|r| stored.crawl(r));
         let matches = pairs
             .each()
             .filter(|p| stored.contains(p.a) != stored.contains(p.b));

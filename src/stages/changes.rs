@@ -1,8 +1,10 @@
 //! Stage *changes*: an audit's URLs. Every URL the new documents and the stored ones have meets
 //! at one worker (by a hash of the URL), which sorts its URLs into three kinds:
 //!
-//! - held by both: the new document is compared with the stored one of the latest segment that
-//!   holds the URL (a URL stored by several audits' appends is compared with its last version).
+//! - held by both: the new document is compared with the stored one of the latest crawl that
+//!   holds the URL (the segment that first stored it, which a compaction keeps: a URL stored by
+//!   several audits' appends is compared with its last version; of two in one crawl, the
+//!   smaller id).
 //!   Same content hash: *unchanged*; else *near-identical* or *changed* by the method's own
 //!   judgment of that pair ([`judge`]), with its similarity and, for simhash, the bit distance;
 //! - held by the batch alone: *new*;
@@ -91,8 +93,9 @@ struct UrlDoc {
     /// The URL's canonical form, which URLs are compared by.
     key: String,
     url: String,
-    /// The stored document's segment, `None` for a new document.
-    segment: Option<u32>,
+    /// The stored document's crawl (the number of the segment that first stored it), `None`
+    /// for a new document.
+    crawl: Option<u32>,
     rank: u64,
     content: u128,
     sketch: u64,
@@ -198,12 +201,12 @@ pub fn host(url: &str) -> String {
 }
 
 /// The audit's URLs (every worker calls it together), from the `rows` of the ranks this worker
-/// owns; `segment` tells a stored rank's segment.
+/// owns; `crawl` tells a stored rank's crawl.
 pub fn pair_up(
     worker: &mut Worker,
     ranked: &Ranked,
     rows: &[DocRow],
-    segment: &dyn Fn(u64) -> Option<u32>,
+    crawl: &dyn Fn(u64) -> Option<u32>,
 ) -> Urls {
     let docs: Vec<UrlDoc> = ranked
         .owned()
@@ -213,7 +216,7 @@ pub fn pair_up(
             Some(UrlDoc {
                 key: canonical(url),
                 url: url.to_owned(),
-                segment: segment(rank),
+                crawl: crawl(rank),
                 rank,
                 content: row.content.as_deref().map_or(0, |c| c.0),
                 sketch: row.sketch,
@@ -222,7 +225,7 @@ pub fn pair_up(
         .collect();
     let hosts: BTreeSet<String> = docs
         .iter()
-        .filter(|d| d.segment.is_none())
+        .filter(|d| d.crawl.is_none())
         .map(|d| host(&d.key))
         .collect();
     let hosts: BTreeSet<String> = all_gather(worker, hosts).into_iter().flatten().collect();
@@ -230,14 +233,14 @@ pub fn pair_up(
     let mut mine = shuffle(worker, docs, move |d| {
         xxhash_rust::xxh3::xxh3_64(d.key.as_bytes()) % peers
     });
-    // By URL; new documents (no segment) first, by rank; then the stored ones, latest first.
+    // By URL; new documents (no crawl) first, by rank; then the stored ones, latest first.
     mine.sort_unstable_by(|x, y| {
-        let order = |d: &UrlDoc| (d.segment.map(|s| u32::MAX - s), d.rank);
+        let order = |d: &UrlDoc| (d.crawl.map(|s| u32::MAX - s), d.rank);
         x.key.cmp(&y.key).then_with(|| order(x).cmp(&order(y)))
     });
     let mut urls = Urls::default();
     for docs in mine.chunk_by(|x, y| x.key == y.key) {
-        let split = docs.partition_point(|d| d.segment.is_none());
+        let split = docs.partition_point(|d| d.crawl.is_none());
         let (new, stored) = docs.split_at(split);
         match stored.first() {
             None => urls.new.extend(new.iter().map(|d| (d.rank, d.url.clone()))),

@@ -154,6 +154,7 @@ mod tests {
                 field: None,
                 label,
             }),
+            crawl: None,
         }
     }
 

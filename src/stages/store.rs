@@ -64,6 +64,7 @@ pub fn segment(
             content: row.content.as_deref().map_or(0, |c| c.0),
             key: row.sketch,
             kept,
+            crawl: None,
         })
     });
     stream_entries(worker, docs.collect(), writer.as_mut());
@@ -126,14 +127,15 @@ pub struct StoredShare<'a> {
     pub policy: Option<KeepPolicy>,
 }
 
-/// What an audit read of the store: the stored documents it holds, the segment of each and the
-/// label of its stored cluster (resolved through the store's merges).
+/// What an audit read of the store: the stored documents it holds, the crawl of each (the number
+/// of the segment that first stored it, [`StoredDoc::crawl_in`]) and the label of its stored
+/// cluster (resolved through the store's merges).
 #[derive(Default)]
 pub struct StoredRead {
     /// The documents.
     pub docs: Sketched,
-    /// The segment index of each.
-    pub segments: Vec<u32>,
+    /// The crawl of each.
+    pub crawls: Vec<u32>,
     /// The stored cluster of each ([`Labels::of`]).
     pub labels: Vec<u64>,
 }
@@ -341,7 +343,8 @@ fn each_entry(
 impl StoredRead {
     /// Adds stored document `d` of segment `i`, located in its source file.
     fn push(&mut self, share: &StoredShare<'_>, i: usize, d: StoredDoc, labels: &Labels) {
-        self.segments.push(i as u32);
+        self.crawls
+            .push(d.crawl_in(&share.store.manifest().segments[i].name));
         self.labels.push(labels.of(&d));
         let out = &mut self.docs;
         out.keys.push(d.key);
@@ -376,12 +379,12 @@ fn stored_key(policy: KeepPolicy, kept: Option<&Kept>) -> u64 {
 /// The keep key of a document stored before keep facts were: before every other.
 const HELD: u64 = 0;
 
-/// The ranks of an audit's stored documents, each with its segment's index and its stored
-/// cluster's label, on every worker.
+/// The ranks of an audit's stored documents, each with its crawl (the number of the segment that
+/// first stored it) and its stored cluster's label, on every worker.
 pub struct StoredRanks(Vec<(u64, u32, u64)>);
 
 impl StoredRanks {
-    /// Every worker's `mine` (the ranks of the stored documents it read, with their segments and
+    /// Every worker's `mine` (the ranks of the stored documents it read, with their crawls and
     /// labels), on every worker alike (every worker calls it together).
     pub fn gather(worker: &mut Worker, mine: Vec<(u64, u32, u64)>) -> StoredRanks {
         let all = all_gather(worker, mine).into_iter().flatten();
@@ -390,14 +393,14 @@ impl StoredRanks {
         StoredRanks(all)
     }
 
-    /// `(rank, segment, label)` of rank `r` if it is a stored document's.
+    /// `(rank, crawl, label)` of rank `r` if it is a stored document's.
     fn of(&self, r: u64) -> Option<&(u64, u32, u64)> {
         let i = self.0.binary_search_by_key(&r, |&(rank, ..)| rank).ok()?;
         Some(&self.0[i])
     }
 
-    /// The segment of rank `r` if it is a stored document's.
-    pub fn segment(&self, r: u64) -> Option<u32> {
+    /// The crawl of rank `r` if it is a stored document's.
+    pub fn crawl(&self, r: u64) -> Option<u32> {
         self.of(r).map(|s| s.1)
     }
 
@@ -438,7 +441,7 @@ impl StoredRanks {
 
     /// True if rank `r` is a stored document's.
     pub fn contains(&self, r: u64) -> bool {
-        self.segment(r).is_some()
+        self.crawl(r).is_some()
     }
 
     /// The number of stored documents.

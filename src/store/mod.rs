@@ -357,7 +357,7 @@ impl Store {
 
     /// The file name the next appended segment gets.
     pub fn next_segment_name(&self) -> String {
-        let number = |s: &Segment| s.name.trim_end_matches(".seg").parse::<u64>().unwrap_or(0);
+        let number = |s: &Segment| segment::segment_number(&s.name);
         let last = self.manifest.segments.iter().map(number).max().unwrap_or(0);
         format!("{:06}.seg", last + 1)
     }
@@ -395,8 +395,8 @@ impl Store {
         Ok(Some(old.len()))
     }
 
-    /// Every segment's entries as one segment: documents by id (then by segment), signatures by
-    /// key once each, the merges of stored clusters once each, sources united; with its documents and sources.
+    /// Every segment's entries as one segment: documents by id (then by segment), each with the
+    /// number of the segment that first stored it (its crawl), signatures by key once each, the merges of stored clusters once each, sources united; with its documents and sources.
     fn merged(&self) -> Result<(Vec<u8>, u64, Vec<String>)> {
         let (sources, files) = self.manifest.united_sources();
         let mut docs = Vec::new();
@@ -408,6 +408,7 @@ impl Store {
             segment::read_entries(&s.name, &bytes, &mut |e| match e {
                 segment::Entry::Doc(mut d) => {
                     d.source = files[d.source as usize];
+                    d.crawl = Some(d.crawl_in(&s.name));
                     docs.push(d);
                 }
                 segment::Entry::Signature { key, values } => {
@@ -728,6 +729,7 @@ mod tests {
                 content: 0,
                 key: i,
                 kept: None,
+                crawl: None,
             })
             .encode(&mut bytes);
         }

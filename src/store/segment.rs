@@ -55,12 +55,14 @@ const KEPT: u32 = 3;
 /// The kind of a block of [`Entry::Merge`]s.
 pub const MERGES: u32 = 4;
 
+/// The tag of a document a compaction moved, with its crawl: its blocks are of kind [`DOCS`].
+const CRAWLED: u32 = 5;
+
 /// The kind of block an entry of bincode tag `tag` goes in.
 fn block_kind(tag: u32) -> u32 {
-    if tag == KEPT {
-        DOCS
-    } else {
-        tag
+    match tag {
+        KEPT | CRAWLED => DOCS,
+        tag => tag,
     }
 }
 
@@ -105,6 +107,11 @@ pub struct StoredDoc {
     /// before they were stored (an audit keeps such a document before any new one).
     #[serde(skip)]
     pub kept: Option<Kept>,
+    /// The number of the segment that first stored it ([`segment_number`]), kept when a
+    /// compaction moves it into a merged segment: of two stored versions of one URL an audit
+    /// compares the latest crawl's. `None`: it is in the segment that stored it.
+    #[serde(skip)]
+    pub crawl: Option<u32>,
 }
 
 /// What a stored document keeps for the decisions of later audits: the facts a keep policy reads
@@ -126,6 +133,17 @@ impl StoredDoc {
     pub fn content_hash(&self) -> ContentHash {
         ContentHash(self.content)
     }
+
+    /// The number of the segment that first stored it, which is now in segment `name`.
+    pub fn crawl_in(&self, name: &str) -> u32 {
+        self.crawl.unwrap_or_else(|| segment_number(name))
+    }
+}
+
+/// The number of segment file `name` (`000003.seg`: 3; 0 for a name not of that form): a store
+/// numbers its segments in the order they were written.
+pub fn segment_number(name: &str) -> u32 {
+    name.trim_end_matches(".seg").parse().unwrap_or(0)
 }
 
 /// One entry of a segment.
@@ -152,8 +170,8 @@ pub enum Entry {
     },
 }
 
-/// An entry as its bytes are: a document with or without its [`Kept`] are two tags, so that
-/// segments written before it existed still read.
+/// An entry as its bytes are: a document with or without its [`Kept`], or moved by a compaction
+/// with its crawl, are three tags, so that segments written before them still read.
 #[derive(Serialize, Deserialize)]
 enum Wire {
     Doc(StoredDoc),
@@ -161,6 +179,7 @@ enum Wire {
     End,
     Kept(StoredDoc, Kept),
     Merge { from: u64, to: u64 },
+    Crawled(StoredDoc, Option<Kept>, u32),
 }
 
 impl From<Wire> for Entry {
@@ -174,6 +193,11 @@ impl From<Wire> for Entry {
                 ..d
             }),
             Wire::Merge { from, to } => Entry::Merge { from, to },
+            Wire::Crawled(d, kept, crawl) => Entry::Doc(StoredDoc {
+                kept,
+                crawl: Some(crawl),
+                ..d
+            }),
         }
     }
 }
@@ -186,15 +210,17 @@ enum WireRef<'a> {
     End,
     Kept(&'a StoredDoc, &'a Kept),
     Merge { from: u64, to: u64 },
+    Crawled(&'a StoredDoc, Option<&'a Kept>, u32),
 }
 
 impl Entry {
     /// Its bytes' form.
     fn wire(&self) -> WireRef<'_> {
         match self {
-            Entry::Doc(d) => match &d.kept {
-                Some(kept) => WireRef::Kept(d, kept),
-                None => WireRef::Doc(d),
+            Entry::Doc(d) => match (&d.kept, d.crawl) {
+                (kept, Some(crawl)) => WireRef::Crawled(d, kept.as_ref(), crawl),
+                (Some(kept), None) => WireRef::Kept(d, kept),
+                (None, None) => WireRef::Doc(d),
             },
             Entry::Signature { key, values } => WireRef::Signature { key: *key, values },
             Entry::End => WireRef::End,
@@ -484,6 +510,8 @@ mod tests {
                     .then(|| format!("2024-01-{:02}", i % 28 + 1)),
                 label: i.is_multiple_of(6).then_some(i * 7),
             }),
+            // Moved by a compaction, with and without its kept facts.
+            crawl: i.is_multiple_of(5).then_some(i as u32 / 5),
         }
     }
 

@@ -269,6 +269,7 @@ pub fn synthetic_segment(first: u64, n: u64, seed: u64) -> (Vec<u8>, u64) {
             content: u128::from(key) << 64 | u128::from(mix64(key)),
             key,
             kept: None,
+            crawl: None,
         };
         Entry::Doc(doc).encode(&mut encoded);
         if encoded.len() > 1 << 20 {
