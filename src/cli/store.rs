@@ -68,8 +68,10 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
              drop; the job's keep and drop are not written"
         );
     }
+    // Every job has pairs unless it says `""`: only one named otherwise is asked for.
+    let pairs_asked = !o.pairs.is_empty() && o.pairs != neardup::config::job::PAIRS;
     let unwritten: Vec<&str> = [
-        ("pairs", !o.pairs.is_empty()),
+        ("pairs", pairs_asked),
         ("fingerprints", o.fingerprints.is_some()),
         ("documents", o.documents.is_some()),
         ("exact_groups", o.exact_groups.is_some()),

@@ -279,8 +279,11 @@ fn default_out_dir() -> PathBuf {
     "out".into()
 }
 fn default_pairs() -> String {
-    "pairs.tsv".into()
+    PAIRS.into()
 }
+
+/// The pairs output's name when a job names none.
+pub const PAIRS: &str = "pairs.tsv";
 fn default_summary() -> String {
     "summary.json".into()
 }

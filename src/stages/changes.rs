@@ -113,11 +113,21 @@ pub fn is_blank(url: &str) -> bool {
     url.trim().is_empty()
 }
 
-/// The form URLs are compared in: the scheme in lower case, the host as [`canonical_authority`]
-/// writes it, without the fragment or the tracking parameters `utm_*` of the query (a query left
-/// empty goes too), an empty path written `/`. The path and the other parameters are kept as they
-/// are.
+/// The form URLs are compared in: without the spaces and control characters around it and the
+/// tabs and line breaks in it (as browsers read a URL, WHATWG URL), the scheme in lower case, the
+/// host as [`canonical_authority`] writes it, without the fragment or the tracking parameters
+/// `utm_*` of the query (a query left empty goes too), an empty path written `/`. The path and the
+/// other parameters are kept as they are.
 pub fn canonical(url: &str) -> String {
+    let url = url.trim_matches(|c: char| c <= ' ');
+    let cleaned: String;
+    let url = match url.contains(['\t', '\n', '\r']) {
+        true => {
+            cleaned = url.replace(['\t', '\n', '\r'], "");
+            &cleaned
+        }
+        false => url,
+    };
     let url = url.split_once('#').map_or(url, |(u, _)| u);
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (s.to_ascii_lowercase(), r),
@@ -152,8 +162,8 @@ pub fn canonical(url: &str) -> String {
     out
 }
 
-/// An authority (`[user@]host[:port]`) in the form URLs are compared in: in lower case, the host
-/// in its ASCII form (an internationalized name in Punycode, as `idna` maps it for browsers:
+/// An authority (`[user@]host[:port]`) in the form URLs are compared in: the user as it is, the
+/// host in lower case and in its ASCII form (an internationalized name in Punycode, as `idna` maps it for browsers:
 /// `Bücher.example` and `xn--bcher-kva.example` are one host), without the dot that ends a fully
 /// qualified name (`example.org.`), and without the scheme's `default` port or an empty one.
 /// A host that is not a valid name stays as it is, in lower case.
@@ -173,7 +183,7 @@ fn canonical_authority(authority: &str, default: Option<&str>) -> String {
         .unwrap_or(host);
     let mut out = String::with_capacity(authority.len());
     if let Some(user) = user {
-        out.push_str(&user.to_ascii_lowercase());
+        out.push_str(user);
         out.push('@');
     }
     match host.is_ascii() {
@@ -435,8 +445,20 @@ mod tests {
         // Only the host changes: user, port, IPv6 literal and path stay as they were compared.
         assert_eq!(
             canonical("http://Me@Example.org.:8080/Ä."),
-            "http://me@example.org:8080/Ä."
+            "http://Me@example.org:8080/Ä."
         );
+        // Defect (probe 5): the user was lowercased, and spaces around a URL made it another.
+        assert_ne!(
+            canonical("https://A:B@x.org/"),
+            canonical("https://a:b@x.org/")
+        );
+        for u in [
+            " https://x.org/a",
+            "https://x.org/a \n",
+            "\thttps://x.org/\na",
+        ] {
+            assert_eq!(canonical(u), "https://x.org/a", "{u:?}");
+        }
         assert_eq!(canonical("http://[::1]:80/x"), "http://[::1]/x");
         assert_eq!(canonical("http://[::1]:81/x"), "http://[::1]:81/x");
         assert_ne!(
