@@ -153,15 +153,15 @@ pub fn zstd_decoder<R: io::Read>(read: R) -> io::Result<zstd::Decoder<'static, B
     Ok(decoder)
 }
 
-/// A gzip decoder of `read` that reads its members one after another, as `gzip -d` does, and
-/// ends at zero bytes after a member: the padding that tape and block devices (and some
-/// archivers) leave behind, which `gzip -d` ignores with a warning and flate2's
-/// `MultiGzDecoder` took for a broken header (one file's last records skipped as a read error).
-/// Bytes other than zeros after the padding are an error.
-pub fn gzip_decoder<R: io::Read>(read: R) -> GzMembers<BufReader<R>> {
-    let reader = BufReader::with_capacity(1 << 20, read);
+/// A gzip decoder of `read` (buffered as its caller needs: a sniff reads 64 bytes, a stream the
+/// whole file) that reads its members one after another, as `gzip -d` does, and ends at zero
+/// bytes after a member: the padding that tape and block devices (and some archivers) leave
+/// behind, which `gzip -d` ignores with a warning and flate2's `MultiGzDecoder` took for a broken
+/// header (one file's last records skipped as a read error). Bytes other than zeros after the
+/// padding are an error.
+pub fn gzip_decoder<R: io::BufRead>(read: R) -> GzMembers<R> {
     GzMembers {
-        member: Some(flate2::bufread::GzDecoder::new(reader)),
+        member: Some(flate2::bufread::GzDecoder::new(read)),
     }
 }
 
@@ -203,7 +203,10 @@ fn another_member(rest: &mut impl io::BufRead) -> io::Result<bool> {
         if run == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("gzip: bytes other than zeros follow {zeros} zero byte(s) of padding after a member"),
+                format!(
+                    "gzip: bytes other than zeros follow {zeros} zero byte(s) of padding after a \
+                     member"
+                ),
             ));
         }
         rest.consume(run);
@@ -247,7 +250,9 @@ pub fn sniff_content(file: &InputFile) -> io::Result<Content> {
     let mut head = Vec::with_capacity(64);
     let read = match file.compression {
         Compression::None => f.take(64).read_to_end(&mut head),
-        Compression::Gzip => gzip_decoder(f).take(64).read_to_end(&mut head),
+        Compression::Gzip => gzip_decoder(BufReader::new(f))
+            .take(64)
+            .read_to_end(&mut head),
         Compression::Zstd => zstd_decoder(f).and_then(|z| z.take(64).read_to_end(&mut head)),
     };
     if read.is_err() && file.compression != Compression::None {

@@ -288,7 +288,10 @@ pub fn open_stream(file: &InputFile) -> io::Result<Box<dyn BufRead>> {
     let f = open_input(&file.path)?;
     Ok(match file.compression {
         Compression::None => Box::new(BufReader::with_capacity(BUF, f)),
-        Compression::Gzip => Box::new(BufReader::with_capacity(BUF, gzip_decoder(f))),
+        Compression::Gzip => Box::new(BufReader::with_capacity(
+            BUF,
+            gzip_decoder(BufReader::with_capacity(BUF, f)),
+        )),
         Compression::Zstd => Box::new(BufReader::with_capacity(BUF, zstd_decoder(f)?)),
     })
 }
