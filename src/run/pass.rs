@@ -173,6 +173,7 @@ impl<'a> Pass<'a> {
         let share = StoredShare {
             store: &audit.store,
             files: &audit.segment_files,
+            crawls: audit.store.manifest().segment_numbers(),
             urls: self.plan.keeps_urls(),
             content: self.plan.keeps_content(),
             policy: self.plan.clusters.map(|c| c.keep),

@@ -118,6 +118,9 @@ pub struct StoredShare<'a> {
     pub store: &'a Store,
     /// For each segment, the index in the run's file list of each of its sources.
     pub files: &'a [Vec<u32>],
+    /// Each segment's number ([`crate::store::Manifest::segment_numbers`]): the crawl of the
+    /// documents it first stored.
+    pub crawls: Vec<u32>,
     /// Keep URLs (the run writes them).
     pub urls: bool,
     /// Keep content hashes.
@@ -343,8 +346,7 @@ fn each_entry(
 impl StoredRead {
     /// Adds stored document `d` of segment `i`, located in its source file.
     fn push(&mut self, share: &StoredShare<'_>, i: usize, d: StoredDoc, labels: &Labels) {
-        self.crawls
-            .push(d.crawl_in(&share.store.manifest().segments[i].name));
+        self.crawls.push(d.crawl_in(share.crawls[i]));
         self.labels.push(labels.of(&d));
         let out = &mut self.docs;
         out.keys.push(d.key);

@@ -90,6 +90,13 @@ impl Manifest {
         self.segments.iter().map(|s| s.documents).sum()
     }
 
+    /// Each segment's number ([`segment::segment_number`]), in order: the crawl of the documents
+    /// it first stored.
+    pub fn segment_numbers(&self) -> Vec<u32> {
+        let numbers = self.segments.iter();
+        numbers.map(|s| segment::segment_number(&s.name)).collect()
+    }
+
     /// The manifest as written: pretty JSON and a newline.
     pub fn text(&self) -> Result<Vec<u8>> {
         let mut text =
@@ -357,8 +364,12 @@ impl Store {
 
     /// The file name the next appended segment gets.
     pub fn next_segment_name(&self) -> String {
-        let number = |s: &Segment| segment::segment_number(&s.name);
-        let last = self.manifest.segments.iter().map(number).max().unwrap_or(0);
+        let last = self
+            .manifest
+            .segment_numbers()
+            .into_iter()
+            .max()
+            .unwrap_or(0);
         format!("{:06}.seg", last + 1)
     }
 
@@ -396,19 +407,21 @@ impl Store {
     }
 
     /// Every segment's entries as one segment: documents by id (then by segment), each with the
-    /// number of the segment that first stored it (its crawl), signatures by key once each, the merges of stored clusters once each, sources united; with its documents and sources.
+    /// number of the segment that first stored it (its crawl), signatures by key once each, the
+    /// merges of stored clusters once each, sources united; with its documents and sources.
     fn merged(&self) -> Result<(Vec<u8>, u64, Vec<String>)> {
         let (sources, files) = self.manifest.united_sources();
         let mut docs = Vec::new();
         let mut signatures = std::collections::BTreeMap::new();
         let mut merges = std::collections::BTreeSet::new();
+        let numbers = self.manifest.segment_numbers();
         for (i, s) in self.manifest.segments.iter().enumerate() {
             let files = &files[i];
             let bytes = self.read_segment(i)?;
             segment::read_entries(&s.name, &bytes, &mut |e| match e {
                 segment::Entry::Doc(mut d) => {
                     d.source = files[d.source as usize];
-                    d.crawl = Some(d.crawl_in(&s.name));
+                    d.crawl = Some(d.crawl_in(numbers[i]));
                     docs.push(d);
                 }
                 segment::Entry::Signature { key, values } => {

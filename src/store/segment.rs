@@ -134,9 +134,10 @@ impl StoredDoc {
         ContentHash(self.content)
     }
 
-    /// The number of the segment that first stored it, which is now in segment `name`.
-    pub fn crawl_in(&self, name: &str) -> u32 {
-        self.crawl.unwrap_or_else(|| segment_number(name))
+    /// The number of the segment that first stored it, which is now in the segment numbered
+    /// `number` ([`segment_number`]).
+    pub fn crawl_in(&self, number: u32) -> u32 {
+        self.crawl.unwrap_or(number)
     }
 }
 
