@@ -278,12 +278,12 @@ fn corpus_skipped(names: &[String], corpus: bool) -> Result<Vec<SkipReason>> {
 fn default_out_dir() -> PathBuf {
     "out".into()
 }
+/// The pairs output's name when a job names none.
+pub const PAIRS: &str = "pairs.tsv";
+
 fn default_pairs() -> String {
     PAIRS.into()
 }
-
-/// The pairs output's name when a job names none.
-pub const PAIRS: &str = "pairs.tsv";
 fn default_summary() -> String {
     "summary.json".into()
 }

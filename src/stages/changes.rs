@@ -163,10 +163,10 @@ pub fn canonical(url: &str) -> String {
 }
 
 /// An authority (`[user@]host[:port]`) in the form URLs are compared in: the user as it is, the
-/// host in lower case and in its ASCII form (an internationalized name in Punycode, as `idna` maps it for browsers:
-/// `Bücher.example` and `xn--bcher-kva.example` are one host), without the dot that ends a fully
-/// qualified name (`example.org.`), and without the scheme's `default` port or an empty one.
-/// A host that is not a valid name stays as it is, in lower case.
+/// host in lower case and in its ASCII form (an internationalized name in Punycode, as `idna`
+/// maps it for browsers: `Bücher.example` and `xn--bcher-kva.example` are one host), without the
+/// dot that ends a fully qualified name (`example.org.`), and without the scheme's `default` port
+/// or an empty one. A host that is not a valid name stays as it is, in lower case.
 fn canonical_authority(authority: &str, default: Option<&str>) -> String {
     let (user, host_port) = match authority.rsplit_once('@') {
         Some((user, rest)) => (Some(user), rest),
