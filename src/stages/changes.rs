@@ -117,7 +117,8 @@ pub fn is_blank(url: &str) -> bool {
 /// tabs and line breaks in it (as browsers read a URL, WHATWG URL), the scheme in lower case, the
 /// host as [`canonical_authority`] writes it, without the fragment or the tracking parameters
 /// `utm_*` of the query (a query left empty goes too), an empty path written `/`. The path and the
-/// other parameters are kept as they are.
+/// other parameters are kept as they are. A URL without a host ([`opaque`]) is its scheme in
+/// lower case and the rest as it is, without the fragment.
 pub fn canonical(url: &str) -> String {
     let url = url.trim_matches(|c: char| c <= ' ');
     let cleaned: String;
@@ -129,6 +130,9 @@ pub fn canonical(url: &str) -> String {
         false => url,
     };
     let url = url.split_once('#').map_or(url, |(u, _)| u);
+    if let Some((scheme, rest)) = opaque(url) {
+        return format!("{}:{rest}", scheme.to_ascii_lowercase());
+    }
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (s.to_ascii_lowercase(), r),
         None => (String::new(), url),
@@ -162,6 +166,22 @@ pub fn canonical(url: &str) -> String {
     out
 }
 
+/// The scheme and the rest of a URL that has no host (`mailto:me@example.org`, `urn:isbn:1`,
+/// `tel:+1`): a scheme (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`) and a colon not
+/// followed by `//`, nor by a port (`example.org:8080/a` has no scheme and a host).
+fn opaque(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = url.split_once(':')?;
+    let mut chars = scheme.chars();
+    let named = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let port_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let port = rest[..port_end].bytes().all(|b| b.is_ascii_digit());
+    let special = ["http", "https", "ftp", "ws", "wss", "file"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(scheme));
+    (named && !special && !rest.starts_with("//") && !port).then_some((scheme, rest))
+}
+
 /// An authority (`[user@]host[:port]`) in the form URLs are compared in: the user as it is, the
 /// host in lower case and in its ASCII form (an internationalized name in Punycode, as `idna`
 /// maps it for browsers: `Bücher.example` and `xn--bcher-kva.example` are one host), without the
@@ -186,9 +206,13 @@ fn canonical_authority(authority: &str, default: Option<&str>) -> String {
         out.push_str(user);
         out.push('@');
     }
-    match host.is_ascii() {
-        true => out.push_str(&host.to_ascii_lowercase()),
-        false => match idna::domain_to_ascii(host) {
+    let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let ipv6 = literal.and_then(|h| h.parse::<std::net::Ipv6Addr>().ok());
+    match (ipv6, host.is_ascii()) {
+        // An IPv6 literal in RFC 5952's form: `[0:0::1]` and `[::1]` are one host.
+        (Some(address), _) => out.push_str(&format!("[{address}]")),
+        (None, true) => out.push_str(&host.to_ascii_lowercase()),
+        (None, false) => match idna::domain_to_ascii(host) {
             Ok(ascii) => out.push_str(&ascii),
             Err(_) => out.push_str(&host.to_lowercase()),
         },
@@ -201,8 +225,12 @@ fn canonical_authority(authority: &str, default: Option<&str>) -> String {
 }
 
 /// The host of `url`, lowercased: what lies between `://` and the next `/`, `?` or `#` (the
-/// whole URL up to those when it has no scheme).
+/// whole URL up to those when it has no scheme). A URL without a host ([`opaque`]: `mailto:`,
+/// `urn:`) is its own host, so a batch that holds one puts no other page in gone's scope.
 pub fn host(url: &str) -> String {
+    if opaque(url).is_some() {
+        return url.to_owned();
+    }
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..end];
@@ -468,6 +496,37 @@ mod tests {
         // Not a valid name: left as it is, in lower case.
         assert_eq!(canonical("https://xn--Ä.Ä/"), "https://xn--ä.ä/");
         assert_eq!(canonical("https://./"), "https://./");
+    }
+
+    /// Defect (known since probe 5): `mailto:me@example.org` was read as a page of
+    /// `example.org`, so a batch holding one listed that site's stored pages it lacks as gone;
+    /// and one IPv6 address written two ways was two hosts.
+    #[test]
+    fn a_url_without_a_host_has_none_and_an_ipv6_literal_has_one_form() {
+        assert_eq!(
+            canonical("MAILTO:Me@Example.org#x"),
+            "mailto:Me@Example.org"
+        );
+        assert_eq!(canonical("urn:ISBN:0-486"), "urn:ISBN:0-486");
+        let mail = canonical("mailto:me@example.org");
+        assert_eq!(host(&mail), mail);
+        assert_ne!(host(&mail), host(&canonical("https://example.org/a")));
+        // A host and port without a scheme, or a special scheme, still has its host.
+        assert_eq!(host(&canonical("example.org:8080/a")), "example.org:8080");
+        assert_eq!(host(&canonical("localhost:8080")), "localhost:8080");
+        for u in [
+            "http://[0:0:0:0:0:0:0:1]/x",
+            "http://[::1]:80/x",
+            "HTTP://[0000::0001]/x#y",
+        ] {
+            assert_eq!(canonical(u), "http://[::1]/x", "{u}");
+        }
+        assert_eq!(
+            canonical("https://[2001:DB8:0:0:1:0:0:1]:8443/"),
+            "https://[2001:db8::1:0:0:1]:8443/"
+        );
+        // Not an address: left as it is, in lower case.
+        assert_eq!(canonical("https://[Zz::1]/"), "https://[zz::1]/");
     }
 
     #[test]
