@@ -743,6 +743,38 @@ fn two_processes_give_the_same_output_as_one_worker() {
     }
 }
 
+/// Defect: a two-process run that skipped records exited 3 in process 0 and 0 in process 1,
+/// so a launcher that watches one process (a Kubernetes pod, an `srun` task) saw success.
+#[test]
+fn every_process_of_a_run_that_skipped_records_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = std::fs::read_to_string(root().join("data-samples/docs.jsonl")).unwrap();
+    let (a, b): (Vec<&str>, Vec<&str>) = docs.lines().take(60).partition(|l| l.len() % 2 == 0);
+    std::fs::write(dir.path().join("a.jsonl"), a.join("\n") + "\n").unwrap();
+    let bad = "{\"id\":\"broken\",\"text\":\n{\"id\":\"notext\"}\n";
+    std::fs::write(dir.path().join("b.jsonl"), b.join("\n") + "\n" + bad).unwrap();
+    let job = dir.path().join("job.toml");
+    std::fs::write(
+        &job,
+        "[input]\npaths = [\"a.jsonl\", \"b.jsonl\"]\n[output]\ndir = \"out\"\n",
+    )
+    .unwrap();
+    let run = |skips: bool| -> Vec<Option<i32>> {
+        let args = ["run".to_string(), job.display().to_string()];
+        let mut codes = cluster_exit_codes(&args, dir.path(), 1);
+        if codes.contains(&None) {
+            codes = cluster_exit_codes(&args, dir.path(), 1); // a port taken: once more
+        }
+        let s = summary(&dir.path().join("out/summary.json"));
+        assert_eq!(s["processes"], 2);
+        assert_eq!(s["documents"]["skipped"], if skips { 2 } else { 0 });
+        codes
+    };
+    assert_eq!(run(true), vec![Some(3), Some(3)]);
+    std::fs::write(dir.path().join("b.jsonl"), b.join("\n") + "\n").unwrap();
+    assert_eq!(run(false), vec![Some(0), Some(0)]);
+}
+
 #[test]
 fn a_job_runs_on_other_inputs_into_another_directory() {
     let dir = tempfile::tempdir().unwrap();

@@ -24,7 +24,7 @@ use clap::{Args, Parser, Subcommand};
 use neardup::config::job::InputSpec;
 use neardup::config::launch::Launcher;
 use neardup::config::{Overrides, DEFAULT_MAX_RECORD_BYTES};
-use neardup::summary::Summary;
+use neardup::run::Finished;
 
 /// Exit code when the run finished but skipped some records.
 pub const EXIT_PARTIAL: u8 = 3;
@@ -226,9 +226,19 @@ pub fn flag_path(p: Option<PathBuf>) -> Option<String> {
     p.map(|p| p.to_string_lossy().into_owned())
 }
 
-pub fn finish(summary: Option<Summary>) -> anyhow::Result<ExitCode> {
-    let Some(summary) = summary else {
-        return Ok(ExitCode::SUCCESS); // not process 0: process 0 reports
+/// Prints a run's summary (process 0) and gives the exit code, the same in every process: a
+/// run that skipped records exits [`EXIT_PARTIAL`] in each.
+pub fn finish(finished: Finished) -> anyhow::Result<ExitCode> {
+    let summary = match finished {
+        Finished::Summary(summary) => summary,
+        Finished::Peer { skipped: 0 } => return Ok(ExitCode::SUCCESS),
+        Finished::Peer { skipped } => {
+            eprintln!(
+                "neardup: {skipped} record(s) skipped in the run; process 0 reports them (exit \
+                 code {EXIT_PARTIAL})"
+            );
+            return Ok(ExitCode::from(EXIT_PARTIAL));
+        }
     };
     eprintln!("{}", summary.human());
     if summary.documents.skipped > 0 {

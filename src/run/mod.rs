@@ -25,7 +25,7 @@ use crate::stages::rank::RankOutput;
 use crate::store::Store;
 use crate::summary::{StoreSummary, Summary};
 use pass::Pass;
-pub use report::WorkerResult;
+pub use report::{Finished, WorkerResult};
 
 /// The whole run, as executed by one worker: the dataflow, step by step. `outputs` is the output
 /// set, on worker 0 of process 0; `progress` what this process shows of the run.
@@ -105,12 +105,16 @@ pub type NewSegment = Mutex<Option<(Vec<u8>, u64)>>;
 /// committed: earlier outputs stay as they were and no staged file is left. Shows nothing while
 /// it runs.
 pub fn execute(plan: Plan) -> Result<Option<Summary>> {
-    execute_showing(plan, false)
+    execute_showing(plan, false).map(|f| match f {
+        Finished::Summary(s) => Some(*s),
+        Finished::Peer { .. } => None,
+    })
 }
 
 /// [`execute`], with progress bars on stderr when `bars` and stderr is a terminal (the binary's
-/// choice: a library draws nothing uninvited).
-pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
+/// choice: a library draws nothing uninvited); the processes other than 0 end with the number of
+/// records the run skipped.
+pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
     let mut outputs = None;
     let mut store = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {
@@ -146,11 +150,12 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
     )
     .map_err(|e| workers_not_started(&e, plan.exec.workers))?;
     let mut summary = None;
+    let mut skipped = 0;
     let mut error = None;
     for result in guards.join() {
         match result {
-            Ok(Ok(Some(s))) => summary = Some(s),
-            Ok(Ok(None)) => {}
+            Ok(Ok(Finished::Summary(s))) => summary = Some(*s),
+            Ok(Ok(Finished::Peer { skipped: n })) => skipped = n,
             Ok(Err(e)) => {
                 error.get_or_insert(e);
             }
@@ -166,12 +171,13 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Option<Summary>> {
         return Err(e);
     }
     let (Some(summary), Some(set)) = (summary, outputs) else {
-        return Ok(None);
+        return Ok(Finished::Peer { skipped });
     };
     let set = Arc::try_unwrap(set)
         .map_err(|_| Error::Internal("the output set is still in use".into()))?;
     let new_segment = segment.lock().expect("the segment slot").take();
-    commit(&plan, set, summary, store.zip(new_segment)).map(Some)
+    let summary = commit(&plan, set, summary, store.zip(new_segment))?;
+    Ok(Finished::Summary(Box::new(summary)))
 }
 
 /// Commits the output set with the summary last and the new segment with it: the store's new

@@ -17,8 +17,21 @@ use crate::summary::{
 };
 use crate::summary::{FileCounts, FingerprintSummary, LargestCluster, LayoutSummary};
 
-/// What worker 0 returns: the summary; other workers return `None`.
-pub type WorkerResult = Result<Option<Summary>>;
+/// How a worker ends a run: worker 0 with the run's summary; every other worker with the number
+/// of records the whole run skipped, so that every process of a cluster exits with one code.
+#[derive(Debug)]
+pub enum Finished {
+    /// Worker 0's (process 0 commits it).
+    Summary(Box<Summary>),
+    /// Any other worker's.
+    Peer {
+        /// Records skipped by every worker of the run together.
+        skipped: u64,
+    },
+}
+
+/// What a worker returns.
+pub type WorkerResult = Result<Finished>;
 
 /// Per-worker facts gathered at the end.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -342,21 +355,24 @@ pub fn finish(
         largest_group: f.largest_group,
         spilled: f.spilled.clone(),
     };
+    let skipped = all_gather(worker, report.counters.skipped_total());
     let reports = gather(worker, vec![report]);
     if let Some(e) = clock.take_error() {
         return Err(e);
     }
     if worker.index() != 0 {
-        return Ok(None);
+        let skipped = skipped.iter().sum();
+        return Ok(Finished::Peer { skipped });
     }
-    Ok(Some(summarize(
+    let summary = summarize(
         plan,
         reports,
         figures,
         &mut clock,
         books.places,
         books.shown,
-    )))
+    );
+    Ok(Finished::Summary(Box::new(summary)))
 }
 
 /// The summary of a run from every worker's report and worker 0's figures.

@@ -233,6 +233,12 @@ pub fn run_cluster(args: &[String], dir: &Path) -> bool {
 
 /// [`run_cluster`] with `workers` workers a process.
 pub fn run_cluster_of(args: &[String], dir: &Path, workers: usize) -> bool {
+    cluster_exit_codes(args, dir, workers) == vec![Some(0), Some(0)]
+}
+
+/// The exit codes of two processes of `args` with `workers` workers each (`None` for one that
+/// did not end within two minutes, or ended by a signal).
+pub fn cluster_exit_codes(args: &[String], dir: &Path, workers: usize) -> Vec<Option<i32>> {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let hosts = hostfile(dir, 2);
@@ -261,7 +267,7 @@ pub fn run_cluster_of(args: &[String], dir: &Path, workers: usize) -> bool {
         for (i, c) in children.iter_mut().enumerate() {
             if ok[i].is_none() {
                 if let Some(status) = c.try_wait().unwrap() {
-                    ok[i] = Some(status.success());
+                    ok[i] = Some(status.code());
                 }
             }
         }
@@ -279,7 +285,7 @@ pub fn run_cluster_of(args: &[String], dir: &Path, workers: usize) -> bool {
             "nothing but data on stdout, and these commands write files"
         );
     }
-    ok == vec![Some(true), Some(true)]
+    ok.into_iter().map(Option::flatten).collect()
 }
 
 /// Limits the address space of the process `cmd` starts to `bytes` (`RLIMIT_AS`, set between fork
