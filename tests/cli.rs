@@ -775,6 +775,39 @@ fn every_process_of_a_run_that_skipped_records_exits_3() {
     assert_eq!(run(false), vec![Some(0), Some(0)]);
 }
 
+/// Defect (probe 6): pairs written to standard output whose reader stopped early (`| head`)
+/// exited 3, "outputs are complete", with a summary that listed the pairs' bytes and checksum as
+/// written. A closed standard output is now an error, as a closed FIFO was: nothing committed.
+#[test]
+fn pairs_on_a_standard_output_closed_early_are_an_error_and_commit_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("docs.jsonl")).unwrap();
+    std::fs::write(
+        d.join("job.toml"),
+        "[input]\npaths = [\"docs.jsonl\"]\n[output]\ndir = \"out\"\npairs = \"-\"\n",
+    )
+    .unwrap();
+    let run = |stdout: std::process::Stdio| {
+        neardup()
+            .args(["run", "job.toml"])
+            .current_dir(d)
+            .stdout(stdout)
+            .output()
+            .unwrap()
+    };
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = run(writer.into());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("its reader closed it"), "{err}");
+    assert!(!d.join("out/summary.json").exists());
+    let whole = run(std::process::Stdio::piped());
+    assert_eq!(whole.status.code(), Some(0));
+    assert!(!whole.stdout.is_empty() && d.join("out/summary.json").exists());
+}
+
 #[test]
 fn a_job_runs_on_other_inputs_into_another_directory() {
     let dir = tempfile::tempdir().unwrap();

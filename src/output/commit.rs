@@ -372,8 +372,18 @@ impl OutputSet {
             };
             let mut out = Hashing::new(BufWriter::with_capacity(1 << 20, sink));
             match write(&mut out, format).and_then(|_| out.flush()) {
-                // A reader of standard output that stops early (`| head`) is not an error.
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe && target == Target::Stdout => {}
+                // A reader of standard output that stops early (`| head`) has not had the whole
+                // output: an error, as for a FIFO, so that no summary says it was written.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe && target == Target::Stdout => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "its reader closed it before the output was whole ({} of its bytes \
+                             made; {e})",
+                            out.bytes
+                        ),
+                    ));
+                }
                 r => r?,
             }
             Ok((out.bytes, out.hasher.digest()))
