@@ -237,6 +237,49 @@ fn a_failed_rerun_leaves_the_previous_output_set_whole() {
     );
 }
 
+/// Defect (probe 6): a store segment that could not be written whole (a full disk) stayed as
+/// `segments/NNNNNN.seg.staged`, holding the space that ran out, and `store verify` blamed a
+/// killed run for it. The failed run now removes it.
+#[test]
+fn a_store_segment_that_fills_the_disk_leaves_no_staged_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = format!(
+        "[input]\npaths = [{:?}]\n[output]\ndir = \"out\"\n",
+        sample()
+    );
+    let j = job(d, "j.toml", &body);
+    let run_with_store = |input: &Path| {
+        let mut cmd = neardup();
+        cmd.arg("run").arg(&j).arg("--input").arg(input);
+        cmd.args(["--store", "st"]).current_dir(d);
+        cmd
+    };
+    let out = run_with_store(&sample()).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let renamed = std::fs::read_to_string(sample())
+        .unwrap()
+        .replace("\"id\": \"", "\"id\": \"x");
+    std::fs::write(d.join("renamed.jsonl"), renamed).unwrap();
+    let before = contents(&d.join("st/segments"));
+    let segment = before[0].1.len() as u64;
+    // Room for the run's outputs and its summary, not for a second segment of its size.
+    let out = with_file_size_limit(&mut run_with_store(&d.join("renamed.jsonl")), segment / 2)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("writing st/segments/000002.seg"), "{err}");
+    assert_eq!(listing(&d.join("st/segments")), ["000001.seg"]);
+    assert_eq!(contents(&d.join("st/segments")), before);
+    let verify = neardup()
+        .args(["store", "verify", "st"])
+        .current_dir(d)
+        .output();
+    let verify = verify.unwrap();
+    assert!(verify.status.success() && !stderr(&verify).contains("left"));
+}
+
 #[test]
 fn a_second_run_on_a_locked_output_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();

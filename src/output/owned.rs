@@ -205,7 +205,8 @@ impl Record {
 
 /// Puts `bytes` at `path` atomically: written to `staged`, synced, renamed over `path`, and the
 /// rename made durable; `points` labels the fault points passed once the staged file is synced and
-/// once it is in place (`None`: none).
+/// once it is in place (`None`: none). A staged file that cannot be written whole (a full disk)
+/// is removed: a failed write leaves `path` as it was and nothing beside it.
 pub fn replace_file(
     staged: &Path,
     path: &Path,
@@ -213,8 +214,11 @@ pub fn replace_file(
     points: Option<[&str; 2]>,
 ) -> io::Result<()> {
     let mut f = File::create(staged)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
+    if let Err(e) = f.write_all(bytes).and_then(|()| f.sync_all()) {
+        drop(f);
+        let _ = std::fs::remove_file(staged);
+        return Err(e);
+    }
     if let Some([synced, _]) = points {
         super::fault::point(synced);
     }
