@@ -839,11 +839,16 @@ fn sample_job(d: &Path, summary: &str) -> PathBuf {
 /// Runs `job` held at its last step before the commit (fault point "outputs staged") while
 /// `meddle` changes what is on disk; returns how it ended.
 fn run_meddled(job: &Path, meddle: impl FnOnce()) -> Output {
+    run_meddled_at(job, "outputs staged", meddle)
+}
+
+/// [`run_meddled`], held at the fault point `at`.
+fn run_meddled_at(job: &Path, at: &str, meddle: impl FnOnce()) -> Output {
     let pause = job.with_extension("paused");
     let mut child = neardup()
         .arg("run")
         .arg(job)
-        .env("NEARDUP_FAULT_PAUSE", "outputs staged")
+        .env("NEARDUP_FAULT_PAUSE", at)
         .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -1047,4 +1052,57 @@ fn finishing_a_commit_leaves_the_record_of_a_directory_it_had_finished() {
     neardup::output::commit::recover(&d.join("out")).unwrap();
     let out = run(&other, "in.jsonl", None);
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Defect (probe 6): an input truncated, appended to or rewritten while the run read it gave
+/// outputs of whatever the reader found (a truncated file lost three quarters of its documents
+/// without a word), committed as complete. Every input is now checked against the size and
+/// modification time the run found it with, before the commit: a change is an error naming the
+/// file, and nothing is committed.
+#[test]
+fn an_input_changed_while_the_run_read_it_is_an_error_and_nothing_is_committed() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let input = d.join("in.jsonl");
+    let whole = std::fs::read(&input).unwrap();
+    let changes: [(&str, Box<dyn Fn()>); 3] = [
+        (
+            "now 10000",
+            Box::new(|| std::fs::write(&input, &whole[..10_000]).unwrap()),
+        ),
+        (
+            &format!("now {}", whole.len() + 2),
+            Box::new(|| {
+                let mut f = std::fs::OpenOptions::new().append(true).open(&input);
+                f.as_mut().unwrap().write_all(b"{\n").unwrap();
+            }),
+        ),
+        (
+            "rewritten",
+            Box::new(|| {
+                let mut swapped = whole.clone();
+                swapped.swap(100, 101);
+                std::fs::write(&input, swapped).unwrap();
+            }),
+        ),
+    ];
+    for (said, change) in changes {
+        let out = run_meddled_at(&job, "workers done", change);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{said}: {err}");
+        assert!(
+            err.contains("in.jsonl changed while the run read it"),
+            "{err}"
+        );
+        assert!(err.contains(said), "{said}: {err}");
+        assert!(!d.join("out").exists(), "{said}: nothing committed");
+        assert!(staged_below(&d).is_empty(), "{said}");
+        std::fs::write(&input, &whole).unwrap();
+    }
+    // The same input left alone: the run commits.
+    let out = run_meddled_at(&job, "workers done", || {});
+    assert_eq!(out.status.code(), Some(0));
+    assert!(d.join("out/pairs.tsv").exists());
 }

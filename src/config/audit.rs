@@ -215,15 +215,19 @@ fn stored_file(path: &Path, rereads: bool) -> Result<InputFile> {
             path.display()
         ))
     };
-    let (size, compression) = match std::fs::metadata(path) {
-        Ok(m) => (m.len(), crate::source::files::sniff(path).map_err(missing)?),
+    let (size, compression, modified) = match std::fs::metadata(path) {
+        Ok(m) => {
+            let compression = crate::source::files::sniff(path).map_err(missing)?;
+            (m.len(), compression, m.modified().ok())
+        }
         Err(e) if rereads => return Err(missing(e)),
-        Err(_) => (0, crate::source::files::Compression::None),
+        Err(_) => (0, crate::source::files::Compression::None, None),
     };
     Ok(InputFile {
         path: PathBuf::from(path),
         size,
         compression,
         row_groups: Vec::new(),
+        modified,
     })
 }

@@ -46,6 +46,8 @@ pub struct InputFile {
     pub compression: Compression,
     /// Parquet: the rows of each row group (empty for other formats).
     pub row_groups: Vec<u64>,
+    /// When it was last modified, as the run found it (`None`: not known, not checked).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 impl InputFile {
@@ -608,17 +610,17 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
     paths.sort();
     paths.dedup();
     // Each file's names, in order; the file's size with them.
-    let mut names: Vec<((u64, u64), u64, Vec<PathBuf>)> = Vec::new();
+    let mut names: Vec<((u64, u64), std::fs::Metadata, Vec<PathBuf>)> = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(&path).map_err(|e| unreadable(&path, e))?;
         let id = (meta.dev(), meta.ino());
         match names.iter_mut().find(|(i, _, _)| *i == id) {
             Some((_, _, of_file)) => of_file.push(path),
-            None => names.push((id, meta.len(), vec![path])),
+            None => names.push((id, meta, vec![path])),
         }
     }
     let mut files = Vec::new();
-    for (_, size, mut of_file) in names {
+    for (_, meta, mut of_file) in names {
         let path = of_file.remove(read_as(&of_file));
         for other in of_file {
             eprintln!(
@@ -632,14 +634,38 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
         let compression = compression_of(&magic);
         note_misnamed(&path, compression);
         files.push(InputFile {
-            size,
+            size: meta.len(),
             path,
             compression,
             row_groups: Vec::new(),
+            modified: meta.modified().ok(),
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// An error naming the first of `files` that is no longer as the run found it (its size or its
+/// modification time changed: written, truncated or replaced while the run read it), so that
+/// outputs made of a file that changed under the reader are never committed as complete.
+pub fn check_unchanged(files: &[InputFile]) -> Result<()> {
+    for f in files {
+        let Some(then) = f.modified else { continue };
+        let now = std::fs::metadata(&f.path).map(|m| (m.len(), m.modified().ok()));
+        let change = match now {
+            Ok((size, Some(modified))) if size == f.size && modified == then => continue,
+            Ok((size, _)) if size != f.size => format!("{} bytes, now {size}", f.size),
+            Ok(_) => format!("its {} bytes rewritten", f.size),
+            Err(e) => format!("it can no longer be read: {e}"),
+        };
+        crate::bail!(
+            Input,
+            "{} changed while the run read it ({change}): nothing was committed; run again once \
+             it is whole and no longer written",
+            f.path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Which of a file's `names` (sorted) it is read as: the first that is not a symlink, else the
@@ -832,6 +858,7 @@ pub(crate) fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
         compression: sniff(&path).unwrap(),
         path,
         row_groups: Vec::new(),
+        modified: None,
     }
 }
 

@@ -693,6 +693,7 @@ mod tests {
             size: 0,
             compression,
             row_groups: Vec::new(),
+            modified: None,
         };
         let files = [
             file(Compression::None),
