@@ -161,3 +161,44 @@ fn a_documents_output_of_a_fingerprints_file_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("[output] documents"), "{err}");
 }
+
+/// Defect (probe 6): a source file whose name is not UTF-8 was named with U+FFFD, so two such
+/// files had one source (their first records one key), and a store built from one could never be
+/// audited: the audit looked for a file of the altered name. Sources now write such bytes `%XX`,
+/// as ids do, and a store refuses such a file before any work.
+#[test]
+fn source_names_that_are_not_utf8_stay_apart_and_a_store_refuses_them() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    let inputs = d.join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    for (seed, byte) in [(7, 0xff), (8, 0xfe)] {
+        let name = [b'x', byte, b'.', b'j', b's', b'o', b'n', b'l'];
+        write_corpus(&inputs.join(OsStr::from_bytes(&name)), seed, 30);
+    }
+    let out = d.join("docs.jsonl");
+    execute(plan_of(&d, &job(&[&inputs], &out), 2))
+        .unwrap()
+        .unwrap();
+    let sources: BTreeSet<String> = read_keys(&out).into_iter().map(|k| k.source).collect();
+    let want: BTreeSet<String> = ["%FE", "%FF"]
+        .iter()
+        .map(|b| format!("{}/x{b}.jsonl", inputs.display()))
+        .collect();
+    assert_eq!(sources, want);
+    std::fs::write(d.join("job.toml"), job(&[&inputs], &d.join("docs2.jsonl"))).unwrap();
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["run", "job.toml", "--store", "st"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not valid UTF-8") && err.contains("the store st"),
+        "{err}"
+    );
+    assert!(!d.join("st").exists() && !d.join("docs2.jsonl").exists());
+}

@@ -1067,7 +1067,8 @@ fn an_input_changed_while_the_run_read_it_is_an_error_and_nothing_is_committed()
     let job = sample_job(&d, "summary.json");
     let input = d.join("in.jsonl");
     let whole = std::fs::read(&input).unwrap();
-    let changes: [(&str, Box<dyn Fn()>); 3] = [
+    type Change<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let changes: [Change; 3] = [
         (
             "now 10000",
             Box::new(|| std::fs::write(&input, &whole[..10_000]).unwrap()),

@@ -114,6 +114,21 @@ impl Plan {
         let Some(store) = &self.store else {
             return Ok(());
         };
+        // A store names each document's source by its path as text, to read it again.
+        let not_text = self.inputs.files.iter().filter(|_| self.writes_store());
+        if let Some(f) = not_text
+            .map(InputFile::canonical_path)
+            .find(|p| p.to_str().is_none())
+        {
+            crate::bail!(
+                Input,
+                "{} cannot go into the store {}: its path is not valid UTF-8, and a store names \
+                 each document's source file as text to read it again; rename it (convmv does) \
+                 or run without a store",
+                f.to_string_lossy(),
+                store.display()
+            );
+        }
         let real = |p: &Path| {
             crate::output::paths::real_path(p)
                 .io_context(|| format!("resolving the path {}", p.display()))

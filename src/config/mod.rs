@@ -79,10 +79,10 @@ impl Inputs {
         }
     }
 
-    /// The canonical path of each file, as a document's key names its source.
+    /// The canonical path of each file, as a document's key names its source
+    /// ([`InputFile::canonical_name`]: a byte that is not UTF-8 written `%XX`).
     pub fn canonical_paths(&self) -> Vec<String> {
-        let paths = self.files.iter().map(InputFile::canonical_path);
-        paths.map(|p| p.to_string_lossy().into_owned()).collect()
+        self.files.iter().map(InputFile::canonical_name).collect()
     }
 
     /// These inputs from file `first` on (an audit's new documents' files).

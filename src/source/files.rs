@@ -56,16 +56,13 @@ impl InputFile {
     /// pages whose names differed only there had one id, and the second was skipped as a
     /// duplicate.
     pub fn name(&self) -> String {
-        use std::fmt::Write;
-        use std::os::unix::ffi::OsStrExt;
-        let mut out = String::new();
-        for chunk in self.path.as_os_str().as_bytes().utf8_chunks() {
-            out.push_str(chunk.valid());
-            for b in chunk.invalid() {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-        out
+        escaped(&self.path)
+    }
+
+    /// Its canonical path written as [`InputFile::name`] writes a path: what the documents output
+    /// and the store name a document's source by.
+    pub fn canonical_name(&self) -> String {
+        escaped(&self.canonical_path())
     }
 
     /// Its canonical path (the path as found if it cannot be resolved).
@@ -74,6 +71,20 @@ impl InputFile {
             .canonicalize()
             .unwrap_or_else(|_| self.path.clone())
     }
+}
+
+/// `path` as text: as it is, with each byte that is not UTF-8 written `%XX`.
+fn escaped(path: &Path) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
 }
 
 /// A piece of one file: the lines that start at byte offsets in `start..end`.
