@@ -146,13 +146,13 @@ pub fn plan(hashes: usize, threshold: f64, recall: f64, min_bands: usize) -> Res
     let Some((rows, bands)) = best else {
         bail!(
             Config,
-            "[minhash] no band layout of {hashes} values reaches recall {recall} at Jaccard \
-             {threshold} with min_bands = {min_bands}: use more hashes or a lower recall"
+            "[minhash] no band layout of {hashes} values reaches recall {recall:?} at Jaccard \
+             {threshold:?} with min_bands = {min_bands}: use more hashes or a lower recall"
         );
     };
     let layout = BandLayout::new(hashes, bands, rows, min_bands)?;
     let reasoning = format!(
-        "bands: {} (the most rows per band with P(collide) >= {recall} at Jaccard {threshold}): \
+        "bands: {} (the most rows per band with P(collide) >= {recall:?} at Jaccard {threshold:?}): \
          {}",
         layout.name(),
         layout.s_curve_text()
@@ -238,6 +238,15 @@ impl super::Candidates for BandLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Defect (probe 6): a tiny threshold (1e-300) was printed as a decimal of 300 digits.
+    #[test]
+    fn a_plan_that_cannot_be_made_names_its_figures_briefly() {
+        let e = plan(2, 1e-300, 0.999_999_999, 2).unwrap_err().to_string();
+        assert!(e.contains("at Jaccard 1e-300") && e.len() < 200, "{e}");
+        let e = crate::config::job::connect_timeout(0.0).unwrap_err();
+        assert!(e.to_string().contains("more than 0"), "{e}");
+    }
 
     /// What a round's comparison found: each pair, and each large group's keys.
     #[derive(Default)]

@@ -93,6 +93,8 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
                 median_tokens: a.median_tokens,
                 ..Default::default()
             };
+            opts.check()
+                .map_err(|e| anyhow::anyhow!("neardup gen docs: {e}"))?;
             neardup::output::write_file(&a.out, &[], |w| {
                 neardup::tools::gen::write_documents(&opts, w).map(|_| ())
             })?;

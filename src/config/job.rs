@@ -427,7 +427,7 @@ pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     ensure!(
         seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0,
         Config,
-        "connect timeout must be between 0 and 86400 seconds, got {seconds}"
+        "connect timeout must be more than 0 and at most 86400 seconds, got {seconds}"
     );
     Ok(Duration::from_secs_f64(seconds))
 }

@@ -69,6 +69,34 @@ pub struct DocOptions {
     pub exact_fraction: f64,
 }
 
+impl DocOptions {
+    /// Why these options make no corpus, if they do not: a fraction or rate outside 0..=1 (NaN
+    /// included), near and exact copies past every document, a length that is not positive.
+    pub fn check(&self) -> Result<(), String> {
+        let unit = |name: &str, v: f64| match (0.0..=1.0).contains(&v) {
+            true => Ok(()),
+            false => Err(format!("--{name} must be in 0..=1, got {v}")),
+        };
+        unit("near-fraction", self.near_fraction)?;
+        unit("exact-fraction", self.exact_fraction)?;
+        unit("edit-rate", self.edit_rate)?;
+        if self.near_fraction + self.exact_fraction > 1.0 {
+            return Err(format!(
+                "--near-fraction {} and --exact-fraction {} make more copies than documents: \
+                 their sum must be at most 1",
+                self.near_fraction, self.exact_fraction
+            ));
+        }
+        match self.median_tokens.is_finite() && self.median_tokens >= 1.0 {
+            true => Ok(()),
+            false => Err(format!(
+                "--median-tokens must be at least 1, got {}",
+                self.median_tokens
+            )),
+        }
+    }
+}
+
 impl Default for DocOptions {
     fn default() -> Self {
         DocOptions {
@@ -284,6 +312,24 @@ pub fn synthetic_segment(first: u64, n: u64, seed: u64) -> (Vec<u8>, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Defect (probe 6): `gen docs` wrote a corpus for NaN fractions and for near and exact
+    /// copies summing past every document.
+    #[test]
+    fn document_options_that_make_no_corpus_are_refused() {
+        assert_eq!(DocOptions::default().check(), Ok(()));
+        let with = |f: fn(&mut DocOptions)| {
+            let mut o = DocOptions::default();
+            f(&mut o);
+            o.check().unwrap_err()
+        };
+        assert!(with(|o| o.near_fraction = f64::NAN).contains("--near-fraction"));
+        assert!(with(|o| o.edit_rate = 1.5).contains("--edit-rate"));
+        assert!(with(|o| o.exact_fraction = -0.1).contains("--exact-fraction"));
+        let both = with(|o| (o.near_fraction, o.exact_fraction) = (0.6, 0.6));
+        assert!(both.contains("sum must be at most 1"), "{both}");
+        assert!(with(|o| o.median_tokens = 0.0).contains("--median-tokens"));
+    }
 
     #[test]
     fn documents_are_deterministic_and_well_formed() {
