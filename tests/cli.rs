@@ -808,6 +808,55 @@ fn pairs_on_a_standard_output_closed_early_are_an_error_and_commit_nothing() {
     assert!(!whole.stdout.is_empty() && d.join("out/summary.json").exists());
 }
 
+/// Defect (probe 6): a job with fewer outputs run into the directory of an earlier, larger one
+/// left that run's clusters, keep list, corpus and report beside its own pairs without a word,
+/// as if they were one set. They stay (they are neardup's, but nobody asked to remove them), and
+/// the run says which they are.
+#[test]
+fn a_run_names_the_earlier_outputs_left_beside_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mix");
+    let run = |job: &str| {
+        let o = neardup()
+            .arg("run")
+            .arg(root().join(job))
+            .arg("--out-dir")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let first = run("jobs/sample.toml");
+    assert!(!first.contains("of an earlier run"), "{first}");
+    let fast = run("jobs/fast.toml");
+    let note = fast.lines().find(|l| l.contains("of an earlier run"));
+    let note = note.unwrap_or_else(|| panic!("{fast}"));
+    assert!(note.contains("5 output(s)"), "{note}");
+    for name in [
+        "clusters.tsv",
+        "keep.txt",
+        "drop.tsv",
+        "corpus",
+        "report.html",
+    ] {
+        assert!(
+            note.contains(&out.join(name).display().to_string()),
+            "{name}: {note}"
+        );
+        assert!(out.join(name).exists());
+    }
+    assert!(
+        !note.contains("pairs.tsv") && !note.contains("summary.json"),
+        "{note}"
+    );
+    // The larger job again: only the fast job's fingerprints are not its own.
+    let again = run("jobs/sample.toml");
+    let note = again.lines().find(|l| l.contains("of an earlier run"));
+    let fingerprints = out.join("fingerprints.jsonl").display().to_string();
+    assert!(note.is_some_and(|n| n.contains("1 output(s)") && n.ends_with(&fingerprints)));
+}
+
 #[test]
 fn a_job_runs_on_other_inputs_into_another_directory() {
     let dir = tempfile::tempdir().unwrap();

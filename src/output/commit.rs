@@ -418,6 +418,32 @@ impl OutputSet {
             .collect()
     }
 
+    /// The files and directories that earlier runs recorded in this set's directories, that are
+    /// still there, and that this set does not write: once it commits they sit beside its
+    /// outputs without being of its run (a job with fewer outputs run into the same directory).
+    pub fn earlier_outputs(&self) -> Vec<PathBuf> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let ours: Vec<&Path> = slots
+            .iter()
+            .filter_map(|s| match &s.target {
+                Target::File(p) | Target::Dir(p) => Some(p.as_path()),
+                _ => None,
+            })
+            .collect();
+        let mut dirs: Vec<&Path> = ours.iter().filter_map(|p| p.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        let mut earlier = Vec::new();
+        for dir in dirs {
+            let Ok(record) = Record::load(dir) else {
+                continue;
+            };
+            let there = record.outputs.keys().map(|name| dir.join(name));
+            earlier.extend(there.filter(|p| !ours.contains(&p.as_path()) && p.exists()));
+        }
+        earlier
+    }
+
     /// Commits the set: writes output `summary` (if the set has one) with `summary`, checks every
     /// target again as [`OutputSet::prepare`] did (something put there during the work that
     /// neardup did not write is an error naming it), then writes the journal and renames every

@@ -218,21 +218,40 @@ fn commit(
     let mut json = serde_json::to_vec_pretty(&summary)
         .map_err(|e| Error::Internal(format!("summary: {e}")))?;
     json.push(b'\n');
+    let earlier = set.earlier_outputs();
+    commit_with_store(plan, set, &json, store)?;
+    if !earlier.is_empty() {
+        let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "neardup: note: {} output(s) of an earlier run are still beside this run's, which \
+             did not write them (its summary lists what it wrote): {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    Ok(summary)
+}
+
+/// Commits `set` with the summary `json`, and the new segment with it if there is one.
+fn commit_with_store(
+    plan: &Plan,
+    set: OutputSet,
+    json: &[u8],
+    store: Option<(Store, (Vec<u8>, u64))>,
+) -> Result<()> {
     let Some((store, segment)) = store else {
-        set.commit(Some(&json))?;
-        return Ok(summary);
+        return set.commit(Some(json));
     };
     let sources = plan.inputs.canonical_paths();
     match set.journal_file() {
-        Some(journal) => commit_joined(set, &json, store, segment, (&sources, &journal))?,
+        Some(journal) => commit_joined(set, json, store, segment, (&sources, &journal)),
         None => {
             // Outputs written through already: the store's manifest is its own commit point,
             // and the summary follows it.
             append_alone(store, segment, &sources)?;
-            set.commit(Some(&json))?;
+            set.commit(Some(json))
         }
     }
-    Ok(summary)
 }
 
 /// Stages the segment's append to `store` and commits it with `set`, whose journal is `journal`.
