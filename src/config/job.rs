@@ -1174,6 +1174,14 @@ fn cluster_plan(
 mod tests {
     use super::*;
 
+    /// Defect (probe 6): 0 was refused as not "between 0 and 86400".
+    #[test]
+    fn a_connect_timeout_of_0_is_refused_with_a_message_that_excludes_it() {
+        let e = connect_timeout(0.0).unwrap_err().to_string();
+        assert!(e.contains("more than 0"), "{e}");
+        assert!(connect_timeout(86_400.0).is_ok());
+    }
+
     #[test]
     fn unknown_keys_and_bad_values_are_errors() {
         let dir = tempfile::tempdir().unwrap();
