@@ -812,6 +812,68 @@ fn pairs_on_a_standard_output_closed_early_are_an_error_and_commit_nothing() {
 /// left that run's clusters, keep list, corpus and report beside its own pairs without a word,
 /// as if they were one set. They stay (they are neardup's, but nobody asked to remove them), and
 /// the run says which they are.
+/// Defect (probe 7): a run that failed late in process 0 (an input changed while it was read, a
+/// closed standard output) exited 1 there and 0 or 3 in process 1, which had nothing to fail on:
+/// a launcher watching process 1 saw success for a run that committed nothing.
+#[test]
+fn every_process_of_a_run_that_fails_late_in_process_0_exits_1() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    std::fs::write(
+        d.join("job.toml"),
+        "[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n",
+    )
+    .unwrap();
+    let pause = d.join("paused");
+    let hosts = hostfile(d, 2);
+    let process = |i: usize| {
+        let mut cmd = neardup();
+        cmd.args([
+            "run",
+            "job.toml",
+            "-w",
+            "1",
+            "--processes",
+            "2",
+            "--hostfile",
+        ])
+        .arg(&hosts)
+        .args(["--process", &i.to_string()])
+        .current_dir(d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        if i == 0 {
+            cmd.env("NEARDUP_FAULT_PAUSE", "workers done")
+                .env("NEARDUP_FAULT_PAUSE_FILE", &pause);
+        }
+        cmd.spawn().unwrap()
+    };
+    let (p0, p1) = (process(0), process(1));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !pause.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        pause.exists(),
+        "process 0 never reached the end of its work"
+    );
+    let mut appending = std::fs::OpenOptions::new();
+    let mut input = appending.append(true).open(d.join("in.jsonl")).unwrap();
+    input.write_all(b"\n").unwrap();
+    std::fs::remove_file(&pause).unwrap();
+    let ((code0, err0), (code1, err1)) = (finish(p0, 60), finish(p1, 60));
+    assert_eq!((code0, code1), (Some(1), Some(1)), "{err0}\n{err1}");
+    for err in [&err0, &err1] {
+        assert!(
+            err.contains("in.jsonl changed while the run read it"),
+            "{err}"
+        );
+    }
+    assert!(!d.join("out/summary.json").exists());
+}
+
 #[test]
 fn a_run_names_the_earlier_outputs_left_beside_its_own() {
     let dir = tempfile::tempdir().unwrap();

@@ -164,10 +164,6 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
             }
         }
     }
-    crate::fault::point("workers done");
-    if error.is_none() && plan.exec.process == 0 {
-        error = crate::source::files::check_unchanged(&plan.inputs.files).err();
-    }
     if let Some(e) = error {
         if let Some(store) = store {
             store.remove_if_new();

@@ -6,7 +6,7 @@ use timely::worker::Worker;
 use super::clock::Clock;
 use crate::config::{ClusterPlan, Inputs, Plan, VerifyMode};
 use crate::error::{Error, Result};
-use crate::exchange::{all_gather, gather};
+use crate::exchange::{all_gather, all_ok, gather};
 use crate::method::bands::BandStats;
 use crate::source::SkipReason;
 use crate::stages::verify;
@@ -355,11 +355,19 @@ pub fn finish(
         largest_group: f.largest_group,
         spilled: f.spilled.clone(),
     };
+    // Every process ends alike: a worker's output error, or inputs that changed while the run
+    // read them (checked by worker 0, before the commit), fail every worker, not process 0 alone.
+    let ended = match clock.take_error() {
+        Some(e) => Err(e),
+        None if worker.index() == 0 => {
+            crate::fault::point("workers done");
+            crate::source::files::check_unchanged(&plan.inputs.files)
+        }
+        None => Ok(()),
+    };
+    all_ok(worker, ended)?;
     let skipped = all_gather(worker, report.counters.skipped_total());
     let reports = gather(worker, vec![report]);
-    if let Some(e) = clock.take_error() {
-        return Err(e);
-    }
     if worker.index() != 0 {
         let skipped = skipped.iter().sum();
         return Ok(Finished::Peer { skipped });
