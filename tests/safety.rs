@@ -1068,7 +1068,7 @@ fn an_input_changed_while_the_run_read_it_is_an_error_and_nothing_is_committed()
     let input = d.join("in.jsonl");
     let whole = std::fs::read(&input).unwrap();
     type Change<'a> = (&'a str, Box<dyn Fn() + 'a>);
-    let changes: [Change; 3] = [
+    let changes: [Change; 4] = [
         (
             "now 10000",
             Box::new(|| std::fs::write(&input, &whole[..10_000]).unwrap()),
@@ -1086,6 +1086,20 @@ fn an_input_changed_while_the_run_read_it_is_an_error_and_nothing_is_committed()
                 let mut swapped = whole.clone();
                 swapped.swap(100, 101);
                 std::fs::write(&input, swapped).unwrap();
+            }),
+        ),
+        // Probe 7: a copy of its size and time renamed over it (`cp -p`, then `mv`).
+        (
+            "another file put in its place",
+            Box::new(|| {
+                let copy = d.join("copy.jsonl");
+                std::fs::write(&copy, &whole).unwrap();
+                let then = std::fs::metadata(&input).unwrap().modified().unwrap();
+                std::fs::File::open(&copy)
+                    .unwrap()
+                    .set_modified(then)
+                    .unwrap();
+                std::fs::rename(&copy, &input).unwrap();
             }),
         ),
     ];

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Append, AuditPlan, Plan, VerifyMode};
 use crate::error::{IoContext, Result};
-use crate::source::files::InputFile;
+use crate::source::files::{FileStamp, InputFile};
 use crate::store::{same_parameters, Store};
 
 impl Plan {
@@ -230,10 +230,10 @@ fn stored_file(path: &Path, rereads: bool) -> Result<InputFile> {
             path.display()
         ))
     };
-    let (size, compression, modified) = match std::fs::metadata(path) {
+    let (size, compression, stamp) = match std::fs::metadata(path) {
         Ok(m) => {
             let compression = crate::source::files::sniff(path).map_err(missing)?;
-            (m.len(), compression, m.modified().ok())
+            (m.len(), compression, Some(FileStamp::of(&m)))
         }
         Err(e) if rereads => return Err(missing(e)),
         Err(_) => (0, crate::source::files::Compression::None, None),
@@ -243,6 +243,6 @@ fn stored_file(path: &Path, rereads: bool) -> Result<InputFile> {
         size,
         compression,
         row_groups: Vec::new(),
-        modified,
+        stamp,
     })
 }

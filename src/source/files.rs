@@ -46,8 +46,32 @@ pub struct InputFile {
     pub compression: Compression,
     /// Parquet: the rows of each row group (empty for other formats).
     pub row_groups: Vec<u64>,
-    /// When it was last modified, as the run found it (`None`: not known, not checked).
+    /// The file as the run found it (`None`: not known, not checked).
+    pub stamp: Option<FileStamp>,
+}
+
+/// What tells a file apart from itself changed or replaced: its device and inode (another file
+/// renamed over it, a symlink pointed elsewhere), its size and its modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    /// Device and inode.
+    pub id: (u64, u64),
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modified.
     pub modified: Option<std::time::SystemTime>,
+}
+
+impl FileStamp {
+    /// The stamp of a file's metadata `m`.
+    pub fn of(m: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            id: (m.dev(), m.ino()),
+            size: m.len(),
+            modified: m.modified().ok(),
+        }
+    }
 }
 
 impl InputFile {
@@ -649,7 +673,7 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
             path,
             compression,
             row_groups: Vec::new(),
-            modified: meta.modified().ok(),
+            stamp: Some(FileStamp::of(&meta)),
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -661,12 +685,13 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
 /// outputs made of a file that changed under the reader are never committed as complete.
 pub fn check_unchanged(files: &[InputFile]) -> Result<()> {
     for f in files {
-        let Some(then) = f.modified else { continue };
-        let now = std::fs::metadata(&f.path).map(|m| (m.len(), m.modified().ok()));
+        let Some(then) = f.stamp else { continue };
+        let now = std::fs::metadata(&f.path).map(|m| FileStamp::of(&m));
         let change = match now {
-            Ok((size, Some(modified))) if size == f.size && modified == then => continue,
-            Ok((size, _)) if size != f.size => format!("{} bytes, now {size}", f.size),
-            Ok(_) => format!("its {} bytes rewritten", f.size),
+            Ok(now) if now == then => continue,
+            Ok(now) if now.id != then.id => "another file put in its place".to_string(),
+            Ok(now) if now.size != then.size => format!("{} bytes, now {}", then.size, now.size),
+            Ok(_) => format!("its {} bytes rewritten", then.size),
             Err(e) => format!("it can no longer be read: {e}"),
         };
         crate::bail!(
@@ -869,7 +894,7 @@ pub(crate) fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
         compression: sniff(&path).unwrap(),
         path,
         row_groups: Vec::new(),
-        modified: None,
+        stamp: None,
     }
 }
 

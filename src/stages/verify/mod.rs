@@ -693,7 +693,7 @@ mod tests {
             size: 0,
             compression,
             row_groups: Vec::new(),
-            modified: None,
+            stamp: None,
         };
         let files = [
             file(Compression::None),
