@@ -217,6 +217,9 @@ fn canonical_authority(authority: &str, default: Option<&str>) -> String {
             Err(_) => out.push_str(&host.to_lowercase()),
         },
     }
+    // A port is a number: `080` is 80.
+    let number = port.parse::<u16>().ok().map(|n| n.to_string());
+    let port = number.as_deref().unwrap_or(port);
     if !port.is_empty() && Some(port) != default {
         out.push(':');
         out.push_str(port);
@@ -488,6 +491,15 @@ mod tests {
             assert_eq!(canonical(u), "https://x.org/a", "{u:?}");
         }
         assert_eq!(canonical("http://[::1]:80/x"), "http://[::1]/x");
+        // Defect (probe 7): a port written with leading zeros was another port.
+        assert_eq!(
+            canonical("http://example.com:080/c"),
+            "http://example.com/c"
+        );
+        assert_eq!(
+            canonical("http://example.com:08080/c"),
+            "http://example.com:8080/c"
+        );
         assert_eq!(canonical("http://[::1]:81/x"), "http://[::1]:81/x");
         assert_ne!(
             canonical("https://bücher.example/"),
