@@ -874,6 +874,44 @@ fn every_process_of_a_run_that_fails_late_in_process_0_exits_1() {
     assert!(!d.join("out/summary.json").exists());
 }
 
+/// Defect (probe 7): `--out-dir` moved the job's relative outputs and not its absolute ones, so a
+/// run "into another directory" replaced the first run's pairs, whose summary then listed a
+/// checksum the file no longer had. Such a job is refused with --out-dir, before any work.
+#[test]
+fn out_dir_refuses_a_job_whose_outputs_it_cannot_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    let pairs = d.join("abs/pairs.tsv");
+    let job = d.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "[input]\npaths = [{:?}]\n[output]\ndir = \"o\"\npairs = {pairs:?}\n\
+             fingerprints = \"/dev/null\"\n",
+            root().join("data-samples/docs.jsonl")
+        ),
+    )
+    .unwrap();
+    run_ok(neardup().arg("run").arg(&job));
+    let first = std::fs::read(&pairs).unwrap();
+    let moved = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(d.join("od"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&moved.stderr);
+    assert_eq!(moved.status.code(), Some(1), "{err}");
+    assert!(err.contains("[output] pairs is") && err.contains("--out-dir does not move"));
+    assert!(
+        !err.contains("fingerprints"),
+        "a device is not moved, nor refused: {err}"
+    );
+    assert_eq!(std::fs::read(&pairs).unwrap(), first);
+    assert!(!d.join("od").exists());
+}
+
 #[test]
 fn a_run_names_the_earlier_outputs_left_beside_its_own() {
     let dir = tempfile::tempdir().unwrap();

@@ -422,6 +422,25 @@ fn check_row_formats(outputs: &Outputs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses an output that `--out-dir DIR` does not move into `dir`: an absolute path in the job
+/// (a device such as `/dev/null` aside), which a run of the job "into another directory" would
+/// still replace.
+fn check_outputs_in(outputs: &Outputs, dir: &Path) -> Result<()> {
+    for (name, path) in outputs.requests() {
+        let moved = path == Path::new("-") || path.starts_with(dir) || path.starts_with("/dev");
+        ensure!(
+            moved,
+            Config,
+            "[output] {name} is {}, an absolute path that --out-dir does not move: a run into \
+             {} would replace it all the same; make it relative to [output] dir in the job, or \
+             run without --out-dir",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Checks a connect timeout in seconds.
 pub fn connect_timeout(seconds: f64) -> Result<Duration> {
     ensure!(
@@ -599,6 +618,9 @@ impl JobSpec {
             .clone()
             .unwrap_or_else(|| resolve(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
+        if o.out_dir.is_some() {
+            check_outputs_in(&outputs, &dir)?;
+        }
         check_audit_outputs(&outputs, &o.command)?;
         // A run that writes a store makes clusters when it finds pairs: the store keeps them.
         let stores = o.store.is_some() || self.store.dir.is_some();
