@@ -662,6 +662,20 @@ fn stage_commands_compose_and_validate_their_arguments() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
     let usage = neardup().args(["pairs", "--bogus"]).output().unwrap();
     assert_eq!(usage.status.code(), Some(2));
+    // Defect (probe 7): `-w 0` was blamed on the job file ("invalid job ..."), with exit 1.
+    for flag in ["-w", "--processes"] {
+        let zero = neardup()
+            .args(["run", "jobs/sample.toml", flag, "0"])
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&zero.stderr);
+        assert_eq!(zero.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("invalid value '0'") && !err.contains("invalid job"),
+            "{err}"
+        );
+    }
 }
 
 /// Two free localhost ports (bound, then released for the cluster to take).

@@ -163,10 +163,10 @@ pub struct FieldArgs {
 #[derive(Args)]
 pub struct ClusterArgs {
     /// Worker threads per process (run: default from the job, else 1).
-    #[arg(short = 'w', long)]
+    #[arg(short = 'w', long, value_parser = at_least_1())]
     workers: Option<usize>,
     /// Number of processes in a timely cluster.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_least_1())]
     processes: usize,
     /// This process's index, 0..processes.
     #[arg(long, default_value_t = 0)]
@@ -219,6 +219,11 @@ impl FieldArgs {
 fn text_formats() -> clap::builder::PossibleValuesParser {
     let names = neardup::source::REGISTRY.iter().filter(|e| e.text);
     clap::builder::PossibleValuesParser::new(names.map(|e| e.name))
+}
+
+/// A count flag's parser: 0 is a bad command line (exit 2), named by its flag.
+fn at_least_1() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
 }
 
 /// An output path given as a flag: relative to the working directory, `-` is standard output.
