@@ -296,6 +296,9 @@ fn an_absurd_worker_count_is_refused_in_plain_words() {
     );
     let job = "[input]\npaths = [\"a.jsonl\"]\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n";
     std::fs::write(d.join("job.toml"), job).unwrap();
+    // `-w 0` is a bad command line (exit 2, tests/cli.rs); `workers = 0` in a job is a bad job.
+    let zero = job.replace("[output]", "[run]\nworkers = 0\n[output]");
+    std::fs::write(d.join("job0.toml"), zero).unwrap();
     for (args, want) in [
         (vec!["run", "job.toml", "-w", "100000"], too_many.clone()),
         (
@@ -311,8 +314,8 @@ fn an_absurd_worker_count_is_refused_in_plain_words() {
             too_many,
         ),
         (
-            vec!["run", "job.toml", "-w", "0"],
-            "workers must be at least 1\n".into(),
+            vec!["run", "job0.toml"],
+            "workers must be at least 1\n".to_string(),
         ),
     ] {
         let out = neardup().args(&args).current_dir(d).output().unwrap();

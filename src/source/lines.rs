@@ -42,14 +42,17 @@ pub enum LineEvent<'a> {
     },
 }
 
-/// Reads one line of at most `max` bytes into `buf`; returns the bytes consumed (0 at end of input)
-/// and whether the line was longer than `max` (then `buf` holds only its first `max` bytes).
+/// Reads one line of at most `max` bytes, not counting its `\n`, into `buf`; returns the bytes
+/// consumed (0 at end of input) and, for a line longer than `max`, its length without the `\n`
+/// (then `buf` holds only its first bytes). A record of `max` bytes is read whole, whether a `\n`
+/// ends it or the file does.
 fn read_line_bounded<R: BufRead>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
-) -> io::Result<(u64, bool)> {
+) -> io::Result<(u64, Option<u64>)> {
     buf.clear();
+    let max = max.saturating_add(1); // room for the line's end
     let mut consumed = 0u64;
     let mut too_long = false;
     loop {
@@ -59,7 +62,9 @@ fn read_line_bounded<R: BufRead>(
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return Ok((consumed, too_long));
+            // The last line, without a `\n`: its `max + 1` bytes are one too many.
+            let too_long = too_long || buf.len() == max;
+            return Ok((consumed, too_long.then_some(consumed)));
         }
         let (chunk, done) = match memchr::memchr(b'\n', available) {
             Some(i) => (&available[..=i], true),
@@ -74,7 +79,7 @@ fn read_line_bounded<R: BufRead>(
         consumed += n as u64;
         r.consume(n);
         if done {
-            return Ok((consumed, too_long));
+            return Ok((consumed, too_long.then_some(consumed - 1)));
         }
     }
 }
@@ -242,7 +247,7 @@ fn read_lines_at(
         match read {
             Ok((0, _)) => break,
             Ok((n, too_long)) => {
-                on_event(line_event(&buf, (offset, line), n, too_long));
+                on_event(line_event(&buf, (offset, line), too_long));
                 pos = offset + n;
             }
             Err(error) => {
@@ -258,11 +263,10 @@ fn read_lines_at(
     Ok(line)
 }
 
-/// The event of a line of `n` bytes read into `buf` (too long, or its bytes without the line's
+/// The event of a line read into `buf` (too long: its length, else its bytes without the line's
 /// end and, at the file's start, a byte-order mark) at `offset`, the `line`-th of its split.
-fn line_event(buf: &[u8], (offset, line): (u64, u64), n: u64, too_long: bool) -> LineEvent<'_> {
-    if too_long {
-        let len = n - u64::from(buf.last() == Some(&b'\n'));
+fn line_event(buf: &[u8], (offset, line): (u64, u64), too_long: Option<u64>) -> LineEvent<'_> {
+    if let Some(len) = too_long {
         return LineEvent::TooLong { offset, line, len };
     }
     let mut bytes = buf;
@@ -371,7 +375,7 @@ fn read_lines(
             Ok((0, _)) => break,
             Ok((n, too_long)) => {
                 *line += 1;
-                on_event(line_event(&buf, (*pos, *line), n, too_long));
+                on_event(line_event(&buf, (*pos, *line), too_long));
                 *pos += n;
             }
             Err(error) => {
@@ -441,6 +445,31 @@ mod tests {
             .unwrap();
         }
         out
+    }
+
+    /// Defect (probe 7): the limit counted a line's `\n`, so a record of exactly
+    /// max_record_bytes was skipped as too large unless it was the file's last line.
+    #[test]
+    fn a_record_of_the_limit_is_read_whole_wherever_it_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = |n: usize| "x".repeat(n).into_bytes();
+        let events = |content: &[u8]| {
+            let file = plain_file(dir.path(), "r.txt", content);
+            let mut out = Vec::new();
+            read_split(&file, &Split::whole(0), 10, |e| match e {
+                LineEvent::Line { bytes, .. } => out.push(Ok(bytes.len() as u64)),
+                LineEvent::TooLong { len, .. } => out.push(Err(len)),
+                LineEvent::ReadError { .. } => panic!("read error"),
+            })
+            .unwrap();
+            out
+        };
+        let both = [record(10), b"\n".to_vec(), record(10)].concat();
+        assert_eq!(events(&both), [Ok(10), Ok(10)]);
+        let over = [record(11), b"\n".to_vec(), record(11)].concat();
+        assert_eq!(events(&over), [Err(11), Err(11)]);
+        let long = [record(25), b"\n".to_vec(), record(9)].concat();
+        assert_eq!(events(&long), [Err(25), Ok(9)]);
     }
 
     #[test]
