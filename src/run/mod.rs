@@ -20,6 +20,7 @@ use crate::config::Plan;
 use crate::error::{Error, Result};
 use crate::output::OutputSet;
 use crate::progress::{Progress, Reporter};
+use crate::source::files::Compression;
 use crate::spill::Scratch;
 use crate::stages::rank::RankOutput;
 use crate::store::Store;
@@ -137,7 +138,12 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
     let outputs: Option<Arc<OutputSet>> = outputs.map(Arc::new);
     let plan = Arc::new(plan);
     let progress = Arc::new(Progress::default());
-    let total_bytes = plan.inputs.files.iter().map(|f| f.size).sum();
+    let files = &plan.inputs.files;
+    // Bytes read are the bytes on disk for plain files alone (not compressed, not Parquet).
+    let plain = files
+        .iter()
+        .all(|f| f.compression == Compression::None && f.row_groups.is_empty());
+    let total_bytes = plain.then(|| files.iter().map(|f| f.size).sum());
     let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
     let (p, o, s) = (Arc::clone(&plan), outputs.clone(), Arc::clone(&segment));
     let parent = plan.exec.scratch_parent();
