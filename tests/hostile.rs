@@ -280,6 +280,40 @@ fn a_store_segment_that_fills_the_disk_leaves_no_staged_file() {
     assert!(verify.status.success() && !stderr(&verify).contains("left"));
 }
 
+/// Defect (probe 7): `pairs = "-"` and `fingerprints = "/dev/stdout"` were both accepted when
+/// standard output was a pipe, and the two streams came out mixed in it. Two outputs written
+/// through one FIFO or file are refused; on a character device (`/dev/null`) they may meet.
+#[test]
+fn standard_output_named_twice_is_refused_unless_it_is_a_device() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = format!(
+        "[input]\npaths = [{:?}]\n[output]\ndir = \"out\"\npairs = \"-\"\n\
+         fingerprints = \"/dev/stdout\"\nsummary = \"\"\n",
+        sample()
+    );
+    let j = job(d, "j.toml", &body);
+    let run = |stdout: Stdio| {
+        neardup()
+            .arg("run")
+            .arg(&j)
+            .stdout(stdout)
+            .output()
+            .unwrap()
+    };
+    let piped = run(Stdio::piped());
+    assert_eq!(piped.status.code(), Some(1), "{}", stderr(&piped));
+    assert!(
+        stderr(&piped).contains("are the same file"),
+        "{}",
+        stderr(&piped)
+    );
+    assert!(piped.stdout.is_empty());
+    let null = run(Stdio::null());
+    assert_eq!(null.status.code(), Some(0), "{}", stderr(&null));
+}
+
 #[test]
 fn a_second_run_on_a_locked_output_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();

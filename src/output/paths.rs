@@ -115,6 +115,20 @@ pub fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// The device and inode a target is written to, for one that is not replaced by rename (a FIFO,
+/// standard output) and a file that may be what standard output is; none for a character device
+/// (`/dev/null`, a terminal), where two outputs may well meet.
+fn written_through(target: &Target) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = match target {
+        Target::Stdout => Path::new("/dev/stdout"),
+        Target::Stream(p) | Target::File(p) => p.as_path(),
+        Target::Dir(_) => return None,
+    };
+    let m = std::fs::metadata(path).ok()?;
+    (!m.file_type().is_char_device()).then(|| (m.dev(), m.ino()))
+}
+
 /// Where output `name`, given as `path`, goes.
 pub fn classify(name: &str, path: &Path) -> Result<Target> {
     let resolving = || format!("output {name}: resolving {}", path.display());
@@ -241,14 +255,15 @@ pub fn check_overlap(
             );
         }
         let (Some(a), Some(b)) = (target.real(), t.real()) else {
-            if let (Target::Stream(a), Target::Stream(b)) = (target, t) {
-                ensure!(
-                    identity(a) != identity(b),
-                    Output,
-                    "outputs {other} and {name} are the same file {}",
-                    shown.display()
-                );
-            }
+            // A device, FIFO or standard output: the same file when they are one inode (`-` and
+            // `/dev/stdout`, two names of one FIFO), wherever standard output goes.
+            let (x, y) = (written_through(target), written_through(t));
+            ensure!(
+                x.is_none() || x != y,
+                Output,
+                "outputs {other} and {name} are the same file {}",
+                shown.display()
+            );
             continue;
         };
         ensure!(
