@@ -10,6 +10,19 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// The stages a bar is shown for, in order.
 pub const STAGES: [&str; 5] = ["read+fingerprint", "collapse", "tables", "expand", "write"];
 
+/// The bar being drawn, if any: [`eprintln_above`] prints above it instead of across it.
+static DRAWN: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Prints `text` as a line on stderr, above the progress bar if one is drawn (a line written
+/// while the bar is drawn ran into it: "...docs/s   warning: ...").
+pub fn eprintln_above(text: &str) {
+    let drawn = DRAWN.lock().unwrap_or_else(|p| p.into_inner());
+    match drawn.as_ref() {
+        Some(bar) => bar.suspend(|| eprintln!("{text}")),
+        None => eprintln!("{text}"),
+    }
+}
+
 /// A run's progress in one process: counters its workers bump, read by whoever draws them (the
 /// binary's [`Reporter`]). One per run, passed in; each process of a cluster has its own.
 #[derive(Debug, Default)]
@@ -111,6 +124,7 @@ impl Reporter {
                 if stage != shown {
                     bar.finish();
                     bar = new_bar(stage, total_bytes);
+                    *DRAWN.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar.clone());
                     shown = stage;
                 }
                 match stage {
@@ -128,6 +142,7 @@ impl Reporter {
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
+            *DRAWN.lock().unwrap_or_else(|p| p.into_inner()) = None;
             bar.finish_and_clear();
         });
         Reporter {
