@@ -762,3 +762,57 @@ fn a_damaged_gzip_member_leaves_the_corpus_with_every_good_record() {
     }
     assert!(corpora[0] == corpora[1]);
 }
+
+/// Regression (found by a probe): verification stopped the run with "record(s) sketched by this
+/// run could not be read again" when a candidate's gzip member was followed by a damaged one. A
+/// record is read again from its member's offset, and that read resynchronized as a split's start
+/// does, on the first member whose successor is valid too: the candidate's member was passed over
+/// (unless a read from an earlier member had run on into it). It is now read from the offset
+/// itself.
+#[test]
+fn a_candidate_before_a_damaged_gzip_member_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = words(21, 300);
+    // First a page like no other: no read again starts at the file's first member, whose reader
+    // would read on through each damaged member into the next.
+    let unrelated = format!("<html><body><p>{}</p></body></html>", words(99, 300));
+    let mut file = gzip(&response(99, &unrelated));
+    for i in 0..6 {
+        let page = format!(
+            "<html><body><main><p>{base} {}</p></main></body></html>",
+            words(30 + i as u64 / 2, 8)
+        );
+        file.extend(gzip(&response(i, &page)));
+        let mut damaged = gzip(&response(100 + i, &words(40 + i as u64, 200)));
+        damaged[20] ^= 0xff; // inside the deflate data
+        file.extend(damaged);
+    }
+    std::fs::write(d.join("crawl.warc.gz"), &file).unwrap();
+    // MinHash reads its candidates again when `spill = "always"`; segments always does.
+    for (name, settings) in [
+        (
+            "minhash",
+            "method = \"minhash\"\n[run]\nspill = \"always\"\n",
+        ),
+        ("segments", "method = \"segments\"\n"),
+    ] {
+        let job = format!(
+            "{settings}[input]\npaths = [\"crawl.warc.gz\"]\nformat = \"warc\"\n[output]\n\
+             dir = \"{name}\"\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n"
+        );
+        let job_path = d.join(format!("{name}.toml"));
+        std::fs::write(&job_path, job).unwrap();
+        let out = neardup().arg("run").arg(&job_path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{name}: {err}");
+        let s = summary(&d.join(format!("{name}/summary.json")));
+        assert_eq!(s["documents"]["processed"], 7, "{s}");
+        assert_eq!(
+            s["documents"]["skipped_by_reason"]["corrupt_record"], 6,
+            "{s}"
+        );
+        let pairs = std::fs::read_to_string(d.join(format!("{name}/pairs.tsv"))).unwrap();
+        assert_eq!(pairs.lines().count(), 15, "{name}: {pairs}");
+    }
+}

@@ -732,11 +732,35 @@ impl<R: Read + Seek> WarcReader<R> {
     /// `TooLarge`. For Gzip with `start > 0` it resynchronizes on the first valid member at or
     /// after `start`; for Plain, `start` must be 0 (`InvalidInput` otherwise).
     pub fn new(
+        reader: R,
+        compression: WarcCompression,
+        start: u64,
+        end: Option<u64>,
+        max_record_bytes: u64,
+    ) -> io::Result<Self> {
+        Self::open(reader, compression, start, end, max_record_bytes, true)
+    }
+
+    /// Reads the records of a `.warc.gz` from the member that an earlier read found at `start`,
+    /// as [`WarcReader::new`] does but without resynchronizing: a member followed by a damaged one
+    /// is not a valid split start ([`Gz::valid_at`]), yet its record was read and is read again.
+    pub fn at_member(
+        reader: R,
+        start: u64,
+        end: Option<u64>,
+        max_record_bytes: u64,
+    ) -> io::Result<Self> {
+        let compression = WarcCompression::Gzip;
+        Self::open(reader, compression, start, end, max_record_bytes, false)
+    }
+
+    fn open(
         mut reader: R,
         compression: WarcCompression,
         start: u64,
         end: Option<u64>,
         max_record_bytes: u64,
+        resync: bool,
     ) -> io::Result<Self> {
         let (src, state) = match compression {
             WarcCompression::Plain if start != 0 => {
@@ -750,10 +774,10 @@ impl<R: Read + Seek> WarcReader<R> {
             WarcCompression::Gzip => {
                 let mut gz = Gz::new(reader);
                 gz.seek(start)?;
-                let found = if start > 0 {
+                let found = if start > 0 && resync {
                     gz.find_member(start)?
                 } else {
-                    Some(0)
+                    Some(start)
                 };
                 let state = match found {
                     Some(p) if end.is_none_or(|e| p < e) => State::Member,
@@ -1168,10 +1192,20 @@ fn record_body(h: &RecordHeader, block: Vec<u8>, max_body: u64) -> Result<Body<'
     }
 }
 
+/// Where a read of a WARC file begins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Begin {
+    /// At the first valid member at or after the split's start (a split cut anywhere).
+    Split,
+    /// At the split's start itself, a `.warc.gz` member an earlier read found there.
+    Member,
+}
+
 /// A reader of the records of one split of a WARC file, or the skip saying why it cannot be read.
 fn open_split(
     file: &InputFile,
     split: &Split,
+    begin: Begin,
     max_record_bytes: usize,
 ) -> Result<WarcReader<BufReader<std::fs::File>>, Box<Skipped>> {
     let at = |offset: u64| Location::at(split.file, offset);
@@ -1187,13 +1221,16 @@ fn open_split(
     let end = (split.end != u64::MAX).then_some(split.end);
     std::fs::File::open(&file.path)
         .and_then(|f| {
-            WarcReader::new(
+            let (f, max) = (
                 BufReader::with_capacity(1 << 20, f),
-                compression,
-                split.start,
-                end,
                 max_record_bytes as u64,
-            )
+            );
+            match (begin, compression) {
+                (Begin::Member, WarcCompression::Gzip) => {
+                    WarcReader::at_member(f, split.start, end, max)
+                }
+                _ => WarcReader::new(f, compression, split.start, end, max),
+            }
         })
         .map_err(|e| {
             let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {e}"));
@@ -1208,11 +1245,12 @@ fn open_split(
 fn read_pages(
     file: &InputFile,
     split: &Split,
+    begin: Begin,
     max_record_bytes: usize,
     on: &mut dyn FnMut(Item<'_>),
 ) {
     let at = |offset: u64| Location::at(split.file, offset);
-    let reader = match open_split(file, split, max_record_bytes) {
+    let reader = match open_split(file, split, begin, max_record_bytes) {
         Ok(r) => r,
         Err(skipped) => return on(Item::Skipped(*skipped)),
     };

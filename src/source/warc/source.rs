@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::super::files::{Compression, Split, SplitMode, WARC_EXTENSIONS};
 use super::super::{Copied, Entry, Item, Piece, RecordFields, Source};
-use super::{read_pages, WarcCompression, WarcItem, WarcReader};
+use super::{read_pages, Begin, WarcCompression, WarcItem, WarcReader};
 
 /// WARC files (`.warc`, `.warc.gz`): `response` and `resource` records holding HTML or text.
 #[derive(Debug)]
@@ -30,16 +30,23 @@ impl Source for Warc {
     }
 
     fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
-        read_pages(piece.file, &piece.split, piece.max_record_bytes, on);
+        read_pages(
+            piece.file,
+            &piece.split,
+            Begin::Split,
+            piece.max_record_bytes,
+            on,
+        );
         0
     }
 
-    /// A `.warc.gz` member by member (each offset starts one); a plain WARC read through.
+    /// A `.warc.gz` member by member (each offset starts one, read from there even where a
+    /// damaged member follows it); a plain WARC read through.
     fn read_at(&self, piece: &Piece<'_>, offsets: &[u64], on: &mut dyn FnMut(Item<'_>)) {
         let mut on = super::super::wanted(offsets, on);
         let (file, max) = (piece.file, piece.max_record_bytes);
         if file.compression != Compression::Gzip {
-            return read_pages(file, &piece.split, max, &mut on);
+            return read_pages(file, &piece.split, Begin::Split, max, &mut on);
         }
         for &o in offsets {
             let member = Split {
@@ -47,7 +54,7 @@ impl Source for Warc {
                 end: o + 1,
                 ..piece.split
             };
-            read_pages(file, &member, max, &mut on);
+            read_pages(file, &member, Begin::Member, max, &mut on);
         }
     }
 
