@@ -256,12 +256,10 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
             }
         }
         // Tokens are counted before the sketch is made: a too-short text costs no sketch.
+        // Too short before featureless: a record min_tokens drops is `too_short` whatever the
+        // method, and only a long enough one is `no_features` (which the corpus always copies).
         match self.sketcher.gather(text) {
             0 => Err(Skip::new(SkipReason::NoTokens, "no word or CJK token")),
-            _ if self.sketcher.featureless().is_some() => {
-                let why = self.sketcher.featureless().unwrap_or_default();
-                Err(Skip::new(SkipReason::NoFeatures, why))
-            }
             tokens if tokens < self.content.min_tokens => Err(Skip::new(
                 SkipReason::TooShort,
                 format!(
@@ -269,6 +267,10 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
                     self.content.min_tokens
                 ),
             )),
+            _ if self.sketcher.featureless().is_some() => {
+                let why = self.sketcher.featureless().unwrap_or_default();
+                Err(Skip::new(SkipReason::NoFeatures, why))
+            }
             tokens => {
                 if let Some(hash) = self.hash.as_mut() {
                     *hash = ContentHash::of(text);
@@ -1037,6 +1039,40 @@ mod tests {
             assert_eq!(long.unwrap().1, 10);
             assert_eq!(acceptor.sketcher.1, 1);
         }
+    }
+
+    /// Regression (probe 8): SpotSig's short records without a spot were `no_features`, not
+    /// `too_short`, so the corpus, which copies `no_features` records, kept them.
+    #[test]
+    fn a_short_record_without_a_spot_is_too_short_and_a_long_one_has_no_features() {
+        let doc = |text: &'static str| Document {
+            id: None,
+            url: None,
+            url_not_string: None,
+            body: Body::Text(Cow::Borrowed(text)),
+            lang: None,
+            location: Location::at(0, 0),
+            attributes: Default::default(),
+        };
+        let spotsig = crate::method::spotsig::SpotSig {
+            antecedents: std::sync::Arc::new(vec![crate::text::token_hash("the")]),
+            distance: 1,
+            chain: 2,
+            threshold: 0.8,
+            max_signatures: 128,
+            memory_budget_mib: None,
+        };
+        let content = ContentOptions {
+            min_tokens: 10,
+            ..Default::default()
+        };
+        let mut acceptor = Acceptor::new(spotsig.sketcher(), content);
+        let short = acceptor.accept(&doc("hello world"));
+        assert_eq!(short.unwrap_err().reason, SkipReason::TooShort);
+        let long = acceptor.accept(&doc("one two three four five six seven eight nine ten"));
+        assert_eq!(long.unwrap_err().reason, SkipReason::NoFeatures);
+        let spotted = "the one two three four five six seven eight nine ten";
+        assert!(acceptor.accept(&doc(spotted)).is_ok());
     }
 
     #[test]
