@@ -1132,6 +1132,10 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     assert!(e.contains("[verify] shingle does not apply"), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
     assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
+    // Regression (probe 8): unverified, a quote and the page quoting it were a cluster, and the
+    // page left the corpus.
+    let e = job_error("method = \"containment\"\n[verify]\nmode = \"none\"");
+    assert!(e.contains("leave [verify] mode at \"exact\""), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nmax_ratio = 0");
     assert!(e.contains("max_ratio must be between 1 and 64"), "{e}");
     let e = job_error(
