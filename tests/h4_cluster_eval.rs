@@ -294,3 +294,47 @@ fn eval_refuses_a_threshold_that_is_not_a_similarity() {
         assert_refused(&out, &["--threshold", "not a similarity in 0..=1"]);
     }
 }
+
+/// Regression (probe 8): `eval --pairs pairs.parquet`, on the Parquet pairs a run writes, said
+/// only that the file was not UTF-8. It now scores them as it scores the same run's TSV.
+#[test]
+fn eval_scores_parquet_pairs_as_it_scores_the_same_pairs_in_tsv() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = sample();
+    let mut reports = Vec::new();
+    for pairs in ["pairs.tsv", "pairs.parquet"] {
+        let job = format!(
+            "method = \"minhash\"\n[input]\npaths = [{input:?}]\n[output]\ndir = \"out\"\n\
+             pairs = {pairs:?}\nsummary = \"summary.json\"\n"
+        );
+        let out = common::run_job(d, &job);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let truth = d.join("truth.tsv");
+        if !truth.exists() {
+            let args = [
+                "truth",
+                "--input",
+                input.to_str().unwrap(),
+                "--out",
+                "truth.tsv",
+            ];
+            assert!(neardup()
+                .args(args)
+                .current_dir(d)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let out = neardup()
+            .args(["eval", "--truth", "truth.tsv", "--pairs"])
+            .arg(d.join("out").join(pairs))
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        reports.push(String::from_utf8(out.stdout).unwrap());
+    }
+    assert!(reports[0].contains("| near |"), "{}", reports[0]);
+    assert_eq!(reports[0], reports[1]);
+}

@@ -27,8 +27,17 @@ fn ordered(a: &str, b: &str) -> IdPair {
     }
 }
 
-/// The lines of a plain, gzip or zstd file.
+/// The lines of a plain, gzip or zstd file; a Parquet file's rows as JSON Lines
+/// ([`parquet_lines`]).
 fn lines(path: &Path) -> Result<Vec<String>> {
+    let mut magic = [0u8; 4];
+    let head = std::fs::File::open(path).and_then(|mut f| {
+        use std::io::Read;
+        f.read(&mut magic)
+    });
+    if head.is_ok_and(|n| n == 4) && &magic == b"PAR1" {
+        return parquet_lines(path);
+    }
     let file = neardup::source::discover(
         &[path.to_path_buf()],
         &[],
@@ -42,6 +51,37 @@ fn lines(path: &Path) -> Result<Vec<String>> {
         .lines()
         .collect::<std::io::Result<Vec<String>>>()
         .io_context(|| format!("reading {}", path.display()))
+}
+
+/// The rows of a Parquet pairs file (as `run` writes them) as JSON Lines: `id_a`, `id_b`, and
+/// `kind` where the file has one. Regression (probe 8): `eval` read a Parquet file as text and
+/// said only that it was not UTF-8.
+fn parquet_lines(path: &Path) -> Result<Vec<String>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    let failed = |e: &dyn std::fmt::Display| Error::Input(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).io_context(|| format!("reading {}", path.display()))?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .map_err(|e| failed(&e))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| failed(&e))?;
+        let text = |name: &str| batch.column_by_name(name)?.as_string_opt::<i32>().cloned();
+        let (Some(a), Some(b)) = (text("id_a"), text("id_b")) else {
+            let what = "a Parquet pairs file needs string columns id_a and id_b";
+            return Err(failed(&what));
+        };
+        let kind = text("kind");
+        for i in 0..batch.num_rows() {
+            let mut row = serde_json::json!({ "id_a": a.value(i), "id_b": b.value(i) });
+            if let Some(k) = kind.as_ref().filter(|k| !k.is_null(i)) {
+                row["kind"] = k.value(i).into();
+            }
+            out.push(row.to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// An error at a line of an input file.
@@ -373,6 +413,8 @@ pub struct Scores {
     pub recall_by_band: Vec<Band>,
     /// The false positives' true Jaccard, in bins of 0.1 (when the documents were given).
     pub false_positive_similarity: Option<Vec<Bin>>,
+    /// False positives in no bin: a document of the pair is not among those given.
+    pub false_positives_without_documents: Option<u64>,
 }
 
 /// The full report: all pairs, and per group (e.g. language) when a grouping was given.
@@ -434,6 +476,7 @@ pub fn score(
             }
         })
         .collect();
+    let mut without_documents = 0;
     let false_positive_similarity = jaccard.map(|jaccard| {
         let mut bins: Vec<Bin> = (0..10)
             .map(|i| Bin {
@@ -443,12 +486,14 @@ pub fn score(
             })
             .collect();
         for p in found.iter().filter(|p| !truth.contains_key(*p)) {
-            if let Some(j) = jaccard(p) {
-                bins[((j * 10.0) as usize).min(9)].count += 1;
+            match jaccard(p) {
+                Some(j) => bins[((j * 10.0) as usize).min(9)].count += 1,
+                None => without_documents += 1,
             }
         }
         bins
     });
+    let false_positives_without_documents = jaccard.map(|_| without_documents);
     Scores {
         found: n_found,
         truth: n_truth,
@@ -460,6 +505,7 @@ pub fn score(
         f1,
         recall_by_band,
         false_positive_similarity,
+        false_positives_without_documents,
     }
 }
 
@@ -544,6 +590,10 @@ impl Report {
             s += "\nFalse positives by true Jaccard:\n\n| Jaccard | false positives |\n|---|---|\n";
             for b in bins.iter().filter(|b| b.count > 0) {
                 s += &format!("| {:.1}..{:.1} | {} |\n", b.from, b.to, b.count);
+            }
+            match self.all.false_positives_without_documents {
+                Some(n) if n > 0 => s += &format!("| a document not in --docs | {n} |\n"),
+                _ => {}
             }
         }
         s
@@ -688,6 +738,18 @@ mod tests {
         let j = |_: &IdPair| Some(0.42);
         let s = score(&found, &truth, 0.8, Some(&j));
         assert_eq!(s.false_positive_similarity.unwrap()[4].count, 1);
+        assert_eq!(s.false_positives_without_documents, Some(0));
+        // Regression (found by a probe): a false positive whose documents were not given was in
+        // no bin and counted nowhere.
+        let unknown = |_: &IdPair| None;
+        let s = score(&found, &truth, 0.8, Some(&unknown));
+        let binned: u64 = s
+            .false_positive_similarity
+            .unwrap()
+            .iter()
+            .map(|b| b.count)
+            .sum();
+        assert_eq!((binned, s.false_positives_without_documents), (0, Some(1)));
     }
 
     #[test]
