@@ -272,12 +272,9 @@ pub fn check_overlap(
             "outputs {other} and {name} are the same file {}",
             shown.display()
         );
-        if let Target::Dir(dir) = t {
-            inside(name, shown, a, other, other_shown, dir)?;
-        }
-        if let Target::Dir(dir) = target {
-            inside(other, other_shown, b, name, shown, dir)?;
-        }
+        // A file output's path may hold another's too (`skipped = "."` beside `pairs.tsv`).
+        inside(name, shown, a, other, other_shown, b)?;
+        inside(other, other_shown, b, name, shown, a)?;
     }
     Ok(())
 }
@@ -317,6 +314,19 @@ mod tests {
             d.join("a/new/x.tsv")
         );
         assert_eq!(real_path(&d.join("a/./b/../c")).unwrap(), d.join("a/c"));
+    }
+
+    /// Regression (`skipped = "."`): the skipped file's path was the directory of the other
+    /// outputs, and the refusal blamed a lock file that neardup itself had put there.
+    #[test]
+    fn a_file_output_whose_path_holds_another_output_is_refused() {
+        let skipped = Target::File(PathBuf::from("/o"));
+        let pairs = Target::File(PathBuf::from("/o/pairs.tsv"));
+        let earlier = vec![("pairs".to_string(), PathBuf::from("o/pairs.tsv"), pairs)];
+        let e = check_overlap("skipped", Path::new("o/."), &skipped, &earlier).unwrap_err();
+        assert!(e.to_string().contains("lies inside the skipped"), "{e}");
+        let beside = Target::File(PathBuf::from("/other"));
+        assert!(check_overlap("skipped", Path::new("other"), &beside, &earlier).is_ok());
     }
 
     #[test]
