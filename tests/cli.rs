@@ -271,6 +271,39 @@ fn imatch_job_finds_true_pairs_with_the_lexicon_neardup_lexicon_writes() {
     assert_eq!(s["bands"]["name"], "10 lexicons / 1 equal");
 }
 
+/// Regression (probe 8): `truth --out t.tsv.1` and `lexicon --out lex.foo` were refused as
+/// "output fingerprints" offering JSON Lines and Parquet, which `truth` then refused, and
+/// `lexicon --out lex.parquet` wrote plain text under a Parquet name.
+#[test]
+fn truth_and_lexicon_name_themselves_and_the_text_they_write_when_refusing_an_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    for (command, out, says) in [
+        ("truth", "t.tsv.1", "neardup truth writes TSV"),
+        ("truth", "t.jsonl", "neardup truth writes TSV"),
+        (
+            "lexicon",
+            "lex.foo",
+            "neardup lexicon writes one word a line",
+        ),
+        (
+            "lexicon",
+            "lex.parquet",
+            "neardup lexicon writes one word a line",
+        ),
+    ] {
+        let out = neardup()
+            .args([command, "--input", "data-samples/docs.jsonl", "--out"])
+            .arg(dir.path().join(out))
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(err.contains(says) && !err.contains("fingerprints"), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
 /// The fast preset (simhash, k = 3, unverified) is precise; its recall is simhash's.
 #[test]
 fn fast_preset_finds_most_expected_pairs_precisely() {

@@ -69,6 +69,12 @@ pub fn command(a: LexiconArgs) -> anyhow::Result<ExitCode> {
         "--max-df is a fraction of the documents in (0, 1], got {}",
         a.max_df
     );
+    anyhow::ensure!(
+        neardup::output::RowFormat::asked(out) == Some(neardup::output::RowFormat::Tsv),
+        "neardup lexicon writes one word a line: name --out with .txt or .tsv (or no \
+         extension), got {}",
+        out.display()
+    );
     let mut spec = a.corpus.job();
     // Validated as a job that writes its output, so `out` is never read as an input.
     spec.output.fingerprints = Some(out.to_string_lossy().into_owned());

@@ -288,9 +288,12 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         threshold > 0.0 && threshold <= 1.0,
         "threshold must be in (0, 1]"
     );
+    // Checked here, not as the job's fingerprints output, whose message would name that output
+    // and offer JSON Lines and Parquet (probe 8).
     anyhow::ensure!(
-        neardup::output::RowFormat::of(out) == neardup::output::RowFormat::Tsv,
-        "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt, got {}",
+        neardup::output::RowFormat::asked(out) == Some(neardup::output::RowFormat::Tsv),
+        "neardup truth writes TSV (id_a, id_b, jaccard): name --out with .tsv or .txt (or no \
+         extension), got {}",
         out.display()
     );
     // Validated as a job that writes its output, so `out` is never read as an input.

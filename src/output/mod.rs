@@ -51,7 +51,7 @@ pub const OUTPUT_EXTENSIONS: &str = ".tsv .txt (TSV); .jsonl .json .ndjson (JSON
 impl RowFormat {
     /// The format `path` asks for, `None` for an extension neardup does not write. A path
     /// without extension (`-`, a device, `pairs`) is TSV.
-    fn asked(path: &Path) -> Option<RowFormat> {
+    pub fn asked(path: &Path) -> Option<RowFormat> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let (inner, last) = match name.rsplit_once('.') {
             Some((stem, ext)) if !stem.is_empty() => (Path::new(stem).extension(), ext),
