@@ -448,7 +448,13 @@ pub fn score(
         (Some(p), Some(r)) if p + r > 0.0 => Some(2.0 * p * r / (p + r)),
         _ => None,
     };
-    let mut edges: Vec<f64> = vec![threshold];
+    // A truth made at a lower threshold than `threshold` gets a band below it: every true pair
+    // is in a band (they were counted in none; probe 8).
+    let lowest = truth.values().fold(threshold, |m, &j| m.min(j));
+    let mut edges: Vec<f64> = vec![lowest];
+    if lowest < threshold && threshold < 1.0 {
+        edges.push(threshold);
+    }
     for e in [0.85, 0.9, 0.95, 0.99] {
         if e > threshold {
             edges.push(e);
@@ -741,6 +747,10 @@ mod tests {
         assert_eq!(s.false_positives_without_documents, Some(0));
         // Regression (found by a probe): a false positive whose documents were not given was in
         // no bin and counted nowhere.
+        let lower: BTreeMap<IdPair, f64> = [(p("a", "b"), 0.7)].into_iter().collect();
+        let s = score(&found, &lower, 0.8, None);
+        let in_bands: u64 = s.recall_by_band.iter().map(|b| b.truth).sum();
+        assert_eq!((in_bands, s.recall_by_band[0].from), (1, 0.7));
         let unknown = |_: &IdPair| None;
         let s = score(&found, &truth, 0.8, Some(&unknown));
         let binned: u64 = s
