@@ -1309,6 +1309,20 @@ fn truth_and_a_run_give_blank_and_tokenless_texts_the_same_reasons() {
     assert!(truth.contains(counts), "{truth}");
     let fingerprint = run(&["fingerprint", "--input", "w.jsonl", "--out", "f.tsv"]);
     assert!(fingerprint.contains(counts), "{fingerprint}");
+    // Regression (probe 8): an empty HTML file was `too_short` in a run and `empty_text` in
+    // `truth`; a page of markup alone is `too_short` in both.
+    let pages = d.join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    std::fs::write(pages.join("empty.html"), "").unwrap();
+    std::fs::write(pages.join("markup.html"), "<html><body></body></html>").unwrap();
+    let page = format!("<html><body><p>{doc}</p></body></html>");
+    std::fs::write(pages.join("page.html"), &page).unwrap();
+    let counts = "empty_text=1, too_short=1";
+    let args = ["--input", "pages", "--format", "html", "--out"];
+    let truth = run(&[&["truth"], &args[..], &["t2.tsv"]].concat());
+    assert!(truth.contains(counts), "{truth}");
+    let fingerprint = run(&[&["fingerprint"], &args[..], &["f2.tsv"]].concat());
+    assert!(fingerprint.contains(counts), "{fingerprint}");
 }
 
 /// Found by an accuracy audit: `truth` pairs documents shorter than a run's `[content]

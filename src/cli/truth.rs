@@ -16,8 +16,8 @@ use neardup::config::Overrides;
 
 use neardup::config::Inputs;
 use neardup::source::html::Boilerplate;
-use neardup::source::{Item, Location, Skip, SkipReason};
-use neardup::stages::read::{document_text, not_blank};
+use neardup::source::{Body, Item, Location, Skip, SkipReason};
+use neardup::stages::read::{document_text, extracted_something, not_blank};
 use neardup::summary::{first_notes, Counters, LineTable, SkipNote};
 pub use neardup::text::Measure;
 
@@ -226,8 +226,16 @@ pub fn read_documents<T>(
                             ))
                         }
                     };
-                    // As a run's read stage decides: blank text first, then no token.
-                    match not_blank(&text).and_then(|()| make(&text)) {
+                    // As a run's read stage decides: a page that extraction emptied, blank
+                    // text, then no token.
+                    let extracted = match &doc.body {
+                        Body::Html { bytes, .. } => extracted_something(bytes, &text, boilerplate),
+                        _ => Ok(()),
+                    };
+                    let made = extracted
+                        .and_then(|()| not_blank(&text))
+                        .and_then(|()| make(&text));
+                    match made {
                         Err(skip) => counters.skip(note(skip.reason, skip.message, None)),
                         Ok(_) if seen.contains_key(&id) => counters.skip(note(
                             SkipReason::DuplicateId,

@@ -291,10 +291,7 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
         self.sketcher.raw(bytes);
         let decoded = html::decode(bytes, charset);
         let page = html::page_text(&decoded.text, self.content.boilerplate);
-        if page.text.is_empty() && self.content.boilerplate == Boilerplate::Extract {
-            let message = "no text left after boilerplate removal (0 tokens)";
-            return Err(Skip::new(SkipReason::TooShort, message));
-        }
+        extracted_something(bytes, &page.text, self.content.boilerplate)?;
         self.text(&page.text, lang.or(page.lang.as_deref()))
     }
 
@@ -311,6 +308,20 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
             Body::Simhash(h) => Ok((*h, 0)),
         }
     }
+}
+
+/// An HTML page that extraction left without text: `empty_text` when the page itself is blank
+/// (an empty file), else `too_short` (all of it was markup or boilerplate). `truth` decides as a
+/// run does.
+pub fn extracted_something(page: &[u8], text: &str, boilerplate: Boilerplate) -> Result<(), Skip> {
+    if !text.is_empty() || boilerplate != Boilerplate::Extract {
+        return Ok(());
+    }
+    if page.iter().all(u8::is_ascii_whitespace) {
+        return Err(Skip::new(SkipReason::EmptyText, "empty text"));
+    }
+    let message = "no text left after boilerplate removal (0 tokens)";
+    Err(Skip::new(SkipReason::TooShort, message))
 }
 
 /// The first check of a document's text, a run's and the truth's: a blank text (nothing but
