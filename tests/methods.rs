@@ -1133,9 +1133,13 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
     assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
     // Regression (probe 8): unverified, a quote and the page quoting it were a cluster, and the
-    // page left the corpus.
-    let e = job_error("method = \"containment\"\n[verify]\nmode = \"none\"");
-    assert!(e.contains("leave [verify] mode at \"exact\""), "{e}");
+    // page left the corpus. Unverified candidates are still listed as pairs (the oracle above).
+    let e =
+        job_error("method = \"containment\"\n[verify]\nmode = \"none\"\n[output]\ncorpus = \"c\"");
+    assert!(
+        e.contains("which are not duplicates: it makes no clusters"),
+        "{e}"
+    );
     let e = job_error("method = \"containment\"\n[containment]\nmax_ratio = 0");
     assert!(e.contains("max_ratio must be between 1 and 64"), "{e}");
     let e = job_error(
@@ -1528,7 +1532,8 @@ fn the_layout_method_refuses_clusters_and_skips_text_without_markup() {
     let e = job_error("method = \"layout\"\n[output]\nclusters = \"c.tsv\"");
     assert!(e.contains("which are not duplicates"), "{e}");
     // Plain text has no markup: every record is skipped with the reason, and nothing is usable.
-    let e = job_error("method = \"layout\"");
+    // (Long enough: a shorter text is too_short first, as with every method.)
+    let e = job_error("method = \"layout\"\n[content]\nmin_tokens = 1");
     assert!(e.contains("no_features") && e.contains("no markup"), "{e}");
 }
 

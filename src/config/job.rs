@@ -644,7 +644,7 @@ impl JobSpec {
             partial: method.partial(),
             ..v
         });
-        check_listing(method.as_ref(), clusters.is_some())?;
+        check_listing(method.as_ref(), verify.as_ref(), clusters.is_some())?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
         let pairs = match outputs.finds_pairs() {
             false => None,
@@ -860,11 +860,10 @@ fn check_verification(
     Ok(())
 }
 
-/// The method `entry` names, built from its section; every other section must name a method,
-/// and a section of a method the job does not use is an error.
-/// An error if a method that lists pairs which are not duplicates (the layout method) would make
-/// clusters (and so a corpus or a store) of them.
-fn check_listing(method: &dyn Method, clusters: bool) -> Result<()> {
+/// An error if a method that lists pairs which are not duplicates (the layout method, or
+/// containment's unverified candidates) would make clusters (and so a corpus or a store) of them.
+fn check_listing(method: &dyn Method, verify: Option<&Verification>, clusters: bool) -> Result<()> {
+    check_unverified_partials(method, verify, clusters)?;
     ensure!(
         !method.lists_layout() || !clusters,
         Config,
@@ -876,6 +875,29 @@ fn check_listing(method: &dyn Method, clusters: bool) -> Result<()> {
     Ok(())
 }
 
+/// An error if unverified candidates of the containment measure would make clusters: a candidate
+/// may be a quote and the page quoting it, and the cluster would drop the page (probe 8).
+/// Verified, such a pair is `partial` and joins no cluster.
+fn check_unverified_partials(
+    method: &dyn Method,
+    verify: Option<&Verification>,
+    clusters: bool,
+) -> Result<()> {
+    let partial = method.measure() == crate::text::Measure::Containment;
+    ensure!(
+        !(partial && verify.is_none() && clusters),
+        Config,
+        "method = \"{}\" with [verify] mode = \"none\" lists candidates of any size ratio, \
+         which are not duplicates: it makes no clusters, corpus or store; leave [verify] mode at \
+         \"exact\" (the default), or leave out [clusters], the cluster and corpus outputs and \
+         --store",
+        method.name()
+    );
+    Ok(())
+}
+
+/// The method `entry` names, built from its section; every other section must name a method,
+/// and a section of a method the job does not use is an error.
 fn method_of(
     entry: &method::Entry,
     sections: &BTreeMap<String, toml::Value>,

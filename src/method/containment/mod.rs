@@ -75,14 +75,6 @@ pub struct Containment {
 fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
     section.no_features()?;
     let spec: ContainmentSpec = section.parse()?;
-    // Unverified, a candidate is a pair of any size ratio: clusters would join a quote with the
-    // page quoting it and drop the page.
-    ensure!(
-        section.verify_exact,
-        Config,
-        "method = \"containment\" lists partial copies that exact verification finds: leave \
-         [verify] mode at \"exact\" (the default)"
-    );
     let threshold = spec.threshold.unwrap_or(DEFAULT_THRESHOLD);
     ensure!(
         threshold > 0.0 && threshold <= 1.0,
