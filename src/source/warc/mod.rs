@@ -738,29 +738,25 @@ impl<R: Read + Seek> WarcReader<R> {
         end: Option<u64>,
         max_record_bytes: u64,
     ) -> io::Result<Self> {
-        Self::open(reader, compression, start, end, max_record_bytes, true)
+        Self::open(
+            reader,
+            compression,
+            (start, Begin::Split),
+            end,
+            max_record_bytes,
+        )
     }
 
-    /// Reads the records of a `.warc.gz` from the member that an earlier read found at `start`,
-    /// as [`WarcReader::new`] does but without resynchronizing: a member followed by a damaged one
-    /// is not a valid split start ([`Gz::valid_at`]), yet its record was read and is read again.
-    pub fn at_member(
-        reader: R,
-        start: u64,
-        end: Option<u64>,
-        max_record_bytes: u64,
-    ) -> io::Result<Self> {
-        let compression = WarcCompression::Gzip;
-        Self::open(reader, compression, start, end, max_record_bytes, false)
-    }
-
+    /// [`WarcReader::new`] from `start` as `begin` says: with [`Begin::Member`] a `.warc.gz` is
+    /// read from the member an earlier read found at `start`, without resynchronizing (a member
+    /// followed by a damaged one is no valid split start, [`Gz::valid_at`], yet its record was
+    /// read and is read again).
     fn open(
         mut reader: R,
         compression: WarcCompression,
-        start: u64,
+        (start, begin): (u64, Begin),
         end: Option<u64>,
         max_record_bytes: u64,
-        resync: bool,
     ) -> io::Result<Self> {
         let (src, state) = match compression {
             WarcCompression::Plain if start != 0 => {
@@ -774,7 +770,7 @@ impl<R: Read + Seek> WarcReader<R> {
             WarcCompression::Gzip => {
                 let mut gz = Gz::new(reader);
                 gz.seek(start)?;
-                let found = if start > 0 && resync {
+                let found = if start > 0 && begin == Begin::Split {
                     gz.find_member(start)?
                 } else {
                     Some(start)
@@ -1221,16 +1217,9 @@ fn open_split(
     let end = (split.end != u64::MAX).then_some(split.end);
     std::fs::File::open(&file.path)
         .and_then(|f| {
-            let (f, max) = (
-                BufReader::with_capacity(1 << 20, f),
-                max_record_bytes as u64,
-            );
-            match (begin, compression) {
-                (Begin::Member, WarcCompression::Gzip) => {
-                    WarcReader::at_member(f, split.start, end, max)
-                }
-                _ => WarcReader::new(f, compression, split.start, end, max),
-            }
+            let f = BufReader::with_capacity(1 << 20, f);
+            let start = (split.start, begin);
+            WarcReader::open(f, compression, start, end, max_record_bytes as u64)
         })
         .map_err(|e| {
             let skip = Skip::new(SkipReason::ReadError, format!("cannot open: {e}"));
