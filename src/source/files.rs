@@ -641,21 +641,20 @@ fn literal_root(pattern: &Path) -> PathBuf {
 /// Sorts the paths, reads each file once (the first name of several for one file), and sniffs
 /// each one's compression.
 fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
-    use std::os::unix::fs::MetadataExt;
     paths.sort();
     paths.dedup();
-    // Each file's names, in order; the file's size with them.
-    let mut names: Vec<((u64, u64), std::fs::Metadata, Vec<PathBuf>)> = Vec::new();
+    // Each file's names, in order; the file as found (identity, size) with them.
+    let mut names: Vec<(FileStamp, Vec<PathBuf>)> = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(&path).map_err(|e| unreadable(&path, e))?;
-        let id = (meta.dev(), meta.ino());
-        match names.iter_mut().find(|(i, _, _)| *i == id) {
-            Some((_, _, of_file)) => of_file.push(path),
-            None => names.push((id, meta, vec![path])),
+        let stamp = FileStamp::of(&meta);
+        match names.iter_mut().find(|(s, _)| s.id == stamp.id) {
+            Some((_, of_file)) => of_file.push(path),
+            None => names.push((stamp, vec![path])),
         }
     }
     let mut files = Vec::new();
-    for (_, meta, mut of_file) in names {
+    for (stamp, mut of_file) in names {
         let path = of_file.remove(read_as(&of_file));
         for other in of_file {
             eprintln!(
@@ -669,11 +668,11 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
         let compression = compression_of(&magic);
         note_misnamed(&path, compression);
         files.push(InputFile {
-            size: meta.len(),
+            size: stamp.size,
             path,
             compression,
             row_groups: Vec::new(),
-            stamp: Some(FileStamp::of(&meta)),
+            stamp: Some(stamp),
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
