@@ -115,11 +115,9 @@ impl Plan {
             return Ok(());
         };
         // A store names each document's source by its path as text, to read it again.
-        let not_text = self.inputs.files.iter().filter(|_| self.writes_store());
-        if let Some(f) = not_text
-            .map(InputFile::canonical_path)
-            .find(|p| p.to_str().is_none())
-        {
+        let mut paths = self.inputs.files.iter().map(InputFile::canonical_path);
+        let not_text = paths.find(|p| p.to_str().is_none());
+        if let Some(f) = not_text.filter(|_| self.writes_store()) {
             crate::bail!(
                 Input,
                 "{} cannot go into the store {}: its path is not valid UTF-8, and a store names \
