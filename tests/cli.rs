@@ -1234,6 +1234,26 @@ fn truth_names_its_skips_and_refuses_inputs_with_no_usable_record() {
     }
 }
 
+/// Defect (probe 8): a skip warning printed the file's path as it is, so a path holding a newline
+/// broke the warning over two lines. Its control characters are now escaped.
+#[test]
+fn a_warning_escapes_a_newline_in_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let doc = "a b c d e f g h i j k l";
+    let good = format!(r#"{{"id":1,"text":"{doc}"}}"#);
+    std::fs::write(d.join("two\nlines.jsonl"), format!("{good}\nnot json\n")).unwrap();
+    let args = ["truth", "--input", "two\nlines.jsonl", "--out", "t.tsv"];
+    let out = neardup().args(args).current_dir(d).output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{e}");
+    assert!(
+        e.contains("warning: two\\nlines.jsonl:2: invalid_json"),
+        "{e}"
+    );
+    assert!(!e.lines().any(|l| l.starts_with("lines.jsonl")), "{e}");
+}
+
 /// Regression (found by a probe): `[minhash] min_bands = 0` with planned bands said "min_bands
 /// must be between 1 and bands = 1, got 0", naming a band count the job did not have.
 #[test]

@@ -199,10 +199,21 @@ fn tsv_id(col: &str) -> std::result::Result<String, String> {
 /// The pairs of each kind, by the kind's name.
 pub type ByKind = BTreeMap<String, BTreeSet<IdPair>>;
 
+/// The pairs of a pairs file.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Every pair, once.
+    pub pairs: BTreeSet<IdPair>,
+    /// For the lines with a kind column, the pairs of each kind.
+    pub kinds: ByKind,
+    /// Lines that name a pair listed before (in either order), and the first such line: a pair is
+    /// counted once however often it is listed.
+    pub repeated: (u64, Option<usize>),
+}
+
 /// The pairs of a pairs file and, for those with a kind column, the pairs of each kind.
-pub fn read_found(path: &Path) -> Result<(BTreeSet<IdPair>, ByKind)> {
-    let mut kinds = ByKind::new();
-    let mut out = BTreeSet::new();
+pub fn read_found(path: &Path) -> Result<Found> {
+    let mut found = Found::default();
     for (i, line) in lines(path)?.iter().enumerate() {
         let line = line.trim_end_matches('\r');
         if line.trim().is_empty() || (i == 0 && is_header(line)) {
@@ -217,11 +228,14 @@ pub fn read_found(path: &Path) -> Result<(BTreeSet<IdPair>, ByKind)> {
             .and_then(|(a, b)| pair_ids(a, b))
             .map_err(|e| at(path, i + 1, format!("{e}: {line:?}")))?;
         if let Some(kind) = kind_of(line) {
-            kinds.entry(kind).or_default().insert(pair.clone());
+            found.kinds.entry(kind).or_default().insert(pair.clone());
         }
-        out.insert(pair);
+        if !found.pairs.insert(pair) {
+            found.repeated.0 += 1;
+            found.repeated.1.get_or_insert(i + 1);
+        }
     }
-    Ok((out, kinds))
+    Ok(found)
 }
 
 /// The precision of the pairs of each kind against the truth, as a Markdown table (empty when
@@ -426,6 +440,8 @@ pub struct Report {
     pub all: Scores,
     /// Pairs whose two documents are in the same group, by group.
     pub by_group: BTreeMap<String, Scores>,
+    /// Lines of the pairs file that repeat a pair listed before (counted once).
+    pub repeated_pair_lines: u64,
 }
 
 fn ratio(a: u64, b: u64) -> Option<f64> {
@@ -550,6 +566,7 @@ pub fn report(
         threshold,
         all,
         by_group,
+        repeated_pair_lines: 0,
     }
 }
 
@@ -687,7 +704,14 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         .as_ref()
         .map(|path| neardup::output::prepare_file(path, &read))
         .transpose()?;
-    let (found, kinds) = read_found(&s.pairs)?;
+    let found = read_found(&s.pairs)?;
+    if let (n, Some(line)) = found.repeated {
+        eprintln!(
+            "warning: {}: {n} line(s) list a pair listed before (in either order; the first at \
+             line {line}): each pair is counted once",
+            s.pairs.display()
+        );
+    }
     let truth_pairs = read_truth(&s.truth)?;
     let sets = docs
         .map(|plan| document_sets(&plan.inputs, plan.content.boilerplate))
@@ -696,20 +720,25 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         None => None,
         Some((path, field)) => Some(read_groups(path, field)?),
     };
-    let report = report(
-        &found,
+    let mut report = report(
+        &found.pairs,
         &truth_pairs,
         s.threshold,
         sets.as_ref(),
         group_of.as_ref(),
     );
+    report.repeated_pair_lines = found.repeated.0;
     // The report is committed before the table is printed: a reader that stops reading ends the
     // process (`quiet_when_stdout_closes`).
     if let Some(output) = output {
         let text = serde_json::to_string_pretty(&report)?;
         output.commit_file(|w| writeln!(w, "{text}"))?;
     }
-    print!("{}{}", report.table(), kinds_table(&kinds, &truth_pairs));
+    print!(
+        "{}{}",
+        report.table(),
+        kinds_table(&found.kinds, &truth_pairs)
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -769,12 +798,26 @@ mod tests {
         // The escaped forms, as `neardup run` writes ids with a newline and a tab.
         let (a, b) = (r"pages/c\nd.html", r"x\ty");
         std::fs::write(&path, format!("{a}\t{b}\t0.9\n")).unwrap();
-        let (pairs, kinds) = read_found(&path).unwrap();
-        assert!(kinds.is_empty());
-        assert_eq!(pairs.len(), 1);
+        let found = read_found(&path).unwrap();
+        assert!(found.kinds.is_empty());
+        assert_eq!(found.pairs.len(), 1);
         assert!(
-            pairs.contains(&ordered("pages/c\nd.html", "x\ty")),
-            "{pairs:?}"
+            found.pairs.contains(&ordered("pages/c\nd.html", "x\ty")),
+            "{:?}",
+            found.pairs
         );
+    }
+
+    /// Defect (probe 8): a pair listed twice, or in both orders, was counted once without a word.
+    #[test]
+    fn pairs_listed_twice_are_counted_once_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairs.tsv");
+        std::fs::write(&path, "a\tb\t0.9\nc\td\t0.9\nb\ta\t0.9\na\tb\t0.9\n").unwrap();
+        let found = read_found(&path).unwrap();
+        assert_eq!(found.pairs.len(), 2);
+        assert_eq!(found.repeated, (2, Some(3)));
+        std::fs::write(&path, "a\tb\t0.9\n").unwrap();
+        assert_eq!(read_found(&path).unwrap().repeated, (0, None));
     }
 }

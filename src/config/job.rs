@@ -629,7 +629,6 @@ impl JobSpec {
         check_outputs_written(&outputs)?;
         let entry = method::entry(self.method.as_deref().unwrap_or(method::REGISTRY[0].name))?;
         let verify = verification(&self.verify, entry.verified_by_default)?;
-        check_verification(verify.as_ref(), format, &outputs)?;
         ensure!(
             outputs.documents.is_none() || format.text,
             Config,
@@ -646,6 +645,7 @@ impl JobSpec {
         });
         check_listing(method.as_ref(), verify.as_ref(), clusters.is_some())?;
         check_method(method.as_ref(), verify.as_ref(), format, &outputs)?;
+        check_verification(verify.as_ref(), format, &outputs)?;
         let pairs = match outputs.finds_pairs() {
             false => None,
             true => Some(PairStage {
@@ -1224,6 +1224,29 @@ mod tests {
         let e = connect_timeout(0.0).unwrap_err().to_string();
         assert!(e.contains("more than 0"), "{e}");
         assert!(connect_timeout(86_400.0).is_ok());
+    }
+
+    /// Defect (probe 8): MinHash on a fingerprints file was told to set `[verify] mode = "none"`,
+    /// and then that MinHash needs documents.
+    #[test]
+    fn minhash_on_fingerprints_is_told_it_needs_documents_not_mode_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.tsv"), "1\t0000000000000000\n").unwrap();
+        let job = |method: &str| {
+            let s = format!(
+                "method = \"{method}\"\n[input]\npaths=[\"f.tsv\"]\nformat = \"fingerprints\"\n\
+                 [verify]\nmode = \"exact\"\n[output]\npairs = \"p.tsv\"\n"
+            );
+            let spec: JobSpec = toml::from_str(&s).unwrap();
+            spec.validate(dir.path(), Overrides::default())
+                .err()
+                .map(|e| e.to_string())
+        };
+        let e = job("minhash").unwrap_or_default();
+        assert!(e.contains("a fingerprints file holds simhashes"), "{e}");
+        assert!(!e.contains("mode = \"none\""), "{e}");
+        let e = job("simhash").unwrap_or_default();
+        assert!(e.contains("mode = \"none\""), "{e}");
     }
 
     #[test]

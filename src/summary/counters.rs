@@ -82,10 +82,8 @@ pub fn place(
     files: &[String],
     lines: &LineTable,
 ) -> String {
-    let path = files
-        .get(at.file as usize)
-        .map_or("?", String::as_str)
-        .to_string();
+    let path = files.get(at.file as usize).map_or("?", String::as_str);
+    let path = printable(path);
     match (at.split_line().and_then(|l| lines.line(l)), record) {
         (Some(l), _) => format!("{path}:{l}"),
         (None, Some(RecordName::Warc(r))) => format!("{path} record {r}"),
@@ -94,6 +92,17 @@ pub fn place(
         }
         (None, None) => path,
     }
+}
+
+/// A path as a message prints it on one line: its control characters (a newline, a tab)
+/// escaped as Rust writes them, everything else as it is.
+fn printable(path: &str) -> String {
+    path.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 impl SkipNote {
