@@ -41,6 +41,11 @@ const MAGIC: &[u8; 8] = b"NEARDUP\x02";
 /// Longest hello accepted (a plan lists its input files).
 const MAX_HELLO: u32 = 256 << 20;
 
+/// How long an accepted connection may stay silent before its hello begins: a peer sends it as soon
+/// as it connects, so a connection that says nothing (a port scanner, a health check) is dropped
+/// after this instead of holding up the handshake until the deadline.
+const FIRST_WORD: Duration = Duration::from_secs(3);
+
 /// What a process says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Hello {
@@ -78,10 +83,26 @@ fn send_hello(s: &mut TcpStream, hello: &Hello) -> io::Result<()> {
     write_frame(s, &serde_json::to_vec(hello)?)
 }
 
-fn read_hello(s: &mut TcpStream, peer: &str) -> Result<Hello> {
+/// Reads a peer's hello; `first_word` bounds the wait for its first bytes (the socket's read
+/// timeout bounds the rest).
+fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Result<Hello> {
     let mut magic = [0u8; 8];
-    s.read_exact(&mut magic)
-        .io_context(|| format!("no handshake from {peer}"))?;
+    let waited = s.read_timeout().ok().flatten();
+    if let Some(wait) = first_word.filter(|w| waited.is_none_or(|t| *w < t)) {
+        s.set_read_timeout(Some(wait)).map_err(net)?;
+    }
+    let timeout = first_word.or(waited).unwrap_or_default().as_secs_f64();
+    s.read_exact(&mut magic).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Cluster(format!(
+            "no handshake from {peer}: it sent nothing within {timeout:.0} s (is another \
+             program listening there, or is that process stopped?)"
+        )),
+        _ => Error::Io {
+            context: format!("no handshake from {peer}"),
+            cause: e,
+        },
+    })?;
+    s.set_read_timeout(waited).map_err(net)?;
     if &magic != MAGIC {
         bail!(
             Cluster,
@@ -92,6 +113,21 @@ fn read_hello(s: &mut TcpStream, peer: &str) -> Result<Hello> {
     let frame = read_frame(s).io_context(|| format!("reading the handshake of {peer}"))?;
     serde_json::from_slice(&frame)
         .map_err(|e| Error::Cluster(format!("bad handshake from {peer}: {e}")))
+}
+
+/// Why a process that connected is not one this process `me` of `n` expects.
+fn unexpected(peer: &Hello, from: std::net::SocketAddr, me: usize, n: usize) -> String {
+    let p = peer.process;
+    if peer.processes != n {
+        return format!(
+            "a process from {from} says it is process {p} of {}, where this process is {me} of \
+             {n}: give every process the same hostfile (or --processes)",
+            peer.processes
+        );
+    }
+    format!(
+        "a process from {from} says it is process {p}, which is not a peer this process expects"
+    )
 }
 
 /// A network error while forming the cluster.
@@ -348,7 +384,7 @@ impl Forming<'_> {
             s.set_nodelay(true).map_err(net)?;
             self.wait_for(&s)?;
             send_hello(&mut s, &self.hello).map_err(net)?;
-            let peer = read_hello(&mut s, &format!("process {p} at {addr}"))?;
+            let peer = read_hello(&mut s, &format!("process {p} at {addr}"), None)?;
             if peer.process != p {
                 self.problems.push(format!(
                     "{addr} answered as process {}, but it is process {p}'s line in the hostfile",
@@ -371,7 +407,8 @@ impl Forming<'_> {
                     s.set_nonblocking(false).map_err(net)?;
                     s.set_nodelay(true).map_err(net)?;
                     self.wait_for(&s)?;
-                    let peer = match read_hello(&mut s, &format!("the connection from {from}")) {
+                    let who = format!("the connection from {from}");
+                    let peer = match read_hello(&mut s, &who, Some(FIRST_WORD)) {
                         Ok(h) => h,
                         Err(e) => {
                             eprintln!("neardup: ignoring a connection: {e}");
@@ -381,10 +418,7 @@ impl Forming<'_> {
                     send_hello(&mut s, &self.hello).map_err(net)?;
                     let p = peer.process;
                     if p <= me || p >= n || self.sockets[p].is_some() {
-                        self.problems.push(format!(
-                            "a process from {from} says it is process {p}, which is not a peer \
-                             this process expects"
-                        ));
+                        self.problems.push(unexpected(&peer, from, me, n));
                         continue;
                     }
                     self.hellos.push(peer);
@@ -598,6 +632,36 @@ mod tests {
                 "every process names process 2: {results:?}"
             );
         }
+    }
+
+    /// Defect (probe 9): process 0 read an accepted connection's hello until the deadline, so one
+    /// connection that said nothing (a port scanner) made the whole cluster fail.
+    #[test]
+    fn a_silent_connection_does_not_stop_the_cluster() {
+        let free = || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let addresses: Vec<String> = [free(), free()]
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        // Process 1 waits less than process 0 would have spent on the silent connection.
+        let start = |me: usize, secs: u64| {
+            let addresses = addresses.clone();
+            std::thread::spawn(move || {
+                let wait = Duration::from_secs(secs);
+                form(&addresses, me, 1, "p", wait, || Ok(())).map(|s| s.len())
+            })
+        };
+        let zero = start(0, 15);
+        let silent = connect(&addresses[0], Instant::now() + Duration::from_secs(10)).unwrap();
+        let one = start(1, 8);
+        for (p, h) in [zero, one].into_iter().enumerate() {
+            let formed = h.join().unwrap();
+            assert!(formed.is_ok(), "process {p}: {:#}", formed.unwrap_err());
+        }
+        drop(silent);
     }
 
     #[test]
