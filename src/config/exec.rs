@@ -75,13 +75,17 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
         if line.is_empty() {
             continue;
         }
-        let address = line
-            .rsplit_once(':')
-            .and_then(|(host, port)| Some((host.to_ascii_lowercase(), port.parse::<u16>().ok()?)));
+        // A host is a name or address without spaces; port 0 would be any port, which no peer
+        // could find.
+        let address = line.rsplit_once(':').and_then(|(host, port)| {
+            let host_ok = !host.is_empty() && !host.contains(char::is_whitespace);
+            let port = port.parse::<u16>().ok().filter(|&p| p > 0)?;
+            host_ok.then(|| (host.to_ascii_lowercase(), port))
+        });
         let Some(address) = address else {
             bail!(
                 Config,
-                "{}:{}: expected host:port, got {line:?}",
+                "{}:{}: expected one host:port (a port from 1 to 65535), got {line:?}",
                 path.display(),
                 i + 1
             );

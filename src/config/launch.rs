@@ -211,8 +211,17 @@ fn block_addresses(
     );
     let mut addresses = Vec::with_capacity(processes);
     for (node, &tasks) in nodes.iter().zip(per_node) {
-        for local in 0..tasks {
+        ensure!(
+            port as usize + tasks.min(processes).saturating_sub(1) <= u16::MAX as usize,
+            Config,
+            "node {node} runs {tasks} task(s) on ports from NEARDUP_PORT = {port}, past 65535: \
+             set a lower NEARDUP_PORT"
+        );
+        for local in 0..tasks.min(processes) {
             addresses.push(format!("{node}:{}", port as usize + local));
+        }
+        if addresses.len() >= processes {
+            break;
         }
     }
     ensure!(
@@ -274,12 +283,21 @@ fn split_top_level(list: &str) -> Vec<&str> {
     items.into_iter().filter(|s| !s.trim().is_empty()).collect()
 }
 
+/// The most names a node list may expand to (Slurm's largest clusters have tens of thousands).
+const MAX_NODES: u64 = 1 << 20;
+
 /// Appends the names of one item (`prefix[ranges]rest`) to `out`.
 fn expand_name(item: &str, out: &mut Vec<String>) -> Result<()> {
     let Some(open) = item.find('[') else {
+        ensure!(!item.contains(']'), Config, "unopened ']' in {item:?}");
         out.push(item.trim().to_string());
         return Ok(());
     };
+    ensure!(
+        !item[..open].contains(']'),
+        Config,
+        "unopened ']' in {item:?}"
+    );
     let Some(close) = item[open..].find(']').map(|c| open + c) else {
         bail!(Config, "unclosed '[' in {item:?}")
     };
@@ -291,6 +309,11 @@ fn expand_name(item: &str, out: &mut Vec<String>) -> Result<()> {
             bail!(Config, "bad range {range:?}")
         };
         ensure!(a <= b, Config, "range {range:?} runs backwards");
+        ensure!(
+            b - a < MAX_NODES - (out.len() as u64).min(MAX_NODES),
+            Config,
+            "range {range:?} names more than {MAX_NODES} nodes"
+        );
         for n in a..=b {
             expand_name(&format!("{prefix}{n:0width$}{rest}"), out)?;
         }
@@ -309,6 +332,11 @@ pub fn expand_tasks_per_node(list: &str) -> Result<Vec<usize>> {
         let (Ok(count), Ok(times)) = (count.parse::<usize>(), times.parse::<usize>()) else {
             bail!(Config, "Slurm tasks per node {list:?}: bad item {item:?}")
         };
+        ensure!(
+            times as u64 <= MAX_NODES,
+            Config,
+            "Slurm tasks per node {list:?}: {item:?} names more than {MAX_NODES} nodes"
+        );
         out.extend(std::iter::repeat_n(count, times));
     }
     Ok(out)
@@ -349,9 +377,14 @@ fn kubernetes(env: &Environment) -> Result<Place> {
             "--cluster kubernetes: no pod name (set NEARDUP_POD_NAME from metadata.name)"
         )
     };
+    let ordinal_of = |o: &str| {
+        o.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| o.parse().ok())?
+    };
     let Some((set, ordinal)) = pod
         .rsplit_once('-')
-        .and_then(|(s, o)| Some((s, o.parse().ok()?)))
+        .and_then(|(s, o)| Some((s, ordinal_of(o)?)))
     else {
         let from = match env.var("NEARDUP_POD_NAME") {
             Some(_) => "NEARDUP_POD_NAME",
@@ -420,10 +453,13 @@ fn line_of_this_host(path: &Path, addresses: &[String], env: &Environment) -> Re
             path.display()
         )
     };
-    let short = name.split('.').next().unwrap_or(name);
+    // Host names are compared without case, as DNS compares them.
+    let name = name.to_ascii_lowercase();
+    let short = name.split('.').next().unwrap_or(&name);
     let lines: Vec<usize> = (0..addresses.len())
         .filter(|&i| {
             let host = addresses[i].rsplit_once(':').map_or("", |(h, _)| h);
+            let host = host.to_ascii_lowercase();
             host == name || host == short || host.split('.').next() == Some(short)
         })
         .collect();
@@ -563,6 +599,55 @@ mod tests {
                 .contains("the host name; set NEARDUP_POD_NAME"),
             "{err}"
         );
+    }
+
+    /// Defects (probe 9): a port past 65535 was found only when the process listened, while its
+    /// peers waited out their timeout; a stray ']' made a host name; a huge range was expanded in
+    /// full; a pod `dedup-+1` was ordinal 1; a hostfile of port 0, no host or two addresses on a
+    /// line was read; and `VM:5401` did not name the machine `vm`.
+    #[test]
+    fn launch_places_refuse_what_no_peer_could_reach() {
+        let slurm = |port: &str, nodes: &str| {
+            let vars = [
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_NODELIST", nodes),
+                ("NEARDUP_PORT", port),
+            ];
+            place(Launcher::Slurm, None, &env(&vars, None)).map_err(|e| e.to_string())
+        };
+        let err = slurm("65535", "127.0.0.1").unwrap_err();
+        assert!(err.contains("past 65535"), "{err}");
+        assert!(slurm("65534", "127.0.0.1").is_ok());
+        for bad in ["node1]", "node[1-3]]x", "n[0-9999999999]"] {
+            assert!(slurm("4000", bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            slurm("4000", "n[0-1]").unwrap().addresses,
+            ["n0:4000", "n1:4000"]
+        );
+        let pods = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("NEARDUP_SERVICE", "nd"),
+            ("NEARDUP_PROCESSES", "3"),
+            ("NEARDUP_POD_NAME", "dedup-+1"),
+        ];
+        assert!(place(Launcher::Kubernetes, None, &env(&pods, None)).is_err());
+        for text in [
+            "127.0.0.1:0\n",
+            ":4703\n",
+            "127.0.0.1:4708 127.0.0.1:4709\n",
+        ] {
+            let (_dir, path) = hosts(text);
+            let err = crate::config::exec::read_hostfile(&path).unwrap_err();
+            assert!(
+                err.to_string().contains(":1: expected one host:port"),
+                "{err}"
+            );
+        }
+        let (_dir, path) = hosts("VM:5401\nother:5401\n");
+        let p = place(Launcher::Hostfile, Some(&path), &env(&[], Some("vm"))).unwrap();
+        assert_eq!(p.process, 0);
     }
 
     /// A hostfile holding `text`, in a directory that lives as long as the first value.
