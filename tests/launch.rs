@@ -232,3 +232,50 @@ fn launcher_errors_blame_the_environment_and_flag_errors_name_the_flags_given() 
     assert!(!err.contains("--process and"), "{err}");
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
+
+/// Defect (probe 9): the handshake compared input paths as written with their sizes, so two
+/// processes that found other files of one size at one path (working directories that differ,
+/// machines that do not share a filesystem) formed a cluster and mixed the two files in the
+/// outputs. Each file's real path and modification time are compared too.
+#[test]
+fn processes_that_find_other_files_at_one_path_refuse_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = |word: &str| {
+        (0..40)
+            .map(|i| format!("{{\"id\":{i},\"text\":\"{word} {i} a b c d e f g h i j\"}}\n"))
+            .collect::<String>()
+    };
+    let places = ["x", "y"].map(|d| dir.path().join(d));
+    for (place, word) in places.iter().zip(["alpha", "gamma"]) {
+        std::fs::create_dir(place).unwrap();
+        std::fs::write(place.join("d.jsonl"), text(word)).unwrap();
+    }
+    let hosts = hostfile(dir.path(), 2);
+    let out = dir.path().join("out");
+    let children: Vec<_> = places
+        .iter()
+        .enumerate()
+        .map(|(i, place)| {
+            neardup()
+                .arg("run")
+                .arg(root().join("jobs/sample.toml"))
+                .args(["--input", "d.jsonl", "--out-dir"])
+                .arg(&out)
+                .args(["--cluster", "auto", "-w", "1", "--connect-timeout", "30"])
+                .arg("--hostfile")
+                .arg(&hosts)
+                .env("NEARDUP_PROCESS", i.to_string())
+                .current_dir(place)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let (code, err) = finish(c, 60);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains("`input file = "), "{err}");
+    }
+    assert!(!out.join("pairs.tsv").exists(), "nothing written");
+}

@@ -286,6 +286,18 @@ impl Plan {
                 f.size,
                 f.compression.name()
             ));
+            // Other files at the same path (machines that do not share the filesystem, a symlink
+            // pointing elsewhere) differ here, where a size alone may agree.
+            let real = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+            let modified = f.stamp.and_then(|s| s.modified);
+            let since = modified.and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
+            let since = since.map_or("unknown".into(), |d| {
+                format!("{}.{:09}", d.as_secs(), d.subsec_nanos())
+            });
+            lines.push(format!(
+                "input file = {} (modified {since})",
+                real.display()
+            ));
         }
         if let Some(p) = &self.pairs {
             lines.push(format!("pairs.memory_budget = {}", p.memory_budget));

@@ -223,9 +223,20 @@ fn mismatch(reference: &Hello, agree: &[usize], odd: &Hello) -> Option<String> {
         ));
     }
     if odd.plan != reference.plan {
+        let difference = first_difference(&odd.plan, &reference.plan, &who, &others);
+        let hint = match () {
+            _ if difference.starts_with("`input = ") => {
+                " (input paths are compared as written, as the outputs name them: start every \
+                 process in the same directory with the same job path)"
+            }
+            _ if difference.starts_with("`input file = ") => {
+                " (the same path is another file, or a file modified at another time: the \
+                 processes need one shared filesystem)"
+            }
+            _ => "",
+        };
         return Some(format!(
-            "{who} was started with other settings or inputs than {others} ({})",
-            first_difference(&odd.plan, &reference.plan, &who, &others)
+            "{who} was started with other settings or inputs than {others} ({difference}){hint}"
         ));
     }
     None
