@@ -241,6 +241,44 @@ fn a_scratch_path_that_is_a_file_is_refused_before_work() {
     assert!(!d.join("out").exists(), "no work done");
 }
 
+/// Defect (probe 9): a scratch inside the corpus directory, left there by a killed run, was taken
+/// for a file the run did not write, and every later run refused the corpus directory. A scratch
+/// inside the corpus or the store is refused before any work; an empty scratch path too.
+#[test]
+fn a_scratch_inside_the_corpus_or_the_store_is_refused_before_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = |scratch: &str, extra: &str| {
+        let body = format!(
+            "method = \"minhash\"\n[input]\npaths = [{:?}]\n[run]\nscratch = {scratch:?}\n\
+             spill = \"always\"\n[output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n{extra}",
+            root().join("data-samples/docs.jsonl")
+        );
+        std::fs::write(d.join("job.toml"), body).unwrap();
+        d.join("job.toml")
+    };
+    let corpus = job("out/corpus/tmp", "corpus = \"corpus\"\n");
+    let out = run(&corpus, &[]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("inside the corpus directory"), "{e}");
+    assert!(!d.join("out/pairs.tsv").exists(), "no work done");
+    let store = job("st/x", "");
+    let out = neardup()
+        .arg("run")
+        .arg(&store)
+        .arg("--store")
+        .arg(d.join("st"))
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("inside the store directory"), "{e}");
+    let out = run(&job("", ""), &[]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("[run] scratch is empty"), "{e}");
+}
+
 /// Regression (found by a probe): a scratch path whose folders did not exist was made, and left
 /// there empty after the run. The folders a run makes are removed with its scratch directory;
 /// one that holds something else stays.

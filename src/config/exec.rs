@@ -106,6 +106,29 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// An error if the scratch folder `parent` lies in (or is) a directory that a commit replaces or
+/// that holds one thing alone: the corpus directory (`dirs` names each, as `("corpus", path)`) or
+/// the store. A scratch left there by a killed run would be taken for a file this run did not
+/// write, and the directory refused on every later run.
+pub fn check_scratch(parent: &std::path::Path, dirs: &[(&str, &std::path::Path)]) -> Result<()> {
+    let real = |p: &std::path::Path| {
+        crate::output::paths::real_path(p)
+            .io_context(|| format!("resolving the path {}", p.display()))
+    };
+    let scratch = real(parent)?;
+    for (name, dir) in dirs {
+        ensure!(
+            !scratch.starts_with(real(dir)?),
+            Config,
+            "[run] scratch {} lies inside the {name} directory {}, which holds what neardup \
+             puts there alone: choose a scratch directory outside it",
+            parent.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 impl Exec {
     /// Total workers in the cluster.
     pub fn peers(&self) -> usize {

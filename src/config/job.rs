@@ -1022,6 +1022,14 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         spill,
         ..Exec::default()
     };
+    ensure!(
+        run.scratch
+            .as_ref()
+            .is_none_or(|d| !d.as_os_str().is_empty()),
+        Config,
+        "[run] scratch is empty: name a directory, or leave it out for the system's temporary \
+         directory"
+    );
     if let Some(dir) = exec.scratch.as_ref().filter(|d| d.exists() && !d.is_dir()) {
         bail!(
             Config,

@@ -119,6 +119,11 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
     let mut outputs = None;
     let mut store = None;
     let (builders, others) = plan.exec.start(&plan.describe(), || {
+        let corpus = plan.outputs.corpus.iter().map(|d| ("corpus", d.as_path()));
+        let dirs: Vec<_> = corpus
+            .chain(plan.store.iter().map(|d| ("store", d.as_path())))
+            .collect();
+        crate::config::exec::check_scratch(&plan.exec.scratch_parent(), &dirs)?;
         if plan.exec.process == 0 {
             plan.check_store_apart()?;
             if plan.outputs.corpus.is_some() {
