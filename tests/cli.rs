@@ -709,6 +709,25 @@ fn stage_commands_compose_and_validate_their_arguments() {
             "{err}"
         );
     }
+    // Defect (probe 9): these flags were blamed on the job file with exit 1.
+    for (flags, says) in [
+        (&["--cluster", "bogus"][..], "expected auto, slurm"),
+        (&["--connect-timeout", "0"][..], "more than 0"),
+        (
+            &["--processes", "2", "--process", "2"][..],
+            "out of range for --processes 2",
+        ),
+    ] {
+        let out = neardup()
+            .args(["run", "jobs/sample.toml"])
+            .args(flags)
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says) && !err.contains("invalid job"), "{err}");
+    }
 }
 
 /// Two free localhost ports (bound, then released for the cluster to take).

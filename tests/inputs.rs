@@ -299,20 +299,28 @@ fn an_absurd_worker_count_is_refused_in_plain_words() {
     // `-w 0` is a bad command line (exit 2, tests/cli.rs); `workers = 0` in a job is a bad job.
     let zero = job.replace("[output]", "[run]\nworkers = 0\n[output]");
     std::fs::write(d.join("job0.toml"), zero).unwrap();
+    let many = job.replace("[output]", "[run]\nworkers = 100000\n[output]");
+    std::fs::write(d.join("many.toml"), many).unwrap();
+    // Defect (probe 9): `-w 100000` exited 1 as a bad job; it is a bad command line (exit 2).
+    for args in [
+        vec!["run", "job.toml", "-w", "100000"],
+        vec![
+            "fingerprint",
+            "--input",
+            "a.jsonl",
+            "--out",
+            "f.tsv",
+            "-w",
+            "100000",
+        ],
+    ] {
+        let out = neardup().args(&args).current_dir(d).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("100000 worker threads on a machine"), "{err}");
+    }
     for (args, want) in [
-        (vec!["run", "job.toml", "-w", "100000"], too_many.clone()),
-        (
-            vec![
-                "fingerprint",
-                "--input",
-                "a.jsonl",
-                "--out",
-                "f.tsv",
-                "-w",
-                "100000",
-            ],
-            too_many,
-        ),
+        (vec!["run", "many.toml"], too_many),
         (
             vec!["run", "job0.toml"],
             "workers must be at least 1\n".to_string(),

@@ -163,7 +163,7 @@ pub struct FieldArgs {
 #[derive(Args)]
 pub struct ClusterArgs {
     /// Worker threads per process (run: default from the job, else 1).
-    #[arg(short = 'w', long, value_parser = at_least_1())]
+    #[arg(short = 'w', long, value_parser = worker_threads)]
     workers: Option<usize>,
     /// Number of processes in a timely cluster.
     #[arg(long, default_value_t = 1, value_parser = at_least_1())]
@@ -177,18 +177,56 @@ pub struct ClusterArgs {
     /// Read the processes, this one's index and the addresses from the launcher: auto (Slurm,
     /// Kubernetes, else --hostfile with NEARDUP_PROCESS or this host's line, else one process),
     /// slurm, kubernetes or hostfile. docs/CLUSTER.md has the recipes.
-    #[arg(long, value_name = "LAUNCHER", conflicts_with_all = ["processes", "process"])]
-    cluster: Option<String>,
+    #[arg(long, value_name = "LAUNCHER", conflicts_with_all = ["processes", "process"],
+          value_parser = |s: &str| Launcher::parse(s).map_err(|e| e.to_string()))]
+    cluster: Option<Launcher>,
     /// Seconds a process waits for the other processes of the cluster (run: default from the
     /// job, else 60).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = seconds_to_connect)]
     connect_timeout: Option<f64>,
 }
 
+/// `-w`: at least 1, and at most [`neardup::config::exec::MAX_WORKERS_PER_CORE`] a core.
+fn worker_threads(s: &str) -> Result<usize, String> {
+    use neardup::config::exec::{cores, MAX_WORKERS_PER_CORE};
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    let most = MAX_WORKERS_PER_CORE * cores();
+    match n {
+        0 => Err("at least 1 worker thread".into()),
+        n if n > most => Err(format!(
+            "{n} worker threads on a machine with {} core(s): at most {most} \
+             ({MAX_WORKERS_PER_CORE} per core); use --processes on more machines to go wider",
+            cores()
+        )),
+        n => Ok(n),
+    }
+}
+
+/// `--connect-timeout`: seconds, more than 0 and at most a day.
+fn seconds_to_connect(s: &str) -> Result<f64, String> {
+    let t: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    neardup::config::job::connect_timeout(t)
+        .map(|_| t)
+        .map_err(|e| e.to_string())
+}
+
 impl ClusterArgs {
-    /// The command line's part of a plan.
+    /// The command line's part of a plan; a `--process` out of the range of `--processes` is a
+    /// bad command line (exit 2).
     pub fn overrides(&self, command: &str) -> anyhow::Result<Overrides> {
-        let cluster = self.cluster.as_deref().map(Launcher::parse).transpose()?;
+        if self.process >= self.processes {
+            let e = clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--process {} is out of range for --processes {} (0 to {})\n",
+                    self.process,
+                    self.processes,
+                    self.processes - 1
+                ),
+            );
+            e.exit();
+        }
+        let cluster = self.cluster;
         Ok(Overrides {
             command: command.into(),
             workers: self.workers,

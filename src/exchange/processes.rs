@@ -94,8 +94,9 @@ fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Re
     let timeout = first_word.or(waited).unwrap_or_default().as_secs_f64();
     s.read_exact(&mut magic).map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Cluster(format!(
-            "no handshake from {peer}: it sent nothing within {timeout:.0} s (is another \
-             program listening there, or is that process stopped?)"
+            "no handshake from {peer}: it sent nothing within {} s (is another \
+             program listening there, or is that process stopped?)",
+            seconds(timeout)
         )),
         _ => Error::Io {
             context: format!("no handshake from {peer}"),
@@ -128,6 +129,15 @@ fn unexpected(peer: &Hello, from: std::net::SocketAddr, me: usize, n: usize) -> 
     format!(
         "a process from {from} says it is process {p}, which is not a peer this process expects"
     )
+}
+
+/// Seconds for a message: whole from 10 on, else to the millisecond (`0.001`, `2.5`).
+fn seconds(secs: f64) -> String {
+    if secs >= 10.0 {
+        return format!("{secs:.0}");
+    }
+    let s = format!("{secs:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A network error while forming the cluster.
@@ -388,8 +398,9 @@ impl Forming<'_> {
         for (p, addr) in self.addresses.iter().enumerate().take(me) {
             let mut s = connect(addr, self.deadline).map_err(|e| {
                 Error::Cluster(format!(
-                    "process {me} could not reach process {p} at {addr} within {secs:.0} s ({e}); \
-                     is it running, and is the hostfile right? (--connect-timeout sets the wait)"
+                    "process {me} could not reach process {p} at {addr} within {} s ({e}); \
+                     is it running, and is the hostfile right? (--connect-timeout sets the wait)",
+                    seconds(secs)
                 ))
             })?;
             s.set_nodelay(true).map_err(net)?;
@@ -456,10 +467,10 @@ impl Forming<'_> {
             .map(|p| format!("{p} ({})", self.addresses[p]))
             .collect();
         Error::Cluster(format!(
-            "process {me} waited {:.0} s for process(es) {} to connect; are they running, placed \
+            "process {me} waited {} s for process(es) {} to connect; are they running, placed \
              alike (the same hostfile, or the same launcher's step)? (--connect-timeout sets the \
              wait)",
-            self.secs,
+            seconds(self.secs),
             missing.join(", ")
         ))
     }
