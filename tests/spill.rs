@@ -511,7 +511,7 @@ fn a_scratch_disk_full_as_pairs_spill_names_the_directory_and_touches_no_output(
         let dir_named = format!("the scratch directory {}", scratch.display());
         assert!(err.contains(&dir_named) && err.contains("is full"), "{err}");
         assert!(
-            err.contains(&format!("{name}-w")) && err.contains("MiB"),
+            err.contains(&format!("the {name} stage's spill (worker ")) && err.contains("MiB"),
             "{err}"
         );
         assert!(!err.contains("a bug in neardup"), "{err}");

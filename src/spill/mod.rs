@@ -352,6 +352,13 @@ impl Drop for SpillFile {
 
 fn disk_full(dir: &Path, needed: u64, free: Option<u64>, what: &str) -> Error {
     let free = free.map_or("unknown".into(), |f| format!("{} MiB", f >> 20));
+    // A spill is named `<stage>-w<worker>`: said in words.
+    let what = match what.rsplit_once("-w") {
+        Some((stage, w)) if w.parse::<usize>().is_ok() => {
+            format!("the {stage} stage's spill (worker {w})")
+        }
+        _ => what.to_string(),
+    };
     Error::Resource(format!(
         "the scratch directory {} is full: {what} needs about {} MiB there, {free} free. Free \
          space, point [run] scratch at a larger disk, or raise [run] memory_budget_mib; the \
