@@ -22,7 +22,14 @@ const FILES: [&str; 5] = [
 fn neardup() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
     // A test run under a launcher must not be placed by it.
-    for var in ["SLURM_PROCID", "SLURM_NTASKS", "KUBERNETES_SERVICE_HOST"] {
+    for var in [
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "KUBERNETES_SERVICE_HOST",
+        "NEARDUP_SERVICE",
+        "NEARDUP_PROCESSES",
+        "NEARDUP_POD_NAME",
+    ] {
         cmd.env_remove(var);
     }
     cmd

@@ -120,11 +120,9 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
         Launcher::Auto => {
             if env.var("SLURM_PROCID").is_some() && env.var("SLURM_NTASKS").is_some() {
                 slurm(env)
-            } else if env.var("KUBERNETES_SERVICE_HOST").is_some()
-                && KUBERNETES_VARIABLES.iter().any(|v| env.var(v).is_some())
-            {
-                // A pod that sets any of them means a cluster: one it lacks is an error, where
-                // running alone would make every pod do the whole job.
+            } else if KUBERNETES_VARIABLES.iter().any(|v| env.var(v).is_some()) {
+                // Setting any of them means a cluster (in a pod or not): one it lacks is an
+                // error, where running alone would make every process do the whole job.
                 kubernetes(env)
             } else if let Some(path) = hostfile {
                 from_hostfile(path, env)
@@ -599,6 +597,13 @@ mod tests {
                 .contains("the host name; set NEARDUP_POD_NAME"),
             "{err}"
         );
+        // Defect (probe 9): the same variables without KUBERNETES_SERVICE_HOST ran one process
+        // alone, where NEARDUP_PROCESS without a hostfile is refused for that danger.
+        let outside = [("NEARDUP_SERVICE", "nd"), ("NEARDUP_PROCESSES", "3")];
+        let p = place(Launcher::Auto, None, &env(&outside, Some("dedup-1"))).unwrap();
+        assert_eq!((p.launcher, p.processes, p.process), ("kubernetes", 3, 1));
+        let err = place(Launcher::Auto, None, &env(&outside[..1], Some("dedup-1"))).unwrap_err();
+        assert!(err.to_string().contains("NEARDUP_PROCESSES"), "{err}");
     }
 
     /// Defects (probe 9): a port past 65535 was found only when the process listened, while its
