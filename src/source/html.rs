@@ -97,49 +97,119 @@ pub fn charset_param(content_type: &str) -> Option<&str> {
     })
 }
 
-/// The encoding a `<meta>` tag in the first 1024 bytes declares (the HTML5 prescan, simplified: the
-/// first `<meta>` with a `charset` attribute or a `content` holding `charset=`).
+/// The encoding a `<meta>` tag in the first 1024 bytes declares (the HTML5 prescan, simplified:
+/// comments are passed over, and the first `<meta>` with a `charset` attribute, or an `http-equiv`
+/// with a `content` holding `charset=`, decides).
 pub fn meta_charset(bytes: &[u8]) -> Option<&'static Encoding> {
     let head = &bytes[..bytes.len().min(1024)];
     let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&lower[from..], b"<meta") {
-        let start = from + at + 5;
+    while let Some(at) = memchr::memmem::find(&lower[from..], b"<") {
+        let open = from + at;
+        let rest = &lower[open..];
+        if rest.starts_with(b"<!--") {
+            from =
+                memchr::memmem::find(&rest[4..], b"-->").map_or(lower.len(), |e| open + 4 + e + 3);
+            continue;
+        }
+        from = open + 1;
+        if !rest.starts_with(b"<meta") {
+            continue;
+        }
+        let start = open + 5;
         let end = memchr::memchr(b'>', &lower[start..]).map_or(lower.len(), |e| start + e);
         let tag = &lower[start..end];
-        if let Some(c) = memchr::memmem::find(tag, b"charset") {
-            let rest = &tag[c + 7..];
-            let rest = rest.trim_ascii_start();
-            if let Some(rest) = rest.strip_prefix(b"=") {
-                let rest = rest.trim_ascii_start();
-                let rest = rest
-                    .strip_prefix(b"\"")
-                    .or(rest.strip_prefix(b"'"))
-                    .unwrap_or(rest);
-                let len = rest
-                    .iter()
-                    .position(|b| !(b.is_ascii_alphanumeric() || b"-_.:".contains(b)))
-                    .unwrap_or(rest.len());
-                if let Some(enc) = Encoding::for_label(&rest[..len]) {
-                    // HTML5: a UTF-16 declaration in an ASCII-compatible prescan means UTF-8.
-                    return Some(
-                        if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
-                            encoding_rs::UTF_8
-                        } else {
-                            enc
-                        },
-                    );
-                }
-            }
+        let value = match memchr::memmem::find(tag, b"http-equiv") {
+            Some(_) => memchr::memmem::find(tag, b"charset").map(|c| &tag[c + 7..]),
+            None => charset_attribute(tag),
+        };
+        if let Some(enc) = value.and_then(charset_value) {
+            return Some(enc);
         }
         from = end;
     }
     None
 }
 
-/// Guesses the encoding of undeclared bytes: UTF-8 if they are valid UTF-8, else chardetng's guess.
+/// What follows the name of a tag's `charset` attribute (outside any quoted value).
+fn charset_attribute(tag: &[u8]) -> Option<&[u8]> {
+    let mut quote = None;
+    for (i, &b) in tag.iter().enumerate() {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'"' || b == b'\'' => quote = Some(b),
+            None => {
+                let after_space =
+                    i == 0 || matches!(tag[i - 1], b' ' | b'\t' | b'\n' | b'\r' | b'/');
+                if after_space && tag[i..].starts_with(b"charset") {
+                    return Some(&tag[i + 7..]);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The encoding named after `charset` in a tag (`= "gbk"`), if any; UTF-16 named in an
+/// ASCII-compatible prescan means UTF-8 (HTML5).
+fn charset_value(rest: &[u8]) -> Option<&'static Encoding> {
+    let rest = rest
+        .trim_ascii_start()
+        .strip_prefix(b"=")?
+        .trim_ascii_start();
+    let rest = rest
+        .strip_prefix(b"\"")
+        .or(rest.strip_prefix(b"'"))
+        .unwrap_or(rest);
+    let len = rest
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || b"-_.:".contains(b)))
+        .unwrap_or(rest.len());
+    let enc = Encoding::for_label(&rest[..len])?;
+    Some(
+        match enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
+            true => encoding_rs::UTF_8,
+            false => enc,
+        },
+    )
+}
+
+/// The multibyte characters of valid UTF-8 in `bytes`, and the invalid sequences between them.
+fn utf8_tally(bytes: &[u8]) -> (usize, usize) {
+    // In valid UTF-8 a byte from 0xC0 up is the lead byte of a multibyte character.
+    let leads = |b: &[u8]| b.iter().filter(|&&x| x >= 0xC0).count();
+    let (mut valid, mut invalid, mut rest) = (0, 0, bytes);
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(_) => return (valid + leads(rest), invalid),
+            Err(e) => {
+                let (good, after) = rest.split_at(e.valid_up_to());
+                valid += leads(good);
+                invalid += 1;
+                match e.error_len() {
+                    Some(n) => rest = &after[n..],
+                    None => return (valid, invalid),
+                }
+            }
+        }
+    }
+}
+
+/// True if `bytes` are UTF-8 with a few stray bytes (a Latin-1 `©` in a footer, a character cut
+/// short): at least twice as many valid multibyte characters as invalid sequences. Text in a
+/// legacy encoding (Latin-1, GBK, Shift_JIS) forms a valid multibyte character only by chance, far
+/// less often than an invalid one, so it is not taken for UTF-8; a browser shows such a page as
+/// UTF-8 with a U+FFFD or two, where a re-guess turned all of it into mojibake.
+fn mostly_utf8(bytes: &[u8]) -> bool {
+    let (valid, invalid) = utf8_tally(bytes);
+    valid > 0 && valid >= 2 * invalid
+}
+
+/// Guesses the encoding of undeclared bytes: UTF-8 if they are valid UTF-8, or UTF-8 with a few
+/// stray bytes ([`mostly_utf8`]); else chardetng's guess.
 fn guess(bytes: &[u8]) -> &'static Encoding {
-    if std::str::from_utf8(bytes).is_ok() {
+    if std::str::from_utf8(bytes).is_ok() || mostly_utf8(bytes) {
         return encoding_rs::UTF_8;
     }
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Allow);
@@ -152,9 +222,9 @@ pub fn decode<'a>(bytes: &'a [u8], http_charset: Option<&str>) -> Decoded<'a> {
     let (encoding, source) = if let Some((enc, _)) = Encoding::for_bom(bytes) {
         (enc, CharsetSource::Bom)
     } else if let Some(enc) = http_charset.and_then(|c| Encoding::for_label(c.as_bytes())) {
-        (enc, CharsetSource::Http)
+        (utf8_under(enc, bytes), CharsetSource::Http)
     } else if let Some(enc) = meta_charset(bytes) {
-        (enc, CharsetSource::Meta)
+        (utf8_under(enc, bytes), CharsetSource::Meta)
     } else {
         (guess(bytes), CharsetSource::Guessed)
     };
@@ -180,13 +250,34 @@ pub fn decode<'a>(bytes: &'a [u8], http_charset: Option<&str>) -> Decoded<'a> {
     }
 }
 
-/// Decodes a plain-text body: BOM, then the declared charset, then a guess.
+/// UTF-8 where a page declared a legacy ASCII-compatible encoding (`enc`) but its bytes are valid
+/// UTF-8 with multibyte characters (a server's default `iso-8859-1` over a UTF-8 page): such bytes
+/// are legacy text only by chance. Else `enc`.
+fn utf8_under(enc: &'static Encoding, bytes: &[u8]) -> &'static Encoding {
+    let legacy = enc != encoding_rs::UTF_8 && enc.is_ascii_compatible();
+    if legacy && std::str::from_utf8(bytes).is_ok() && bytes.iter().any(|&b| b >= 0xC0) {
+        return encoding_rs::UTF_8;
+    }
+    enc
+}
+
+/// Decodes a plain-text body: BOM, then the declared charset, then a guess; a declared UTF-8 that
+/// does not decode cleanly is guessed again, as a page's is.
 pub fn decode_text<'a>(bytes: &'a [u8], charset: Option<&str>) -> Cow<'a, str> {
+    let declared = charset.and_then(|c| Encoding::for_label(c.as_bytes()));
     let encoding = Encoding::for_bom(bytes)
         .map(|(e, _)| e)
-        .or_else(|| charset.and_then(|c| Encoding::for_label(c.as_bytes())))
+        .or_else(|| declared.map(|e| utf8_under(e, bytes)))
         .unwrap_or_else(|| guess(bytes));
-    encoding.decode(bytes).0
+    let (text, used, had_errors) = encoding.decode(bytes);
+    if had_errors && used == encoding_rs::UTF_8 {
+        let guessed = guess(bytes);
+        let (again, errors) = guessed.decode_without_bom_handling(bytes);
+        if !errors {
+            return again;
+        }
+    }
+    text
 }
 
 /// Text and language of a page.
@@ -213,6 +304,8 @@ fn is_invisible(name: &str) -> bool {
             | "svg"
             | "math"
             | "canvas"
+            | "noframes"
+            | "noembed"
             | "select"
             | "button"
             | "input"
@@ -231,9 +324,11 @@ fn is_block(name: &str) -> bool {
             | "body"
             | "br"
             | "caption"
+            | "center"
             | "dd"
             | "details"
             | "dialog"
+            | "dir"
             | "div"
             | "dl"
             | "dt"
@@ -242,6 +337,7 @@ fn is_block(name: &str) -> bool {
             | "figure"
             | "footer"
             | "form"
+            | "frameset"
             | "h1"
             | "h2"
             | "h3"
@@ -249,13 +345,18 @@ fn is_block(name: &str) -> bool {
             | "h5"
             | "h6"
             | "header"
+            | "hgroup"
             | "hr"
+            | "legend"
             | "li"
+            | "listing"
             | "main"
             | "nav"
             | "ol"
+            | "optgroup"
             | "p"
             | "pre"
+            | "search"
             | "section"
             | "summary"
             | "table"
@@ -1070,6 +1171,79 @@ mod tests {
             Some("utf-8"),
         );
         assert!(d.text.contains("déjà vu"), "{:?}", d.text);
+    }
+
+    /// Defects (probe 10): one stray byte in a UTF-8 page (a Latin-1 `©` in a mirror's footer)
+    /// made the page re-guessed as a legacy encoding, all of it mojibake (Jaccard 0 against its
+    /// original); a UTF-8 page under a server's default `iso-8859-1` was decoded as Latin-1; a
+    /// plain-text body declared UTF-8 was never re-guessed.
+    #[test]
+    fn a_utf8_page_with_a_stray_byte_stays_utf8_and_legacy_pages_are_still_guessed() {
+        let zh = "近似重复检测是一种在大规模网页集合中找出内容几乎相同的文档的方法。".repeat(2);
+        let page = |meta: &str, footer: &[u8]| {
+            let mut p = format!("<html><head>{meta}</head><body><p>{zh}</p><p>").into_bytes();
+            p.extend_from_slice(footer);
+            p.extend_from_slice(b" 2024</p></body></html>");
+            p
+        };
+        for (meta, http) in [
+            ("<meta charset=utf-8>", None),
+            ("", Some("utf-8")),
+            ("", None),
+        ] {
+            for stray in [&b"\xa9"[..], b"\x92", b"\xff", &"中".as_bytes()[..2]] {
+                let bytes = page(meta, stray);
+                let d = decode(&bytes, http);
+                assert_eq!(d.encoding, encoding_rs::UTF_8, "{meta} {http:?} {stray:?}");
+                assert!(d.text.contains(&zh) && d.text.contains('\u{fffd}'));
+                let t = decode_text(&bytes, http);
+                assert!(t.contains(&zh), "{t}");
+            }
+        }
+        // Legacy text declared UTF-8, or not declared, is still guessed, however long.
+        let long = zh.repeat(20);
+        for (enc, sample) in [
+            (encoding_rs::GBK, long.as_str()),
+            (
+                encoding_rs::SHIFT_JIS,
+                "近似重複の検出は、ウェブページの集まりから同じ内容の文書を探す方法です。",
+            ),
+            (
+                encoding_rs::BIG5,
+                "近似重複偵測是一種在大規模網頁集合中找出內容幾乎相同的文件的方法。",
+            ),
+        ] {
+            let (bytes, _, _) = enc.encode(sample);
+            for http in [Some("utf-8"), None] {
+                let d = decode(&bytes, http);
+                assert_eq!(d.encoding, enc, "{http:?}");
+                assert_eq!(decode_text(&bytes, http), sample);
+            }
+        }
+        let latin = b"<p>d\xe9j\xe0 vu, fa\xe7ade and r\xe9sum\xe9</p>";
+        assert!(decode_text(latin, Some("utf-8")).contains("déjà vu"));
+        // Valid UTF-8 under a legacy declaration is UTF-8.
+        let bytes = page("<meta charset=gbk>", b"");
+        let d = decode(&bytes, Some("iso-8859-1"));
+        assert!(d.text.contains(&zh));
+        assert_eq!(decode_text(zh.as_bytes(), Some("iso-8859-1")), zh);
+    }
+
+    /// Defects (probe 10): a `<meta>` inside a comment, or `charset=` inside a description,
+    /// declared the page's encoding; `<center>` and `<legend>` glued the words of two blocks, and
+    /// `<noframes>` showed its markup as text.
+    #[test]
+    fn the_prescan_skips_comments_and_other_attributes_and_blocks_are_apart() {
+        let commented = b"<!-- <meta charset=iso-8859-2> --><meta charset=gbk>";
+        assert_eq!(meta_charset(commented), Some(encoding_rs::GBK));
+        let described = b"<meta name=description content=\"charset=iso-8859-2\"><meta charset=gbk>";
+        assert_eq!(meta_charset(described), Some(encoding_rs::GBK));
+        let t = page_text(
+            "<center>alpha bravo</center><center>charlie</center><fieldset><legend>delta</legend>echo</fieldset><noframes><p>kilo <a href=x>lima</a></p></noframes>",
+            Boilerplate::Keep,
+        );
+        let words: Vec<&str> = t.text.split_whitespace().collect();
+        assert_eq!(words, ["alpha", "bravo", "charlie", "delta", "echo"]);
     }
 
     #[test]
