@@ -3,7 +3,9 @@
 //! - **Charset.** In the order a browser uses: byte-order mark, the HTTP `Content-Type` charset, a
 //!   `<meta>` declaration in the first 1024 bytes, then a guess (valid UTF-8 is UTF-8; otherwise
 //!   chardetng, Firefox's detector). A declared UTF-8 that does not decode cleanly is re-guessed, since
-//!   crawled pages often lie about it. Decoding never fails: what cannot be decoded becomes U+FFFD.
+//!   crawled pages often lie about it, but UTF-8 with a few stray bytes stays UTF-8; valid UTF-8
+//!   under a legacy declaration is UTF-8. Decoding never fails: what cannot be decoded becomes
+//!   U+FFFD.
 //! - **Parse.** html5ever (through `scraper`) builds the tree exactly as a browser would: implied end
 //!   tags, misnested markup, raw-text `<script>`/`<style>`, entities. Scripts, styles, templates,
 //!   comments and the `<head>` are dropped; block elements become paragraph breaks, and text split by
