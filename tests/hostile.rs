@@ -1107,13 +1107,14 @@ fn running_out_of_memory_is_a_clear_error_not_an_abort() {
 #[test]
 fn absurd_settings_are_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [
-        vec!["-w", "1000"],
-        vec!["--max-record-bytes", "0"],
-        vec!["--connect-timeout=-1"],
+    // A flag's value out of range is a bad command line (exit 2; probe 9), a setting a bad job.
+    for (args, code) in [
+        (vec!["-w", "1000"], 2),
+        (vec!["--max-record-bytes", "0"], 1),
+        (vec!["--connect-timeout=-1"], 2),
     ] {
         let out = fingerprint_sample(dir.path().join("f.tsv"), &args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("warning:"), "{args:?}");
     }
     for budget in ["0", "1", "1000000000000000"] {
