@@ -1031,13 +1031,19 @@ pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, 
             .collect::<Vec<_>>()
     };
     if header("transfer-encoding").is_some_and(|te| tokens(te).iter().any(|t| t == "chunked")) {
-        body = dechunk(&body)?;
+        body = match dechunk(&body) {
+            Ok(b) => b,
+            Err(_) if stored_decoded(&body, "chunked") => body,
+            Err(e) => return Err(e),
+        };
     }
     for enc in tokens(header("content-encoding").unwrap_or_default())
         .iter()
         .rev()
     {
-        body = decode(body, enc, max_body)?;
+        if !stored_decoded(&body, enc) {
+            body = decode(body, enc, max_body)?;
+        }
     }
     if body.len() as u64 > max_body {
         return Err(format!(
@@ -1079,6 +1085,18 @@ fn dechunk(data: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+/// True if a body whose headers name the coding `enc` was stored with it already undone, as some
+/// archivers store bodies and keep the headers (warcio reads such a body as it is): a gzip body
+/// without gzip's magic bytes, or a body of another coding (chunked, deflate, br) that begins as
+/// markup does (`<` after any white space), which none of them does.
+fn stored_decoded(body: &[u8], enc: &str) -> bool {
+    match enc {
+        "gzip" | "x-gzip" => !body.is_empty() && !body.starts_with(&[0x1f, 0x8b]),
+        "" | "identity" => false,
+        _ => body.trim_ascii_start().starts_with(b"<"),
+    }
 }
 
 /// Undoes one content coding, capping the output at `max` bytes.
@@ -2045,6 +2063,27 @@ mod tests {
         }
     }
 
+    /// Defect (probe 10): a body stored decoded under headers that still name its coding (gzip,
+    /// chunked, br) was skipped as a corrupt record; warcio reads it as it is, and so does neardup.
+    #[test]
+    fn a_body_stored_decoded_under_its_coding_headers_is_read_as_it_is() {
+        let page = b"\n<html><body><p>already decoded</p></body></html>";
+        for headers in [
+            "Content-Encoding: gzip",
+            "Content-Encoding: br",
+            "Content-Encoding: deflate",
+            "Transfer-Encoding: chunked",
+            "Transfer-Encoding: chunked\r\nContent-Encoding: gzip",
+        ] {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n{headers}\r\n\r\n");
+            let r = parse_http_response(&[head.as_bytes(), page].concat(), MAX);
+            assert_eq!(r.map(|r| r.body), Ok(page.to_vec()), "{headers}");
+        }
+        // Text that is not markup under a coding it lacks is still an error.
+        let br = b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\n\r\nnot brotli";
+        assert!(parse_http_response(br, MAX).is_err());
+    }
+
     #[test]
     fn http_responses() {
         let body = b"<p>hello chunked world</p>";
@@ -2115,7 +2154,7 @@ mod tests {
             "chunked body truncated inside a 16-byte chunk"
         );
         let gzipped = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n";
-        assert!(err(format!("{gzipped}not gzip").as_bytes(), MAX)
+        assert!(err(&[gzipped.as_bytes(), b"\x1f\x8bbroken"].concat(), MAX)
             .starts_with("gzip body does not decode"));
         let bomb = [gzipped.as_bytes(), &gz(&[0; 10000])].concat();
         assert_eq!(err(&bomb, 100), "decoded body exceeds the 100-byte limit");
