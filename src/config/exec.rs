@@ -64,6 +64,19 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// One name for a host, to find two lines that name one address: lowercase, an IP address in
+/// its shortest form (`[::1]` and `0:0::1` are `::1`), and `localhost` as `127.0.0.1`, where a
+/// process binds it.
+fn one_name(host: &str) -> String {
+    let host = host.to_ascii_lowercase();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) if bare == "localhost" => "127.0.0.1".into(),
+        Err(_) => host,
+    }
+}
+
 /// Reads a hostfile: one `host:port` per line; blank lines and `#` comments are ignored.
 pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(path)
@@ -80,7 +93,7 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
         let address = line.rsplit_once(':').and_then(|(host, port)| {
             let host_ok = !host.is_empty() && !host.contains(char::is_whitespace);
             let port = port.parse::<u16>().ok().filter(|&p| p > 0)?;
-            host_ok.then(|| (host.to_ascii_lowercase(), port))
+            host_ok.then(|| (one_name(host), port))
         });
         let Some(address) = address else {
             bail!(

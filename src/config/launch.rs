@@ -668,9 +668,13 @@ mod tests {
     /// are one address too.
     #[test]
     fn a_hostfile_listing_one_address_twice_is_refused() {
+        // Defect (probe 9): `localhost` and `127.0.0.1` on one port were two addresses, and the
+        // second process connected to its own listener and waited out its timeout.
         for (text, line) in [
             ("127.0.0.1:23501\n# c\n127.0.0.1:23501\n", ":3:"),
             ("Node1:2101\nnode1:02101\n", ":2:"),
+            ("localhost:4701\n127.0.0.1:4701\n", ":2:"),
+            ("[::1]:4701\n[0:0::1]:4701\n", ":2:"),
         ] {
             let (_dir, path) = hosts(text);
             let err = crate::config::exec::read_hostfile(&path)
