@@ -186,20 +186,12 @@ pub struct ClusterArgs {
     connect_timeout: Option<f64>,
 }
 
-/// `-w`: at least 1, and at most [`neardup::config::exec::MAX_WORKERS_PER_CORE`] a core.
+/// `-w`: checked as `[run] workers` is ([`neardup::config::exec::check_workers`]).
 fn worker_threads(s: &str) -> Result<usize, String> {
-    use neardup::config::exec::{cores, MAX_WORKERS_PER_CORE};
     let n: usize = s.parse().map_err(|e| format!("{e}"))?;
-    let most = MAX_WORKERS_PER_CORE * cores();
-    match n {
-        0 => Err("at least 1 worker thread".into()),
-        n if n > most => Err(format!(
-            "{n} worker threads on a machine with {} core(s): at most {most} \
-             ({MAX_WORKERS_PER_CORE} per core); use --processes on more machines to go wider",
-            cores()
-        )),
-        n => Ok(n),
-    }
+    neardup::config::exec::check_workers(n)
+        .map(|()| n)
+        .map_err(|e| e.to_string())
 }
 
 /// `--connect-timeout`: seconds, more than 0 and at most a day.
@@ -226,14 +218,13 @@ impl ClusterArgs {
             );
             e.exit();
         }
-        let cluster = self.cluster;
         Ok(Overrides {
             command: command.into(),
             workers: self.workers,
             processes: self.processes,
             process: self.process,
             hostfile: self.hostfile.clone(),
-            cluster,
+            cluster: self.cluster,
             connect_timeout_s: self.connect_timeout,
             ..Overrides::default()
         })

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Append, AuditPlan, Plan, VerifyMode};
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::source::files::{FileStamp, InputFile};
 use crate::store::{same_parameters, Store};
 
@@ -127,10 +127,7 @@ impl Plan {
                 store.display()
             );
         }
-        let real = |p: &Path| {
-            crate::output::paths::real_path(p)
-                .io_context(|| format!("resolving the path {}", p.display()))
-        };
+        let real = crate::output::paths::resolved;
         let store_real = real(store)?;
         for (name, path) in self.outputs.requests() {
             if path == Path::new("-") {

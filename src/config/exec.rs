@@ -124,10 +124,7 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
 /// the store. A scratch left there by a killed run would be taken for a file this run did not
 /// write, and the directory refused on every later run.
 pub fn check_scratch(parent: &std::path::Path, dirs: &[(&str, &std::path::Path)]) -> Result<()> {
-    let real = |p: &std::path::Path| {
-        crate::output::paths::real_path(p)
-            .io_context(|| format!("resolving the path {}", p.display()))
-    };
+    let real = crate::output::paths::resolved;
     let scratch = real(parent)?;
     for (name, dir) in dirs {
         ensure!(
@@ -142,6 +139,22 @@ pub fn check_scratch(parent: &std::path::Path, dirs: &[(&str, &std::path::Path)]
     Ok(())
 }
 
+/// An error unless `workers` threads a process is at least 1 and at most
+/// [`MAX_WORKERS_PER_CORE`] a core (`-w` and `[run] workers` alike).
+pub fn check_workers(workers: usize) -> Result<()> {
+    ensure!(workers >= 1, Config, "workers must be at least 1");
+    let most = MAX_WORKERS_PER_CORE * cores();
+    ensure!(
+        workers <= most,
+        Config,
+        "{workers} worker threads on a machine with {} core(s): at most {most} \
+         ({MAX_WORKERS_PER_CORE} per core); more only adds channels and memory. Use --processes \
+         on more machines to go wider",
+        cores()
+    );
+    Ok(())
+}
+
 impl Exec {
     /// Total workers in the cluster.
     pub fn peers(&self) -> usize {
@@ -151,17 +164,7 @@ impl Exec {
     /// Checks the layout: at least one worker, at most [`MAX_WORKERS_PER_CORE`] per core, a valid
     /// process index, a hostfile only with several processes.
     pub fn validate(&self) -> Result<()> {
-        ensure!(self.workers >= 1, Config, "workers must be at least 1");
-        let most = MAX_WORKERS_PER_CORE * cores();
-        ensure!(
-            self.workers <= most,
-            Config,
-            "{} worker threads on a machine with {} core(s): at most {most} ({MAX_WORKERS_PER_CORE} \
-             per core); more only adds channels and memory. Use --processes on more machines to \
-             go wider",
-            self.workers,
-            cores()
-        );
+        check_workers(self.workers)?;
         ensure!(self.processes >= 1, Config, "processes must be at least 1");
         ensure!(
             self.process < self.processes,

@@ -288,7 +288,7 @@ impl Plan {
             ));
             // Other files at the same path (machines that do not share the filesystem, a symlink
             // pointing elsewhere) differ here, where a size alone may agree.
-            let real = std::fs::canonicalize(&f.path).unwrap_or_else(|_| f.path.clone());
+            let real = f.canonical_path();
             let modified = f.stamp.and_then(|s| s.modified);
             let since = modified.and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok());
             let since = since.map_or("unknown".into(), |d| {

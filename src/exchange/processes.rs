@@ -88,10 +88,12 @@ fn send_hello(s: &mut TcpStream, hello: &Hello) -> io::Result<()> {
 fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Result<Hello> {
     let mut magic = [0u8; 8];
     let waited = s.read_timeout().ok().flatten();
-    if let Some(wait) = first_word.filter(|w| waited.is_none_or(|t| *w < t)) {
-        s.set_read_timeout(Some(wait)).map_err(net)?;
-    }
-    let timeout = first_word.or(waited).unwrap_or_default().as_secs_f64();
+    // The shorter of the two waits, and the one the message names.
+    let wait = first_word
+        .filter(|w| waited.is_none_or(|t| *w < t))
+        .or(waited);
+    s.set_read_timeout(wait).map_err(net)?;
+    let timeout = wait.unwrap_or_default().as_secs_f64();
     s.read_exact(&mut magic).map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Cluster(format!(
             "no handshake from {peer}: it sent nothing within {} s (is another \

@@ -55,6 +55,11 @@ pub fn follow(path: &Path) -> io::Result<PathBuf> {
     Err(io::Error::other("too many levels of symbolic links"))
 }
 
+/// [`real_path`], its failure an error naming the path.
+pub fn resolved(path: &Path) -> Result<PathBuf> {
+    real_path(path).io_context(|| format!("resolving the path {}", path.display()))
+}
+
 /// The absolute path `path` names once symlinks are followed, whether or not it exists: the
 /// longest existing ancestor canonicalized, the rest joined with `.` and `..` taken lexically.
 pub fn real_path(path: &Path) -> io::Result<PathBuf> {

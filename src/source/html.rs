@@ -221,14 +221,26 @@ fn guess(bytes: &[u8]) -> &'static Encoding {
 
 /// Decodes a page's bytes (see the module docs for the order of evidence).
 pub fn decode<'a>(bytes: &'a [u8], http_charset: Option<&str>) -> Decoded<'a> {
-    let (encoding, source) = if let Some((enc, _)) = Encoding::for_bom(bytes) {
-        (enc, CharsetSource::Bom)
-    } else if let Some(enc) = http_charset.and_then(|c| Encoding::for_label(c.as_bytes())) {
-        (utf8_under(enc, bytes), CharsetSource::Http)
-    } else if let Some(enc) = meta_charset(bytes) {
-        (utf8_under(enc, bytes), CharsetSource::Meta)
-    } else {
-        (guess(bytes), CharsetSource::Guessed)
+    decode_as(bytes, || {
+        let http = http_charset.and_then(|c| Encoding::for_label(c.as_bytes()));
+        http.map(|e| (e, CharsetSource::Http))
+            .or_else(|| meta_charset(bytes).map(|e| (e, CharsetSource::Meta)))
+    })
+}
+
+/// Decodes `bytes` by their byte-order mark, else the encoding `declared` gives (valid UTF-8
+/// under a legacy one is UTF-8), else a guess; a declared UTF-8 that does not decode cleanly is
+/// guessed again.
+fn decode_as<'a>(
+    bytes: &'a [u8],
+    declared: impl FnOnce() -> Option<(&'static Encoding, CharsetSource)>,
+) -> Decoded<'a> {
+    let (encoding, source) = match Encoding::for_bom(bytes) {
+        Some((enc, _)) => (enc, CharsetSource::Bom),
+        None => match declared() {
+            Some((enc, source)) => (utf8_under(enc, bytes), source),
+            None => (guess(bytes), CharsetSource::Guessed),
+        },
     };
     // `decode` strips a BOM of any encoding and otherwise uses `encoding`.
     let (text, used, had_errors) = encoding.decode(bytes);
@@ -267,19 +279,7 @@ fn utf8_under(enc: &'static Encoding, bytes: &[u8]) -> &'static Encoding {
 /// does not decode cleanly is guessed again, as a page's is.
 pub fn decode_text<'a>(bytes: &'a [u8], charset: Option<&str>) -> Cow<'a, str> {
     let declared = charset.and_then(|c| Encoding::for_label(c.as_bytes()));
-    let encoding = Encoding::for_bom(bytes)
-        .map(|(e, _)| e)
-        .or_else(|| declared.map(|e| utf8_under(e, bytes)))
-        .unwrap_or_else(|| guess(bytes));
-    let (text, used, had_errors) = encoding.decode(bytes);
-    if had_errors && used == encoding_rs::UTF_8 {
-        let guessed = guess(bytes);
-        let (again, errors) = guessed.decode_without_bom_handling(bytes);
-        if !errors {
-            return again;
-        }
-    }
-    text
+    decode_as(bytes, || declared.map(|e| (e, CharsetSource::Http))).text
 }
 
 /// Text and language of a page.
