@@ -1415,6 +1415,42 @@ fn truth_skips_short_documents_as_a_run_does_when_asked() {
     assert_eq!(first_three.concat(), filtered);
 }
 
+/// Probe 11: `run` on records of pages was told to pass `--html-field html`, a flag `run` has not
+/// (clap refused it); a job is told the job's key alone, and setting it makes the run read them.
+#[test]
+fn a_job_without_the_text_field_is_told_the_jobs_key_not_a_flag_it_has_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let page =
+        "<html><body><p>one two three four five six seven eight nine ten eleven</p></body></html>";
+    let line = |id: &str| format!("{{\"id\":\"{id}\",\"html\":\"{page}\"}}\n");
+    std::fs::write(d.join("pages.jsonl"), line("a") + &line("b")).unwrap();
+    let job = |extra: &str| {
+        format!("[input]\npaths = [\"pages.jsonl\"]\n{extra}[output]\ndir = \"out\"\n")
+    };
+    std::fs::write(d.join("job.toml"), job("")).unwrap();
+    let out = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains("set [input] html_field = \"html\" if"), "{e}");
+    assert!(
+        !e.contains("--html-field") && !e.contains("--text-field"),
+        "{e}"
+    );
+    std::fs::write(d.join("job.toml"), job("html_field = \"html\"\n")).unwrap();
+    let out = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{e}");
+}
+
 /// Found by an accuracy audit: the preset jobs run on make_corpus's `html.jsonl.gz` (fields id,
 /// url, html) skipped every record as missing_text and told only to set `text_field`; the records
 /// are pages, so the message names `html_field` too.

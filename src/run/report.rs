@@ -8,7 +8,7 @@ use crate::config::{ClusterPlan, Inputs, Plan, VerifyMode};
 use crate::error::{Error, Result};
 use crate::exchange::{all_gather, all_ok, gather};
 use crate::method::bands::BandStats;
-use crate::source::SkipReason;
+use crate::source::{Fields, SkipReason};
 use crate::stages::verify;
 use crate::stages::{cluster, corpus};
 use crate::summary::{
@@ -92,7 +92,7 @@ impl Books {
         show_notes(worker.index(), sent, &self.places, &mut self.shown);
         if totals.processed == 0 {
             let stored = plan.audit.as_ref().map_or(0, |a| a.stored_files);
-            let mut message = nothing_usable(&totals, &plan.inputs, stored);
+            let mut message = nothing_usable(&totals, &plan.inputs, stored, &plan.command);
             if plan.audit.is_some() && totals.skipped.get(&SkipReason::DuplicateId) > Some(&0) {
                 message += " (an audit's new documents need ids the store does not hold: the \
                             store keeps its own, as a run over both would; give the recrawl \
@@ -143,8 +143,58 @@ fn show_notes(me: usize, sent: Vec<Vec<SkipNote>>, places: &Places, shown: &mut 
     }
 }
 
+/// A setting as the command that stopped can change it: the job's key, and beside it the flag
+/// where the command has one (`fingerprint` takes its input settings as flags; `run` and `audit`
+/// read them from the job file, and were told of flags they have not: probe 11).
+fn setting(key: &str, flag: &str, flags: bool) -> String {
+    if flags {
+        format!("{key} ({flag})")
+    } else {
+        key.to_string()
+    }
+}
+
+/// Why no record had its text: the fields seen, and which to set (`html_field` when one of them
+/// is named like a page's markup).
+fn missing_text(c: &Counters, fields: &Fields, flags: bool) -> String {
+    let text_field = setting("[input] text_field", "--text-field", flags);
+    let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
+    // A field named like a page's markup: the records are HTML pages.
+    let page = seen
+        .iter()
+        .find(|f| matches!(**f, "html" | "raw_html" | "page"))
+        .filter(|_| fields.html.is_none());
+    let to_do = match page {
+        Some(f) => format!(
+            "set {} if it holds whole HTML pages, or {text_field} to the field that \
+             holds the text",
+            setting(
+                &format!("[input] html_field = {f:?}"),
+                &format!("--html-field {f}"),
+                flags
+            )
+        ),
+        None => format!("set {text_field} to the field that holds the text"),
+    };
+    format!(
+        "no record has a string in the field {:?}{}{}; {to_do}",
+        fields.text,
+        fields
+            .html
+            .as_ref()
+            .map(|h| format!(" or {h:?}"))
+            .unwrap_or_default(),
+        if seen.is_empty() {
+            String::new()
+        } else {
+            format!(" (fields seen: {})", seen.join(", "))
+        }
+    )
+}
+
 /// Why a run in which no record could be used stops, with what to change.
-fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize) -> String {
+fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize, command: &str) -> String {
+    let flags = command == "fingerprint";
     if c.read == 0 {
         // An audit's files begin with the stored documents' sources, which it does not read.
         let files = &inputs.files[stored.min(inputs.files.len())..];
@@ -161,51 +211,27 @@ fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize) -> String {
         .map(|(r, n)| (*r, *n))
         .unwrap_or((SkipReason::ReadError, 0));
     let hint = match (reason, inputs.source.fields()) {
-        (SkipReason::MissingText, Some(fields)) => {
-            let seen: Vec<&str> = c.fields_seen.iter().map(String::as_str).collect();
-            // A field named like a page's markup: the records are HTML pages.
-            let page = seen
-                .iter()
-                .find(|f| matches!(**f, "html" | "raw_html" | "page"))
-                .filter(|_| fields.html.is_none());
-            let to_do = match page {
-                Some(f) => format!(
-                    "set [input] html_field = {f:?} (--html-field {f}) if it holds whole HTML \
-                     pages, or [input] text_field (--text-field) to the field that holds the text"
-                ),
-                None => {
-                    "set [input] text_field (--text-field) to the field that holds the text".into()
-                }
-            };
+        (SkipReason::MissingText, Some(fields)) => missing_text(c, fields, flags),
+        (SkipReason::InvalidJson | SkipReason::InvalidUtf8, _) => {
             format!(
-                "no record has a string in the field {:?}{}{}; {to_do}",
-                fields.text,
-                fields
-                    .html
-                    .as_ref()
-                    .map(|h| format!(" or {h:?}"))
-                    .unwrap_or_default(),
-                if seen.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (fields seen: {})", seen.join(", "))
-                }
+                "the records are not JSON objects, one per line, in UTF-8: is this the right \
+                 input, and the right {}?",
+                setting("[input] format", "--format", flags)
             )
         }
-        (SkipReason::InvalidJson | SkipReason::InvalidUtf8, _) => {
-            "the records are not JSON objects, one per line, in UTF-8: is this the right input, \
-             and the right [input] format (--format)?"
-                .into()
-        }
         (SkipReason::TooShort, _) => {
-            "every document has fewer tokens than [content] min_tokens (--min-tokens); lower it \
-             if such short documents should be compared"
-                .into()
+            format!(
+                "every document has fewer tokens than {}; lower it if such short documents \
+                 should be compared",
+                setting("[content] min_tokens", "--min-tokens", flags)
+            )
         }
         (SkipReason::BadId, _) => {
-            "no record has a usable id: set [input] id_field (--id-field) to a field of string or \
-             number ids, or remove it to number records by their position"
-                .into()
+            format!(
+                "no record has a usable id: set {} to a field of string or number ids, or \
+                 remove it to number records by their position",
+                setting("[input] id_field", "--id-field", flags)
+            )
         }
         (SkipReason::Language, _) => {
             "no document declares a language listed in [content] languages".into()
