@@ -10,6 +10,8 @@
 //!   tags, misnested markup, raw-text `<script>`/`<style>`, entities. Scripts, styles, templates,
 //!   comments and the `<head>` are dropped; block elements become paragraph breaks, and text split by
 //!   inline elements stays one word (`ex<b>amp</b>le`), as on screen.
+//!   A page nested past 512 elements is flattened there first, as browsers cap their trees
+//!   (`nesting`): html5ever's cost grows with the depth on every tag.
 //! - **Boilerplate.** [`Boilerplate::Extract`] keeps the main content:
 //!   - **The root.** The page's own mark when it has one: `<main>` or `role=main` (the innermost,
 //!     when one is nested in the other), else the largest `<article>`. Otherwise the smallest
@@ -39,6 +41,8 @@ use super::document::{Attributes, Body, Document, Item, Skipped};
 use super::files::{InputFile, Split, SplitMode, HTML_EXTENSIONS};
 use super::{Copied, Entry, Location, Piece, RecordFields, Skip, SkipReason, Source};
 use scraper::{node::Node, Html};
+
+mod nesting;
 
 /// What to do with page boilerplate (navigation, headers, footers, ads).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -844,7 +848,14 @@ fn walk(start: scraper::ElementRef<'_>, judge: Option<&Judge>, out: &mut Collect
 
 /// The visible text of a parsed page (or its main content, with [`Boilerplate::Extract`]).
 pub fn page_text(html: &str, boilerplate: Boilerplate) -> PageText {
-    let doc = Html::parse_document(html);
+    tree_text(
+        &Html::parse_document(&nesting::flattened(html)),
+        boilerplate,
+    )
+}
+
+/// The text of a parsed page.
+fn tree_text(doc: &Html, boilerplate: Boilerplate) -> PageText {
     let root = doc.root_element();
     let lang = root
         .value()

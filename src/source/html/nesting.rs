@@ -1,0 +1,471 @@
+//! Pages nested deeper than a browser builds them, flattened before the parse.
+//!
+//! html5ever checks the scope of the open elements on most start tags by walking its stack of
+//! open elements, so a page nested `d` deep costs `d` a tag: 40,000 nested `<div>`s took 12.7 s
+//! to parse and 100,000 two minutes, one worker stalled on one page (probe 10). Browsers cap the
+//! depth of the tree they build (Chromium at 512; a deeper element is added to its ancestor at
+//! the cap). [`flattened`] does the same before the parse, in one pass over the tags:
+//!
+//! - a stack holds the open elements that can nest in themselves (`div`, `span`, `table`, ...;
+//!   not void elements, raw text, nor those that close their own kind, such as `p`, `li`, `td`
+//!   or `a`), each popped by its end tag with those opened after it;
+//! - a start tag that would open one past [`DEEPEST`] is cut, and so is its end tag: a block's
+//!   become `<br>` (its text stays a block of its own: `<div>a</div><div>b</div>` are two
+//!   blocks, not the word `ab`), an inline element's nothing; the parts of a cut table become
+//!   `<br>` too; a cut element whose content is never text (`svg`, `select`, ...) is cut with
+//!   its content.
+//!
+//! A page within the cap, nearly every page, is parsed as it is; a deeper one keeps its words
+//! and blocks, in the order they were written. The stack is the scan's estimate, not the tree
+//! html5ever builds (misnested formatting tags are rebuilt there), so the cap bounds the depth
+//! the parse sees to a small multiple of [`DEEPEST`], not exactly to it.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use memchr::memchr;
+
+use super::{is_block, is_invisible};
+
+/// The deepest element of a page kept as written (Chromium's `kMaximumHTMLParserDOMTreeDepth`).
+pub const DEEPEST: usize = 512;
+
+/// `html` with its elements past [`DEEPEST`] cut (see the module docs); itself if it has none.
+pub fn flattened(html: &str) -> Cow<'_, str> {
+    let mut f = Flattener {
+        html,
+        out: None,
+        copied: 0,
+        stack: Vec::new(),
+        open: HashMap::new(),
+        tables: Vec::new(),
+        dropping: None,
+    };
+    let b = html.as_bytes();
+    let mut i = 0;
+    while let Some(lt) = memchr(b'<', &b[i..]) {
+        i = f.markup(i + lt);
+    }
+    if let Some((_, from)) = f.dropping.take() {
+        f.replace(from, html.len(), "");
+    }
+    match f.out {
+        Some(mut out) => {
+            out.push_str(&html[f.copied..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(html),
+    }
+}
+
+/// An element open on the scan's stack.
+struct Open {
+    name: String,
+    /// Cut from the page: past the cap.
+    cut: bool,
+}
+
+struct Flattener<'a> {
+    html: &'a str,
+    /// The page as flattened so far, once something was cut.
+    out: Option<String>,
+    /// `html[..copied]` is in `out`.
+    copied: usize,
+    stack: Vec<Open>,
+    /// How many of each name are on the stack.
+    open: HashMap<String, usize>,
+    /// Whether each table on the stack was cut, innermost last.
+    tables: Vec<bool>,
+    /// A cut element cut with its content: the stack's length under it, and where it began.
+    dropping: Option<(usize, usize)>,
+}
+
+impl Flattener<'_> {
+    /// The markup at `at` (a `<`): a tag, comment or declaration, or a literal `<`. Returns where
+    /// the scan goes on.
+    fn markup(&mut self, at: usize) -> usize {
+        let b = self.html.as_bytes();
+        let rest = &b[at..];
+        let len = b.len();
+        let after = |from: usize, pattern: &[u8]| {
+            memchr::memmem::find(&b[from.min(len)..], pattern)
+                .map_or(len, |p| from + p + pattern.len())
+        };
+        if rest.starts_with(b"<!--") {
+            // `<!-->` and `<!--->` are whole comments.
+            return match &rest[4..] {
+                [b'>', ..] => at + 5,
+                [b'-', b'>', ..] => at + 6,
+                _ => after(at + 4, b"-->"),
+            };
+        }
+        match rest.get(1) {
+            Some(b'!' | b'?') => after(at + 2, b">"),
+            Some(b'/') if rest.get(2).is_some_and(u8::is_ascii_alphabetic) => {
+                let (name, name_end) = tag_name(b, at + 2);
+                let end = after(name_end, b">");
+                self.end_tag(&name, at, end);
+                end
+            }
+            Some(c) if c.is_ascii_alphabetic() => {
+                let (name, name_end) = tag_name(b, at + 1);
+                let end = start_tag_end(b, name_end);
+                let self_closed = end >= 2 && b[end - 2] == b'/' && b[end - 1] == b'>';
+                self.start_tag(&name, at, end, self_closed);
+                if name == "plaintext" {
+                    len
+                } else if is_raw_text(&name) {
+                    raw_text_end(b, end, &name)
+                } else {
+                    end
+                }
+            }
+            _ => at + 1,
+        }
+    }
+
+    fn start_tag(&mut self, name: &str, at: usize, end: usize, self_closed: bool) {
+        let foreign = self.count("svg") + self.count("math") > 0;
+        if is_void(name) || is_raw_text(name) || (self_closed && foreign) {
+            return;
+        }
+        if closes_its_kind(name) {
+            if is_table_part(name) && self.in_cut_table() {
+                self.replace(at, end, "<br>");
+            }
+            return;
+        }
+        let cut = self.stack.len() >= DEEPEST;
+        if cut {
+            if is_invisible(name) {
+                if self.dropping.is_none() {
+                    self.dropping = Some((self.stack.len(), at));
+                }
+            } else {
+                self.replace(at, end, if is_block(name) { "<br>" } else { "" });
+            }
+        }
+        *self.open.entry(name.to_string()).or_default() += 1;
+        if name == "table" {
+            self.tables.push(cut);
+        }
+        self.stack.push(Open {
+            name: name.to_string(),
+            cut,
+        });
+    }
+
+    fn end_tag(&mut self, name: &str, at: usize, end: usize) {
+        if closes_its_kind(name) {
+            if is_table_part(name) && self.in_cut_table() {
+                self.replace(at, end, "<br>");
+            }
+            return;
+        }
+        // A stray end tag (nothing of its name open) is left to the parser, which ignores it.
+        if self.count(name) == 0 {
+            return;
+        }
+        while let Some(o) = self.stack.pop() {
+            *self.open.get_mut(&o.name).expect("counted when pushed") -= 1;
+            if o.name == "table" {
+                self.tables.pop();
+            }
+            let this = o.name == name;
+            if let Some((under, from)) = self.dropping {
+                if self.stack.len() <= under {
+                    // The dropped element ends here: with this end tag if it is its own.
+                    self.dropping = None;
+                    self.replace(from, if this { end } else { at }, "");
+                    if this {
+                        return;
+                    }
+                    continue;
+                }
+            }
+            if this {
+                if o.cut {
+                    self.replace(at, end, if is_block(name) { "<br>" } else { "" });
+                }
+                return;
+            }
+        }
+    }
+
+    fn count(&self, name: &str) -> usize {
+        self.open.get(name).copied().unwrap_or(0)
+    }
+
+    /// Whether the innermost open table was cut: its rows and cells are then cut too.
+    fn in_cut_table(&self) -> bool {
+        self.tables.last().copied().unwrap_or(false)
+    }
+
+    /// Replaces `html[from..to]` with `with` (nothing inside an element being dropped).
+    fn replace(&mut self, from: usize, to: usize, with: &str) {
+        if self.dropping.is_some() || from < self.copied {
+            return;
+        }
+        let out = self
+            .out
+            .get_or_insert_with(|| String::with_capacity(self.html.len()));
+        out.push_str(&self.html[self.copied..from]);
+        out.push_str(with);
+        self.copied = to;
+    }
+}
+
+/// The lowercased name of a tag starting at `from`, and where it ends.
+fn tag_name(b: &[u8], from: usize) -> (String, usize) {
+    let end = b[from..]
+        .iter()
+        .position(|c| matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'))
+        .map_or(b.len(), |p| from + p);
+    (
+        String::from_utf8_lossy(&b[from..end]).to_ascii_lowercase(),
+        end,
+    )
+}
+
+/// Just past the `>` that ends a start tag whose attributes begin at `from` (a `>` inside a
+/// quoted attribute value does not end it).
+fn start_tag_end(b: &[u8], from: usize) -> usize {
+    let mut j = from;
+    while j < b.len() {
+        match b[j] {
+            b'>' => return j + 1,
+            b'=' => {
+                j += 1;
+                while j < b.len() && b[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                if let Some(&q @ (b'"' | b'\'')) = b.get(j) {
+                    j = memchr(q, &b[j + 1..]).map_or(b.len(), |p| j + 1 + p + 1);
+                    continue;
+                }
+            }
+            _ => j += 1,
+        }
+    }
+    b.len()
+}
+
+/// Where the raw text of a `name` element that began at `from` ends: at its end tag.
+fn raw_text_end(b: &[u8], from: usize, name: &str) -> usize {
+    let mut j = from;
+    while let Some(p) = memchr::memmem::find(&b[j..], b"</") {
+        let at = j + p;
+        let tail = &b[at + 2..];
+        if tail.len() >= name.len()
+            && tail[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+            && tail
+                .get(name.len())
+                .is_none_or(|c| matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'))
+        {
+            return at;
+        }
+        j = at + 2;
+    }
+    b.len()
+}
+
+/// Elements with no content and no end tag.
+fn is_void(name: &str) -> bool {
+    matches!(
+        name,
+        "area"
+            | "base"
+            | "basefont"
+            | "bgsound"
+            | "br"
+            | "col"
+            | "embed"
+            | "frame"
+            | "hr"
+            | "image"
+            | "img"
+            | "input"
+            | "keygen"
+            | "link"
+            | "meta"
+            | "param"
+            | "source"
+            | "track"
+            | "wbr"
+    )
+}
+
+/// Elements whose content is raw text (with scripting on, as the parser runs): no tags inside.
+fn is_raw_text(name: &str) -> bool {
+    matches!(
+        name,
+        "script"
+            | "style"
+            | "xmp"
+            | "iframe"
+            | "noembed"
+            | "noframes"
+            | "noscript"
+            | "textarea"
+            | "title"
+            | "plaintext"
+    )
+}
+
+/// Elements that never nest in themselves: a start tag of one closes the open one (or its parent
+/// closes it), so they do not deepen a page and are not on the stack.
+fn closes_its_kind(name: &str) -> bool {
+    matches!(
+        name,
+        "a" | "body"
+            | "button"
+            | "caption"
+            | "colgroup"
+            | "dd"
+            | "dt"
+            | "form"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "head"
+            | "html"
+            | "li"
+            | "nobr"
+            | "optgroup"
+            | "option"
+            | "p"
+            | "rb"
+            | "rp"
+            | "rt"
+            | "rtc"
+            | "select"
+            | "tbody"
+            | "td"
+            | "tfoot"
+            | "th"
+            | "thead"
+            | "tr"
+    )
+}
+
+/// A table's rows, cells and row groups: blocks that only a table holds.
+fn is_table_part(name: &str) -> bool {
+    matches!(
+        name,
+        "caption" | "colgroup" | "tbody" | "td" | "tfoot" | "th" | "thead" | "tr"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{page_text, tree_text, Boilerplate};
+    use super::*;
+    use scraper::Html;
+
+    /// The depth of the deepest node html5ever builds for `html`.
+    fn parsed_depth(html: &str) -> usize {
+        let doc = Html::parse_document(html);
+        doc.tree
+            .nodes()
+            .map(|n| n.ancestors().count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The text of `html` parsed as it is, without flattening.
+    fn unflattened_text(html: &str) -> String {
+        tree_text(&Html::parse_document(html), Boilerplate::Keep).text
+    }
+
+    /// `open` and `close` nested `depth` deep, each level holding its own word.
+    fn nested(depth: usize, open: &str, close: &str) -> String {
+        let mut s = String::from("<html><body>");
+        for i in 0..depth {
+            s += &format!("{open}w{i} ");
+        }
+        for _ in 0..depth {
+            s += close;
+        }
+        s + "</body></html>"
+    }
+
+    #[test]
+    fn a_page_nested_past_a_browsers_depth_is_parsed_in_a_tree_of_bounded_depth() {
+        // Probe 10: 40,000 nested divs took 12.7 s, 100,000 two minutes (html5ever walks the
+        // open elements on each start tag). Flattened, the tree it builds stays near the cap.
+        let page = nested(20_000, "<div>", "</div>");
+        let flat = flattened(&page);
+        assert!(matches!(flat, Cow::Owned(_)));
+        let depth = parsed_depth(&flat);
+        assert!(depth <= DEEPEST + 8, "parsed {depth} deep");
+        let text = page_text(&page, Boilerplate::Keep).text;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let expected: Vec<String> = (0..20_000).map(|i| format!("w{i}")).collect();
+        assert_eq!(words, expected);
+    }
+
+    #[test]
+    fn flattening_keeps_the_words_and_blocks_of_the_parse() {
+        let deep = 3 * DEEPEST;
+        let mut pages = vec![
+            nested(deep, "<div>", "</div>"),
+            nested(deep, "<span>", "</span>"),
+            nested(deep, "<b><i>", "</i></b>"),
+            nested(deep, "<section><div>", "</div></section>"),
+            nested(deep, "<table><tr><td>", "</td></tr></table>"),
+            nested(
+                deep,
+                "<table><tbody><tr><th>x</th><td>",
+                "</td></tr></tbody></table>",
+            ),
+            nested(deep, "<ul><li>", "</li></ul>"),
+            nested(deep, "<blockquote><p>", "</p></blockquote>"),
+            nested(deep, "<div><a href=\"/x\">link</a>", "</div>"),
+        ];
+        // Invisible content, comments, raw text and quoted `>` past the cap.
+        let tail = "<svg><g><text>hidden svg</text></g></svg><select><option>opt</option>\
+                    </select><script>var s = \"</div></div><div>\";</script><!-- <div> -->\
+                    <span title=\"a > b <div>\">seen</span><style>p{}</style>after";
+        let deepest = nested(deep, "<div>", "</div>");
+        pages.push(deepest.replace("</body>", &format!("{tail}</body>")));
+        pages.push(deepest.replacen("w1000 ", &format!("w1000 {tail}"), 1));
+        for page in &pages {
+            let flat = flattened(page);
+            assert!(matches!(flat, Cow::Owned(_)), "{}", &page[..80]);
+            let depth = parsed_depth(&flat);
+            // A nested table is four deep (table, tbody, tr, td) a level the scan counts once.
+            assert!(depth <= 5 * DEEPEST, "{}", &page[..80]);
+            assert_eq!(
+                page_text(page, Boilerplate::Keep).text,
+                unflattened_text(page),
+                "{}",
+                &page[..80]
+            );
+        }
+    }
+
+    #[test]
+    fn a_page_within_the_cap_is_parsed_as_it_is() {
+        // Tags inside comments, raw text and quoted attribute values do not count.
+        let many = "<div>".repeat(2 * DEEPEST);
+        let page = format!(
+            "<html><head><title>{many}</title><style>{many}</style></head><body>\
+             <!-- {many} --><script>var s = \"{many}\";</script><textarea>{many}</textarea>\
+             <a title=\"{many}\" href='{many}'>x</a><noscript>{many}</noscript>\
+             <svg>{}</svg>{}<p>text</p></body></html>",
+            "<path d=\"m0 0\"/>".repeat(2 * DEEPEST),
+            // Elements that close their own kind, unclosed, do not nest.
+            "<p>a<li>b<td>c<option>d<a href=x>e".repeat(2 * DEEPEST)
+        );
+        assert!(matches!(flattened(&page), Cow::Borrowed(_)));
+        let shallow = nested(DEEPEST, "<div>", "</div>");
+        assert!(matches!(flattened(&shallow), Cow::Borrowed(_)));
+        assert!(matches!(
+            flattened(&nested(DEEPEST + 1, "<div>", "</div>")),
+            Cow::Owned(_)
+        ));
+    }
+}
