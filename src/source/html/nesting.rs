@@ -270,85 +270,43 @@ fn raw_text_end(b: &[u8], from: usize, name: &str) -> usize {
 }
 
 /// Elements with no content and no end tag.
+const VOID: &[&str] = &[
+    "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "image", "img",
+    "input", "keygen", "link", "meta", "param", "source", "track", "wbr",
+];
+
 fn is_void(name: &str) -> bool {
-    matches!(
-        name,
-        "area"
-            | "base"
-            | "basefont"
-            | "bgsound"
-            | "br"
-            | "col"
-            | "embed"
-            | "frame"
-            | "hr"
-            | "image"
-            | "img"
-            | "input"
-            | "keygen"
-            | "link"
-            | "meta"
-            | "param"
-            | "source"
-            | "track"
-            | "wbr"
-    )
+    VOID.contains(&name)
 }
 
 /// Elements whose content is raw text (with scripting on, as the parser runs): no tags inside.
+const RAW_TEXT: &[&str] = &[
+    "script",
+    "style",
+    "xmp",
+    "iframe",
+    "noembed",
+    "noframes",
+    "noscript",
+    "textarea",
+    "title",
+    "plaintext",
+];
+
 fn is_raw_text(name: &str) -> bool {
-    matches!(
-        name,
-        "script"
-            | "style"
-            | "xmp"
-            | "iframe"
-            | "noembed"
-            | "noframes"
-            | "noscript"
-            | "textarea"
-            | "title"
-            | "plaintext"
-    )
+    RAW_TEXT.contains(&name)
 }
 
 /// Elements that never nest in themselves: a start tag of one closes the open one (or its parent
 /// closes it), so they do not deepen a page and are not on the stack.
+const CLOSES_ITS_KIND: &[&str] = &[
+    "a", "body", "button", "caption", "colgroup", "dd", "dt", "form", "h1", "h2", "h3", "h4", "h5",
+    "h6", "head", "html", "li", "nobr", "optgroup", "option", "p", "rb", "rp", "rt", "rtc",
+    "select", "tbody", "td", "tfoot", "th", "thead", "tr",
+];
+
 fn closes_its_kind(name: &str) -> bool {
-    matches!(
-        name,
-        "a" | "body"
-            | "button"
-            | "caption"
-            | "colgroup"
-            | "dd"
-            | "dt"
-            | "form"
-            | "h1"
-            | "h2"
-            | "h3"
-            | "h4"
-            | "h5"
-            | "h6"
-            | "head"
-            | "html"
-            | "li"
-            | "nobr"
-            | "optgroup"
-            | "option"
-            | "p"
-            | "rb"
-            | "rp"
-            | "rt"
-            | "rtc"
-            | "select"
-            | "tbody"
-            | "td"
-            | "tfoot"
-            | "th"
-            | "thead"
-            | "tr"
-    )
+    CLOSES_ITS_KIND.contains(&name)
 }
 
 /// A table's rows, cells and row groups: blocks that only a table holds.
