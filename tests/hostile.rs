@@ -1110,7 +1110,7 @@ fn absurd_settings_are_refused_before_any_work() {
     // A flag's value out of range is a bad command line (exit 2; probe 9), a setting a bad job.
     for (args, code) in [
         (vec!["-w", "1000"], 2),
-        (vec!["--max-record-bytes", "0"], 1),
+        (vec!["--max-record-bytes", "0"], 2),
         (vec!["--connect-timeout=-1"], 2),
     ] {
         let out = fingerprint_sample(dir.path().join("f.tsv"), &args);

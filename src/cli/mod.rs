@@ -156,7 +156,7 @@ pub struct FieldArgs {
     #[arg(long, default_value = "url")]
     url_field: String,
     /// Longest record accepted, in bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_RECORD_BYTES)]
+    #[arg(long, default_value_t = DEFAULT_MAX_RECORD_BYTES, value_parser = at_least_1())]
     max_record_bytes: usize,
 }
 

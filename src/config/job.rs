@@ -766,7 +766,7 @@ fn input_format(inp: &InputSpec) -> Result<(&'static source::Entry, Fields)> {
     ensure!(
         inp.max_record_bytes > 0,
         Config,
-        "[input] max_record_bytes (--max-record-bytes) must be positive"
+        "[input] max_record_bytes must be positive"
     );
     ensure!(
         inp.split_mib > 0 && inp.split_mib <= 1 << 20,
