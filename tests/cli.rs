@@ -1428,27 +1428,27 @@ fn a_job_without_the_text_field_is_told_the_jobs_key_not_a_flag_it_has_not() {
     let job = |extra: &str| {
         format!("[input]\npaths = [\"pages.jsonl\"]\n{extra}[output]\ndir = \"out\"\n")
     };
-    std::fs::write(d.join("job.toml"), job("")).unwrap();
-    let out = neardup()
-        .args(["run", "job.toml"])
-        .current_dir(d)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    let run = |extra: &str| {
+        std::fs::write(d.join("job.toml"), job(extra)).unwrap();
+        let out = neardup()
+            .args(["run", "job.toml"])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, e) = run("");
+    assert_eq!(code, Some(1), "{e}");
     assert!(e.contains("set [input] html_field = \"html\" if"), "{e}");
     assert!(
         !e.contains("--html-field") && !e.contains("--text-field"),
         "{e}"
     );
-    std::fs::write(d.join("job.toml"), job("html_field = \"html\"\n")).unwrap();
-    let out = neardup()
-        .args(["run", "job.toml"])
-        .current_dir(d)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{e}");
+    let (code, e) = run("html_field = \"html\"\n");
+    assert_eq!(code, Some(0), "{e}");
 }
 
 /// Found by an accuracy audit: the preset jobs run on make_corpus's `html.jsonl.gz` (fields id,

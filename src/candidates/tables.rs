@@ -499,8 +499,9 @@ pub fn check_selectivity(
         "k = {} is too loose for {n} distinct fingerprints: layout {} leaves ~{per_fp:.0} \
          comparisons per fingerprint (~{:.1e} in all; all pairs would be {:.1e}), more than \
          max_candidates = {max_candidates}. {}or raise [simhash] max_candidates \
-         (`neardup pairs --max-candidates`) to run it anyway. A loose k buys recall at a Jaccard threshold; \
-         MinHash bands buy it at a cost per document that does not grow with the corpus \
+         (`neardup pairs --max-candidates`) to run it anyway. A loose k buys recall at a \
+         Jaccard threshold; MinHash bands buy it at a cost per document that does not grow \
+         with the corpus \
          (method = \"minhash\", jobs/accurate.toml; docs/ACCURACY.md)",
         layout.k,
         layout.name(),

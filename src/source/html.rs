@@ -10,8 +10,9 @@
 //!   tags, misnested markup, raw-text `<script>`/`<style>`, entities. Scripts, styles, templates,
 //!   comments and the `<head>` are dropped; block elements become paragraph breaks, and text split by
 //!   inline elements stays one word (`ex<b>amp</b>le`), as on screen.
-//!   A page nested past 512 elements is flattened there first, as browsers cap their trees
-//!   (`nesting`): html5ever's cost grows with the depth on every tag.
+//!   A page nested past 512 elements is flattened there first, as browsers cap their trees, and
+//!   formatting elements past the eighth open at once are cut (`nesting`): html5ever's cost grows
+//!   with the depth on every tag, and it reopens every open formatting element in each paragraph.
 //! - **Boilerplate.** [`Boilerplate::Extract`] keeps the main content:
 //!   - **The root.** The page's own mark when it has one: `<main>` or `role=main` (the innermost,
 //!     when one is nested in the other), else the largest `<article>`. Otherwise the smallest

@@ -41,7 +41,8 @@ pub const DEEPEST: usize = 512;
 /// the text (they are inline), and the parser itself keeps no more than three alike.
 pub const MOST_FORMATTING: usize = 8;
 
-/// `html` with its elements past [`DEEPEST`] cut (see the module docs); itself if it has none.
+/// `html` with its elements past [`DEEPEST`], and its formatting elements past
+/// [`MOST_FORMATTING`], cut (see the module docs); itself if it has none.
 pub fn flattened(html: &str) -> Cow<'_, str> {
     let mut f = Flattener {
         html,
@@ -73,7 +74,7 @@ pub fn flattened(html: &str) -> Cow<'_, str> {
 /// An element open on the scan's stack.
 struct Open {
     name: String,
-    /// Cut from the page: past the cap.
+    /// Cut from the page: past [`DEEPEST`] or [`MOST_FORMATTING`].
     cut: bool,
 }
 
@@ -139,8 +140,9 @@ impl Flattener<'_> {
     }
 
     fn start_tag(&mut self, name: &str, at: usize, end: usize, self_closed: bool) {
-        let foreign = self.count("svg") + self.count("math") > 0;
-        if is_void(name) || is_raw_text(name) || (self_closed && foreign) {
+        // `<x/>` closes itself only in foreign content (inside `svg` or `math`).
+        let foreign = || self.count("svg") + self.count("math") > 0;
+        if is_void(name) || is_raw_text(name) || (self_closed && foreign()) {
             return;
         }
         if closes_its_kind(name) {
@@ -236,12 +238,17 @@ impl Flattener<'_> {
 fn tag_name(b: &[u8], from: usize) -> (String, usize) {
     let end = b[from..]
         .iter()
-        .position(|c| matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'))
+        .position(ends_name)
         .map_or(b.len(), |p| from + p);
     (
         String::from_utf8_lossy(&b[from..end]).to_ascii_lowercase(),
         end,
     )
+}
+
+/// Whether `c` ends a tag's name: white space, `/` or `>`.
+fn ends_name(c: &u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>')
 }
 
 /// Just past the `>` that ends a start tag whose attributes begin at `from` (a `>` inside a
@@ -275,9 +282,7 @@ fn raw_text_end(b: &[u8], from: usize, name: &str) -> usize {
         let tail = &b[at + 2..];
         if tail.len() >= name.len()
             && tail[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-            && tail
-                .get(name.len())
-                .is_none_or(|c| matches!(c, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>'))
+            && tail.get(name.len()).is_none_or(ends_name)
         {
             return at;
         }
