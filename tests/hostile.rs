@@ -1126,13 +1126,35 @@ fn absurd_settings_are_refused_before_any_work() {
             .args(["--memory-budget-mib", budget])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{budget}: {}", stderr(&out));
+        // The flag is named, and its range (probe 11's leftover: exit 1 as a bad job).
+        assert_eq!(out.status.code(), Some(2), "{budget}: {}", stderr(&out));
         assert!(
-            stderr(&out).contains("memory_budget_mib"),
+            stderr(&out).contains("--memory-budget-mib") && stderr(&out).contains("16.."),
             "{}",
             stderr(&out)
         );
     }
+    // The same budget in a job is a bad job (exit 1), named by its key.
+    std::fs::write(
+        dir.path().join("job.toml"),
+        format!(
+            "method = \"simhash\"\n[input]\npaths = [{:?}]\n[run]\nmemory_budget_mib = 1\n\
+             [output]\ndir = \"out\"\npairs = \"p.tsv\"\n",
+            sample()
+        ),
+    )
+    .unwrap();
+    let out = neardup()
+        .args(["run", "job.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("memory_budget_mib = 1"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A probe's defect: a run interrupted while it wrote the store's new segment or manifest left

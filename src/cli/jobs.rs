@@ -152,6 +152,14 @@ pub fn fingerprint(a: FingerprintArgs) -> anyhow::Result<ExitCode> {
     finish(execute_showing(plan, true)?)
 }
 
+/// `--memory-budget-mib`'s parser: a budget out of the range any run takes is a bad command line
+/// (exit 2), like the other flags out of range; in a job it is a bad job (exit 1).
+fn budget_mib() -> clap::builder::RangedU64ValueParser<u64> {
+    use neardup::method::{MAX_MEMORY_BUDGET_MIB, MIN_MEMORY_BUDGET_MIB};
+    clap::builder::RangedU64ValueParser::<u64>::new()
+        .range(MIN_MEMORY_BUDGET_MIB..=MAX_MEMORY_BUDGET_MIB)
+}
+
 // The arguments of `neardup pairs`.
 #[derive(Args)]
 pub struct PairsArgs {
@@ -165,7 +173,7 @@ pub struct PairsArgs {
     #[arg(long, default_value = "auto")]
     layout: String,
     /// Memory one table round may take per process, in MiB (rounds are split to fit).
-    #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB)]
+    #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB, value_parser = budget_mib())]
     memory_budget_mib: u64,
     /// Most comparisons per fingerprint the tables may leave; a looser k is refused.
     #[arg(long, default_value_t = DEFAULT_MAX_CANDIDATES)]
