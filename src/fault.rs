@@ -46,13 +46,13 @@ pub fn interrupt_begun() {
 pub fn point(label: &str) {
     let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
     if std::env::var_os("NEARDUP_FAULT_LOG").is_some() {
-        eprintln!("neardup: fault point {n}: {label}");
+        crate::say!("neardup: fault point {n}: {label}");
     }
     let interrupt = std::env::var("NEARDUP_FAULT_INTERRUPT");
     if interrupt.is_ok_and(|prefix| label.starts_with(&prefix))
         && !INTERRUPT_SENT.swap(true, Ordering::SeqCst)
     {
-        eprintln!("neardup: fault injection: SIGINT at step {n} ({label})");
+        crate::say!("neardup: fault injection: SIGINT at step {n} ({label})");
         // SAFETY: sends a signal to this process.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGINT);
@@ -73,7 +73,7 @@ pub fn point(label: &str) {
     }
     let at = std::env::var("NEARDUP_FAULT_AT").ok();
     if at.and_then(|v| v.parse::<usize>().ok()) == Some(n) {
-        eprintln!("neardup: fault injection: killed at step {n} ({label})");
+        crate::say!("neardup: fault injection: killed at step {n} ({label})");
         // SAFETY: sends a signal to this process.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
@@ -93,7 +93,7 @@ fn pause(n: usize, label: &str) {
     if !label.starts_with(&prefix) || PAUSED.swap(true, Ordering::SeqCst) {
         return;
     }
-    eprintln!("neardup: fault injection: paused at step {n} ({label})");
+    crate::say!("neardup: fault injection: paused at step {n} ({label})");
     if std::fs::write(&file, format!("{n}\n")).is_err() {
         return;
     }

@@ -33,6 +33,19 @@
 //! ```
 #![deny(missing_docs)]
 
+/// A line for the user on stderr, as `eprintln!` writes it, that is dropped when stderr is closed
+/// or its reader has gone (`2>&1 | head`). `eprintln!` panics there, and a panic aborts the
+/// release build (exit 134), before the commit or after it; a run's outcome must not depend on
+/// whether anyone still reads its messages. Every message of the crate goes through it
+/// (tests/layers.rs checks that no `eprintln!` is left).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod candidates;
 pub mod config;
 pub mod error;

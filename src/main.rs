@@ -50,7 +50,7 @@ static GLOBAL: Allocator = Allocator;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     if let Err(e) = neardup::output::cleanup::install() {
-        eprintln!("neardup: warning: cannot install the interrupt handler: {e}");
+        neardup::say!("neardup: warning: cannot install the interrupt handler: {e}");
     }
     match cli::run(cli) {
         Ok(code) => code,
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
                 // The error came from the interrupt removing staged outputs under a worker.
                 neardup::output::cleanup::await_interrupt_exit();
             }
-            eprintln!("neardup: error: {e:#}");
+            neardup::say!("neardup: error: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -10,16 +10,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// The stages a bar is shown for, in order.
 pub const STAGES: [&str; 5] = ["read+fingerprint", "collapse", "tables", "expand", "write"];
 
-/// The bar being drawn, if any: [`eprintln_above`] prints above it instead of across it.
+/// The bar being drawn, if any: [`say_above`] prints above it instead of across it.
 static DRAWN: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
 
 /// Prints `text` as a line on stderr, above the progress bar if one is drawn (a line written
 /// while the bar is drawn ran into it: "...docs/s   warning: ...").
-pub fn eprintln_above(text: &str) {
+pub fn say_above(text: &str) {
     let drawn = DRAWN.lock().unwrap_or_else(|p| p.into_inner());
     match drawn.as_ref() {
-        Some(bar) => bar.suspend(|| eprintln!("{text}")),
-        None => eprintln!("{text}"),
+        Some(bar) => bar.suspend(|| crate::say!("{text}")),
+        None => crate::say!("{text}"),
     }
 }
 

@@ -1495,3 +1495,42 @@ fn records_of_html_pages_without_a_text_field_are_told_to_set_html_field() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Defect (probe 12): a run whose stderr reader had gone (`neardup run ... 2>&1 | head -1`)
+/// aborted at its next message (exit 134): the WARC job, which warns early, before its commit
+/// (nothing written), the sample job after it (outputs whole, exit code a crash). Messages are
+/// now dropped when stderr cannot take them, and the run ends as it would have.
+#[test]
+fn a_run_whose_stderr_reader_has_gone_ends_as_it_would_have() {
+    for (job, code, output) in [
+        ("jobs/warc-sample.toml", 3, "pairs.tsv"),
+        ("jobs/sample.toml", 0, "clusters.tsv"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |stderr: std::process::Stdio, out: &str| {
+            neardup()
+                .args(["run"])
+                .arg(root().join(job))
+                .arg("--out-dir")
+                .arg(dir.path().join(out))
+                .stderr(stderr)
+                .output()
+                .unwrap()
+        };
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let gone = run(writer.into(), "gone");
+        assert_eq!(gone.status.code(), Some(code), "{job}");
+        let heard = run(std::process::Stdio::piped(), "heard");
+        assert_eq!(heard.status.code(), Some(code), "{job}");
+        assert!(
+            !heard.stderr.is_empty(),
+            "{job}: the messages a reader gets"
+        );
+        for name in [output, "summary.json"] {
+            assert!(dir.path().join("gone").join(name).exists(), "{job}: {name}");
+        }
+        let pairs = |d: &str| std::fs::read(dir.path().join(d).join("pairs.tsv")).unwrap();
+        assert_eq!(pairs("gone"), pairs("heard"), "{job}");
+    }
+}

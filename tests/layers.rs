@@ -637,3 +637,26 @@ fn no_function_is_longer_than_80_lines_unless_it_says_why() {
         found.join("\n")
     );
 }
+
+/// Defect (probe 12): `eprintln!` panics when stderr's reader has gone (`2>&1 | head`), and the
+/// release build aborts on a panic (exit 134), before its commit or after it. Messages go through
+/// `say!`, which drops a line it cannot write.
+#[test]
+fn no_message_is_printed_with_eprintln() {
+    let tree = tree();
+    let mut found = Vec::new();
+    for path in tree.files.values() {
+        let text = std::fs::read_to_string(path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("eprintln!(") || line.contains("eprint!(") {
+                let file = path.strip_prefix(&tree.root).unwrap().display();
+                found.push(format!("src/{file}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use neardup::say! (crate::say! in the library):\n{}",
+        found.join("\n")
+    );
+}

@@ -706,7 +706,7 @@ fn eval(s: Scored, docs: Option<JobSpec>, json: Option<PathBuf>) -> anyhow::Resu
         .transpose()?;
     let found = read_found(&s.pairs)?;
     if let (n, Some(line)) = found.repeated {
-        eprintln!(
+        neardup::say!(
             "warning: {}: {n} line(s) list a pair listed before (in either order; the first at \
              line {line}): each pair is counted once",
             s.pairs.display()

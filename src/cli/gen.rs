@@ -98,7 +98,7 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
             neardup::output::write_file(&a.out, &[], |w| {
                 neardup::tools::gen::write_documents(&opts, w).map(|_| ())
             })?;
-            eprintln!("neardup gen: {} documents: {}", a.n, a.out.display());
+            neardup::say!("neardup gen: {} documents: {}", a.n, a.out.display());
         }
         GenCommand::Fingerprints(a) => {
             let fps = neardup::tools::gen::fingerprints(a.n, a.seed, a.max_distance, a.plant_every);
@@ -107,7 +107,7 @@ pub fn command(g: GenCommand) -> anyhow::Result<ExitCode> {
                     .enumerate()
                     .try_for_each(|(i, fp)| writeln!(w, "f{i:010}\t{}", neardup::sketch::Hex(*fp)))
             })?;
-            eprintln!("neardup gen: {} fingerprints: {}", a.n, a.out.display());
+            neardup::say!("neardup gen: {} fingerprints: {}", a.n, a.out.display());
         }
         GenCommand::Store(a) => synthetic_store(&a)?,
     }
@@ -143,7 +143,7 @@ fn synthetic_store(a: &StoreArgs) -> anyhow::Result<()> {
         let (bytes, docs) = neardup::tools::gen::synthetic_segment(first + done, n, a.seed);
         store.append(&bytes, docs, &source[..1])?;
         done += n;
-        eprintln!(
+        neardup::say!(
             "neardup gen: {done} of {} synthetic documents in {}",
             a.n,
             a.store.display()

@@ -102,7 +102,7 @@ pub fn command(a: LexiconArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     })?;
-    eprintln!(
+    neardup::say!(
         "neardup lexicon: {} documents, {} skipped, {} distinct terms, {} in {} to {max} \
          documents: {}",
         counters.processed,

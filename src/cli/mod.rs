@@ -267,16 +267,16 @@ pub fn finish(finished: Finished) -> anyhow::Result<ExitCode> {
         Finished::Summary(summary) => summary,
         Finished::Peer { skipped: 0 } => return Ok(ExitCode::SUCCESS),
         Finished::Peer { skipped } => {
-            eprintln!(
+            neardup::say!(
                 "neardup: {skipped} record(s) skipped in the run; process 0 reports them (exit \
                  code {EXIT_PARTIAL})"
             );
             return Ok(ExitCode::from(EXIT_PARTIAL));
         }
     };
-    eprintln!("{}", summary.human());
+    neardup::say!("{}", summary.human());
     if summary.documents.skipped > 0 {
-        eprintln!(
+        neardup::say!(
             "neardup: {} record(s) skipped; outputs are complete for the rest (exit code {EXIT_PARTIAL})",
             summary.documents.skipped
         );

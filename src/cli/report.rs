@@ -40,6 +40,6 @@ pub fn command(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // As the run's report output: it may write again the page the run wrote, and nothing else.
     let output = neardup::output::prepare_file_as("report", &out, &[summary_path])?;
     output.commit_file(|w| w.write_all(page.as_bytes()))?;
-    eprintln!("neardup report: {}", out.display());
+    neardup::say!("neardup report: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -63,7 +63,7 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
     };
     let o = &mut spec.output;
     if o.keep.is_some() || o.drop.is_some() {
-        eprintln!(
+        neardup::say!(
             "neardup: note: an audit writes its decisions (decisions.tsv) in place of keep and \
              drop; the job's keep and drop are not written"
         );
@@ -80,7 +80,7 @@ pub fn audit(a: AuditArgs) -> anyhow::Result<ExitCode> {
     .filter_map(|(name, asked)| asked.then_some(name))
     .collect();
     if !unwritten.is_empty() {
-        eprintln!(
+        neardup::say!(
             "neardup: note: an audit writes matches.tsv and batch_pairs.tsv in place of pairs; \
              the job's {} {} not written (run the job without the store for them)",
             unwritten.join(", "),
@@ -207,7 +207,7 @@ fn note_leftovers(left: &[String], dir: &std::path::Path) {
     if left.is_empty() {
         return;
     }
-    eprintln!(
+    neardup::say!(
         "neardup: note: the store {} holds {} file(s) that killed runs or compactions left \
          ({}: manifests of commits never made, or segments no manifest names); they are not \
          part of the store, and the next run that writes it (or `neardup store compact`) \

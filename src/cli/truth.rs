@@ -263,7 +263,7 @@ fn show_skips(inputs: &Inputs, notes: &[SkipNote]) {
     let unit = inputs.source.entry().split.offset_unit();
     let lines = LineTable::new(whole).with_offset_unit(unit);
     for note in first_notes(notes) {
-        eprintln!("warning: {}", note.render(&files, &lines));
+        neardup::say!("warning: {}", note.render(&files, &lines));
     }
 }
 
@@ -337,7 +337,7 @@ pub fn command(a: TruthArgs) -> anyhow::Result<ExitCode> {
         0 => String::new(),
         _ => format!(" ({})", skip_counts(&counters)),
     };
-    eprintln!(
+    neardup::say!(
         "neardup truth: {} documents, {} skipped{why}, {} pairs with {:?} >= {threshold}: {}",
         counters.processed,
         counters.skipped_total(),

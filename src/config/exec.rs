@@ -250,9 +250,11 @@ impl Exec {
         let by = self
             .launcher
             .map_or(String::new(), |l| format!(", placed by {l}"));
-        eprintln!(
+        crate::say!(
             "neardup: process {} of {} connected to its peers ({} worker(s) each{by})",
-            self.process, self.processes, self.workers
+            self.process,
+            self.processes,
+            self.workers
         );
         let locals = ProcessBuilder::new_typed_vector(
             self.workers,

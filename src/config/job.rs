@@ -469,7 +469,7 @@ pub fn memory_budget(mib: u64) -> Result<u64> {
     if let Some(limit) = crate::output::cleanup::address_space_limit() {
         if bytes > limit / 2 {
             bytes = (limit / 2).max(MIN_MEMORY_BUDGET_MIB << 20);
-            eprintln!(
+            crate::say!(
                 "neardup: memory_budget_mib = {mib} exceeds half the address-space limit (ulimit \
                  -v, {} MiB); table rounds will fit {} MiB",
                 limit >> 20,
@@ -1053,7 +1053,7 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         exec.process = place.process;
         exec.launcher = Some(place.launcher);
         if place.launcher == "none" {
-            eprintln!(
+            crate::say!(
                 "neardup: --cluster auto found no launcher (Slurm, Kubernetes, --hostfile): one \
                  process"
             );
@@ -1088,7 +1088,7 @@ fn input_files(paths: &[PathBuf], source: &dyn Source, given_by: &str) -> Result
         } else {
             String::new()
         };
-        eprintln!("neardup: note: {first}{others}");
+        crate::say!("neardup: note: {first}{others}");
     }
     Ok(files)
 }

@@ -435,7 +435,7 @@ impl Forming<'_> {
                     let peer = match read_hello(&mut s, &who, Some(FIRST_WORD)) {
                         Ok(h) => h,
                         Err(e) => {
-                            eprintln!("neardup: ignoring a connection: {e}");
+                            crate::say!("neardup: ignoring a connection: {e}");
                             continue;
                         }
                     };

@@ -450,11 +450,11 @@ pub fn install() -> std::io::Result<()> {
                 remove_dirs(true);
                 remove_made_holding(hold);
                 if COMMITTED.load(Ordering::SeqCst) && !removed {
-                    eprintln!(
+                    crate::say!(
                         "\nneardup: interrupted by {name} after the outputs were written: they are whole"
                     );
                 } else {
-                    eprintln!(
+                    crate::say!(
                         "\nneardup: interrupted by {name}: staged outputs removed, earlier outputs left as they were"
                     );
                 }
@@ -493,7 +493,7 @@ fn install_panic_hook() {
                 .unwrap_or("?");
             // Nothing was committed: the directories and lock this run made go too.
             remove_made_holding(try_hold);
-            eprintln!(
+            crate::say!(
                 "neardup: error: lost the connection to process {peer} ({message}). A cluster run \
                  stops when any process stops; outputs are left as they were. Rerun the job."
             );
@@ -506,7 +506,7 @@ fn install_panic_hook() {
             .is_some_and(|n| n.starts_with("timely:work"))
         {
             remove_made_holding(try_hold);
-            eprintln!(
+            crate::say!(
                 "neardup: error: internal error: a worker stopped ({message}); the run stops, \
                  outputs are left as they were. Please report it with the job and the message."
             );

@@ -194,11 +194,11 @@ fn stageable_names(dir: &Path, outputs: Vec<String>) -> Vec<String> {
 fn settle(dir: &Path, locks: &mut Locks, outputs: Vec<String>) -> Result<()> {
     match journal::recover(dir, &mut |d| locks.take(d))? {
         Recovery::Nothing => {}
-        Recovery::RolledForward => eprintln!(
+        Recovery::RolledForward => crate::say!(
             "neardup: finished the commit of an interrupted run in {}",
             dir.display()
         ),
-        Recovery::RolledBack => eprintln!(
+        Recovery::RolledBack => crate::say!(
             "neardup: undid the unfinished commit of an interrupted run in {} (its earlier \
              outputs are unchanged)",
             dir.display()
@@ -214,7 +214,7 @@ fn settle(dir: &Path, locks: &mut Locks, outputs: Vec<String>) -> Result<()> {
         false => 0,
     };
     if removed > 0 {
-        eprintln!(
+        crate::say!(
             "neardup: removed {removed} staged file(s) that an interrupted run left in {}",
             dir.display()
         );

@@ -229,7 +229,7 @@ fn commit(
     commit_with_store(plan, set, &json, store)?;
     if !earlier.is_empty() {
         let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
-        eprintln!(
+        crate::say!(
             "neardup: note: {} output(s) of an earlier run are still beside this run's, which \
              did not write them (its summary lists what it wrote): {}",
             names.len(),
@@ -323,7 +323,7 @@ fn append_alone(
 
 /// Says that the store held the run's segment already.
 fn note_held() {
-    eprintln!(
+    crate::say!(
         "neardup: note: the store already holds these documents (a segment with the same \
          bytes); it is unchanged"
     );

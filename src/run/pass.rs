@@ -553,7 +553,7 @@ impl<'a> Pass<'a> {
         self.clock.stage("collapse", worker);
 
         if worker.index() == 0 && plan.verbose {
-            eprintln!("{}", rounds.reasoning());
+            crate::say!("{}", rounds.reasoning());
         }
         let sections = rounds.sections();
         (self.figures.layout, self.figures.bands) = (sections.tables, sections.bands);

@@ -138,7 +138,7 @@ fn show_notes(me: usize, sent: Vec<Vec<SkipNote>>, places: &Places, shown: &mut 
     let all = sent.concat();
     for note in first_notes(&all) {
         let text = note.render(&places.files, &places.lines);
-        crate::progress::eprintln_above(&format!("warning: {text}"));
+        crate::progress::say_above(&format!("warning: {text}"));
         shown.push(text);
     }
 }

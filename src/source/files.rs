@@ -532,10 +532,10 @@ pub fn discover(
         );
     }
     for (p, why) in not_files {
-        eprintln!("neardup: not reading {}: it is {why}", p.display());
+        crate::say!("neardup: not reading {}: it is {why}", p.display());
     }
     for (p, record) in left_out {
-        eprintln!(
+        crate::say!(
             "neardup: not reading {}: an earlier neardup run wrote it (see {}); name the file \
              itself to read it",
             p.display(),
@@ -657,7 +657,7 @@ fn identify(mut paths: Vec<PathBuf>) -> Result<Vec<InputFile>> {
     for (stamp, mut of_file) in names {
         let path = of_file.remove(read_as(&of_file));
         for other in of_file {
-            eprintln!(
+            crate::say!(
                 "neardup: {} is the same file as {}; it is read once",
                 other.display(),
                 path.display()
@@ -723,7 +723,7 @@ fn note_misnamed(path: &Path, compression: Compression) {
         .into_iter()
         .find(|(ext, _)| name.ends_with(ext));
     if let (Some((ext, what)), Compression::None) = (named, compression) {
-        eprintln!(
+        crate::say!(
             "neardup: note: {} is named {ext} but is not {what}-compressed (its first bytes are \
              not {what}'s); it is read as it is",
             path.display()

@@ -193,7 +193,7 @@ impl Store {
         let Some((had, takes)) = self.first_difference(parameters) else {
             return Ok(());
         };
-        eprintln!(
+        crate::say!(
             "neardup: note: the store {} holds no segment yet: it had {had}, and takes this run's {takes}",
             self.dir.display()
         );

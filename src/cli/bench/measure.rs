@@ -296,7 +296,7 @@ pub fn skipped(
     ];
     for (clean, other) in [(0, 1), (2, 3), (2, 4)] {
         let (clean, other) = (&rows[clean], &rows[other]);
-        eprintln!(
+        neardup::say!(
             "skipped w={workers}: {} {:.3} s, {} {:.3} s: {:.2}x",
             clean.stage,
             clean.median_s,
@@ -568,10 +568,6 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> Result<PathBuf> {
             r.peak_rss >> 20
         );
     }
-    print!("{md}");
-    std::io::stdout()
-        .flush()
-        .io_context(|| "writing the report".into())?;
     let json =
         serde_json::to_string_pretty(&serde_json::json!({ "machine": machine, "rows": rows }))
             .map_err(|e| Error::Internal(format!("report: {e}")))?;
@@ -580,5 +576,9 @@ pub fn report(rows: &[Row], dir: &Path, name: &str) -> Result<PathBuf> {
     })?;
     let md_path = dir.join(format!("{name}.md"));
     neardup::output::write_file(&md_path, &[], |w| w.write_all(md.as_bytes()))?;
+    // Printed once both files are written, so a reader that stops early (`| head`) loses no
+    // figure: the print's failure is not the benchmark's.
+    let mut out = std::io::stdout();
+    let _ = out.write_all(md.as_bytes()).and_then(|()| out.flush());
     Ok(md_path)
 }

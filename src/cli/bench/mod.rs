@@ -71,7 +71,7 @@ pub fn command(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let name = a.name.unwrap_or_else(|| format!("bench-{what}"));
     let md = measure::report(&rows, &b.out_dir, &name)?;
-    eprintln!("neardup bench: {}", md.display());
+    neardup::say!("neardup bench: {}", md.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -101,7 +101,7 @@ impl BenchRun {
         for corpus in &corpora {
             for &w in &self.workers {
                 for row in measure::job(job, corpus, w, self.runs, &self.out_dir)? {
-                    eprintln!(
+                    neardup::say!(
                         "{} {} w={w}: median {:.3} s, {:.0} MB/s",
                         row.stage,
                         corpus.display(),
@@ -120,7 +120,7 @@ impl BenchRun {
         let mut rows = Vec::new();
         for &w in &self.workers {
             let row = measure::fingerprint(input, w, self.runs, &self.out_dir)?;
-            eprintln!(
+            neardup::say!(
                 "{} {} w={w}: median {:.3} s",
                 row.stage,
                 input.display(),
@@ -163,9 +163,12 @@ impl BenchRun {
                     "warc" => measure::warc(&scaled, w, runs, out_dir)?,
                     _ => measure::fingerprint(&docs, w, runs, out_dir)?,
                 };
-                eprintln!(
+                neardup::say!(
                     "{} n={} w={}: median {:.3} s",
-                    row.stage, row.items, w, row.median_s
+                    row.stage,
+                    row.items,
+                    w,
+                    row.median_s
                 );
                 rows.push(row);
             }
