@@ -496,12 +496,12 @@ pub fn discover(
     pass_over: &mut dyn PassOver,
 ) -> Result<Vec<InputFile>> {
     let mut left_out = Vec::new();
-    let mut not_files = Vec::new();
+    let mut passed = Passed::default();
     let mut paths = Vec::new();
     for spec in specs {
         let s = spec.to_string_lossy();
         let before = paths.len();
-        let Some((found, root)) = expand(spec, dir_exts, &mut not_files)? else {
+        let Some((found, root)) = expand(spec, dir_exts, &mut passed)? else {
             paths.push(spec.clone());
             continue;
         };
@@ -531,8 +531,12 @@ pub fn discover(
             }
         );
     }
-    for (p, why) in not_files {
+    for (p, why) in passed.not_files {
         crate::say!("neardup: not reading {}: it is {why}", p.display());
+    }
+    for (dir, mut others) in passed.unnamed {
+        others.retain(|p| pass_over.listing(p, &dir).is_none());
+        say_unnamed(&dir, &others, dir_exts);
     }
     for (p, record) in left_out {
         crate::say!(
@@ -545,30 +549,100 @@ pub fn discover(
     identify(paths)
 }
 
+/// What [`expand`] passes over, to be told.
+#[derive(Default)]
+struct Passed {
+    /// Entries that would be taken but are not regular files, or are hidden: with why.
+    not_files: Vec<(PathBuf, String)>,
+    /// Each walked directory's files whose names no input format of the run takes.
+    unnamed: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// Says which files of the walked directory `dir` are not read for their names (`others`, none of
+/// `dir_exts`): a few by name and how many, in one line.
+fn say_unnamed(dir: &Path, others: &[PathBuf], dir_exts: &[&str]) {
+    const SHOWN: usize = 3;
+    if others.is_empty() {
+        return;
+    }
+    let mut named: Vec<String> = others
+        .iter()
+        .take(SHOWN)
+        .map(|p| p.display().to_string())
+        .collect();
+    if others.len() > SHOWN {
+        named.push(format!("and {} more", others.len() - SHOWN));
+    }
+    crate::say!(
+        "neardup: not reading {} file{} in {} whose name{} end{} in none of .{} (plain, .gz or \
+         .zst): {}; name a file itself to read it",
+        others.len(),
+        if others.len() == 1 { "" } else { "s" },
+        dir.display(),
+        if others.len() == 1 { "" } else { "s" },
+        if others.len() == 1 { "s" } else { "" },
+        dir_exts.join(", ."),
+        named.join(", ")
+    );
+}
+
+/// Refuses a walk's file whose name is one of `dir_exts` under a compression neardup does not
+/// read (`part.jsonl.bz2`): it is meant as input, and named itself it is refused, so passing it
+/// over would drop its documents without a word.
+fn refuse_unread_suffix(files: &[PathBuf], dir_exts: &[&str]) -> Result<()> {
+    for p in files {
+        let name = p.to_string_lossy().to_lowercase();
+        let unread = [("bz2", "bzip2", "bunzip2 -k"), ("xz", "xz", "unxz -k")]
+            .into_iter()
+            .chain([("lz4", "lz4", "unlz4")])
+            .find(|(suffix, ..)| {
+                name.strip_suffix(&format!(".{suffix}"))
+                    .is_some_and(|stem| has_extension(Path::new(stem), dir_exts))
+            });
+        if let Some((_, what, tool)) = unread {
+            crate::bail!(
+                Input,
+                "{} is {what}-compressed by its name, which neardup does not read (it reads \
+                 plain, gzip and zstd files): decompress it first ({tool}), recompress it with \
+                 gzip or zstd, or move it out of the directory",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The files a glob pattern or a directory `spec` yields (a directory's: those named with one of
 /// `dir_exts`) and where the pattern or the walk starts, or `None` for a regular file (or a
 /// symlink to one), taken as given. Entries passed over that would otherwise be taken go to
-/// `not_files`, with why. An input that does not exist, or is a FIFO, a socket or a device, is an
-/// error.
+/// `passed`, with why, and so do a walk's files of other names. An input that does not exist, or
+/// is a FIFO, a socket or a device, is an error; so is a walk's file named as an input under a
+/// compression neardup does not read.
 fn expand(
     spec: &Path,
     dir_exts: &[&str],
-    not_files: &mut Vec<(PathBuf, String)>,
+    passed: &mut Passed,
 ) -> Result<Option<(Vec<PathBuf>, PathBuf)>> {
     let s = spec.to_string_lossy();
     if is_glob(&s) {
-        return Ok(Some((glob_files(&s, not_files)?, literal_root(spec))));
+        let files = glob_files(&s, &mut passed.not_files)?;
+        return Ok(Some((files, literal_root(spec))));
     }
     match std::fs::metadata(spec) {
         Ok(m) if m.is_dir() => {
             let mut walked = Walked::default();
             walk(spec, &mut Vec::new(), &mut walked)
                 .io_context(|| format!("listing directory {}", spec.display()))?;
-            walked.files.retain(|p| has_extension(p, dir_exts));
+            let (taken, others): (Vec<_>, Vec<_>) = walked
+                .files
+                .into_iter()
+                .partition(|p| has_extension(p, dir_exts));
+            refuse_unread_suffix(&others, dir_exts)?;
             walked.passed.retain(|(p, _)| has_extension(p, dir_exts));
-            not_files.append(&mut walked.passed);
-            not_files.append(&mut walked.hidden_dirs);
-            Ok(Some((walked.files, spec.to_path_buf())))
+            passed.not_files.append(&mut walked.passed);
+            passed.not_files.append(&mut walked.hidden_dirs);
+            passed.unnamed.push((spec.to_path_buf(), others));
+            Ok(Some((taken, spec.to_path_buf())))
         }
         Ok(m) if m.is_file() => Ok(None),
         Ok(m) => crate::bail!(
@@ -1032,6 +1106,44 @@ mod tests {
             &mut PassOverNothing,
         );
         assert_eq!(files.unwrap()[0].path, d.join("a-link.jsonl"));
+    }
+
+    /// Defect (probe 12): a walk dropped the files whose names no format takes without a word, so
+    /// `part2.jsonl.bz2` beside `part1.jsonl` lost its documents with exit 0 (named itself, it is
+    /// refused). An input's name under an unread compression is now refused in a walk too, and
+    /// the other files are named in one line.
+    #[test]
+    fn a_walk_refuses_an_input_under_an_unread_compression_and_tells_the_files_it_leaves() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in ["a.jsonl", "b.json.gz", "README", "notes.txt", "x.jsonl.bak"] {
+            std::fs::write(d.join(name), b"{}\n").unwrap();
+        }
+        let mut passed = Passed::default();
+        let (mut taken, _) = expand(d, DOCUMENT_EXTENSIONS, &mut passed)
+            .unwrap()
+            .unwrap();
+        taken.sort();
+        assert_eq!(taken, [d.join("a.jsonl"), d.join("b.json.gz")]);
+        let mut others = passed.unnamed[0].1.clone();
+        others.sort();
+        assert_eq!(
+            others,
+            [d.join("README"), d.join("notes.txt"), d.join("x.jsonl.bak")]
+        );
+        for name in ["c.JSONL.bz2", "c.ndjson.xz", "c.json.lz4"] {
+            std::fs::write(d.join(name), b"{}\n").unwrap();
+            let err = expand(d, DOCUMENT_EXTENSIONS, &mut Passed::default()).unwrap_err();
+            assert!(err.to_string().contains(name), "{err}");
+            assert!(err.to_string().contains("does not read"), "{err}");
+            std::fs::remove_file(d.join(name)).unwrap();
+        }
+        // Under a WARC walk the same file is no input of it: named, not refused.
+        std::fs::write(d.join("c.jsonl.bz2"), b"").unwrap();
+        let mut passed = Passed::default();
+        let (taken, _) = expand(d, WARC_EXTENSIONS, &mut passed).unwrap().unwrap();
+        assert!(taken.is_empty());
+        assert!(passed.unnamed[0].1.contains(&d.join("c.jsonl.bz2")));
     }
 
     /// Regression: a walk skipped hidden files and directories without a word (58 records of 61
