@@ -1534,3 +1534,65 @@ fn a_run_whose_stderr_reader_has_gone_ends_as_it_would_have() {
         assert_eq!(pairs("gone"), pairs("heard"), "{job}");
     }
 }
+
+/// Defect (probe 12): a job naming an id field that no record has (`id_field = "ident"`) ran with
+/// exit 0, every document named by its place, where the job asked for its ids; only the
+/// summary's `generated_ids` told. It is an error now, as a text field or a keep policy's field
+/// that no document has is; the default `id` missing still names documents by their place.
+#[test]
+fn an_id_field_that_no_record_has_is_an_error_not_ids_made_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = root().join("data-samples/docs.jsonl");
+    let job = |id_field: &str| {
+        format!(
+            "[input]\npaths = [{sample:?}]\n{id_field}\n[output]\ndir = \"out\"\npairs = \
+             \"pairs.tsv\"\n"
+        )
+    };
+    std::fs::write(d.join("bad.toml"), job("id_field = \"ident\"")).unwrap();
+    let out = neardup()
+        .args(["run", "bad.toml"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("[input] id_field = \"ident\""), "{err}");
+    assert!(err.contains("none of the 348 document(s)"), "{err}");
+    assert!(!d.join("out/summary.json").exists());
+    let out = neardup()
+        .args([
+            "fingerprint",
+            "--id-field",
+            "ident",
+            "--out",
+            "f.tsv",
+            "--input",
+        ])
+        .arg(&sample)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("(--id-field)"), "{err}");
+    // A field some records have is used where they have it; the rest are named by place.
+    let lines: Vec<String> = std::fs::read_to_string(&sample)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => l.replacen("\"id\":", "\"ident\":", 1),
+            _ => l.replacen("\"id\":", "\"other\":", 1),
+        })
+        .collect();
+    std::fs::write(d.join("some.jsonl"), lines.join("\n") + "\n").unwrap();
+    let some = job("id_field = \"ident\"").replace(&format!("{sample:?}"), "\"some.jsonl\"");
+    std::fs::write(d.join("some.toml"), some).unwrap();
+    run_ok(neardup().args(["run", "some.toml"]).current_dir(d));
+    assert_eq!(
+        summary(&d.join("out/summary.json"))["documents"]["generated_ids"],
+        347
+    );
+}

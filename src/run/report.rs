@@ -100,7 +100,9 @@ impl Books {
             }
             return Err(Error::Input(message));
         }
-        match keep_field_nowhere(plan, &totals.keep_field) {
+        let nowhere = id_field_nowhere(plan, &totals)
+            .or_else(|| keep_field_nowhere(plan, &totals.keep_field));
+        match nowhere {
             Some(message) => Err(Error::Input(message)),
             None => Ok(totals),
         }
@@ -248,6 +250,28 @@ fn nothing_usable(c: &Counters, inputs: &Inputs, stored: usize, command: &str) -
         "no record could be used: all {} record(s) were skipped, most as {reason} ({n}): {hint}",
         c.read
     )
+}
+
+/// Why a run whose job names an id field (not the default `id`) that no document has stops
+/// (`None` if some have it): every document would be named by its place, silently, where the job
+/// asked for its ids (a misspelt name; probe 12).
+fn id_field_nowhere(plan: &Plan, c: &Counters) -> Option<String> {
+    let field = &plan.inputs.source.fields()?.id;
+    let nowhere =
+        *field != Fields::default().id && c.processed > 0 && c.generated_ids == c.processed;
+    nowhere.then(|| {
+        format!(
+            "{} = {field:?}, but none of the {} document(s) read has that field (each would be \
+             named by its place, PATH@BYTE_OFFSET): check the name (it is case-sensitive), or \
+             leave it out to name documents by their place",
+            setting(
+                "[input] id_field",
+                "--id-field",
+                plan.command == "fingerprint"
+            ),
+            c.processed
+        )
+    })
 }
 
 /// Why a run whose keep policy reads a field that no document has stops (`None` if some have it,
