@@ -175,7 +175,8 @@ pub struct PairsArgs {
     /// Memory one table round may take per process, in MiB (rounds are split to fit).
     #[arg(long, default_value_t = DEFAULT_MEMORY_BUDGET_MIB, value_parser = budget_mib())]
     memory_budget_mib: u64,
-    /// Most comparisons per fingerprint the tables may leave; a looser k is refused.
+    /// Most comparisons per fingerprint the tables may leave; a looser k is refused (unless the
+    /// run makes at most 10^9 comparisons in all).
     #[arg(long, default_value_t = DEFAULT_MAX_CANDIDATES)]
     max_candidates: f64,
     /// Output: id_a<TAB>id_b<TAB>distance (JSON Lines for a .jsonl path).

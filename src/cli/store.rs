@@ -26,8 +26,8 @@ pub struct AuditArgs {
     /// Write the outputs to this directory instead of the job's [output] dir.
     #[arg(long)]
     out_dir: Option<PathBuf>,
-    /// Append the new documents to the store as a new segment, once the outputs are committed:
-    /// `kept` (the default) those the audit keeps, `all` every one.
+    /// Append the new documents to the store as a new segment, in one commit with the outputs
+    /// (both land, or neither): `kept` (the default) those the audit keeps, `all` every one.
     #[arg(long, value_name = "WHICH", num_args = 0..=1, default_missing_value = "kept")]
     append: Option<AppendArg>,
     #[command(flatten)]
