@@ -79,8 +79,10 @@ fn write_both_as(
             Arc::new(Float64Array::from_iter(
                 (0..n).map(|i| (i % 7 != 3).then_some((i * 37 % 101) as f64)),
             )),
+            // Every date within one second (probe 12: whole seconds made them all a tie, and
+            // `newest` kept the smallest id).
             Arc::new(TimestampMillisecondArray::from_iter((0..n).map(|i| {
-                Some(1_600_000_000_000 + (i as i64 * 7919 % 1000) * 86_400_000)
+                Some(1_600_000_000_000 + i as i64 * 7919 % 1000)
             }))),
         ],
     )

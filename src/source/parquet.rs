@@ -3,8 +3,8 @@
 //!
 //! - **Columns.** The text column (`text_field`), and when present the id, URL, HTML, language and
 //!   timestamp (or keep-policy) columns; strings (also large and dictionary-encoded), binary
-//!   (read as UTF-8), numbers, dates and timestamps are read (a timestamp as Unix seconds). Only
-//!   those columns are decoded. An id column the job names (`id_field` other than `id`) must be
+//!   (read as UTF-8), numbers, dates and timestamps are read (a timestamp as Unix seconds, with
+//!   its fraction). Only those columns are decoded. An id column the job names (`id_field` other than `id`) must be
 //!   there; without the default `id` column the rows are named `PATH@ROW`, with a note.
 //! - **Splits.** One per row group; a record's offset is its row number in the file, so a row is
 //!   found again (verification, the corpus) by its row group and its place in it.
@@ -133,8 +133,8 @@ fn utf8(bytes: &[u8]) -> std::result::Result<Option<Cow<'_, str>>, std::str::Utf
 }
 
 /// Value `i` of a column as text: strings as they are, binary as UTF-8 (an error if it is not),
-/// numbers in decimal, dates and timestamps as Unix seconds. `None` for a null or an unsupported
-/// type.
+/// numbers in decimal, dates and timestamps as Unix seconds (with their fraction: see
+/// [`seconds_text`]). `None` for a null or an unsupported type.
 fn value_at(
     col: &ArrayRef,
     i: usize,
@@ -163,9 +163,7 @@ fn value_at(
         DataType::Date32 => {
             (i64::from(col.as_primitive::<Date32Type>().value(i)) * 86_400).to_string()
         }
-        DataType::Date64 => {
-            (col.as_primitive::<Date64Type>().value(i).div_euclid(1000)).to_string()
-        }
+        DataType::Date64 => seconds_text(col.as_primitive::<Date64Type>().value(i), 1_000),
         DataType::Timestamp(unit, _) => {
             let (v, per_second) = match unit {
                 TimeUnit::Second => (col.as_primitive::<TimestampSecondType>().value(i), 1),
@@ -182,11 +180,26 @@ fn value_at(
                     1_000_000_000,
                 ),
             };
-            v.div_euclid(per_second).to_string()
+            seconds_text(v, per_second)
         }
         _ => return Ok(None),
     };
     Ok(Some(Cow::Owned(s)))
+}
+
+/// `v` units of `1 / per_second` s as Unix seconds in decimal, with the whole fraction
+/// (`1588636800.100` for milliseconds): versions written less than a second apart keep their
+/// order for a keep policy (whole seconds made them a tie; probe 12).
+fn seconds_text(v: i64, per_second: i64) -> String {
+    let sign = if v < 0 { "-" } else { "" };
+    let (a, per) = (v.unsigned_abs(), per_second.unsigned_abs());
+    match per {
+        1 => v.to_string(),
+        _ => {
+            let width = per.ilog10() as usize;
+            format!("{sign}{}.{:0width$}", a / per, a % per)
+        }
+    }
 }
 
 /// The column with its dictionary (pyarrow's `dictionary_encode()`) replaced by the values, so a
