@@ -81,9 +81,9 @@ fn write_both_as(
             )),
             // Every date within one second (probe 12: whole seconds made them all a tie, and
             // `newest` kept the smallest id).
-            Arc::new(TimestampMillisecondArray::from_iter((0..n).map(|i| {
-                Some(1_600_000_000_000 + i as i64 * 7919 % 1000)
-            }))),
+            Arc::new(TimestampMillisecondArray::from_iter(
+                (0..n).map(|i| Some(1_600_000_000_000 + i as i64 * 7919 % 1000)),
+            )),
         ],
     )
     .unwrap();
