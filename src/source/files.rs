@@ -159,23 +159,47 @@ fn compression_of(magic: &[u8]) -> Compression {
     }
 }
 
+/// The compressions neardup does not read: name, file-name suffix, and the command that undoes it.
+const UNREAD_COMPRESSIONS: [(&str, &str, &str); 3] = [
+    ("bzip2", "bz2", "bunzip2 -k"),
+    ("xz", "xz", "unxz -k"),
+    ("lz4", "lz4", "unlz4"),
+];
+
 /// Refuses the file at `path`, whose first bytes are `magic`, if they are a compression neardup
 /// does not read (bzip2, xz, lz4): read as text, it was only skipped records.
 fn refuse_unread_compression(path: &Path, magic: &[u8]) -> Result<()> {
-    let (name, tool) = match magic {
+    let name = match magic {
         // "BZh", the block size, then a block's magic or the end of the stream.
         [b'B', b'Z', b'h', b'1'..=b'9', 0x31, 0x41]
-        | [b'B', b'Z', b'h', b'1'..=b'9', 0x17, 0x72] => ("bzip2", "bunzip2 -k"),
-        [0xfd, b'7', b'z', b'X', b'Z', 0] => ("xz", "unxz -k"),
-        [0x04, 0x22, 0x4d, 0x18, ..] => ("lz4", "unlz4"),
+        | [b'B', b'Z', b'h', b'1'..=b'9', 0x17, 0x72] => "bzip2",
+        [0xfd, b'7', b'z', b'X', b'Z', 0] => "xz",
+        [0x04, 0x22, 0x4d, 0x18, ..] => "lz4",
         _ => return Ok(()),
     };
-    crate::bail!(
-        Input,
-        "{} is {name}-compressed, which neardup does not read (it reads plain, gzip and zstd \
-         files): decompress it first ({tool}) or recompress it with gzip or zstd",
+    Err(unread_compression(path, name, false))
+}
+
+/// The error for `path`, compressed as `name` (one of [`UNREAD_COMPRESSIONS`]) as its first bytes
+/// tell or, when `by_name`, as its name does (a walk's file).
+fn unread_compression(path: &Path, name: &str, by_name: bool) -> Error {
+    let (_, _, tool) = UNREAD_COMPRESSIONS
+        .iter()
+        .find(|u| u.0 == name)
+        .expect("a compression of the table");
+    let (how, advice) = if by_name {
+        (
+            " by its name",
+            ", recompress it with gzip or zstd, or move it out of the directory",
+        )
+    } else {
+        ("", " or recompress it with gzip or zstd")
+    };
+    Error::Input(format!(
+        "{} is {name}-compressed{how}, which neardup does not read (it reads plain, gzip and zstd \
+         files): decompress it first ({tool}){advice}",
         path.display()
-    )
+    ))
 }
 
 /// Largest zstd window accepted, as a power of two: 31 (2 GiB), the format's largest, so a file
@@ -447,13 +471,16 @@ pub const PARQUET_EXTENSIONS: &[&str] = &["parquet"];
 /// File name endings a directory walk picks up for fingerprints files.
 pub const FINGERPRINT_EXTENSIONS: &[&str] = &["tsv", "jsonl", "json", "ndjson"];
 
+/// The compression suffixes a name may end in after its format's extension (gzip, zstd).
+const READ_SUFFIXES: [&str; 3] = ["gz", "zst", "zstd"];
+
 /// True if `path`'s extension (under an optional compression suffix) is one of `exts`.
 fn has_extension(path: &Path, exts: &[&str]) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let name = ["gz", "zst", "zstd"]
+    let name = READ_SUFFIXES
         .iter()
         .find_map(|c| name.strip_suffix(&format!(".{c}")))
         .unwrap_or(&name);
@@ -574,14 +601,15 @@ fn say_unnamed(dir: &Path, others: &[PathBuf], dir_exts: &[&str]) {
         named.push(format!("and {} more", others.len() - SHOWN));
     }
     crate::say!(
-        "neardup: not reading {} file{} in {} whose name{} end{} in none of .{} (plain, .gz or \
-         .zst): {}; name a file itself to read it",
+        "neardup: not reading {} file{} in {} whose name{} end{} in none of .{} (plain, or under \
+         .{}): {}; name a file itself to read it",
         others.len(),
         if others.len() == 1 { "" } else { "s" },
         dir.display(),
         if others.len() == 1 { "" } else { "s" },
         if others.len() == 1 { "s" } else { "" },
         dir_exts.join(", ."),
+        READ_SUFFIXES.join(", ."),
         named.join(", ")
     );
 }
@@ -592,21 +620,12 @@ fn say_unnamed(dir: &Path, others: &[PathBuf], dir_exts: &[&str]) {
 fn refuse_unread_suffix(files: &[PathBuf], dir_exts: &[&str]) -> Result<()> {
     for p in files {
         let name = p.to_string_lossy().to_lowercase();
-        let unread = [("bz2", "bzip2", "bunzip2 -k"), ("xz", "xz", "unxz -k")]
-            .into_iter()
-            .chain([("lz4", "lz4", "unlz4")])
-            .find(|(suffix, ..)| {
-                name.strip_suffix(&format!(".{suffix}"))
-                    .is_some_and(|stem| has_extension(Path::new(stem), dir_exts))
-            });
-        if let Some((_, what, tool)) = unread {
-            crate::bail!(
-                Input,
-                "{} is {what}-compressed by its name, which neardup does not read (it reads \
-                 plain, gzip and zstd files): decompress it first ({tool}), recompress it with \
-                 gzip or zstd, or move it out of the directory",
-                p.display()
-            );
+        let unread = UNREAD_COMPRESSIONS.iter().find(|(_, suffix, _)| {
+            name.strip_suffix(&format!(".{suffix}"))
+                .is_some_and(|stem| has_extension(Path::new(stem), dir_exts))
+        });
+        if let Some((what, ..)) = unread {
+            return Err(unread_compression(p, what, true));
         }
     }
     Ok(())
