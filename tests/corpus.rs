@@ -310,7 +310,7 @@ fn html_corpus_copies_the_kept_files_under_their_relative_names() {
     let dir = tempfile::tempdir().unwrap();
     let site = dir.path().join("site");
     std::fs::create_dir_all(site.join("a/b")).unwrap();
-    std::fs::create_dir_all(site.join("mirror")).unwrap();
+    std::fs::create_dir_all(site.join("mirror/deep")).unwrap();
     let words = |seed: usize| -> String {
         (seed..seed + 200)
             .map(|i| format!("w{}", i * 7919 % 100_003))
@@ -323,7 +323,7 @@ fn html_corpus_copies_the_kept_files_under_their_relative_names() {
     let files = [
         ("a/page.html", page("Page", &words(0))),
         (
-            "mirror/page.html",
+            "mirror/deep/page.html",
             page("Page", &words(0)) + "<!-- mirrored -->",
         ),
         ("a/b/other.html", page("Other", &words(5000))),
@@ -355,8 +355,19 @@ fn html_corpus_copies_the_kept_files_under_their_relative_names() {
         assert_eq!(got, vec!["a/page.html", "a/b/other.html"], "{w} workers");
         assert!(
             !out.join("corpus/mirror").exists(),
-            "no directory for a dropped page"
+            "no folder made only for a dropped page, at any depth"
         );
+        // Regression: `corpus/mirror` was left empty, and a folder holding no file is a user's
+        // (not ours to remove), so the next run into the same directory was refused.
+        let again = plan_of(
+            Path::new("."),
+            &format!(
+                "method = \"minhash\"\n[input]\npaths = [{site:?}]\nformat = \"html\"\n\
+                 [output]\ndir = {out:?}\npairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n"
+            ),
+            w,
+        );
+        execute(again).unwrap().unwrap();
     }
 }
 

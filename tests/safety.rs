@@ -477,6 +477,30 @@ fn an_earlier_corpus_of_ours_is_replaced_whole_and_one_with_a_foreign_file_is_re
 }
 
 #[test]
+fn a_users_empty_folder_inside_an_earlier_corpus_is_not_removed() {
+    // Regression: a corpus directory whose files were all neardup's was replaced whole, and an
+    // empty folder a user had made in it (for files to come) went with it.
+    let s = Sandbox::new();
+    let job = s.file(
+        "o/job.toml",
+        &format!(
+            "[input]\npaths = [{:?}]\n[output]\ndir = \".\"\npairs = \"pairs.tsv\"\n\
+             corpus = \"corpus\"\n",
+            s.path("in/a.jsonl")
+        ),
+    );
+    run_ok(&job);
+    for folder in ["o/corpus/later", "o/corpus/later/deeper"] {
+        std::fs::create_dir_all(s.path(folder)).unwrap();
+        let out = neardup().arg("run").arg(&job).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("holds no file"), "{}", stderr(&out));
+        assert!(s.path(folder).is_dir(), "{folder}");
+        assert!(s.path("o/corpus/a.jsonl").exists());
+    }
+}
+
+#[test]
 fn outputs_of_an_earlier_run_inside_an_input_directory_are_not_read_back() {
     // Item 2: outputs under other names in an input directory were read as documents next time.
     let s = Sandbox::new();

@@ -160,9 +160,12 @@ pub fn assemble(
         }
         if source.join(&paths, &dest)? {
             joined.push(name.as_path());
-        } else if let Some(dir) = dest.parent().filter(|d| *d != staged) {
-            // Nothing to hold (a dropped HTML page): no file, nor a directory made only for it.
-            let _ = std::fs::remove_dir(dir);
+        } else {
+            // Nothing to hold (a dropped HTML page): no file, nor the folders made only for it.
+            let mut dir = dest.parent();
+            while let Some(d) = dir.filter(|d| *d != staged && std::fs::remove_dir(d).is_ok()) {
+                dir = d.parent();
+            }
         }
     }
     let _ = std::fs::remove_dir(staged.join(PARTS));

@@ -348,6 +348,12 @@ fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
             ));
         }
     };
+    if let Some(hollow) = hollow_dir_below(real) {
+        return Verdict::Foreign(format!(
+            "{} inside it holds no file, and neardup makes no folder without one",
+            hollow.display()
+        ));
+    }
     for (rel, stamp) in &found {
         let ours = listed.get(rel).is_some_and(|s| s.same_as(stamp));
         if !ours {
@@ -358,6 +364,29 @@ fn dir_verdict(entry: Option<&Entry>, real: &Path) -> Verdict {
         }
     }
     Verdict::Ours
+}
+
+/// The first folder below `root` that holds no file at any depth (a user's empty folder: a corpus
+/// makes a folder only for a file it writes, [`super::corpus::assemble`]), if there is one.
+fn hollow_dir_below(root: &Path) -> Option<PathBuf> {
+    fn holds_a_file(dir: &Path, hollow: &mut Option<PathBuf>) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return true; // unreadable: stamps_below has said so already
+        };
+        let mut any = false;
+        for e in entries.flatten() {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            let held = !is_dir || holds_a_file(&e.path(), hollow);
+            if is_dir && !held && hollow.is_none() {
+                *hollow = Some(e.path());
+            }
+            any |= held;
+        }
+        any
+    }
+    let mut hollow = None;
+    holds_a_file(root, &mut hollow);
+    hollow
 }
 
 /// Sets written before the record existed: the directory's `summary.json` names each output with
@@ -498,6 +527,12 @@ mod tests {
         std::fs::write(d.join("corpus/sub/a.jsonl"), "{}\n").unwrap();
         let r = record_of(d, &["corpus"]);
         assert_eq!(verdict_of(&r, d, &d.join("corpus")), Verdict::Ours);
+        std::fs::create_dir_all(d.join("corpus/sub/later")).unwrap();
+        assert!(matches!(
+            verdict_of(&r, d, &d.join("corpus")),
+            Verdict::Foreign(why) if why.contains("later")
+        ));
+        std::fs::remove_dir(d.join("corpus/sub/later")).unwrap();
         std::fs::write(d.join("corpus/thesis.txt"), "mine").unwrap();
         assert!(matches!(
             verdict_of(&r, d, &d.join("corpus")),
