@@ -1043,3 +1043,40 @@ fn a_flipped_byte_in_any_part_of_a_segment_stops_the_audit_naming_the_segment() 
     std::fs::write(&segment, &good).unwrap();
     audit(d, &job, "st", "2", "q", &[]);
 }
+
+#[test]
+fn a_store_made_before_its_tokenizer_was_pinned_is_read_with_a_note_and_another_tokenizer_is_refused(
+) {
+    // Regression: a store named no tokenizer, so one made before a change of tokens (2026-12-01:
+    // a capital sigma's text was normalized twice) was audited with other tokens, and nothing
+    // said so.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0x70c);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    store_of_a(d, &job, "st");
+    let manifest = d.join("st/MANIFEST.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let ours = format!("\"tokenizer = {}\"", neardup::text::TOKENIZER_VERSION);
+    assert!(text.contains(&ours), "{text}");
+    let pinned = outputs_of(&audit(d, &job, "st", "2", "pinned", &[]));
+    // The store as an earlier version wrote it: no tokenizer line. Read, with a note.
+    std::fs::write(&manifest, text.replace(&format!("\n    {ours},"), "")).unwrap();
+    assert!(!std::fs::read_to_string(&manifest)
+        .unwrap()
+        .contains("tokenizer"));
+    let args = ["audit", &job, "--store", "st", "--input", "b.jsonl"];
+    let old = neardup_in(d, [&args[..], &["--out-dir", "unpinned"]].concat());
+    let said = String::from_utf8_lossy(&old.stderr).into_owned();
+    assert_eq!(old.status.code(), Some(0), "{said}");
+    assert!(said.contains("tokenizer 1 made other tokens"), "{said}");
+    assert_eq!(outputs_of(&d.join("unpinned")), pinned);
+    // Another tokenizer is another setting.
+    let other = text.replace(&ours, "\"tokenizer = 99\"");
+    std::fs::write(&manifest, other).unwrap();
+    let refused = neardup_in(d, [&args[..], &["--out-dir", "other"]].concat());
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("made with other settings"), "{said}");
+    assert!(said.contains("tokenizer = 99"), "{said}");
+}

@@ -66,6 +66,7 @@ impl Plan {
                 "content = {:?}",
                 self.content
             )));
+            lines.push(crate::store::tokenizer_parameter());
         }
         lines.push(format!("method = {}", self.method.name()));
         lines.extend(self.method.describe());

@@ -158,14 +158,50 @@ pub fn content_parameter(line: &str) -> String {
         .replace(", exact_prepass: true", "")
 }
 
-/// True if a store's `stored` parameter lines are a run's `ours` ([`content_parameter`] read
-/// into the stored ones).
+/// A text store's parameter line for the tokenizer this version runs ([`crate::text`]).
+pub fn tokenizer_parameter() -> String {
+    format!("tokenizer = {}", crate::text::TOKENIZER_VERSION)
+}
+
+/// The line a text store written before tokenizers were pinned is read as having.
+const UNPINNED_TOKENIZER: &str = "tokenizer = 1";
+
+/// Stores of an earlier tokenizer that this version still reads and appends to, with what differs
+/// (a run says so each time it opens one). Any other tokenizer is another setting: an error.
+const EARLIER_TOKENIZERS: &[(&str, &str)] = &[(
+    UNPINNED_TOKENIZER,
+    "tokenizer 1 made other tokens only of texts that hold both a capital sigma (\u{3a3}) and a \
+     capital letter followed by a combining mark with no precomposed capital (such as J and \
+     U+030C): a stored document of that kind may be missed or matched by its old tokens; make \
+     the store again from its sources to be exact",
+)];
+
+/// A store's parameter lines as this version compares them with a run's: each content line
+/// without the exact pre-pass ([`content_parameter`]); a text store's missing tokenizer line read
+/// as [`UNPINNED_TOKENIZER`]; an earlier tokenizer this version still reads taken for its own,
+/// with the note to give.
+fn as_this_version(stored: &[String]) -> (Vec<String>, Option<&'static str>) {
+    let mut lines: Vec<String> = stored.iter().map(|l| content_parameter(l)).collect();
+    let pinned = lines.iter().any(|l| l.starts_with("tokenizer = "));
+    if let Some(i) = lines.iter().position(|l| l.starts_with("content = ")) {
+        if !pinned {
+            lines.insert(i + 1, UNPINNED_TOKENIZER.to_owned());
+        }
+    }
+    let mut note = None;
+    for line in &mut lines {
+        if let Some((_, why)) = EARLIER_TOKENIZERS.iter().find(|(l, _)| l == line) {
+            *line = tokenizer_parameter();
+            note = Some(*why);
+        }
+    }
+    (lines, note)
+}
+
+/// True if a store's `stored` parameter lines are a run's `ours` (read as this version compares
+/// them, [`as_this_version`]).
 pub fn same_parameters(stored: &[String], ours: &[String]) -> bool {
-    stored.len() == ours.len()
-        && stored
-            .iter()
-            .zip(ours)
-            .all(|(s, o)| content_parameter(s) == *o)
+    as_this_version(stored).0 == ours
 }
 
 impl Store {
@@ -301,6 +337,9 @@ impl Store {
     /// An error naming the first parameter in which `parameters` differ from the store's.
     pub fn check_parameters(&self, parameters: &[String]) -> Result<()> {
         let Some((has, this_run)) = self.first_difference(parameters) else {
+            if let (_, Some(why)) = as_this_version(&self.manifest.parameters) {
+                crate::say!("neardup: note: the store {}: {why}", self.dir.display());
+            }
             return Ok(());
         };
         bail!(
@@ -316,12 +355,7 @@ impl Store {
     /// a setting one side lacks (an estimating run keeps no `minhash.values`) put every line
     /// after it out of step, and the message compared two unrelated settings.
     fn first_difference(&self, parameters: &[String]) -> Option<(String, String)> {
-        let stored: Vec<String> = self
-            .manifest
-            .parameters
-            .iter()
-            .map(|l| content_parameter(l))
-            .collect();
+        let (stored, _) = as_this_version(&self.manifest.parameters);
         let stored = &stored[..];
         if stored == parameters {
             return None;
