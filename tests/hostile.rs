@@ -1275,3 +1275,83 @@ fn a_panicking_worker_ends_the_run_instead_of_leaving_the_others_waiting() {
     assert!(err.contains("a worker stopped"), "{err}");
     assert!(!d.join("out").exists(), "{err}");
 }
+
+/// Starts process `p` of `args` in a cluster of the addresses in `hosts`, one worker.
+fn process_of(p: usize, hosts: &Path, args: &[&str]) -> std::process::Child {
+    let n = std::fs::read_to_string(hosts).unwrap().lines().count();
+    neardup()
+        .args(args)
+        .args(["--processes", &n.to_string(), "--process", &p.to_string()])
+        .arg("--hostfile")
+        .arg(hosts)
+        .args(["-w", "1", "--connect-timeout", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn processes_that_differ_in_spill_store_or_count_refuse_to_start_naming_it() {
+    // Regression (probe 13b): processes whose `[run] spill` differed, or of which only one was
+    // given `--store`, started and then crashed ("bincode::deserialize() failed:
+    // InvalidTagEncoding", an internal error); processes counting other numbers of processes
+    // waited out the whole timeout and blamed a lost connection ("Resource temporarily
+    // unavailable").
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let body = |run: &str| {
+        format!(
+            "method = \"minhash\"\n[input]\npaths = [{:?}]\n[run]\n{run}\n[output]\n\
+             dir = \"out\"\npairs = \"pairs.tsv\"\n",
+            sample()
+        )
+    };
+    let auto = job(d, "auto.toml", &body(""));
+    let always = job(d, "always.toml", &body("spill = \"always\""));
+    let (auto, always) = (auto.to_str().unwrap(), always.to_str().unwrap());
+    let st = d.join("st");
+    let st = st.to_str().unwrap();
+    let cases: [([&[&str]; 2], &str); 2] = [
+        (
+            [&["run", auto], &["run", always]],
+            "`spill = always` in process 1",
+        ),
+        (
+            [&["run", auto], &["run", auto, "--store", st]],
+            "`store = none` in process 0",
+        ),
+    ];
+    for (args, says) in cases {
+        let hosts = hostfile(d, 2);
+        let p0 = process_of(0, &hosts, args[0]);
+        let p1 = process_of(1, &hosts, args[1]);
+        for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+            assert_eq!(code, Some(1), "{err}");
+            assert!(err.contains(says), "{says}: {err}");
+            assert!(!err.contains("internal error"), "{err}");
+        }
+        assert!(!d.join("out").exists() && !d.join("st").exists());
+    }
+    // Two processes, one of which counts three: each says so at once, not after the timeout.
+    let hosts = hostfile(d, 3);
+    let two = d.join("two.txt");
+    let lines = std::fs::read_to_string(&hosts).unwrap();
+    std::fs::write(&two, lines.lines().take(2).collect::<Vec<_>>().join("\n")).unwrap();
+    for (first, second, n1, n0) in [(&two, &hosts, 3, 2), (&hosts, &two, 2, 3)] {
+        let started = Instant::now();
+        let p0 = process_of(0, first, &["run", auto]);
+        let p1 = process_of(1, second, &["run", auto]);
+        let says =
+            format!("process 1 runs in a cluster of {n1} processes, process 0 in one of {n0}");
+        for (code, err) in [finish(p0, 60), finish(p1, 60)] {
+            assert_eq!(code, Some(1), "{err}");
+            assert!(err.contains(&says), "{err}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}

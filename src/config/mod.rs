@@ -259,6 +259,16 @@ pub enum Append {
     All,
 }
 
+impl Append {
+    /// Its name in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Append::Kept => "kept",
+            Append::All => "all",
+        }
+    }
+}
+
 impl Plan {
     /// Every file the run reads, the store's files and its documents' sources, which no output
     /// may replace or hold.
@@ -278,6 +288,14 @@ impl Plan {
         let mut lines = vec![format!("command = {}", self.command)];
         lines.extend(self.store_parameters());
         lines.push(format!("split_bytes = {}", i.split_bytes));
+        // Spilling always sends a stage's records in another form than keeping them.
+        lines.push(format!("spill = {}", self.exec.spill.name()));
+        let store = self.store.as_ref().map(|d| d.display().to_string());
+        lines.push(format!("store = {}", store.as_deref().unwrap_or("none")));
+        if let Some(a) = &self.audit {
+            let append = a.append.as_ref().map_or("none", Append::name);
+            lines.push(format!("audit.append = {append}"));
+        }
         lines.push(format!("input files = {}", i.files.len()));
         for f in &i.files {
             lines.push(format!(

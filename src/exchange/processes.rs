@@ -224,7 +224,8 @@ fn mismatch(reference: &Hello, agree: &[usize], odd: &Hello) -> Option<String> {
     }
     if odd.processes != reference.processes {
         return Some(format!(
-            "{who} was started with --processes {}, {others} with {}",
+            "{who} runs in a cluster of {} processes, {others} in one of {}: give every \
+             process the same --processes, hostfile or launcher step",
             odd.processes, reference.processes
         ));
     }
@@ -326,7 +327,9 @@ pub fn form(
         hello,
     };
     f.connect_lower()?;
-    f.accept_higher(&listener)?;
+    if f.problems.is_empty() {
+        f.accept_higher(&listener)?;
+    }
     f.hellos.sort_by_key(|h| h.process);
     let differ = disagreement(&f.hellos);
     f.problems.extend(differ);
@@ -415,10 +418,28 @@ impl Forming<'_> {
                     peer.process
                 ));
             }
+            let apart = self.never_agrees(&peer);
             self.hellos.push(peer);
             self.sockets[p] = Some(s);
+            if apart {
+                return Ok(());
+            }
         }
         Ok(())
+    }
+
+    /// True if `peer` runs another version or another number of processes than this one: the
+    /// cluster can never form (a process counted among more processes waits for one that never
+    /// comes), so this process says so at once, to the peers it has ([`Forming::verdicts`]),
+    /// instead of waiting out the deadline.
+    fn never_agrees(&mut self, peer: &Hello) -> bool {
+        let apart = peer.version != self.hello.version || peer.processes != self.hello.processes;
+        if apart {
+            let mut both = [self.hello.clone(), peer.clone()];
+            both.sort_by_key(|h| h.process);
+            self.problems.extend(disagreement(&both));
+        }
+        apart
     }
 
     /// Higher-numbered processes: accept, read their hello, answer with ours.
@@ -445,9 +466,13 @@ impl Forming<'_> {
                         self.problems.push(unexpected(&peer, from, me, n));
                         continue;
                     }
+                    let apart = self.never_agrees(&peer);
                     self.hellos.push(peer);
                     self.sockets[p] = Some(s);
                     waiting -= 1;
+                    if apart {
+                        return Ok(());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if Instant::now() >= self.deadline {
@@ -478,11 +503,26 @@ impl Forming<'_> {
     }
 
     /// Sends this process's verdict (empty: agreed) to every peer and reads theirs: any problem,
-    /// here or in a peer, stops this process.
+    /// here or in a peer, stops this process. A process with a problem of its own stops at once,
+    /// with it: a peer that has not come to its verdicts (still waiting for a process that will
+    /// not come) must not hide it behind a lost connection.
     fn verdicts(&mut self) -> Result<()> {
         let verdict = self.problems.first().cloned().unwrap_or_default();
         for s in self.sockets.iter_mut().flatten() {
-            write_frame(s, verdict.as_bytes()).map_err(net)?;
+            // A peer that has gone already is told nothing; this process's own problem stands.
+            let sent = write_frame(s, verdict.as_bytes());
+            if verdict.is_empty() {
+                sent.map_err(net)?;
+            }
+        }
+        if !verdict.is_empty() {
+            // Theirs are read for a moment (unread, a close would reset the connection, and the
+            // peer could lose this verdict), not waited for.
+            for s in self.sockets.iter_mut().flatten() {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                let _ = read_frame(s);
+            }
+            bail!(Cluster, "{verdict}");
         }
         let mut refusals = Vec::new();
         for (p, s) in self.sockets.iter_mut().enumerate() {
@@ -492,9 +532,6 @@ impl Forming<'_> {
                     refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
                 }
             }
-        }
-        if let Some(p) = self.problems.first() {
-            bail!(Cluster, "{p}");
         }
         if !refusals.is_empty() {
             bail!(
