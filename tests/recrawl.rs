@@ -1080,3 +1080,44 @@ fn a_store_made_before_its_tokenizer_was_pinned_is_read_with_a_note_and_another_
     assert!(said.contains("made with other settings"), "{said}");
     assert!(said.contains("tokenizer = 99"), "{said}");
 }
+
+#[test]
+fn stored_paths_and_file_urls_are_never_gone_and_a_scheme_relative_url_scopes_its_host() {
+    // Regression (probe 13a): every URL without a host (a path, a `file:///` URL) and every
+    // scheme-relative one had the empty host, one scope: a batch holding any of them listed all
+    // the stored ones as gone, and `//Ex.org/c` scoped nothing of ex.org.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0x90e);
+    let doc = |id: &str, url: &str, rng: &mut Rng| Doc {
+        id: id.into(),
+        url: Some(url.into()),
+        text: fresh(rng),
+    };
+    let stored = [
+        ("s1", "/Path/X"),
+        ("s2", "//Ex.org/c"),
+        ("s3", "file:///srv/a.html"),
+        ("s4", "https://ex.org/d"),
+        ("s5", "https://other.org/e"),
+    ];
+    let a: Vec<Doc> = stored.iter().map(|(i, u)| doc(i, u, &mut rng)).collect();
+    write(&d.join("a0.jsonl"), &a);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    let mut gone_after = |batch: &[(&str, &str)], name: &str| -> BTreeSet<String> {
+        let b: Vec<Doc> = batch.iter().map(|(i, u)| doc(i, u, &mut rng)).collect();
+        write(&d.join("b.jsonl"), &b);
+        let out = audit(d, &job, "st", "2", name, &[]);
+        let text = std::fs::read_to_string(out.join("gone.tsv")).unwrap();
+        text.lines()
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect()
+    };
+    neardup(d, &["run", &job, "--store", "st", "--out-dir", "stored"]);
+    let none: BTreeSet<String> = BTreeSet::new();
+    assert_eq!(gone_after(&[("n1", "file:///srv/b.html")], "o1"), none);
+    assert_eq!(gone_after(&[("n2", "/other")], "o2"), none);
+    let ex_org: BTreeSet<String> = ["s2", "s4"].map(String::from).into();
+    assert_eq!(gone_after(&[("n3", "//EX.org/x")], "o3"), ex_org);
+    assert_eq!(gone_after(&[("n4", "https://ex.org/y")], "o4"), ex_org);
+}

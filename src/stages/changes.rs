@@ -133,9 +133,14 @@ pub fn canonical(url: &str) -> String {
     if let Some((scheme, rest)) = opaque(url) {
         return format!("{}:{rest}", scheme.to_ascii_lowercase());
     }
-    let (scheme, rest) = match url.split_once("://") {
+    let (scheme, rest) = match url.split_once("://").filter(|(s, _)| is_scheme(s)) {
         Some((s, r)) => (s.to_ascii_lowercase(), r),
         None => (String::new(), url),
+    };
+    // A scheme-relative URL (`//Example.org/a`) has its authority after the slashes.
+    let (lead, rest) = match rest.strip_prefix("//").filter(|_| scheme.is_empty()) {
+        Some(r) => ("//", r),
+        None => ("", rest),
     };
     let end = rest.find(['/', '?']).unwrap_or(rest.len());
     let default = match scheme.as_str() {
@@ -150,15 +155,17 @@ pub fn canonical(url: &str) -> String {
         .filter(|p| !p.is_empty() && !p.to_ascii_lowercase().starts_with("utm_"))
         .collect();
     let mut out = match scheme.is_empty() {
-        true => authority,
+        true => format!("{lead}{authority}"),
         false => format!("{scheme}://{authority}"),
     };
     // An empty path is the root: `https://example.org` is `https://example.org/` (RFC 3986, 6.2.3).
-    out.push_str(if path.is_empty() && !scheme.is_empty() {
-        "/"
-    } else {
-        path
-    });
+    out.push_str(
+        if path.is_empty() && !(scheme.is_empty() && lead.is_empty()) {
+            "/"
+        } else {
+            path
+        },
+    );
     if !kept.is_empty() {
         out.push('?');
         out.push_str(&kept.join("&"));
@@ -171,15 +178,21 @@ pub fn canonical(url: &str) -> String {
 /// followed by `//`, nor by a port (`example.org:8080/a` has no scheme and a host).
 fn opaque(url: &str) -> Option<(&str, &str)> {
     let (scheme, rest) = url.split_once(':')?;
-    let mut chars = scheme.chars();
-    let named = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let named = is_scheme(scheme);
     let port_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let port = rest[..port_end].bytes().all(|b| b.is_ascii_digit());
     let special = ["http", "https", "ftp", "ws", "wss", "file"]
         .iter()
         .any(|s| s.eq_ignore_ascii_case(scheme));
     (named && !special && !rest.starts_with("//") && !port).then_some((scheme, rest))
+}
+
+/// True if `s` is a scheme's name (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`), so
+/// that `/a?next=http://b` is not taken for a URL of the scheme `/a?next=http`.
+fn is_scheme(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// An authority (`[user@]host[:port]`) in the form URLs are compared in: the user as it is, the
@@ -227,18 +240,24 @@ fn canonical_authority(authority: &str, default: Option<&str>) -> String {
     out
 }
 
-/// The host of `url`, lowercased: what lies between `://` and the next `/`, `?` or `#` (the
-/// whole URL up to those when it has no scheme). A URL without a host ([`opaque`]: `mailto:`,
-/// `urn:`) is its own host, so a batch that holds one puts no other page in gone's scope.
-pub fn host(url: &str) -> String {
+/// The host and port of the canonical URL `url` ([`canonical`]): what lies between `://` (or a
+/// scheme-relative URL's `//`) and the next `/`, `?` or `#`, without the user; the whole URL up to
+/// those when it has no scheme (`example.org/a`). `None` for a URL without a host: an opaque one
+/// ([`opaque`]: `mailto:`, `urn:`), a path (`/a/b`), a `file:///` URL. Such a URL scopes nothing
+/// in gone's and is never in a scope: hosts that are all empty were one scope, and a batch with
+/// one `file:` URL listed every stored path as gone.
+pub fn host(url: &str) -> Option<String> {
     if opaque(url).is_some() {
-        return url.to_owned();
+        return None;
     }
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let rest = match url.split_once("://").filter(|(s, _)| is_scheme(s)) {
+        Some((_, r)) => r,
+        None => url.strip_prefix("//").unwrap_or(url),
+    };
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..end];
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    host.to_ascii_lowercase()
+    (!host.is_empty()).then(|| host.to_owned())
 }
 
 /// The audit's URLs (every worker calls it together), from the `rows` of the ranks this worker
@@ -267,7 +286,7 @@ pub fn pair_up(
     let hosts: BTreeSet<String> = docs
         .iter()
         .filter(|d| d.crawl.is_none())
-        .map(|d| host(&d.key))
+        .filter_map(|d| host(&d.key))
         .collect();
     let hosts: BTreeSet<String> = all_gather(worker, hosts).into_iter().flatten().collect();
     let peers = worker.peers() as u64;
@@ -286,7 +305,7 @@ pub fn pair_up(
         match stored.first() {
             None => urls.new.extend(new.iter().map(|d| (d.rank, d.url.clone()))),
             Some(s) if new.is_empty() => {
-                if hosts.contains(&host(&s.key)) {
+                if host(&s.key).is_some_and(|h| hosts.contains(&h)) {
                     urls.gone.push((s.rank, s.url.clone()));
                 }
             }
@@ -470,7 +489,7 @@ mod tests {
         }
         assert_eq!(canonical("http://例え.jp."), "http://xn--r8jz45g.jp/");
         assert_eq!(
-            host(&canonical("https://Bücher.example.")),
+            host(&canonical("https://Bücher.example.")).unwrap(),
             "xn--bcher-kva.example"
         );
         // Only the host changes: user, port, IPv6 literal and path stay as they were compared.
@@ -521,11 +540,11 @@ mod tests {
         );
         assert_eq!(canonical("urn:ISBN:0-486"), "urn:ISBN:0-486");
         let mail = canonical("mailto:me@example.org");
-        assert_eq!(host(&mail), mail);
-        assert_ne!(host(&mail), host(&canonical("https://example.org/a")));
+        assert_eq!(host(&mail), None);
         // A host and port without a scheme, or a special scheme, still has its host.
-        assert_eq!(host(&canonical("example.org:8080/a")), "example.org:8080");
-        assert_eq!(host(&canonical("localhost:8080")), "localhost:8080");
+        let host_of = |u: &str| host(&canonical(u));
+        assert_eq!(host_of("example.org:8080/a").unwrap(), "example.org:8080");
+        assert_eq!(host_of("localhost:8080").unwrap(), "localhost:8080");
         for u in [
             "http://[0:0:0:0:0:0:0:1]/x",
             "http://[::1]:80/x",
@@ -543,10 +562,36 @@ mod tests {
 
     #[test]
     fn a_host_is_the_authority_without_user_or_case() {
-        assert_eq!(host("https://Docs.Example.org/a/b?x#y"), "docs.example.org");
-        assert_eq!(host("http://me@example.org:8080/"), "example.org:8080");
-        assert_eq!(host("example.org/page"), "example.org");
-        assert_eq!(host("https://example.org"), "example.org");
+        let host_of = |u: &str| host(&canonical(u));
+        assert_eq!(
+            host_of("https://Docs.Example.org/a/b?x#y").unwrap(),
+            "docs.example.org"
+        );
+        assert_eq!(
+            host_of("http://me@example.org:8080/").unwrap(),
+            "example.org:8080"
+        );
+        assert_eq!(host_of("example.org/page").unwrap(), "example.org");
+        assert_eq!(host_of("https://example.org").unwrap(), "example.org");
+    }
+
+    /// Defect (probe 13a): a path (`/Path/X`), a scheme-relative URL (`//Ex.org/c`) and a
+    /// `file:///` URL all had the empty host, one scope, so a batch holding any of them listed
+    /// every stored one as gone; and `//Ex.org/c` kept its host's capitals.
+    #[test]
+    fn paths_and_file_urls_have_no_host_and_a_scheme_relative_url_has_its_own() {
+        for u in [
+            "/Path/X",
+            "file:///srv/a.html",
+            "/a?next=http://b.org/",
+            "?q=1",
+        ] {
+            assert_eq!(host(&canonical(u)), None, "{u}");
+        }
+        assert_eq!(canonical("//Ex.org/c#f"), "//ex.org/c");
+        assert_eq!(canonical("//Ex.org"), "//ex.org/");
+        assert_eq!(host(&canonical("//Ex.org/c")).unwrap(), "ex.org");
+        assert_eq!(canonical("/a?next=http://B.org/"), "/a?next=http://B.org/");
     }
 
     fn same(unchanged: bool, sketches: (u64, u64), score: Option<Score>) -> SameUrl {

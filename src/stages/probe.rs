@@ -102,10 +102,12 @@ impl Batch {
         let urls = || docs.urls.iter().flatten().map(|u| canonical(u));
         let by_url = (outputs.changes.is_some() || outputs.new.is_some())
             .then(|| urls().map(|u| xxh3_64(u.as_bytes())).collect());
-        let by_host = outputs
-            .gone
-            .is_some()
-            .then(|| urls().map(|u| xxh3_64(host(&u).as_bytes())).collect());
+        let by_host = outputs.gone.is_some().then(|| {
+            urls()
+                .filter_map(|u| host(&u))
+                .map(|h| xxh3_64(h.as_bytes()))
+                .collect()
+        });
         Some(Batch {
             probe,
             keys,
@@ -139,7 +141,7 @@ impl Batch {
             set.as_ref()
                 .is_some_and(|k| k.contains(xxh3_64(s.as_bytes())))
         };
-        hit(&self.urls, &url) || hit(&self.hosts, &host(&url))
+        hit(&self.urls, &url) || host(&url).is_some_and(|h| hit(&self.hosts, &h))
     }
 }
 
