@@ -1121,3 +1121,46 @@ fn stored_paths_and_file_urls_are_never_gone_and_a_scheme_relative_url_scopes_it
     assert_eq!(gone_after(&[("n3", "//EX.org/x")], "o3"), ex_org);
     assert_eq!(gone_after(&[("n4", "https://ex.org/y")], "o4"), ex_org);
 }
+
+#[test]
+fn a_walk_passes_over_a_stores_files_saying_they_lie_in_a_store() {
+    // Regression (probe 13a): a user's file inside a store was passed over as one "an earlier
+    // neardup run wrote".
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0x5a1);
+    let job = job(d, "minhash", "method = \"minhash\"\n");
+    neardup(d, &["run", &job, "--store", "crawl/st", "--out-dir", "o1"]);
+    std::fs::copy(d.join("b.jsonl"), d.join("crawl/st/user.jsonl")).unwrap();
+    std::fs::copy(d.join("b.jsonl"), d.join("crawl/b.jsonl")).unwrap();
+    let out = neardup_in(d, ["run", &job, "--input", "crawl", "--out-dir", "o2"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("not reading crawl/st/user.jsonl: it lies inside the sketch store"),
+        "{said}"
+    );
+    assert!(!said.contains("an earlier neardup run wrote"), "{said}");
+}
+
+#[test]
+fn an_estimating_audit_of_a_store_of_band_keys_is_told_what_to_do() {
+    // Regression (probe 13a): the refusal said only `it has "minhash.values = band keys", this
+    // run (nothing)`.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0xe57);
+    let exact = job(d, "exact", "method = \"minhash\"\n");
+    let estimate = job(
+        d,
+        "estimate",
+        "method = \"minhash\"\n[verify]\nmode = \"estimate\"\n",
+    );
+    neardup(d, &["run", &exact, "--store", "st", "--out-dir", "o1"]);
+    let args = ["audit", &estimate, "--store", "st", "--input", "b.jsonl"];
+    let out = neardup_in(d, [&args[..], &["--out-dir", "o2"]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("no signature to estimate from"), "{said}");
+    assert!(said.contains("mode = \"exact\""), "{said}");
+}

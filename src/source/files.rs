@@ -554,7 +554,7 @@ pub fn discover(
             if left_out.is_empty() {
                 ""
             } else {
-                " that an earlier neardup run did not write"
+                " besides the outputs of earlier neardup runs and the files of sketch stores"
             }
         );
     }
@@ -566,11 +566,14 @@ pub fn discover(
         say_unnamed(&dir, &others, dir_exts);
     }
     for (p, record) in left_out {
+        // A record is a file; a store, the directory that holds it.
+        let why = match record.is_dir() {
+            true => format!("it lies inside the sketch store {}", record.display()),
+            false => format!("an earlier neardup run wrote it (see {})", record.display()),
+        };
         crate::say!(
-            "neardup: not reading {}: an earlier neardup run wrote it (see {}); name the file \
-             itself to read it",
-            p.display(),
-            record.display()
+            "neardup: not reading {}: {why}; name the file itself to read it",
+            p.display()
         );
     }
     identify(paths)

@@ -342,9 +342,17 @@ impl Store {
             }
             return Ok(());
         };
+        let hint = match has.contains("minhash.values = band keys") {
+            true => {
+                ": it keeps band keys (made by a run that verifies exactly), which hold no \
+                 signature to estimate from; audit it with [verify] mode = \"exact\", or make \
+                 the store with an estimating run"
+            }
+            false => "",
+        };
         bail!(
             Config,
-            "the store {} was made with other settings: it has {has}, this run {this_run}",
+            "the store {} was made with other settings: it has {has}, this run {this_run}{hint}",
             self.dir.display()
         )
     }
