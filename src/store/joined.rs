@@ -249,14 +249,21 @@ fn file_names(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The pending manifests in the store `dir`, by name, sorted.
+/// The pending manifests in the store `dir` and the files beside them that name their journals
+/// ([`sidecar`]), by name, sorted.
 pub fn pending_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = file_names(dir)
         .into_iter()
-        .filter(|n| is_pending_name(n))
+        .filter(|n| is_pending_name(pending_of(n)))
         .collect();
     names.sort();
     names
+}
+
+/// The pending manifest's name a file of the store is for: its own, or the one a [`sidecar`]
+/// names a journal for.
+pub fn pending_of(name: &str) -> &str {
+    name.strip_suffix(".journal").unwrap_or(name)
 }
 
 /// True for a name neardup gives a pending manifest: [`PENDING`], a pid, `-`, a clock reading.

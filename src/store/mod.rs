@@ -550,15 +550,14 @@ impl Store {
     }
 
     /// What killed runs left in the store that a writer removes and a reader leaves: the pending
-    /// manifests of commits never made, and the segment files no manifest names, by name.
+    /// manifests of commits never made (and the files that name their journals), and the segment
+    /// files no manifest names, by name.
     pub fn leftovers(&self) -> Vec<String> {
         let mut left = joined::pending_names(&self.dir);
-        left.retain(|n| self.in_place.as_ref() != Some(n));
-        let folder = self.dir.join(SEGMENTS);
-        let mut segments: Vec<String> = fs::read_dir(&folder)
+        left.retain(|n| self.in_place.as_deref() != Some(joined::pending_of(n)));
+        let mut segments: Vec<String> = self
+            .segment_files()
             .into_iter()
-            .flatten()
-            .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| self.is_unnamed_segment(n))
             .map(|n| format!("{SEGMENTS}/{n}"))
@@ -566,6 +565,15 @@ impl Store {
         segments.sort();
         left.extend(segments);
         left
+    }
+
+    /// The regular files in `segments/`: a user's directory there, whatever its name, is no
+    /// segment and no leftover, and is left alone.
+    fn segment_files(&self) -> Vec<fs::DirEntry> {
+        let folder = self.dir.join(SEGMENTS);
+        let entries = fs::read_dir(&folder).into_iter().flatten().flatten();
+        let files = entries.filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
+        files.collect()
     }
 
     /// True for a segment file's name (staged or not) that the manifest does not name.
@@ -636,9 +644,8 @@ impl Store {
     /// Removes the segment files the manifest does not name.
     fn remove_unnamed(&self) -> Result<()> {
         let folder = self.dir.join(SEGMENTS);
-        let entries =
-            fs::read_dir(&folder).io_context(|| format!("listing {}", folder.display()))?;
-        for entry in entries.flatten() {
+        fs::read_dir(&folder).io_context(|| format!("listing {}", folder.display()))?;
+        for entry in self.segment_files() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if self.is_unnamed_segment(&name) {
                 fs::remove_file(entry.path())
@@ -1062,5 +1069,31 @@ mod tests {
         names.sort();
         assert_eq!(names, ["000001.seg", "000002.seg"]);
         assert_eq!(store.read_segment(1).unwrap(), next);
+    }
+
+    /// Regression (probe 13a): a user's directory in `segments/` named like a segment was listed
+    /// as a leftover, and every writer then failed removing it ("Is a directory"); the file that
+    /// names a pending manifest's journal, left by a kill, was not listed.
+    #[test]
+    fn a_users_directory_among_the_segments_is_left_alone_and_a_journals_name_file_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("store");
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(&seg("kept", 1), 1, &[]).unwrap();
+        drop(store);
+        let user = at.join(SEGMENTS).join("000007.seg");
+        fs::create_dir(&user).unwrap();
+        fs::write(user.join("important.txt"), "mine").unwrap();
+        let side = format!("{MANIFEST}.pending-12-34.journal");
+        fs::write(at.join(&side), "/nowhere/.neardup-journal").unwrap();
+        assert_eq!(Store::open(&at).unwrap().leftovers(), [side.clone()]);
+        let mut store = Store::open_or_create(&at, &params(3)).unwrap();
+        store.append(&seg("next", 1), 1, &[]).unwrap();
+        assert_eq!(
+            fs::read_to_string(user.join("important.txt")).unwrap(),
+            "mine"
+        );
+        assert!(!at.join(&side).exists(), "the next writer removes it");
+        assert!(store.leftovers().is_empty());
     }
 }
