@@ -94,10 +94,15 @@ fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Re
         .or(waited);
     s.set_read_timeout(wait).map_err(net)?;
     let timeout = wait.unwrap_or_default().as_secs_f64();
+    // An accepted connection (a first word awaited) came from the peer; ours went to it.
+    let there = match first_word {
+        Some(_) => "connecting from there",
+        None => "listening there",
+    };
     s.read_exact(&mut magic).map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Cluster(format!(
             "no handshake from {peer}: it sent nothing within {} s (is another \
-             program listening there, or is that process stopped?)",
+             program {there}, or is that process stopped?)",
             seconds(timeout)
         )),
         _ => Error::Io {
@@ -110,7 +115,7 @@ fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Re
         bail!(
             Cluster,
             "{peer} is not a neardup process of this version (a different program, or a neardup \
-             with another cluster protocol, is listening there)"
+             with another cluster protocol, is {there})"
         );
     }
     let frame = read_frame(s).io_context(|| format!("reading the handshake of {peer}"))?;
@@ -290,6 +295,18 @@ fn connect(addr: &str, deadline: Instant) -> Result<TcpStream> {
     }
 }
 
+/// Listens on this process's own `addr`, retrying a failed name lookup until `deadline`: a pod's
+/// own DNS name (a StatefulSet's headless service) may be published only once the pod runs.
+fn listen(addr: &str, deadline: Instant) -> io::Result<TcpListener> {
+    loop {
+        match addr.to_socket_addrs() {
+            Ok(found) => return TcpListener::bind(&found.collect::<Vec<_>>()[..]),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
 /// Connects this process (`me` of `addresses.len()`) to every other, exchanges hellos and verdicts,
 /// and returns one socket per peer (`None` at `me`), ready for timely. `checks` runs once every hello
 /// is in; its error (or any mismatch) stops every process.
@@ -309,7 +326,8 @@ pub fn form(
         workers,
         plan: plan.to_string(),
     };
-    let listener = TcpListener::bind(&addresses[me]).io_context(|| {
+    let deadline = Instant::now() + timeout;
+    let listener = listen(&addresses[me], deadline).io_context(|| {
         format!(
             "process {me} cannot listen on {} (its own address in the cluster's list)",
             addresses[me]
@@ -319,7 +337,7 @@ pub fn form(
     let mut f = Forming {
         addresses,
         me,
-        deadline: Instant::now() + timeout,
+        deadline,
         secs: timeout.as_secs_f64(),
         sockets: (0..n).map(|_| None).collect(),
         problems: Vec::new(),
@@ -404,7 +422,8 @@ impl Forming<'_> {
             let mut s = connect(addr, self.deadline).map_err(|e| {
                 Error::Cluster(format!(
                     "process {me} could not reach process {p} at {addr} within {} s ({e}); \
-                     is it running, and is the hostfile right? (--connect-timeout sets the wait)",
+                     is it running, and are the addresses right (the hostfile, or the launcher's \
+                     variables)? (--connect-timeout sets the wait)",
                     seconds(secs)
                 ))
             })?;
@@ -559,6 +578,18 @@ mod tests {
     }
 
     const PLAN: &str = "format = jsonl\nshingle = 3\nk = 3\n";
+
+    #[test]
+    fn a_process_looks_its_own_name_up_again_until_the_deadline() {
+        // Regression (probe 13b): a pod whose own DNS record was not yet published exited at
+        // once; its peers' names were looked up again until the deadline.
+        let started = Instant::now();
+        let wait = Duration::from_millis(600);
+        let unknown = listen("no-such-host.invalid:2101", started + wait);
+        assert!(unknown.is_err());
+        assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
+        assert!(listen("127.0.0.1:0", Instant::now()).is_ok());
+    }
 
     #[test]
     fn mismatches_name_the_first_difference() {
