@@ -1086,7 +1086,7 @@ mod tests {
         fs::write(user.join("important.txt"), "mine").unwrap();
         let side = format!("{MANIFEST}.pending-12-34.journal");
         fs::write(at.join(&side), "/nowhere/.neardup-journal").unwrap();
-        assert_eq!(Store::open(&at).unwrap().leftovers(), [side.clone()]);
+        assert_eq!(Store::open(&at).unwrap().leftovers(), vec![side.clone()]);
         let mut store = Store::open_or_create(&at, &params(3)).unwrap();
         store.append(&seg("next", 1), 1, &[]).unwrap();
         assert_eq!(
