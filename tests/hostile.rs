@@ -831,7 +831,9 @@ fn a_store_inside_an_input_directory_is_not_read_as_documents() {
             );
             if run == 1 {
                 assert!(
-                    e.contains(&format!("{store}/MANIFEST.json: an earlier")),
+                    e.contains(&format!(
+                        "{store}/MANIFEST.json: it lies inside the sketch store"
+                    )),
                     "{e}"
                 );
             }
