@@ -349,8 +349,10 @@ pub fn form(
         f.accept_higher(&listener)?;
     }
     f.hellos.sort_by_key(|h| h.process);
-    let differ = disagreement(&f.hellos);
-    f.problems.extend(differ);
+    // A peer that can never agree has been named already (only the first problem is told).
+    if f.problems.is_empty() {
+        f.problems.extend(disagreement(&f.hellos));
+    }
     // Local checks, then everyone's verdict.
     if f.problems.is_empty() {
         if let Err(e) = checks() {
@@ -437,14 +439,20 @@ impl Forming<'_> {
                     peer.process
                 ));
             }
-            let apart = self.never_agrees(&peer);
-            self.hellos.push(peer);
-            self.sockets[p] = Some(s);
-            if apart {
+            if self.joined(p, peer, s) {
                 return Ok(());
             }
         }
         Ok(())
+    }
+
+    /// Takes process `p`'s connection `s` and hello `peer`; true if the cluster can never form
+    /// with it ([`Forming::never_agrees`]), so forming stops here.
+    fn joined(&mut self, p: usize, peer: Hello, s: TcpStream) -> bool {
+        let apart = self.never_agrees(&peer);
+        self.hellos.push(peer);
+        self.sockets[p] = Some(s);
+        apart
     }
 
     /// True if `peer` runs another version or another number of processes than this one: the
@@ -485,11 +493,8 @@ impl Forming<'_> {
                         self.problems.push(unexpected(&peer, from, me, n));
                         continue;
                     }
-                    let apart = self.never_agrees(&peer);
-                    self.hellos.push(peer);
-                    self.sockets[p] = Some(s);
                     waiting -= 1;
-                    if apart {
+                    if self.joined(p, peer, s) {
                         return Ok(());
                     }
                 }
