@@ -25,6 +25,8 @@ fn neardup() -> Command {
     for var in [
         "SLURM_PROCID",
         "SLURM_NTASKS",
+        "SLURM_STEP_NUM_TASKS",
+        "NEARDUP_PROCESS",
         "KUBERNETES_SERVICE_HOST",
         "NEARDUP_SERVICE",
         "NEARDUP_PROCESSES",
@@ -222,21 +224,59 @@ fn launcher_errors_blame_the_environment_and_flag_errors_name_the_flags_given() 
         err.contains("SLURM_NTASKS") && !err.contains("invalid job"),
         "{err}"
     );
-    let hosts = dir.path().join("hosts.txt");
-    std::fs::write(&hosts, "127.0.0.1:7001\n").unwrap();
-    let out = neardup()
-        .arg("run")
-        .arg(&job)
-        .arg("--out-dir")
-        .arg(dir.path().join("out"))
-        .arg("--hostfile")
-        .arg(&hosts)
-        .args(["--processes", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}
+
+/// Defect (probe 13b): `NEARDUP_PROCESS` (a hostfile launcher's variable) was passed over under
+/// `--processes`, so two processes given 0 and 1 in it both ran as process 0; and `SLURM_NTASKS=0`
+/// was said to put task 0 out of range.
+#[test]
+fn a_process_index_the_flags_would_pass_over_or_a_count_of_zero_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = hostfile(dir.path(), 2);
+    let job = root().join("jobs/sample.toml");
+    let run = |extra: &[&str], vars: &[(&str, &str)]| {
+        let out = neardup()
+            .arg("run")
+            .arg(&job)
+            .arg("--out-dir")
+            .arg(dir.path().join("out"))
+            .arg("--hostfile")
+            .arg(&hosts)
+            .args(extra)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // `--hostfile` with one process blamed a `--process` that was not given; and (probe 13b) it
+    // was blamed on the job file ("invalid job"), with exit 1.
+    let (code, err) = run(&["--processes", "1"], &[]);
     assert!(err.contains("--hostfile needs --processes"), "{err}");
     assert!(!err.contains("--process and"), "{err}");
+    assert_eq!(code, Some(2), "a usage error: {err}");
+    assert!(!err.contains("invalid job"), "{err}");
+    let (code, err) = run(&["--processes", "2"], &[("NEARDUP_PROCESS", "1")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("NEARDUP_PROCESS=1 is set") && err.contains("give --process 1"),
+        "{err}"
+    );
+    let (code, err) = run(
+        &["--processes", "2", "--process", "0"],
+        &[("NEARDUP_PROCESS", "1")],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    let zero = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "0")];
+    let (code, err) = run(&["--cluster", "slurm"], &zero);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("SLURM_NTASKS=0: a cluster has at least one process"),
+        "{err}"
+    );
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
 

@@ -168,9 +168,9 @@ pub struct ClusterArgs {
     /// Number of processes in a timely cluster.
     #[arg(long, default_value_t = 1, value_parser = at_least_1())]
     processes: usize,
-    /// This process's index, 0..processes.
-    #[arg(long, default_value_t = 0)]
-    process: usize,
+    /// This process's index, 0..processes (default 0).
+    #[arg(long)]
+    process: Option<usize>,
     /// One host:port per line, in process order (default localhost:2101+i).
     #[arg(long)]
     hostfile: Option<PathBuf>,
@@ -206,27 +206,57 @@ impl ClusterArgs {
     /// The command line's part of a plan; a `--process` out of the range of `--processes` is a
     /// bad command line (exit 2).
     pub fn overrides(&self, command: &str) -> anyhow::Result<Overrides> {
-        if self.process >= self.processes {
-            let e = clap::Error::raw(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!(
-                    "--process {} is out of range for --processes {} (0 to {})\n",
-                    self.process,
-                    self.processes,
-                    self.processes - 1
-                ),
-            );
-            e.exit();
+        let process = self.process.unwrap_or(0);
+        if let Some(conflict) = self.layout_conflict(std::env::var("NEARDUP_PROCESS").ok()) {
+            clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, conflict + "\n").exit();
         }
         Ok(Overrides {
             command: command.into(),
             workers: self.workers,
             processes: self.processes,
-            process: self.process,
+            process,
             hostfile: self.hostfile.clone(),
             cluster: self.cluster,
             connect_timeout_s: self.connect_timeout,
             ..Overrides::default()
+        })
+    }
+}
+
+impl ClusterArgs {
+    /// What is wrong with `--processes`, `--process` and `--hostfile` together, given the
+    /// variable `NEARDUP_PROCESS` (which only a launcher reads): a bad command line.
+    fn layout_conflict(&self, variable: Option<String>) -> Option<String> {
+        let (processes, process) = (self.processes, self.process.unwrap_or(0));
+        if process >= processes {
+            return Some(format!(
+                "--process {process} is out of range for --processes {processes} (0 to {})",
+                processes - 1
+            ));
+        }
+        if self.cluster.is_some() {
+            return None;
+        }
+        if processes == 1 && self.hostfile.is_some() {
+            return Some(
+                "--hostfile needs --processes greater than 1 with --process, or --cluster \
+                 hostfile, which takes one process a line of the hostfile and this one from \
+                 NEARDUP_PROCESS or this machine's name"
+                    .into(),
+            );
+        }
+        let variable = variable.filter(|v| !v.trim().is_empty())?;
+        let differs = variable.trim().parse::<usize>().ok() != Some(process);
+        (processes > 1 && differs).then(|| {
+            format!(
+                "NEARDUP_PROCESS={variable} is set, but --processes takes this process's index \
+                 from --process ({}): give --process {variable}, or --cluster hostfile to read \
+                 NEARDUP_PROCESS",
+                match self.process {
+                    Some(p) => p.to_string(),
+                    None => "not given, so 0".into(),
+                }
+            )
         })
     }
 }

@@ -1053,9 +1053,15 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         exec.process = place.process;
         exec.launcher = Some(place.launcher);
         if place.launcher == "none" {
+            let outside_srun = match env.vars.get("SLURM_PROCID") {
+                Some(_) => {
+                    " (SLURM_PROCID is set, but no SLURM_NTASKS: run under srun for a cluster)"
+                }
+                None => "",
+            };
             crate::say!(
                 "neardup: --cluster auto found no launcher (Slurm, Kubernetes, --hostfile): one \
-                 process"
+                 process{outside_srun}"
             );
         }
         if place.processes == 1 {

@@ -96,6 +96,22 @@ impl Environment {
         }
     }
 
+    /// A number of processes: a cluster holds at least one.
+    fn count(&self, name: &str) -> Result<Option<usize>> {
+        let n = self.number(name)?;
+        ensure!(
+            n != Some(0),
+            Config,
+            "{name}=0: a cluster has at least one process"
+        );
+        Ok(n)
+    }
+
+    /// Whether `name` is set, even to nothing (which [`Environment::var`] passes over).
+    fn is_set(&self, name: &str) -> bool {
+        self.vars.contains_key(name)
+    }
+
     fn port(&self) -> Result<u16> {
         match self.var("NEARDUP_PORT") {
             None => Ok(DEFAULT_PORT),
@@ -118,13 +134,24 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
             None => bail!(Config, "--cluster hostfile needs --hostfile FILE"),
         },
         Launcher::Auto => {
-            if env.var("SLURM_PROCID").is_some() && env.var("SLURM_NTASKS").is_some() {
-                slurm(env)
-            } else if KUBERNETES_VARIABLES.iter().any(|v| env.var(v).is_some()) {
-                // Setting any of them means a cluster (in a pod or not): one it lacks is an
-                // error, where running alone would make every process do the whole job.
-                kubernetes(env)
-            } else if let Some(path) = hostfile {
+            let found = auto_launcher(env);
+            if let (Some((name, variables)), Some(path)) = (&found, hostfile) {
+                bail!(
+                    Config,
+                    "--cluster auto found {name}'s variables ({variables}) and --hostfile {}: \
+                     say which gives the processes (--cluster {} or --cluster hostfile)",
+                    path.display(),
+                    name.to_ascii_lowercase()
+                )
+            }
+            match found {
+                // Setting a launcher's variable means a cluster: one it lacks is an error,
+                // where running alone would make every process do the whole job.
+                Some(("Slurm", _)) => return slurm(env),
+                Some(_) => return kubernetes(env),
+                None => {}
+            }
+            if let Some(path) = hostfile {
                 from_hostfile(path, env)
             } else if let Some(v) = env.var("NEARDUP_PROCESS") {
                 // It names a line of a hostfile: without one, running alone would make every
@@ -146,36 +173,51 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
     }
 }
 
+/// The launcher whose variables are set (Slurm's task index, or any variable a StatefulSet's
+/// pod spec sets), with the ones found.
+fn auto_launcher(env: &Environment) -> Option<(&'static str, String)> {
+    let set = |names: &[&str]| {
+        let found: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|v| env.var(v).is_some())
+            .collect();
+        (!found.is_empty()).then(|| found.join(", "))
+    };
+    // A batch script outside srun may have a task index but no count: it runs alone.
+    let counted = ["SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"]
+        .iter()
+        .any(|v| env.var(v).is_some());
+    if let Some(found) = set(&["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"])
+        .filter(|_| counted && env.var("SLURM_PROCID").is_some())
+    {
+        return Some(("Slurm", found));
+    }
+    set(&KUBERNETES_VARIABLES).map(|found| ("Kubernetes", found))
+}
+
 /// Slurm: the task's index and count, and the step's nodes with the tasks of each (block
 /// distribution, srun's default: tasks fill the first node, then the next). A node's tasks listen
 /// on consecutive ports from `NEARDUP_PORT`.
 fn slurm(env: &Environment) -> Result<Place> {
-    let need = |name: &str| -> Result<usize> {
-        match env.number(name)? {
-            Some(n) => Ok(n),
-            None => bail!(
-                Config,
-                "--cluster slurm: {name} is not set (run under srun)"
-            ),
-        }
+    let need = |name: &str, n: Option<usize>| -> Result<usize> {
+        let unset = if env.is_set(name) { "empty" } else { "not set" };
+        n.ok_or_else(|| {
+            crate::error::Error::Config(format!(
+                "--cluster slurm: {name} is {unset} (run under srun)"
+            ))
+        })
     };
-    let process = need("SLURM_PROCID")?;
-    let processes = env
-        .number("SLURM_STEP_NUM_TASKS")?
-        .map_or_else(|| need("SLURM_NTASKS"), Ok)?;
-    let nodes = env
-        .var("SLURM_STEP_NODELIST")
-        .or_else(|| env.var("SLURM_JOB_NODELIST"));
-    let Some(nodes) = nodes else {
-        bail!(Config, "--cluster slurm: SLURM_JOB_NODELIST is not set")
+    let process = need("SLURM_PROCID", env.number("SLURM_PROCID")?)?;
+    let processes = match env.count("SLURM_STEP_NUM_TASKS")? {
+        Some(n) => n,
+        None => need("SLURM_NTASKS", env.count("SLURM_NTASKS")?)?,
     };
-    let nodes = expand_nodelist(nodes)?;
-    let per_node = match env
-        .var("SLURM_STEP_TASKS_PER_NODE")
-        .or_else(|| env.var("SLURM_TASKS_PER_NODE"))
-    {
-        Some(t) => expand_tasks_per_node(t)?,
-        None => vec![processes.div_ceil(nodes.len()); nodes.len()],
+    let (nodes_from, nodes) = slurm_variable(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")?;
+    let nodes = expand_nodelist(nodes).map_err(|e| named(e, nodes_from))?;
+    let per_node = match slurm_variable(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE") {
+        Ok((from, t)) => expand_tasks_per_node(t).map_err(|e| named(e, from))?,
+        Err(_) => vec![processes.div_ceil(nodes.len()); nodes.len()],
     };
     let addresses = block_addresses(&nodes, &per_node, processes, env.port()?)?;
     ensure!(
@@ -190,6 +232,39 @@ fn slurm(env: &Environment) -> Result<Place> {
         process,
         addresses,
     })
+}
+
+/// The step's variable `step`, else the job's `job`, with its name; an error naming both when
+/// neither is set, or saying that one is set but empty.
+fn slurm_variable<'a>(
+    env: &'a Environment,
+    step: &'static str,
+    job: &'static str,
+) -> Result<(&'static str, &'a str)> {
+    for name in [step, job] {
+        if let Some(v) = env.var(name) {
+            return Ok((name, v));
+        }
+    }
+    match [step, job].into_iter().find(|n| env.is_set(n)) {
+        Some(empty) => bail!(
+            Config,
+            "--cluster slurm: {empty} is set but empty (and {} is not set)",
+            if empty == step { job } else { step }
+        ),
+        None => bail!(
+            Config,
+            "--cluster slurm: {job} is not set (nor {step}): run under srun"
+        ),
+    }
+}
+
+/// A Slurm setting's error, said with the variable it was read from.
+fn named(e: crate::error::Error, variable: &str) -> crate::error::Error {
+    match e {
+        crate::error::Error::Config(m) => crate::error::Error::Config(format!("{variable}: {m}")),
+        e => e,
+    }
 }
 
 /// The address of each task under block distribution: node i runs `per_node[i]` consecutive
@@ -359,7 +434,7 @@ fn kubernetes(env: &Environment) -> Result<Place> {
             "--cluster kubernetes: set NEARDUP_SERVICE to the headless service's name{outside}"
         )
     };
-    let Some(processes) = env.number("NEARDUP_PROCESSES")? else {
+    let Some(processes) = env.count("NEARDUP_PROCESSES")? else {
         bail!(
             Config,
             "--cluster kubernetes: set NEARDUP_PROCESSES to the StatefulSet's replicas{outside}"
@@ -653,6 +728,75 @@ mod tests {
         let (_dir, path) = hosts("VM:5401\nother:5401\n");
         let p = place(Launcher::Hostfile, Some(&path), &env(&[], Some("vm"))).unwrap();
         assert_eq!(p.process, 0);
+    }
+
+    /// Defects (probe 13b): a count of 0 processes was said to put task 0 out of range; an empty
+    /// node list was "not set"; a bad node list or tasks per node did not name its variable;
+    /// `--hostfile` under `--cluster auto` was passed over when Slurm's variables were set.
+    #[test]
+    fn launcher_variables_that_cannot_make_a_cluster_are_named() {
+        let slurm = |extra: &[(&'static str, &'static str)]| {
+            let mut vars = vec![
+                ("SLURM_PROCID", "0"),
+                ("SLURM_NTASKS", "2"),
+                ("SLURM_JOB_NODELIST", "n[1-2]"),
+            ];
+            for (k, v) in extra {
+                vars.retain(|(name, _)| name != k);
+                vars.push((k, v));
+            }
+            place(Launcher::Slurm, None, &env(&vars, None))
+                .map_err(|e| e.to_string())
+                .unwrap_err()
+        };
+        for (extra, says) in [
+            (
+                ("SLURM_NTASKS", "0"),
+                "SLURM_NTASKS=0: a cluster has at least one process",
+            ),
+            (
+                ("SLURM_STEP_NUM_TASKS", "0"),
+                "SLURM_STEP_NUM_TASKS=0: a cluster has",
+            ),
+            (
+                ("SLURM_JOB_NODELIST", " "),
+                "SLURM_JOB_NODELIST is set but empty",
+            ),
+            (
+                ("SLURM_JOB_NODELIST", "n[2-1]"),
+                "SLURM_JOB_NODELIST: Slurm node list",
+            ),
+            (
+                ("SLURM_TASKS_PER_NODE", "2(xa)"),
+                "SLURM_TASKS_PER_NODE: Slurm tasks per node",
+            ),
+        ] {
+            let err = slurm(&[extra]);
+            assert!(err.contains(says), "{extra:?}: {err}");
+        }
+        let pods = [("NEARDUP_SERVICE", "nd"), ("NEARDUP_PROCESSES", "0")];
+        let err = place(Launcher::Auto, None, &env(&pods, Some("dedup-0"))).unwrap_err();
+        assert!(err.to_string().contains("NEARDUP_PROCESSES=0"), "{err}");
+        let (_dir, path) = hosts("a:2101\nb:2101\n");
+        let tasks = [("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2")];
+        let err = place(Launcher::Auto, Some(&path), &env(&tasks, Some("b"))).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains("Slurm's variables (SLURM_PROCID, SLURM_NTASKS)")
+                && err.contains("--cluster slurm or --cluster hostfile"),
+            "{err}"
+        );
+        let err = place(Launcher::Auto, Some(&path), &env(&pods[..1], Some("b"))).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Kubernetes's variables (NEARDUP_SERVICE)"),
+            "{err}"
+        );
+        // Outside srun (a batch script) a task index without a count is no cluster.
+        let batch = place(Launcher::Auto, None, &env(&tasks[..1], None)).unwrap();
+        assert_eq!((batch.launcher, batch.processes), ("none", 1));
+        let batch = place(Launcher::Auto, Some(&path), &env(&tasks[..1], Some("b"))).unwrap();
+        assert_eq!((batch.launcher, batch.process), ("hostfile", 1));
     }
 
     /// A hostfile holding `text`, in a directory that lives as long as the first value.

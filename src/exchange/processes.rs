@@ -154,19 +154,32 @@ fn net(e: io::Error) -> Error {
 
 /// The first line where two plans differ, for the message: `` `k = 5` in process 2, `k = 3` in
 /// processes 0, 1 ``.
+/// A count of input files that differs is followed by the first file that differs, so the file
+/// one process has and another lacks is named.
 fn first_difference(odd: &str, reference: &str, who: &str, others: &str) -> String {
     let (a, b): (Vec<&str>, Vec<&str>) = (odd.lines().collect(), reference.lines().collect());
-    for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i).copied(), b.get(i).copied());
-        if x != y {
-            return format!(
-                "`{}` in {who}, `{}` in {others}",
-                x.unwrap_or("(nothing)"),
-                y.unwrap_or("(nothing)")
-            );
-        }
+    let mut differing = (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i));
+    let say = |i: usize| {
+        format!(
+            "`{}` in {who}, `{}` in {others}",
+            a.get(i).copied().unwrap_or("(nothing)"),
+            b.get(i).copied().unwrap_or("(nothing)")
+        )
+    };
+    let Some(first) = differing.next() else {
+        return "the plans differ".into();
+    };
+    let is_count = |i: usize| a.get(i).is_some_and(|l| l.starts_with("input files = "));
+    let file = |i: &usize| {
+        [a.get(*i), b.get(*i)]
+            .into_iter()
+            .flatten()
+            .any(|l| l.starts_with("input"))
+    };
+    match differing.find(file).filter(|_| is_count(first)) {
+        Some(next) => format!("{}; the first file that differs: {}", say(first), say(next)),
+        None => say(first),
     }
-    "the plans differ".into()
 }
 
 /// Process indices as a phrase: `process 0`, `processes 0, 1`.
@@ -594,6 +607,35 @@ mod tests {
         assert!(unknown.is_err());
         assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
         assert!(listen("127.0.0.1:0", Instant::now()).is_ok());
+    }
+
+    /// Defect (probe 13b): a process given one more input file than the others was told only
+    /// the counts (`input files = 3` against 2), not which file.
+    #[test]
+    fn an_extra_input_file_is_named_beside_the_count() {
+        let files = |names: &[&str]| {
+            let mut plan = format!("k = 3\ninput files = {}\n", names.len());
+            for n in names {
+                plan += &format!("input = {n} (9 bytes, none)\ninput file = /d/{n} (modified 1)\n");
+            }
+            plan + "verify.mode = exact\n"
+        };
+        let two = hello(0, 1, &files(&["a.jsonl", "c.jsonl"]));
+        let three = hello(1, 1, &files(&["a.jsonl", "b.jsonl", "c.jsonl"]));
+        let m = mismatch(&two, &[0], &three).unwrap();
+        assert!(
+            m.contains(
+                "`input files = 3` in process 1, `input files = 2` in process 0; the first \
+                 file that differs: `input = b.jsonl (9 bytes, none)` in process 1, \
+                 `input = c.jsonl (9 bytes, none)` in process 0"
+            ),
+            "{m}"
+        );
+        let m = mismatch(&three, &[1], &hello(0, 1, &files(&["a.jsonl", "b.jsonl"]))).unwrap();
+        assert!(
+            m.contains("`input = c.jsonl (9 bytes, none)` in process 1"),
+            "{m}"
+        );
     }
 
     #[test]
