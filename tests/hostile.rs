@@ -505,13 +505,17 @@ fn a_cluster_process_without_its_peer_times_out() {
 /// and returns how process 0 ended.
 fn lose_process_1(hosts: &Path, args: &[&str]) -> (Option<i32>, String) {
     let p0 = process(0, hosts, args, 1);
-    let mut p1 = process(1, hosts, args, 1);
-    let mut lines = BufReader::new(p1.stderr.take().unwrap()).lines();
-    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
-    assert!(formed, "process 1 joined the cluster");
-    p1.kill().unwrap();
-    p1.wait().unwrap();
+    kill_once_formed(process(1, hosts, args, 1));
     finish(p0, 60)
+}
+
+/// Kills a process of a cluster once it says the cluster formed.
+fn kill_once_formed(mut child: std::process::Child) {
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let formed = lines.any(|l| l.is_ok_and(|l| l.contains("connected to its peers")));
+    assert!(formed, "the process joined the cluster");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]
@@ -538,6 +542,33 @@ fn a_lost_peer_ends_every_process_with_exit_1() {
         "no staged file left: {:?}",
         listing(d)
     );
+}
+
+/// Defect (probe 13b): of three processes, when process 2 was killed, process 0 could blame
+/// process 1, which had only stopped on losing process 2 itself. A survivor now names every
+/// connection that broke within a moment of the first.
+#[test]
+fn a_killed_process_is_named_by_every_survivor_of_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let corpus = big_corpus(d, 100_000);
+    let hosts = hostfile(d, 3);
+    let out = d.join("fps.tsv");
+    let args = ["fingerprint", "--input", corpus.to_str().unwrap(), "--out"];
+    let args: Vec<&str> = args.into_iter().chain([out.to_str().unwrap()]).collect();
+    let survivors = [0, 1].map(|p| process_of(p, &hosts, &args));
+    kill_once_formed(process_of(2, &hosts, &args));
+    for (p, child) in survivors.into_iter().enumerate() {
+        let (code, err) = finish(child, 60);
+        assert_eq!(code, Some(1), "{err}");
+        let line = err.lines().find(|l| l.contains("lost the connection"));
+        let line = line.unwrap_or_else(|| panic!("process {p}: {err}"));
+        assert!(
+            line.contains("process 2 (") || line.contains(" and 2 ("),
+            "process {p}: {line}"
+        );
+    }
+    assert!(!out.exists());
 }
 
 /// Regression (a lost cluster peer left its output directory behind): process 0 had made the

@@ -202,10 +202,9 @@ fn cluster_auto_refuses_a_process_count_and_explains_a_hostfile_it_cannot_place(
 }
 
 /// Regression (found by a probe): a launcher's environment error was said as the job file's
-/// ("invalid job sample.toml: SLURM_NTASKS=\"two\" is not a number"), and `--hostfile` with one
-/// process blamed a `--process` that was not given.
+/// ("invalid job sample.toml: SLURM_NTASKS=\"two\" is not a number").
 #[test]
-fn launcher_errors_blame_the_environment_and_flag_errors_name_the_flags_given() {
+fn launcher_errors_blame_the_environment_not_the_job() {
     let dir = tempfile::tempdir().unwrap();
     let job = root().join("jobs/sample.toml");
     let out = neardup()
@@ -227,7 +226,8 @@ fn launcher_errors_blame_the_environment_and_flag_errors_name_the_flags_given() 
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
 
-/// Defect (probe 13b): `NEARDUP_PROCESS` (a hostfile launcher's variable) was passed over under
+/// Regression (found by a probe): `--hostfile` with one process blamed a `--process` that was not
+/// given. Defect (probe 13b): `NEARDUP_PROCESS` (a hostfile launcher's variable) was passed over under
 /// `--processes`, so two processes given 0 and 1 in it both ran as process 0; and `SLURM_NTASKS=0`
 /// was said to put task 0 out of range.
 #[test]

@@ -465,6 +465,43 @@ pub fn install() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The peers whose connections broke, as many as LOST_WINDOW gathers.
+static LOST: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// How long the first broken connection waits for others to break: a process that loses a peer
+/// stops too, so when one of three stops, the third sees two connections break, and the first to
+/// break may be the one that stopped only for losing it.
+const LOST_WINDOW: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The peers lost within [`LOST_WINDOW`] of the first, as a phrase (`process 2`, `processes 1
+/// and 2 (...)`), for the thread that saw the first break; every later one waits here for the
+/// first to end the process.
+fn lost_peers(peer: &str) -> String {
+    {
+        let mut lost = LOST.lock().unwrap_or_else(|p| p.into_inner());
+        if !lost.iter().any(|p| p == peer) {
+            lost.push(peer.to_string());
+        }
+    }
+    static REPORTING: AtomicBool = AtomicBool::new(false);
+    if REPORTING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::sleep(LOST_WINDOW);
+        }
+    }
+    std::thread::sleep(LOST_WINDOW);
+    let mut lost = LOST.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    lost.sort_by_key(|p| p.parse::<usize>().unwrap_or(usize::MAX));
+    match &lost[..] {
+        [one] => format!("process {one}"),
+        [rest @ .., last] => format!(
+            "processes {} and {last} (one stopped, and a process that loses a peer stops too)",
+            rest.join(", ")
+        ),
+        [] => "a process".into(),
+    }
+}
+
 /// A panic removes the staged outputs before the default report; a lost cluster peer's, or a
 /// worker's, ends the process.
 fn install_panic_hook() {
@@ -491,10 +528,11 @@ fn install_panic_hook() {
                 .name()
                 .and_then(|n| n.rsplit('-').next())
                 .unwrap_or("?");
+            let peers = lost_peers(peer);
             // Nothing was committed: the directories and lock this run made go too.
             remove_made_holding(try_hold);
             crate::say!(
-                "neardup: error: lost the connection to process {peer} ({message}). A cluster run \
+                "neardup: error: lost the connection to {peers} ({message}). A cluster run \
                  stops when any process stops; outputs are left as they were. Rerun the job."
             );
             std::process::exit(1);
