@@ -263,7 +263,8 @@ impl<S: Sketcher<Sketch = u64>> Acceptor<S> {
             tokens if tokens < self.content.min_tokens => Err(Skip::new(
                 SkipReason::TooShort,
                 format!(
-                    "{tokens} tokens, fewer than min_tokens = {}",
+                    "{tokens} token{}, fewer than min_tokens = {}",
+                    if tokens == 1 { "" } else { "s" },
                     self.content.min_tokens
                 ),
             )),
