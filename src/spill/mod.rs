@@ -160,15 +160,34 @@ impl Spill {
         if dir.exists() {
             remove_marked(&dir);
         }
-        make_dir(&dir)
-            .io_context(|| format!("creating the scratch directory {}", dir.display()))?;
-        std::fs::write(dir.join(MARKER), format!("{host} {}\n", std::process::id()))
-            .io_context(|| format!("writing {}", dir.join(MARKER).display()))?;
-        Ok(Arc::new(Spill {
+        let spill = Spill {
             dir,
             made,
             files: AtomicU64::new(0),
-        }))
+        };
+        make_dir(&spill.dir)
+            .map_err(|e| spill.refused(parent, e, "creating the scratch directory"))?;
+        let marker = format!("{host} {}\n", std::process::id());
+        std::fs::write(spill.dir.join(MARKER), marker)
+            .map_err(|e| spill.refused(parent, e, "writing the marker of the scratch directory"))?;
+        Ok(Arc::new(spill))
+    }
+
+    /// The error of a scratch directory that could not be made whole (its drop removes what was
+    /// made of it): a full disk (no space, or no inode) said as one, naming `[run] scratch`.
+    fn refused(&self, parent: &Path, e: std::io::Error, doing: &str) -> Error {
+        if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+            return Error::Resource(format!(
+                "the scratch directory {} is full ({doing} {}: {e}). Free space (or inodes), or \
+                 point [run] scratch at another disk; the outputs were not touched",
+                parent.display(),
+                self.dir.display()
+            ));
+        }
+        Error::Io {
+            context: format!("{doing} {}", self.dir.display()),
+            cause: e,
+        }
     }
 
     /// This process's scratch directory.
@@ -359,11 +378,13 @@ fn disk_full(dir: &Path, needed: u64, free: Option<u64>, what: &str) -> Error {
         }
         _ => what.to_string(),
     };
+    // `dir` is the run's own directory, removed by the time the message is read: its parent is
+    // `[run] scratch`.
     Error::Resource(format!(
-        "the scratch directory {} is full: {what} needs about {} MiB there, {free} free. Free \
+        "the scratch directory {} is full: {what} needs at least {} MiB there, {free} free. Free \
          space, point [run] scratch at a larger disk, or raise [run] memory_budget_mib; the \
          outputs were not touched",
-        dir.display(),
+        dir.parent().unwrap_or(dir).display(),
         needed.div_ceil(1 << 20)
     ))
 }
@@ -477,8 +498,11 @@ fn alive(pid: i32) -> bool {
 
 /// Removes a scratch directory if it holds the marker: its spill files and marker, then the
 /// directory (left in place if anything else is in it: nothing a run did not write is removed).
+/// One without the marker (a run killed, or out of inodes, between making it and marking it) is
+/// removed only while empty.
 fn remove_marked(dir: &Path) {
     if !dir.join(MARKER).is_file() {
+        let _ = std::fs::remove_dir(dir);
         return;
     }
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -601,6 +625,35 @@ mod tests {
         assert!(!missing.exists());
     }
 
+    /// Defects (probe 14a): a run killed between making its directory and writing the marker, or
+    /// one that ran out of inodes there, left a directory no later run removed; and a run that
+    /// could not mark its directory left it behind when it ended, with the system's bare error.
+    #[test]
+    fn a_scratch_directory_that_was_never_marked_is_removed_while_empty() {
+        let parent = tempfile::tempdir().unwrap();
+        let name = |pid: u32| format!("{DIR_PREFIX}{}.{pid}.0", hostname());
+        let (unmarked, holding) = (name(2147483003), name(2147483004));
+        let (unmarked, holding) = (parent.path().join(unmarked), parent.path().join(holding));
+        std::fs::create_dir(&unmarked).unwrap();
+        std::fs::create_dir(&holding).unwrap();
+        std::fs::write(holding.join("notes.txt"), "mine").unwrap();
+        drop(Spill::open(parent.path(), plain_dir).unwrap());
+        assert!(!unmarked.exists(), "a killed run's empty directory goes");
+        assert!(
+            holding.join("notes.txt").exists(),
+            "a file it did not write stays"
+        );
+        fn full(dir: &Path) -> std::io::Result<()> {
+            std::fs::create_dir(dir)?;
+            Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+        }
+        let scratch = parent.path().join("made/here");
+        let err = Spill::open(&scratch, full).err().unwrap().to_string();
+        let says = format!("the scratch directory {} is full", scratch.display());
+        assert!(err.contains(&says), "{err}");
+        assert!(!parent.path().join("made").exists(), "what it made is gone");
+    }
+
     #[test]
     fn a_full_scratch_disk_is_refused_naming_the_directory_and_the_bytes() {
         let parent = tempfile::tempdir().unwrap();
@@ -610,7 +663,8 @@ mod tests {
             .reserve(1 << 60, "verification")
             .unwrap_err()
             .to_string();
-        assert!(err.contains(&spill.dir().display().to_string()), "{err}");
+        let scratch = format!("directory {} is full", parent.path().display());
+        assert!(err.contains(&scratch), "{err}");
         assert!(err.contains("MiB") && err.contains("verification"), "{err}");
         let auto = Scratch::new(parent.path().into(), SpillMode::Auto, plain_dir);
         assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
