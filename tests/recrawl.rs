@@ -1082,6 +1082,35 @@ fn a_store_made_before_its_tokenizer_was_pinned_is_read_with_a_note_and_another_
 }
 
 #[test]
+fn a_segments_store_made_before_its_empty_slots_were_filled_is_read_with_a_note() {
+    // Probe 14b: segments gave a document's empty slots MinHash values (texts repeating a word
+    // had none to meet on); a store written before holds the old values, and is still read.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0x70d);
+    let job = job(d, "segments", "method = \"segments\"\n");
+    store_of_a(d, &job, "st");
+    let manifest = d.join("st/MANIFEST.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let ours = "\"segments.empty_slots = minhash\"";
+    assert!(text.contains(ours), "{text}");
+    std::fs::write(&manifest, text.replace(&format!("\n    {ours},"), "")).unwrap();
+    let args = ["audit", &job, "--store", "st", "--input", "b.jsonl"];
+    let old = neardup_in(d, [&args[..], &["--out-dir", "earlier"]].concat());
+    let said = String::from_utf8_lossy(&old.stderr).into_owned();
+    assert_eq!(old.status.code(), Some(0), "{said}");
+    assert!(said.contains("without the MinHash values"), "{said}");
+    std::fs::write(
+        &manifest,
+        text.replace(ours, "\"segments.empty_slots = x\""),
+    )
+    .unwrap();
+    let refused = neardup_in(d, [&args[..], &["--out-dir", "other"]].concat());
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(said.contains("made with other settings"), "{said}");
+}
+
+#[test]
 fn stored_paths_and_file_urls_are_never_gone_and_a_scheme_relative_url_scopes_its_host() {
     // Regression (probe 13a): every URL without a host (a path, a `file:///` URL) and every
     // scheme-relative one had the empty host, one scope: a batch holding any of them listed all

@@ -62,7 +62,7 @@ impl Scheme {
 
 /// An empty bin. A shingle whose value is `u32::MAX` (one in 2^32) leaves its bin looking empty;
 /// the bin is then densified like an empty one, alike in every document.
-const EMPTY: u32 = u32::MAX;
+pub(crate) const EMPTY: u32 = u32::MAX;
 
 /// Seeds the signature key and the band keys apart.
 const KEY_SEED: u64 = 0x4d49_4e48_4153_484b; // "MINHASHK"
@@ -165,7 +165,7 @@ impl MinHasher {
 /// One-permutation MinHash: the shingle hash `h` into its bin of `m`, kept if its low half is the
 /// bin's least.
 #[inline(always)]
-fn into_bin(bins: &mut [u32], m: usize, h: u64) {
+pub(crate) fn into_bin(bins: &mut [u32], m: usize, h: u64) {
     let bin = ((h as u128 * m as u128) >> 64) as usize;
     bins[bin] = bins[bin].min(h as u32);
 }

@@ -166,21 +166,37 @@ pub fn tokenizer_parameter() -> String {
 /// The line a text store written before tokenizers were pinned is read as having.
 const UNPINNED_TOKENIZER: &str = "tokenizer = 1";
 
-/// Stores of an earlier tokenizer that this version still reads and appends to, with what differs
-/// (a run says so each time it opens one). Any other tokenizer is another setting: an error.
-const EARLIER_TOKENIZERS: &[(&str, &str)] = &[(
-    UNPINNED_TOKENIZER,
-    "tokenizer 1 made other tokens only of texts that hold both a capital sigma (\u{3a3}) and a \
-     capital letter followed by a combining mark with no precomposed capital (such as J and \
-     U+030C): a stored document of that kind may be missed or matched by its old tokens; make \
-     the store again from its sources to be exact",
-)];
+/// An earlier store's line, the line of this version it is taken for, and what differs.
+type EarlierLine = (&'static str, fn() -> String, &'static str);
+
+/// Parameter lines of stores this version still reads and appends to, each with the line of
+/// this version it is taken for and what differs (a run says so each time it opens one). Any
+/// other value of those lines is another setting: an error.
+const EARLIER_LINES: &[EarlierLine] = &[
+    (
+        UNPINNED_TOKENIZER,
+        tokenizer_parameter,
+        "tokenizer 1 made other tokens only of texts that hold both a capital sigma (\u{3a3}) \
+         and a capital letter followed by a combining mark with no precomposed capital (such as \
+         J and U+030C): a stored document of that kind may be missed or matched by its old \
+         tokens; make the store again from its sources to be exact",
+    ),
+    (
+        crate::method::segments::EARLIER_EMPTY_SLOTS,
+        || crate::method::segments::EMPTY_SLOTS.into(),
+        "its documents that reach fewer than half their segment slots (short texts, texts that \
+         repeat a word or phrase) were stored without the MinHash values this version gives \
+         their empty slots: a new document is matched with such a stored one only by equal \
+         segments; make the store again from its sources to find those pairs too",
+    ),
+];
 
 /// A store's parameter lines as this version compares them with a run's: each content line
 /// without the exact pre-pass ([`content_parameter`]); a text store's missing tokenizer line read
-/// as [`UNPINNED_TOKENIZER`]; an earlier tokenizer this version still reads taken for its own,
-/// with the note to give.
-fn as_this_version(stored: &[String]) -> (Vec<String>, Option<&'static str>) {
+/// as [`UNPINNED_TOKENIZER`], and a segments store's missing empty-slots line as
+/// [`crate::method::segments::EARLIER_EMPTY_SLOTS`]; each earlier line this version still reads
+/// ([`EARLIER_LINES`]) taken for its own, with the notes to give.
+fn as_this_version(stored: &[String]) -> (Vec<String>, Vec<&'static str>) {
     let mut lines: Vec<String> = stored.iter().map(|l| content_parameter(l)).collect();
     let pinned = lines.iter().any(|l| l.starts_with("tokenizer = "));
     if let Some(i) = lines.iter().position(|l| l.starts_with("content = ")) {
@@ -188,14 +204,23 @@ fn as_this_version(stored: &[String]) -> (Vec<String>, Option<&'static str>) {
             lines.insert(i + 1, UNPINNED_TOKENIZER.to_owned());
         }
     }
-    let mut note = None;
-    for line in &mut lines {
-        if let Some((_, why)) = EARLIER_TOKENIZERS.iter().find(|(l, _)| l == line) {
-            *line = tokenizer_parameter();
-            note = Some(*why);
+    let filled = lines
+        .iter()
+        .any(|l| l.starts_with("segments.empty_slots = "));
+    if let Some(i) = lines.iter().rposition(|l| l.starts_with("segments.")) {
+        if !filled {
+            let earlier = crate::method::segments::EARLIER_EMPTY_SLOTS;
+            lines.insert(i + 1, earlier.to_owned());
         }
     }
-    (lines, note)
+    let mut notes = Vec::new();
+    for line in &mut lines {
+        if let Some((_, now, why)) = EARLIER_LINES.iter().find(|(l, _, _)| l == line) {
+            *line = now();
+            notes.push(*why);
+        }
+    }
+    (lines, notes)
 }
 
 /// True if a store's `stored` parameter lines are a run's `ours` (read as this version compares
@@ -337,7 +362,7 @@ impl Store {
     /// An error naming the first parameter in which `parameters` differ from the store's.
     pub fn check_parameters(&self, parameters: &[String]) -> Result<()> {
         let Some((has, this_run)) = self.first_difference(parameters) else {
-            if let (_, Some(why)) = as_this_version(&self.manifest.parameters) {
+            for why in as_this_version(&self.manifest.parameters).1 {
                 crate::say!("neardup: note: the store {}: {why}", self.dir.display());
             }
             return Ok(());

@@ -27,7 +27,7 @@ pub const TOKEN_SEED: u64 = 0x6e65_6172_6475_7001; // "neardup\x01"
 
 /// The version of the tokens this module makes of a text. A store pins it (its sketches were made
 /// of these tokens): raise it whenever any text's tokens change, and say in
-/// `store::EARLIER_TOKENIZERS` whether stores of the version before may still be read.
+/// `store::EARLIER_LINES` whether stores of the version before may still be read.
 /// 2: text lowered whole for a final sigma is not normalized again (2026-12-01).
 pub const TOKENIZER_VERSION: u32 = 2;
 
