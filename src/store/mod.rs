@@ -166,58 +166,68 @@ pub fn tokenizer_parameter() -> String {
 /// The line a text store written before tokenizers were pinned is read as having.
 const UNPINNED_TOKENIZER: &str = "tokenizer = 1";
 
-/// An earlier store's line, the line of this version it is taken for, and what differs.
-type EarlierLine = (&'static str, fn() -> String, &'static str);
+/// A parameter line that a store of an earlier version wrote, or lacks, and this version still
+/// reads and appends to (a run says what differs each time it opens one). Any other value of the
+/// line is another setting: an error.
+struct EarlierLine {
+    /// Where the line stands: after the last line that starts with this (a store that lacks it
+    /// and has no such line has nothing the line is about).
+    after: &'static str,
+    /// The line as the earlier version wrote it, or as a store that lacks it is read.
+    earlier: &'static str,
+    /// The line of this version it is taken for.
+    now: fn() -> String,
+    /// What differs.
+    why: &'static str,
+}
 
-/// Parameter lines of stores this version still reads and appends to, each with the line of
-/// this version it is taken for and what differs (a run says so each time it opens one). Any
-/// other value of those lines is another setting: an error.
+/// The earlier lines this version reads ([`EarlierLine`]).
 const EARLIER_LINES: &[EarlierLine] = &[
-    (
-        UNPINNED_TOKENIZER,
-        tokenizer_parameter,
-        "tokenizer 1 made other tokens only of texts that hold both a capital sigma (\u{3a3}) \
-         and a capital letter followed by a combining mark with no precomposed capital (such as \
-         J and U+030C): a stored document of that kind may be missed or matched by its old \
-         tokens; make the store again from its sources to be exact",
-    ),
-    (
-        crate::method::segments::EARLIER_EMPTY_SLOTS,
-        || crate::method::segments::EMPTY_SLOTS.into(),
-        "its documents that reach fewer than half their segment slots (short texts, texts that \
-         repeat a word or phrase) were stored without the MinHash values this version gives \
-         their empty slots: a new document is matched with such a stored one only by equal \
-         segments; make the store again from its sources to find those pairs too",
-    ),
+    EarlierLine {
+        after: "content = ",
+        earlier: UNPINNED_TOKENIZER,
+        now: tokenizer_parameter,
+        why: "tokenizer 1 made other tokens only of texts that hold both a capital sigma \
+              (\u{3a3}) and a capital letter followed by a combining mark with no precomposed \
+              capital (such as J and U+030C): a stored document of that kind may be missed or \
+              matched by its old tokens; make the store again from its sources to be exact",
+    },
+    EarlierLine {
+        after: "segments.",
+        earlier: crate::method::segments::EARLIER_EMPTY_SLOTS,
+        now: || crate::method::segments::EMPTY_SLOTS.into(),
+        why: "its documents that reach fewer than half their segment slots (short texts, texts \
+              that repeat a word or phrase) were stored without the MinHash values this version \
+              gives their empty slots: a new document is matched with such a stored one only by \
+              equal segments; make the store again from its sources to find those pairs too",
+    },
 ];
 
+/// The name of a parameter line (`tokenizer` of `tokenizer = 2`).
+fn parameter_name(line: &str) -> &str {
+    line.split_once(" = ").map_or(line, |(name, _)| name)
+}
+
 /// A store's parameter lines as this version compares them with a run's: each content line
-/// without the exact pre-pass ([`content_parameter`]); a text store's missing tokenizer line read
-/// as [`UNPINNED_TOKENIZER`], and a segments store's missing empty-slots line as
-/// [`crate::method::segments::EARLIER_EMPTY_SLOTS`]; each earlier line this version still reads
-/// ([`EARLIER_LINES`]) taken for its own, with the notes to give.
+/// without the exact pre-pass ([`content_parameter`]); a line an earlier version did not write
+/// read as [`EarlierLine::earlier`] (a text store's tokenizer as [`UNPINNED_TOKENIZER`]); each
+/// earlier line taken for this version's, with the notes to give.
 fn as_this_version(stored: &[String]) -> (Vec<String>, Vec<&'static str>) {
     let mut lines: Vec<String> = stored.iter().map(|l| content_parameter(l)).collect();
-    let pinned = lines.iter().any(|l| l.starts_with("tokenizer = "));
-    if let Some(i) = lines.iter().position(|l| l.starts_with("content = ")) {
-        if !pinned {
-            lines.insert(i + 1, UNPINNED_TOKENIZER.to_owned());
+    for e in EARLIER_LINES {
+        let name = parameter_name(e.earlier);
+        if lines.iter().any(|l| parameter_name(l) == name) {
+            continue;
         }
-    }
-    let filled = lines
-        .iter()
-        .any(|l| l.starts_with("segments.empty_slots = "));
-    if let Some(i) = lines.iter().rposition(|l| l.starts_with("segments.")) {
-        if !filled {
-            let earlier = crate::method::segments::EARLIER_EMPTY_SLOTS;
-            lines.insert(i + 1, earlier.to_owned());
+        if let Some(i) = lines.iter().rposition(|l| l.starts_with(e.after)) {
+            lines.insert(i + 1, e.earlier.to_owned());
         }
     }
     let mut notes = Vec::new();
     for line in &mut lines {
-        if let Some((_, now, why)) = EARLIER_LINES.iter().find(|(l, _, _)| l == line) {
-            *line = now();
-            notes.push(*why);
+        if let Some(e) = EARLIER_LINES.iter().find(|e| e.earlier == line) {
+            *line = (e.now)();
+            notes.push(e.why);
         }
     }
     (lines, notes)
