@@ -221,9 +221,7 @@ impl ClusterArgs {
             ..Overrides::default()
         })
     }
-}
 
-impl ClusterArgs {
     /// What is wrong with `--processes`, `--process` and `--hostfile` together, given the
     /// variable `NEARDUP_PROCESS` (which only a launcher reads): a bad command line.
     fn layout_conflict(&self, variable: Option<String>) -> Option<String> {

@@ -176,24 +176,17 @@ pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> 
 /// The launcher whose variables are set (Slurm's task index, or any variable a StatefulSet's
 /// pod spec sets), with the ones found.
 fn auto_launcher(env: &Environment) -> Option<(&'static str, String)> {
-    let set = |names: &[&str]| {
-        let found: Vec<&str> = names
-            .iter()
-            .copied()
-            .filter(|v| env.var(v).is_some())
-            .collect();
-        (!found.is_empty()).then(|| found.join(", "))
+    let set = |names: &[&'static str]| -> Vec<&'static str> {
+        let set = names.iter().copied().filter(|v| env.var(v).is_some());
+        set.collect()
     };
+    let slurm = set(&["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"]);
     // A batch script outside srun may have a task index but no count: it runs alone.
-    let counted = ["SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"]
-        .iter()
-        .any(|v| env.var(v).is_some());
-    if let Some(found) = set(&["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS"])
-        .filter(|_| counted && env.var("SLURM_PROCID").is_some())
-    {
-        return Some(("Slurm", found));
+    if slurm.len() > 1 && slurm[0] == "SLURM_PROCID" {
+        return Some(("Slurm", slurm.join(", ")));
     }
-    set(&KUBERNETES_VARIABLES).map(|found| ("Kubernetes", found))
+    let pod = set(&KUBERNETES_VARIABLES);
+    (!pod.is_empty()).then(|| ("Kubernetes", pod.join(", ")))
 }
 
 /// Slurm: the task's index and count, and the step's nodes with the tasks of each (block
@@ -214,9 +207,9 @@ fn slurm(env: &Environment) -> Result<Place> {
         None => need("SLURM_NTASKS", env.count("SLURM_NTASKS")?)?,
     };
     let (nodes_from, nodes) = slurm_variable(env, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")?;
-    let nodes = expand_nodelist(nodes).map_err(|e| named(e, nodes_from))?;
+    let nodes = expand_nodelist(nodes).map_err(|e| said_of(e, nodes_from))?;
     let per_node = match slurm_variable(env, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE") {
-        Ok((from, t)) => expand_tasks_per_node(t).map_err(|e| named(e, from))?,
+        Ok((from, t)) => expand_tasks_per_node(t).map_err(|e| said_of(e, from))?,
         Err(_) => vec![processes.div_ceil(nodes.len()); nodes.len()],
     };
     let addresses = block_addresses(&nodes, &per_node, processes, env.port()?)?;
@@ -259,10 +252,10 @@ fn slurm_variable<'a>(
     }
 }
 
-/// A Slurm setting's error, said with the variable it was read from.
-fn named(e: crate::error::Error, variable: &str) -> crate::error::Error {
+/// A setting's error, said of what it was read from (`SLURM_JOB_NODELIST: ...`).
+fn said_of(e: crate::error::Error, source: &str) -> crate::error::Error {
     match e {
-        crate::error::Error::Config(m) => crate::error::Error::Config(format!("{variable}: {m}")),
+        crate::error::Error::Config(m) => crate::error::Error::Config(format!("{source}: {m}")),
         e => e,
     }
 }
@@ -328,12 +321,8 @@ fn check_slurm_node(env: &Environment, address: &str, process: usize) -> Result<
 pub fn expand_nodelist(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for item in split_top_level(list) {
-        expand_name(item, &mut out).map_err(|e| match e {
-            crate::error::Error::Config(m) => {
-                crate::error::Error::Config(format!("Slurm node list {list:?}: {m}"))
-            }
-            e => e,
-        })?;
+        expand_name(item, &mut out)
+            .map_err(|e| said_of(e, &format!("Slurm node list {list:?}")))?;
     }
     Ok(out)
 }

@@ -154,6 +154,7 @@ fn net(e: io::Error) -> Error {
 
 /// The first line where two plans differ, for the message: `` `k = 5` in process 2, `k = 3` in
 /// processes 0, 1 ``.
+///
 /// A count of input files that differs is followed by the first file that differs, so the file
 /// one process has and another lacks is named.
 fn first_difference(odd: &str, reference: &str, who: &str, others: &str) -> String {

@@ -22,9 +22,9 @@
 //! a phrase, whose segments are all alike) gives each empty slot a band of [`ROWS`] values of a
 //! one-permutation MinHash of its 5-token shingles: two such documents agree on an empty slot with
 //! probability about J^ROWS, J their Jaccard similarity as the verification measures it
-//! (segments alone never matched `spam` 10 times against 11 times, Jaccard 1.0). A slot still empty (a document of more
-//! slots) takes a value of its own document (its whole token sequence's hash), which equals no
-//! other document's.
+//! (segments alone never matched `spam` 10 times against 11 times, Jaccard 1.0). A slot still
+//! empty (a document of more slots) takes a value of its own document (its whole token sequence's
+//! hash), which equals no other document's.
 
 use std::sync::Arc;
 
@@ -299,9 +299,7 @@ impl Segmenter {
             }
         }
     }
-}
 
-impl Segmenter {
     /// Gives each empty slot the hash of its [`ROWS`] bins of a one-permutation MinHash (densified,
     /// as MinHash's signatures are) of the document's shingles ([`SHINGLE`] tokens, or the whole
     /// text when shorter).
