@@ -310,6 +310,28 @@ fn the_missing_folders_of_a_scratch_path_are_removed_after_the_run() {
     assert_eq!(left, ["notes.txt"]);
 }
 
+/// Regression (noted after probe 14a): a run interrupted while it spilled removed its scratch
+/// directory but left the missing folders of the scratch path it had made for it.
+#[test]
+fn an_interrupted_run_removes_the_folders_it_made_for_its_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("mine")).unwrap();
+    let job = spilling_job(d, &d.join("mine/new/deeper"));
+    let out = run(
+        &job,
+        &[("NEARDUP_FAULT_INTERRUPT", "spill: a spill file begun")],
+    );
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert!(message.contains("fault injection: SIGINT"), "{message}");
+    assert_eq!(out.status.code(), Some(130), "{message}");
+    assert_eq!(scratch_dirs(&d.join("mine")), Vec::<String>::new());
+    assert!(
+        d.join("mine").is_dir(),
+        "a folder the run did not make stays"
+    );
+}
+
 /// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the
 /// rank stage is done, and that no later stage of a run without a store or an audit reads, are
 /// freed there, not spilled (with `spill = "always"` the names still are); the output is the one a

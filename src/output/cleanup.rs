@@ -215,8 +215,29 @@ pub fn remove_new_store_now(made: &[PathBuf]) {
     remove_now(&NEW_STORE, made);
 }
 
-/// Removes what the run made, newest first: a new store nothing was appended to, and, before a
-/// commit, the rest. Allocates nothing, and gives up on a registry another thread holds.
+/// The missing folders of `[run] scratch` that the run made for its scratch directory, parents
+/// first; removed while empty on an interrupt, after the scratch directory, committed or not.
+static SCRATCH_PARENTS: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+
+/// Makes the missing folder `dir` of the scratch path and registers it to be removed while empty
+/// on an interrupt, unless an interrupt has begun (an error then, and nothing made).
+pub fn create_scratch_parent(dir: &Path) -> std::io::Result<()> {
+    let mut made = SCRATCH_PARENTS.lock().unwrap_or_else(|p| p.into_inner());
+    refuse_if_interrupted()?;
+    std::fs::create_dir(dir)?;
+    if let Some(c) = c_path(dir) {
+        made.push(c);
+    }
+    Ok(())
+}
+
+/// Forgets a folder [`create_scratch_parent`] made (removed, or left to another run).
+pub fn forget_scratch_parent(dir: &Path) {
+    forget(&SCRATCH_PARENTS, dir);
+}
+
+/// Removes what the run made, newest first: the folders made for the scratch directory and a new
+/// store nothing was appended to, and, before a commit, the rest. Allocates nothing, and gives up on a registry another thread holds.
 fn remove_made() {
     remove_made_holding(try_hold);
 }
@@ -225,6 +246,14 @@ fn remove_made() {
 /// another thread holds (the run removing a new store itself, path by path), where memory's
 /// exhaustion gives up.
 fn remove_made_holding(hold: Hold) {
+    if let Some(made) = hold(&SCRATCH_PARENTS) {
+        for path in made.iter().rev() {
+            // SAFETY: a NUL-terminated path; only an empty directory is removed.
+            if unsafe { libc::rmdir(path.as_ptr()) } != 0 {
+                break;
+            }
+        }
+    }
     if let Some(made) = hold(&NEW_STORE) {
         made.iter().rev().for_each(|path| unmake(path));
     }

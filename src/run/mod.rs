@@ -329,10 +329,19 @@ fn note_held() {
     );
 }
 
-/// Makes a run's scratch directory registered to be removed on an interrupt, and none once one
-/// has begun ([`crate::output::cleanup::create_staged`]).
-fn scratch_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    crate::output::cleanup::create_staged(dir, true, |d| std::fs::create_dir(d))
+/// Makes a run's scratch directory, and the missing folders of its path, registered to be removed
+/// on an interrupt, and none once one has begun ([`crate::output::cleanup::create_staged`]).
+fn scratch_dir(dir: &std::path::Path, folder: crate::spill::Folder) -> std::io::Result<()> {
+    use crate::output::cleanup;
+    use crate::spill::Folder;
+    match folder {
+        Folder::Scratch => cleanup::create_staged(dir, true, |d| std::fs::create_dir(d)),
+        Folder::Parent => cleanup::create_scratch_parent(dir),
+        Folder::ParentGone => {
+            cleanup::forget_scratch_parent(dir);
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -122,12 +122,28 @@ impl Scratch {
     }
 }
 
-/// Makes a scratch directory (one folder, its parent there).
-pub type MakeDir = fn(&Path) -> std::io::Result<()>;
+/// Makes one folder of a scratch directory (its parent there), or is told that a missing folder
+/// of the scratch path it made is gone again.
+pub type MakeDir = fn(&Path, Folder) -> std::io::Result<()>;
+
+/// What a [`MakeDir`] is asked to do with a folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Folder {
+    /// Make the process's scratch directory (removed with its spill files on an interrupt).
+    Scratch,
+    /// Make a missing folder of `[run] scratch`, parents first (removed on an interrupt while it
+    /// is empty, after the scratch directory).
+    Parent,
+    /// A parent it made was removed (or left to another run) when the scratch directory went.
+    ParentGone,
+}
 
 /// Makes the folder `dir`, and nothing else: a [`MakeDir`] that registers nothing.
-pub fn plain_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir(dir)
+pub fn plain_dir(dir: &Path, folder: Folder) -> std::io::Result<()> {
+    match folder {
+        Folder::Scratch | Folder::Parent => std::fs::create_dir(dir),
+        Folder::ParentGone => Ok(()),
+    }
 }
 
 /// A process's scratch directory: made by [`Spill::open`], removed with its files when dropped.
@@ -135,6 +151,8 @@ pub struct Spill {
     dir: PathBuf,
     /// The missing folders of the scratch path that it made, deepest first.
     made: Vec<PathBuf>,
+    /// How it made them (and is told they are gone).
+    make_dir: MakeDir,
     /// Files made so far (for unique names).
     files: AtomicU64,
 }
@@ -143,14 +161,7 @@ impl Spill {
     /// Makes this process's scratch directory under `parent` (created if missing), after removing
     /// the directories of this host's runs that were killed.
     pub fn open(parent: &Path, make_dir: MakeDir) -> Result<Arc<Spill>> {
-        // The folders this makes, deepest first: removed with the directory if left empty.
-        let made: Vec<PathBuf> = parent
-            .ancestors()
-            .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
-            .map(Path::to_path_buf)
-            .collect();
-        std::fs::create_dir_all(parent)
-            .io_context(|| format!("creating the scratch directory {}", parent.display()))?;
+        let made = make_parents(parent, make_dir)?;
         let host = hostname();
         remove_stale(parent, &host);
         // Unique among this process's runs (a library may run several at once); one left by an
@@ -163,9 +174,10 @@ impl Spill {
         let spill = Spill {
             dir,
             made,
+            make_dir,
             files: AtomicU64::new(0),
         };
-        make_dir(&spill.dir)
+        make_dir(&spill.dir, Folder::Scratch)
             .map_err(|e| spill.refused(parent, e, "creating the scratch directory"))?;
         let marker = format!("{host} {}\n", std::process::id());
         std::fs::write(spill.dir.join(MARKER), marker)
@@ -229,11 +241,41 @@ impl Drop for Spill {
     fn drop(&mut self) {
         remove_marked(&self.dir);
         // Only while empty: another run may have put its own directory there meanwhile.
-        for folder in &self.made {
-            if std::fs::remove_dir(folder).is_err() {
-                break;
+        remove_parents(&self.made, self.make_dir);
+    }
+}
+
+/// Makes the missing folders of the scratch path `parent` with `make_dir`, parents first, and
+/// returns them deepest first (removed with the scratch directory while they are empty). One
+/// that another run makes meanwhile is not counted as made; on an error, those made are removed.
+fn make_parents(parent: &Path, make_dir: MakeDir) -> Result<Vec<PathBuf>> {
+    let mut missing: Vec<PathBuf> = parent
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    let mut made = Vec::new();
+    while let Some(folder) = missing.pop() {
+        match make_dir(&folder, Folder::Parent) {
+            Ok(()) => made.insert(0, folder),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && folder.is_dir() => {}
+            Err(e) => {
+                remove_parents(&made, make_dir);
+                return Err(e)
+                    .io_context(|| format!("creating the scratch directory {}", parent.display()));
             }
         }
+    }
+    Ok(made)
+}
+
+/// Removes the folders `made` (deepest first) while they are empty (one that is not keeps its
+/// parents), telling `make_dir` that each is no longer this run's.
+fn remove_parents(made: &[PathBuf], make_dir: MakeDir) {
+    let mut removing = true;
+    for folder in made {
+        removing = removing && std::fs::remove_dir(folder).is_ok();
+        let _ = make_dir(folder, Folder::ParentGone);
     }
 }
 
@@ -643,8 +685,11 @@ mod tests {
             holding.join("notes.txt").exists(),
             "a file it did not write stays"
         );
-        fn full(dir: &Path) -> std::io::Result<()> {
-            std::fs::create_dir(dir)?;
+        fn full(dir: &Path, folder: Folder) -> std::io::Result<()> {
+            plain_dir(dir, folder)?;
+            if folder != Folder::Scratch {
+                return Ok(());
+            }
             Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
         }
         let scratch = parent.path().join("made/here");
