@@ -633,6 +633,48 @@ fn a_store_another_process_is_changing_is_refused_to_every_writer_and_read_by_an
     assert!(std::fs::read(d.join("held/MANIFEST.json")).unwrap() != before);
 }
 
+/// The defect (probe 15a): a reader read the manifest before it held the store's readers' lock,
+/// so a compaction that committed between the two removed the segments it was about to read
+/// ("reading store/segments/000001.seg: No such file"). The reader is held right after reading
+/// the manifest while a compaction runs; it then reads every segment.
+#[test]
+fn a_compaction_between_a_readers_manifest_and_its_segments_leaves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0x15a);
+    let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    store_of_a(d, &job, "held");
+    let pause = d.join("paused");
+    let mut reader = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["store", "verify", "held"])
+        .current_dir(d)
+        .env("NEARDUP_FAULT_PAUSE", "store: manifest read")
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !pause.exists() && reader.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        pause.exists(),
+        "the reader ended before reading the manifest"
+    );
+    let compact = neardup_in(d, ["store", "compact", "held"]);
+    assert!(
+        compact.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compact.stderr)
+    );
+    std::fs::remove_file(&pause).unwrap();
+    let out = reader.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+}
+
 /// The defect: a first run with `--store NEW` that failed left an empty store in NEW, which
 /// pinned its settings for the next run.
 #[test]

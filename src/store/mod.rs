@@ -298,18 +298,22 @@ impl Store {
     /// manifest.
     fn open_as(dir: &Path, writer: Option<Arc<fs::File>>) -> Result<Store> {
         is_store(dir)?;
+        // Held before the manifest is read: a compaction that commits meanwhile then leaves the
+        // segments this manifest names (it removed them between the two, probe 15a).
+        let reading = read_lock(dir);
         let path = dir.join(MANIFEST);
         // A pending manifest a reader could not rename into place is read in its place.
         let (in_place, manifest) = match joined::settle_pending(dir, writer.is_some())? {
             Some((name, pending)) => (Some(name), pending),
             None => (None, read_manifest(dir, &path)?),
         };
+        crate::fault::point("store: manifest read");
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
             in_place,
             writer,
-            reading: read_lock(dir),
+            reading,
             made: Vec::new(),
         })
     }
