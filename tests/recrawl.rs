@@ -648,7 +648,7 @@ fn a_compaction_between_a_readers_manifest_and_its_segments_leaves_them() {
     let mut reader = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["store", "verify", "held"])
         .current_dir(d)
-        .env("NEARDUP_FAULT_PAUSE", "store: manifest read")
+        .env("NEARDUP_FAULT_PAUSE", "a store's manifest read")
         .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -940,6 +940,128 @@ fn a_user_file_put_in_the_output_directory_during_a_run_is_refused_at_the_commit
     assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
 }
 
+/// The defect (probe 15a): the last ownership check came before the commit's journal; a file a
+/// user put into the earlier corpus after it was removed with the corpus, and an output put in
+/// a first run's place was replaced. The commit now checks again once its journal is in place
+/// (and renames into an empty place only while it is empty): it stops, keeping the file, and
+/// the next run finishes it once the file is moved away.
+#[test]
+fn a_file_put_into_the_corpus_while_the_journal_lands_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    let out = d.join("out");
+    // A first run: a corpus directory (with a note in it) put where the corpus goes.
+    let out_run = run_meddled_at(&job, "journal in place", || {
+        std::fs::create_dir_all(out.join("corpus")).unwrap();
+        std::fs::write(out.join("corpus/notes.txt"), "mine\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert!(message.contains("commit is left unfinished"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("corpus/notes.txt")).unwrap(),
+        "mine\n"
+    );
+    std::fs::remove_dir_all(out.join("corpus")).unwrap();
+    run_ok(&job);
+    // Over an earlier set.
+    let before = files_below(&out, true);
+    let out_run = run_meddled_at(&job, "journal in place", || {
+        std::fs::write(out.join("corpus/notes.txt"), "mine\n").unwrap();
+    });
+    let message = stderr(&out_run);
+    assert_eq!(out_run.status.code(), Some(1), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("corpus/notes.txt")).unwrap(),
+        "mine\n"
+    );
+    let again = neardup().arg("run").arg(&job).output().unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("has changed since"),
+        "{}",
+        stderr(&again)
+    );
+    std::fs::remove_file(out.join("corpus/notes.txt")).unwrap();
+    run_ok(&job);
+    let after = files_below(&out, true);
+    let names = |m: &BTreeMap<PathBuf, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&after), names(&before));
+    assert!(after
+        .iter()
+        .all(|(p, bytes)| p.ends_with("summary.json") || before[p] == *bytes));
+    assert!(staged_below(&out).is_empty(), "{:?}", staged_below(&out));
+}
+
+/// The defect (probe 15a): a run killed after its outputs were renamed into place but before its
+/// directory's record listed them left a corpus that a walk of the input directory read as
+/// documents (duplicate ids, or pages counted twice), and the same job was then refused for
+/// reading its own corpus until another command finished the commit. A walk now reads a pending
+/// commit's record too.
+#[test]
+fn outputs_a_killed_commit_renamed_but_never_recorded_are_not_read_as_documents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir(d.join("in")).unwrap();
+    std::fs::copy(
+        root().join("data-samples/docs.jsonl"),
+        d.join("in/docs.jsonl"),
+    )
+    .unwrap();
+    let job = d.join("job.toml");
+    std::fs::write(
+        &job,
+        "method = \"minhash\"\n[input]\npaths = [\"in\"]\n[output]\ndir = \"in/out\"\n\
+         pairs = \"pairs.tsv\"\ncorpus = \"corpus\"\nsummary = \"summary.json\"\n",
+    )
+    .unwrap();
+    let logged = neardup()
+        .arg("run")
+        .arg(&job)
+        .env("NEARDUP_FAULT_LOG", "1")
+        .output()
+        .unwrap();
+    assert!(logged.status.success(), "{}", stderr(&logged));
+    let log = stderr(&logged);
+    let mut renamed = log
+        .lines()
+        .filter(|l| l.ends_with(": output renamed into place"));
+    let last = renamed.next_back().unwrap();
+    let step = last.strip_prefix("neardup: fault point ").unwrap();
+    let step = step.split(':').next().unwrap().to_string();
+    std::fs::remove_dir_all(d.join("in/out")).unwrap();
+    let killed = neardup()
+        .arg("run")
+        .arg(&job)
+        .env("NEARDUP_FAULT_AT", &step)
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "killed: {}", stderr(&killed));
+    assert!(d.join("in/out/corpus/docs.jsonl").exists());
+    // Another job over the same directory reads the input alone.
+    let other = neardup()
+        .arg("run")
+        .arg(&job)
+        .args(["--out-dir", "other"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let said = stderr(&other);
+    assert_eq!(other.status.code(), Some(0), "{said}");
+    assert!(said.contains("348 documents read"), "{said}");
+    // One line for the record's files (it was one a file: probe 15a's 300 pages, 300 lines).
+    assert!(said.contains("neardup: not reading 2 files ("), "{said}");
+    // The same job again finishes the commit and runs.
+    let again = neardup().arg("run").arg(&job).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("348 documents read"),
+        "{}",
+        stderr(&again)
+    );
+}
+
 /// The number of fault point `label` in a run of `job` (run once, into its directory, which is
 /// then removed).
 fn fault_step(job: &Path, label: &str) -> usize {

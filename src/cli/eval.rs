@@ -41,7 +41,7 @@ fn lines(path: &Path) -> Result<Vec<String>> {
     let file = neardup::source::discover(
         &[path.to_path_buf()],
         &[],
-        &mut neardup::output::owned::Recorded::default(),
+        &mut neardup::output::recorded::Recorded::default(),
     )?
     .pop()
     .ok_or_else(|| Error::Input(format!("no file {}", path.display())))?;

@@ -1079,7 +1079,7 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
 /// directory are passed over; an output that is an input, or a corpus holding one, is refused
 /// when the outputs are prepared.
 fn input_files(paths: &[PathBuf], source: &dyn Source, given_by: &str) -> Result<Vec<InputFile>> {
-    let mut passed_over = crate::output::owned::Recorded::default();
+    let mut passed_over = crate::output::recorded::Recorded::default();
     let format = source.entry();
     let mut files = discover(paths, format.extensions, &mut passed_over).map_err(|e| match e {
         Error::Input(m) => Error::Input(format!("{m} (given by {given_by})")),

@@ -105,35 +105,23 @@ impl Journal {
     /// Does (or finishes) every step after the commit point. Each step checks what is already done,
     /// so a second call after a kill completes the first.
     pub fn apply(&self) -> io::Result<()> {
+        // What is at each target is still what was there when the commit was decided (a user's
+        // file put there since is not replaced; recovery's own test, made again by the live
+        // commit: probe 15a).
+        if let Some(changed) = self.changed_target() {
+            return Err(io::Error::other(format!(
+                "{} changed while the outputs were committed (someone put or changed a file \
+                 there); neardup replaces only what it wrote, so the commit is left unfinished: \
+                 move {} away, then run again to finish it",
+                changed.display(),
+                changed.display()
+            )));
+        }
         for m in self.moves.iter().filter(|m| m.summary && m.from.exists()) {
             remove_if_there(&m.to)?;
             fault::point("old summary removed");
         }
-        for m in &self.moves {
-            if !m.from.exists() {
-                if m.joined && m.to.symlink_metadata().is_err() {
-                    return Err(io::Error::other(format!(
-                        "{} is missing: the directory of {} was moved or removed since the run \
-                         was killed; move it back to finish the commit",
-                        m.to.display(),
-                        m.from.display()
-                    )));
-                }
-                continue; // renamed already
-            }
-            if let Some(aside) = &m.aside {
-                if std::fs::symlink_metadata(&m.to).is_ok() {
-                    std::fs::rename(&m.to, aside)?;
-                    fault::point("old directory moved aside");
-                }
-            }
-            match std::fs::rename(&m.from, &m.to) {
-                // A joined rename another process finished meanwhile (a store's reader).
-                Err(e) if m.joined && e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
-                r => r?,
-            }
-            fault::point("output renamed into place");
-        }
+        self.rename_into_place()?;
         // The set's directories, and those of the renames joined to it.
         let parents = self
             .moves
@@ -156,13 +144,58 @@ impl Journal {
             record.store(dir)?;
             fault::point("record stored");
         }
-        for aside in self.moves.iter().filter_map(|m| m.aside.as_ref()) {
-            if aside.exists() {
-                std::fs::remove_dir_all(aside)?;
-                fault::point("old directory removed");
-            }
+        for m in &self.moves {
+            let Some(aside) = m.aside.as_ref().filter(|a| a.exists()) else {
+                continue;
+            };
+            remove_aside(aside, m.before.as_ref())?;
+            fault::point("old directory removed");
         }
         self.remove_copies(false)
+    }
+
+    /// Renames each staged output into place (an old corpus directory moved aside first), each
+    /// into an empty place only while it is empty; a rename done already is passed.
+    fn rename_into_place(&self) -> io::Result<()> {
+        for m in &self.moves {
+            if !m.from.exists() {
+                if m.joined && m.to.symlink_metadata().is_err() {
+                    return Err(io::Error::other(format!(
+                        "{} is missing: the directory of {} was moved or removed since the run \
+                         was killed; move it back to finish the commit",
+                        m.to.display(),
+                        m.from.display()
+                    )));
+                }
+                continue; // renamed already
+            }
+            if let Some(aside) = &m.aside {
+                if std::fs::symlink_metadata(&m.to).is_ok() {
+                    std::fs::rename(&m.to, aside)?;
+                    fault::point("old directory moved aside");
+                }
+            }
+            let renamed = if m.before.is_none() || m.aside.is_some() {
+                rename_new(&m.from, &m.to)
+            } else {
+                std::fs::rename(&m.from, &m.to)
+            };
+            match renamed {
+                // A joined rename another process finished meanwhile (a store's reader).
+                Err(e) if m.joined && e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(io::Error::other(format!(
+                        "{} appeared while the outputs were committed (someone put a file \
+                         there); neardup replaces only what it wrote, so the commit is left \
+                         unfinished: move it away, then run again to finish it",
+                        m.to.display()
+                    )))
+                }
+                r => r?,
+            }
+            fault::point("output renamed into place");
+        }
+        Ok(())
     }
 
     /// The first target that this commit would still replace or remove and that holds something
@@ -203,6 +236,80 @@ impl Journal {
         }
         self.remove_copies(true)
     }
+}
+
+/// Renames `from` to `to` where nothing is (`AlreadyExists` if something is: a file someone put
+/// there after the commit was decided is not replaced). On a filesystem without
+/// `RENAME_NOREPLACE`, a plain rename once `to` is found missing.
+fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(io::Error::other);
+    let (f, t) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths, relative to the working directory.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOSYS) if to.symlink_metadata().is_err() => {
+            std::fs::rename(from, to)
+        }
+        Some(libc::EINVAL | libc::ENOSYS) => Err(io::ErrorKind::AlreadyExists.into()),
+        _ => Err(e),
+    }
+}
+
+/// Removes the old corpus directory moved aside to `aside`: the files its record listed
+/// (`before`) that are still as listed, then its folders while empty. A file someone put into
+/// it while the run committed stays, and so does the directory, with a note (probe 15a: it was
+/// removed whole). A journal that did not list the old directory's files removes it whole.
+fn remove_aside(aside: &Path, before: Option<&Entry>) -> io::Result<()> {
+    let Some(Entry::Dir { files }) = before else {
+        return std::fs::remove_dir_all(aside);
+    };
+    for (rel, stamp) in files {
+        let path = aside.join(rel);
+        if stamp.matches(&path) {
+            remove_if_there(&path)?;
+        }
+    }
+    let mut folders: Vec<PathBuf> = walk_folders(aside);
+    folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
+    for folder in folders {
+        let _ = std::fs::remove_dir(folder);
+    }
+    if std::fs::remove_dir(aside).is_err() && aside.exists() {
+        crate::say!(
+            "neardup: note: files neardup did not write were put into the earlier corpus \
+             while the outputs were committed; they were kept in {}",
+            aside.display()
+        );
+    }
+    Ok(())
+}
+
+/// Every folder below `root` (not `root` itself).
+fn walk_folders(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(e.path());
+                out.push(e.path());
+            }
+        }
+    }
+    out
 }
 
 /// Removes a file if it is there.
@@ -276,4 +383,50 @@ pub fn recover(dir: &Path, lock: &mut dyn FnMut(&Path) -> Result<()>) -> Result<
             dir.display()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::owned::stamps_below;
+
+    /// The defect (probe 15a): the old corpus moved aside was removed whole, with a file a user
+    /// put into it while the run committed. Only the files its record listed go.
+    #[test]
+    fn an_old_corpus_loses_only_the_files_its_record_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let aside = dir.path().join("old");
+        std::fs::create_dir_all(aside.join("deep")).unwrap();
+        std::fs::write(aside.join("a.jsonl"), "a").unwrap();
+        std::fs::write(aside.join("deep/b.jsonl"), "b").unwrap();
+        let before = Entry::Dir {
+            files: stamps_below(&aside).unwrap(),
+        };
+        remove_aside(&aside, Some(&before)).unwrap();
+        assert!(!aside.exists(), "what the record listed goes, folders too");
+        std::fs::create_dir_all(aside.join("deep")).unwrap();
+        std::fs::write(aside.join("a.jsonl"), "a").unwrap();
+        std::fs::write(aside.join("deep/b.jsonl"), "b").unwrap();
+        let before = Entry::Dir {
+            files: stamps_below(&aside).unwrap(),
+        };
+        std::fs::write(aside.join("deep/notes.txt"), "mine").unwrap();
+        remove_aside(&aside, Some(&before)).unwrap();
+        let left: Vec<String> = stamps_below(&aside).unwrap().into_keys().collect();
+        assert_eq!(left, ["deep/notes.txt"]);
+    }
+
+    #[test]
+    fn a_rename_into_an_empty_place_does_not_replace_what_appeared_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("staged"), dir.path().join("pairs.tsv"));
+        std::fs::write(&from, "new").unwrap();
+        std::fs::write(&to, "mine").unwrap();
+        let e = rename_new(&from, &to).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "mine");
+        std::fs::remove_file(&to).unwrap();
+        rename_new(&from, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "new");
+    }
 }

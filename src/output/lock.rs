@@ -12,7 +12,7 @@ use crate::bail;
 use crate::error::{IoContext, Result};
 
 /// The file whose lock a store's writer holds: it also marks a store's directory, which input
-/// discovery passes over ([`super::owned::Recorded`]).
+/// discovery passes over ([`super::recorded::Recorded`]).
 pub const STORE_LOCK: &str = ".neardup-store.lock";
 
 /// Takes the lock at `path` (the file created if missing) and writes this process's pid in it;

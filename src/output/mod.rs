@@ -11,6 +11,7 @@ pub mod journal;
 pub mod lock;
 pub mod owned;
 pub mod paths;
+pub mod recorded;
 pub mod report;
 pub mod table;
 

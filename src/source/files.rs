@@ -488,7 +488,7 @@ fn has_extension(path: &Path, exts: &[&str]) -> bool {
 }
 
 /// Which files a walk or a glob passes over: the outputs of earlier runs. The output layer knows
-/// them (`output::owned::Recorded`); this layer knows no output.
+/// them (`output::recorded::Recorded`); this layer knows no output.
 pub trait PassOver {
     /// The record that lists `path` as an output below `root` (where the walk or the pattern
     /// started), or the store that holds it, if any: its path, for the message.
@@ -565,18 +565,47 @@ pub fn discover(
         others.retain(|p| pass_over.listing(p, &dir).is_none());
         say_unnamed(&dir, &others, dir_exts);
     }
-    for (p, record) in left_out {
+    say_left_out(left_out);
+    identify(paths)
+}
+
+/// Says which files a walk or a pattern passed over as earlier outputs or a store's files
+/// (`left_out`: each with the record or the store that holds it): one line a record or store,
+/// naming a few (a corpus of 300 pages was 300 lines, in the order the workers found them).
+fn say_left_out(mut left_out: Vec<(PathBuf, PathBuf)>) {
+    const SHOWN: usize = 3;
+    left_out.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+    for group in left_out.chunk_by(|a, b| a.1 == b.1) {
+        let record = &group[0].1;
+        let one = group.len() == 1;
         // A record is a file; a store, the directory that holds it.
-        let why = match record.is_dir() {
-            true => format!("it lies inside the sketch store {}", record.display()),
-            false => format!("an earlier neardup run wrote it (see {})", record.display()),
+        let why = match (record.is_dir(), one) {
+            (true, true) => format!("it lies inside the sketch store {}", record.display()),
+            (true, false) => format!("they lie inside the sketch store {}", record.display()),
+            (false, true) => format!("an earlier neardup run wrote it (see {})", record.display()),
+            (false, false) => format!("earlier neardup runs wrote them (see {})", record.display()),
         };
+        if one {
+            crate::say!(
+                "neardup: not reading {}: {why}; name the file itself to read it",
+                group[0].0.display()
+            );
+            continue;
+        }
+        let mut named: Vec<String> = group
+            .iter()
+            .take(SHOWN)
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        if group.len() > SHOWN {
+            named.push(format!("and {} more", group.len() - SHOWN));
+        }
         crate::say!(
-            "neardup: not reading {}: {why}; name the file itself to read it",
-            p.display()
+            "neardup: not reading {} files ({}): {why}; name a file itself to read it",
+            group.len(),
+            named.join(", ")
         );
     }
-    identify(paths)
 }
 
 /// What [`expand`] passes over, to be told.

@@ -307,7 +307,7 @@ impl Store {
             Some((name, pending)) => (Some(name), pending),
             None => (None, read_manifest(dir, &path)?),
         };
-        crate::fault::point("store: manifest read");
+        crate::fault::point("a store's manifest read");
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
