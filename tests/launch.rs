@@ -270,6 +270,18 @@ fn a_process_index_the_flags_would_pass_over_or_a_count_of_zero_is_refused() {
         &[("NEARDUP_PROCESS", "1")],
     );
     assert_eq!(code, Some(2), "{err}");
+    // Probe 15b: without --processes or --cluster it ran alone as process 0.
+    let alone = neardup()
+        .arg("run")
+        .arg(&job)
+        .arg("--out-dir")
+        .arg(dir.path().join("out"))
+        .env("NEARDUP_PROCESS", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&alone.stderr);
+    assert_eq!(alone.status.code(), Some(2), "{err}");
+    assert!(err.contains("this run is one process"), "{err}");
     let zero = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "0")];
     let (code, err) = run(&["--cluster", "slurm"], &zero);
     assert_eq!(code, Some(1), "{err}");

@@ -245,7 +245,15 @@ impl ClusterArgs {
         }
         let variable = variable.filter(|v| !v.trim().is_empty())?;
         let differs = variable.trim().parse::<usize>().ok() != Some(process);
-        (processes > 1 && differs).then(|| {
+        if processes == 1 && differs {
+            // Probe 15b: it ran alone as process 0, where CLUSTER.md says it is refused.
+            return Some(format!(
+                "NEARDUP_PROCESS={variable} is set, but this run is one process (no \
+                 --processes or --cluster): give --cluster auto (or hostfile) to read it, or \
+                 unset it"
+            ));
+        }
+        differs.then(|| {
             format!(
                 "NEARDUP_PROCESS={variable} is set, but --processes takes this process's index \
                  from --process ({}): give --process {variable}, or --cluster hostfile to read \
