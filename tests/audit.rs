@@ -820,7 +820,7 @@ fn a_compacted_store_answers_as_before_and_a_kill_at_any_step_of_compaction_chan
                 "after compaction"
             );
             assert_eq!(stored_documents(d, &store), 120);
-            assert_eq!(step, 6, "five kill points, then a whole compaction");
+            assert_eq!(step, 7, "six kill points (the manifest read, five steps of compaction), then a whole compaction");
             // Regression: a run made again after compaction added its documents again (the
             // merged segment's bytes are not the run's).
             neardup(d, &store_run(job, &store, "a2.jsonl", "o"));
