@@ -861,10 +861,10 @@ fn a_store_inside_an_input_directory_is_not_read_as_documents() {
                 "{e}"
             );
             if run == 1 {
+                let manifest = format!("{store}/MANIFEST.json");
+                let line = e.lines().find(|l| l.contains(&manifest));
                 assert!(
-                    e.contains(&format!(
-                        "{store}/MANIFEST.json: it lies inside the sketch store"
-                    )),
+                    line.is_some_and(|l| l.contains("inside the sketch store")),
                     "{e}"
                 );
             }
