@@ -237,7 +237,8 @@ pub fn forget_scratch_parent(dir: &Path) {
 }
 
 /// Removes what the run made, newest first: the folders made for the scratch directory and a new
-/// store nothing was appended to, and, before a commit, the rest. Allocates nothing, and gives up on a registry another thread holds.
+/// store nothing was appended to, and, before a commit, the rest. Allocates nothing, and gives up
+/// on a registry another thread holds.
 fn remove_made() {
     remove_made_holding(try_hold);
 }

@@ -162,10 +162,7 @@ pub fn assemble(
             joined.push(name.as_path());
         } else {
             // Nothing to hold (a dropped HTML page): no file, nor the folders made only for it.
-            let mut dir = dest.parent();
-            while let Some(d) = dir.filter(|d| *d != staged && std::fs::remove_dir(d).is_ok()) {
-                dir = d.parent();
-            }
+            super::paths::remove_empty_parents(&dest, staged);
         }
     }
     let _ = std::fs::remove_dir(staged.join(PARTS));

@@ -109,13 +109,7 @@ impl Journal {
         // file put there since is not replaced; recovery's own test, made again by the live
         // commit: probe 15a).
         if let Some(changed) = self.changed_target() {
-            return Err(io::Error::other(format!(
-                "{} changed while the outputs were committed (someone put or changed a file \
-                 there); neardup replaces only what it wrote, so the commit is left unfinished: \
-                 move {} away, then run again to finish it",
-                changed.display(),
-                changed.display()
-            )));
+            return Err(left_unfinished(changed, "changed", "put or changed a file"));
         }
         for m in self.moves.iter().filter(|m| m.summary && m.from.exists()) {
             remove_if_there(&m.to)?;
@@ -184,12 +178,7 @@ impl Journal {
                 // A joined rename another process finished meanwhile (a store's reader).
                 Err(e) if m.joined && e.kind() == io::ErrorKind::NotFound && m.to.exists() => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return Err(io::Error::other(format!(
-                        "{} appeared while the outputs were committed (someone put a file \
-                         there); neardup replaces only what it wrote, so the commit is left \
-                         unfinished: move it away, then run again to finish it",
-                        m.to.display()
-                    )))
+                    return Err(left_unfinished(&m.to, "appeared", "put a file"))
                 }
                 r => r?,
             }
@@ -238,6 +227,17 @@ impl Journal {
     }
 }
 
+/// The error of a commit stopped because `path` `happened` (someone `did` there) while it ran.
+fn left_unfinished(path: &Path, happened: &str, did: &str) -> io::Error {
+    io::Error::other(format!(
+        "{} {happened} while the outputs were committed (someone {did} there); neardup replaces \
+         only what it wrote, so the commit is left unfinished: move {} away, then run again to \
+         finish it",
+        path.display(),
+        path.display()
+    ))
+}
+
 /// Renames `from` to `to` where nothing is (`AlreadyExists` if something is: a file someone put
 /// there after the commit was decided is not replaced). On a filesystem without
 /// `RENAME_NOREPLACE`, a plain rename once `to` is found missing.
@@ -280,12 +280,8 @@ fn remove_aside(aside: &Path, before: Option<&Entry>) -> io::Result<()> {
         let path = aside.join(rel);
         if stamp.matches(&path) {
             remove_if_there(&path)?;
+            super::paths::remove_empty_parents(&path, aside);
         }
-    }
-    let mut folders: Vec<PathBuf> = walk_folders(aside);
-    folders.sort_by_key(|f| std::cmp::Reverse(f.components().count()));
-    for folder in folders {
-        let _ = std::fs::remove_dir(folder);
     }
     if std::fs::remove_dir(aside).is_err() && aside.exists() {
         crate::say!(
@@ -295,21 +291,6 @@ fn remove_aside(aside: &Path, before: Option<&Entry>) -> io::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Every folder below `root` (not `root` itself).
-fn walk_folders(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                todo.push(e.path());
-                out.push(e.path());
-            }
-        }
-    }
-    out
 }
 
 /// Removes a file if it is there.

@@ -9,10 +9,10 @@
 //! there) is refused. Output sets written before the record existed are recognised by their
 //! `summary.json`, which names each file with its size and checksum.
 //!
-//! Input discovery asks [`super::recorded::Recorded`] too: a directory walk or a glob passes over files that an
-//! earlier run wrote (a file a record lists, or one its corpus directory's entry lists, by name
-//! and size), so outputs are not read back as documents by the next run; a user's file beside
-//! them, even inside a corpus directory, is read.
+//! Input discovery asks [`super::recorded::Recorded`] too: a directory walk or a glob passes over
+//! files that an earlier run wrote (a file a record lists, or one its corpus directory's entry
+//! lists, by name and size), so outputs are not read back as documents by the next run; a user's
+//! file beside them, even inside a corpus directory, is read.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -414,30 +414,33 @@ fn old_summary_lists(dir: &Path, name: &str, real: &Path) -> bool {
     })
 }
 
+/// The record of the outputs `names` in `dir` as they are now, each of kind `pairs` (for the
+/// tests here and of discovery).
+#[cfg(test)]
+pub(crate) fn record_of(dir: &Path, names: &[&str]) -> Record {
+    let entries = names
+        .iter()
+        .map(|n| {
+            let p = dir.join(n);
+            let entry = if p.is_dir() {
+                Entry::Dir {
+                    files: stamps_below(&p).unwrap(),
+                }
+            } else {
+                Entry::File(Stamp::of(&p).unwrap())
+            };
+            (n.to_string(), (entry, "pairs".to_string()))
+        })
+        .collect();
+    Record::default().updated(dir, entries)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn verdict_of(r: &Record, d: &Path, real: &Path) -> Verdict {
         verdict(r, d, real, "pairs")
-    }
-
-    fn record_of(dir: &Path, names: &[&str]) -> Record {
-        let entries = names
-            .iter()
-            .map(|n| {
-                let p = dir.join(n);
-                let entry = if p.is_dir() {
-                    Entry::Dir {
-                        files: stamps_below(&p).unwrap(),
-                    }
-                } else {
-                    Entry::File(Stamp::of(&p).unwrap())
-                };
-                (n.to_string(), (entry, "pairs".to_string()))
-            })
-            .collect();
-        Record::default().updated(dir, entries)
     }
 
     #[test]

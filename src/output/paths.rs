@@ -304,6 +304,15 @@ fn inside(
     Ok(())
 }
 
+/// Removes the folders above `file` while they are empty, up to and not including `root`: the
+/// folders made only for a file that is gone (a dropped page's, an old corpus's).
+pub fn remove_empty_parents(file: &Path, root: &Path) {
+    let mut dir = file.parent();
+    while let Some(d) = dir.filter(|d| *d != root && std::fs::remove_dir(d).is_ok()) {
+        dir = d.parent();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

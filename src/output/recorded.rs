@@ -82,26 +82,8 @@ fn with_pending(dir: &Path) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::owned::{stamps_below, Stamp};
+    use crate::output::owned::record_of;
     use crate::source::files::PassOver;
-
-    fn record_of(dir: &Path, names: &[&str]) -> Record {
-        let entries = names
-            .iter()
-            .map(|n| {
-                let p = dir.join(n);
-                let entry = if p.is_dir() {
-                    Entry::Dir {
-                        files: stamps_below(&p).unwrap(),
-                    }
-                } else {
-                    Entry::File(Stamp::of(&p).unwrap())
-                };
-                (n.to_string(), (entry, "pairs".to_string()))
-            })
-            .collect();
-        Record::default().updated(dir, entries)
-    }
 
     #[test]
     fn discovery_recognises_recorded_files_and_corpus_contents() {
