@@ -1391,6 +1391,64 @@ fn store_info_and_verify_name_what_a_run_killed_before_its_commit_point_left() {
     assert!(store("verify").1.is_empty());
 }
 
+/// Probe 15a M1: while a run was adding a segment, `store info` and `store verify` called its
+/// staged segment and pending manifest leftovers of killed runs. They now name the writer.
+#[test]
+fn store_info_names_the_run_writing_the_store_not_leftovers() {
+    let (dir, job) = crawls_and_job(23, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    neardup(d, &store_run(job, "st", "a1.jsonl", "o"));
+    let pause = d.join("paused");
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(store_run(job, "st", "a2.jsonl", "o"))
+        .current_dir(d)
+        .env(
+            "NEARDUP_FAULT_PAUSE",
+            "store: manifest staged for the commit",
+        )
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !pause.exists() && writer.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        pause.exists(),
+        "the writer ended before staging its manifest"
+    );
+    let store = |what: &str| {
+        let out = killed_at(d, &["store", what, "st"], None);
+        assert!(out.status.success(), "{out:?}");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (info, noted) = store("info");
+    let writing = format!("being written by a neardup run (pid {})", writer.id());
+    assert!(!info.contains("leftover"), "{info}");
+    assert!(info.contains("in_progress segments/000002.seg"), "{info}");
+    assert!(
+        noted.contains(&writing) && !noted.contains("killed runs or"),
+        "{noted}"
+    );
+    assert!(store("verify").1.contains(&writing));
+    std::fs::remove_file(&pause).unwrap();
+    let out = writer.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (info, noted) = store("info");
+    assert!(
+        !info.contains("in_progress") && noted.is_empty(),
+        "{info}{noted}"
+    );
+}
+
 /// A store `st-NAME` and outputs `o-NAME` of `a1.jsonl`, then the run adding `a2.jsonl` killed
 /// just after its commit point (its journal in place, nothing renamed yet).
 fn killed_at_the_commit_point(d: &Path, job: &str, name: &str) -> (String, String) {

@@ -164,10 +164,16 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
                 println!("parameter {p}");
             }
             let left = store.leftovers();
+            let writer = writer_of(&dir, &left);
+            let word = if writer.is_some() {
+                "in_progress"
+            } else {
+                "leftover"
+            };
             for name in &left {
-                println!("leftover {name}");
+                println!("{word} {name}");
             }
-            note_leftovers(&left, &dir);
+            note_leftovers(&left, &dir, writer);
             Ok(ExitCode::SUCCESS)
         }
         StoreCommand::Compact { dir } => {
@@ -194,7 +200,8 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
                 "store {}: {segments} segments, {documents} documents, every checksum and entry good",
                 dir.display()
             );
-            note_leftovers(&store.leftovers(), &dir);
+            let left = store.leftovers();
+            note_leftovers(&left, &dir, writer_of(&dir, &left));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -203,8 +210,19 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
 /// Says on standard error what killed runs left in the store `dir` (`left`: pending manifests of
 /// commits never made, segments no manifest names): not part of the store, and removed by its
 /// next writer.
-fn note_leftovers(left: &[String], dir: &std::path::Path) {
+fn note_leftovers(left: &[String], dir: &std::path::Path, writer: Option<u32>) {
     if left.is_empty() {
+        return;
+    }
+    if let Some(pid) = writer {
+        neardup::say!(
+            "neardup: note: the store {} is being written by a neardup run (pid {pid}): {} \
+             file(s) beside its manifest ({}) are that run's work in progress, or leftovers of \
+             killed runs that it removes; they are not part of the store yet",
+            dir.display(),
+            left.len(),
+            left.join(", ")
+        );
         return;
     }
     neardup::say!(
@@ -216,4 +234,14 @@ fn note_leftovers(left: &[String], dir: &std::path::Path) {
         left.len(),
         left.join(", ")
     );
+}
+
+/// The pid of the run writing the store in `dir` now (it holds the store's lock), if `left`
+/// (what the manifest does not name) is not empty.
+fn writer_of(dir: &std::path::Path, left: &[String]) -> Option<u32> {
+    if left.is_empty() {
+        return None;
+    }
+    let lock = dir.join(neardup::store::LOCK);
+    neardup::output::lock::holder(&lock).filter(|&pid| pid != std::process::id())
 }

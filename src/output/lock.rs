@@ -167,6 +167,24 @@ pub fn relax(file: &File) -> io::Result<()> {
     }
 }
 
+/// The pid of the process that holds an exclusive `flock` on the file at `path`, read from
+/// `/proc/locks` (without taking the lock, which would make a run starting now find it in use);
+/// `None` when nobody holds it, or where that cannot be read.
+pub fn holder(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = meta.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    // A line: `1: FLOCK  ADVISORY  WRITE 5134 fe:00:5308788 0 EOF` (major and minor in hex).
+    let id = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let held = f.len() > 5 && f[1] == "FLOCK" && f[3] == "WRITE" && f[5] == id;
+        held.then(|| f[4].parse().ok()).flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +224,17 @@ mod tests {
             drop(file);
             std::fs::remove_file(&lock).unwrap();
         }
+    }
+
+    #[test]
+    fn the_holder_of_a_lock_is_read_without_taking_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(".neardup.lock");
+        std::fs::write(&lock, "").unwrap();
+        assert_eq!(holder(&lock), None);
+        let (file, _) = take(&lock, "x", "").unwrap();
+        assert_eq!(holder(&lock), Some(std::process::id()));
+        drop(file);
+        assert_eq!(holder(&lock), None);
     }
 }
