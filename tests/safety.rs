@@ -197,6 +197,59 @@ fn an_output_is_replaced_only_by_an_output_of_its_own_kind() {
     assert_ne!(std::fs::read(s.path("run0/fps.tsv")).unwrap(), fps);
 }
 
+/// Defect (probe 15a D3): a run replaced an output of another run's set when the two sets'
+/// directories met, through nested output directories (job A writes `out/sub/pairs.tsv`, job B
+/// has `dir = "out/sub"`) or a symlink (job C's `pairs.tsv` links to A's), and A's summary then
+/// named a size and checksum its pairs no longer had. Each record entry now names the summary of
+/// the set that wrote it, and another set may not replace it while that summary lists it; the
+/// same set, and `neardup report` writing its page again, still may.
+#[test]
+fn an_output_another_sets_summary_lists_is_not_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    let job = |name: &str, dir: &str, pairs: &str| {
+        let path = d.join(name);
+        let text = format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = {dir:?}\n\
+             pairs = {pairs:?}\nreport = \"report.html\"\nsummary = \"summary.json\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let a = job("a.toml", "out", "sub/pairs.tsv");
+    run_ok(&a);
+    let pairs = std::fs::read(d.join("out/sub/pairs.tsv")).unwrap();
+    let summary_a = std::fs::read(d.join("out/summary.json")).unwrap();
+    let refused = |job: &Path| {
+        let out = neardup().arg("run").arg(job).output().unwrap();
+        let message = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{message}");
+        assert!(message.contains("another set"), "{message}");
+        assert!(
+            message.contains(&*d.join("out/summary.json").to_string_lossy()),
+            "{message}"
+        );
+        assert_eq!(std::fs::read(d.join("out/sub/pairs.tsv")).unwrap(), pairs);
+    };
+    refused(&job("b.toml", "out/sub", "pairs.tsv"));
+    std::fs::create_dir(d.join("c")).unwrap();
+    std::os::unix::fs::symlink(d.join("out/sub/pairs.tsv"), d.join("c/pairs.tsv")).unwrap();
+    refused(&job("c.toml", "c", "pairs.tsv"));
+    assert_eq!(
+        std::fs::read(d.join("out/summary.json")).unwrap(),
+        summary_a
+    );
+    // The same set writes its outputs again, and its report is written again by `report`.
+    run_ok(&a);
+    let report = neardup().arg("report").arg(d.join("out")).output().unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    // Once A's summary no longer lists the file, it is an output like any other.
+    run_ok(&job("a.toml", "out", "pairs.tsv"));
+    run_ok(&job("b.toml", "out/sub", "pairs.tsv"));
+    assert!(d.join("out/sub/summary.json").exists());
+}
+
 /// The paths through which an output reaches an input file: (input spec, output path) — a glob,
 /// a directory, a symlink and `..`.
 const THROUGH_INPUTS: &[(&str, &str)] = &[
@@ -1140,7 +1193,9 @@ fn an_interrupted_commit_is_not_finished_over_a_file_put_in_its_place() {
 /// a run of another job into `other/`, then the commit's replay from `out/`: the replay stored
 /// `other/`'s record as the killed run had left it, over the other run's, and neardup refused
 /// from then on to replace its own `other/pairs.tsv` ("written by neardup but has changed
-/// since"). A directory whose copy of the journal is gone is finished; its record stays.
+/// since"). A directory whose copy of the journal is gone is finished; its record stays. (The
+/// other job writes `other/mine.tsv`: `other/pairs.tsv` is the first job's, which its summary
+/// lists, and no other set may replace it, `an_output_another_sets_summary_lists_is_not_replaced`.)
 #[test]
 fn finishing_a_commit_leaves_the_record_of_a_directory_it_had_finished() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1163,7 +1218,7 @@ fn finishing_a_commit_leaves_the_record_of_a_directory_it_had_finished() {
     std::fs::write(
         &other,
         "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"other\"\n\
-         pairs = \"pairs.tsv\"\n",
+         pairs = \"mine.tsv\"\n",
     )
     .unwrap();
     let run = |job: &Path, input: &str, env: Option<(&str, String)>| {

@@ -38,7 +38,12 @@ pub fn command(a: ReportArgs) -> anyhow::Result<ExitCode> {
     });
     let page = neardup::output::report::html(&summary);
     // As the run's report output: it may write again the page the run wrote, and nothing else.
-    let output = neardup::output::prepare_file_as("report", &out, &[summary_path])?;
+    let output = neardup::output::prepare_file_as(
+        "report",
+        &out,
+        std::slice::from_ref(&summary_path),
+        Some(&summary_path),
+    )?;
     output.commit_file(|w| w.write_all(page.as_bytes()))?;
     neardup::say!("neardup report: {}", out.display());
     Ok(ExitCode::SUCCESS)

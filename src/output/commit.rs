@@ -33,7 +33,7 @@ use crate::summary::Written;
 use crate::{bail, ensure};
 
 use super::journal::{self, Journal, Move, Recovery};
-use super::owned::{self, Entry, Record, Stamp, Verdict};
+use super::owned::{self, Entry, Record, SetMark, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
 use super::paths::{follow, parent_of, Inputs, Target};
 use super::{cleanup, fault, lock, RowFormat};
@@ -66,6 +66,9 @@ pub struct OutputSet {
     _locks: Locks,
     /// The commit point has passed: the staged outputs belong to the journal.
     journaled: bool,
+    /// The real path of the summary of the set these outputs belong to (its own summary output,
+    /// or the run's whose report `neardup report` writes again), if it has one.
+    summary: Option<PathBuf>,
 }
 
 /// The output directories this process has locked, and what it created to lock them: the
@@ -234,14 +237,19 @@ pub fn recover(dir: &Path) -> Result<()> {
 }
 
 impl Slot {
-    /// Refuses to replace what is at this output's path unless neardup wrote it.
-    fn check_ownership(&self) -> Result<()> {
+    /// Refuses to replace what is at this output's path unless neardup wrote it, and not for
+    /// another set than the one whose summary is `summary`.
+    fn check_ownership(&self, summary: Option<&Path>) -> Result<()> {
         let Some(real) = self.target.real() else {
             return Ok(());
         };
         let dir = parent_of(real);
         let record = Record::load(&dir)?;
-        if let Verdict::Foreign(why) = owned::verdict(&record, &dir, real, &self.name) {
+        let claim = owned::Claim {
+            role: &self.name,
+            summary,
+        };
+        if let Verdict::Foreign(why) = owned::verdict(&record, &dir, real, claim) {
             bail!(
                 Output,
                 "output {}: {} exists and {why}; neardup replaces only what it wrote: choose \
@@ -271,6 +279,16 @@ impl OutputSet {
     /// Checks and prepares `outputs` (name, path as given; `-` is standard output) before any work.
     /// `inputs` are the files the run reads (and its job file): no output may be one of them.
     pub fn prepare(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<OutputSet> {
+        Self::prepare_of(outputs, inputs, None)
+    }
+
+    /// [`OutputSet::prepare`] of outputs that belong to the set whose summary is `set` (a real
+    /// path) rather than to a set of their own.
+    fn prepare_of(
+        outputs: &[(String, PathBuf)],
+        inputs: &[PathBuf],
+        set: Option<PathBuf>,
+    ) -> Result<OutputSet> {
         let slots = resolve(outputs, inputs)?;
         let mut locks = Locks::default();
         let dirs = create_dirs(&slots, &mut locks)?;
@@ -285,13 +303,15 @@ impl OutputSet {
                 here.filter_map(|s| s.target.real()?.file_name()?.to_str().map(String::from));
             settle(dir, &mut locks, names.collect())?;
         }
+        let summary = set.or_else(|| summary_file(&slots).map(Path::to_path_buf));
         for s in &slots {
-            s.check_ownership()?;
+            s.check_ownership(summary.as_deref())?;
         }
         let mut set = OutputSet {
             slots: Mutex::new(Vec::new()),
             _locks: locks,
             journaled: false,
+            summary,
         };
         for s in slots {
             set.stage(s)?;
@@ -486,9 +506,10 @@ impl OutputSet {
         // What is at each target now passes the test it passed before the work: a user's file
         // put there meanwhile is refused, not replaced (the staged outputs go with the set).
         for s in slots.iter() {
-            s.check_ownership()?;
+            s.check_ownership(self.summary.as_deref())?;
         }
-        match journal_of(slots)? {
+        let set = set_mark(slots, self.summary.as_deref());
+        match journal_of(slots, set.as_ref())? {
             Some(mut journal) => {
                 journal.moves.splice(0..0, joined);
                 commit_journal(&journal, slots, &mut self.journaled, decided)?;
@@ -597,7 +618,7 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
 
 /// The journal of committing `slots`: their renames (directories moved aside, the summary last)
 /// and each directory's record afterwards. `None` when nothing is staged.
-fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
+fn journal_of(slots: &[Slot], set: Option<&SetMark>) -> Result<Option<Journal>> {
     let (summary, rest) = summary_last(slots);
     let mut moves = Vec::new();
     let mut entries: BTreeMap<PathBuf, BTreeMap<String, (Entry, String)>> = BTreeMap::new();
@@ -632,7 +653,7 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
     };
     let mut records = BTreeMap::new();
     for (dir, e) in entries {
-        let record = Record::load(&dir)?.updated(&dir, e);
+        let record = Record::load(&dir)?.updated(&dir, e, set);
         records.insert(dir, record);
     }
     Ok(Some(Journal {
@@ -642,6 +663,27 @@ fn journal_of(slots: &[Slot]) -> Result<Option<Journal>> {
         moves,
         records,
     }))
+}
+
+/// The real path of the summary file among `slots`, if the set writes one (not to standard
+/// output or a device).
+fn summary_file(slots: &[Slot]) -> Option<&Path> {
+    slots.iter().find(|s| s.name == "summary")?.target.real()
+}
+
+/// The mark of the set `slots` commit in, whose summary is `summary`: the checksum of the summary
+/// staged among them, or (`neardup report` writing a run's page again) of the run's summary now.
+fn set_mark(slots: &[Slot], summary: Option<&Path>) -> Option<SetMark> {
+    let summary = summary?;
+    let own = slots.iter().find(|s| s.name == "summary");
+    let xxh3 = match own.and_then(|s| s.written.as_ref()) {
+        Some(w) => w.xxh3.clone(),
+        None => owned::checksum(summary).ok()?,
+    };
+    Some(SetMark {
+        summary: summary.to_path_buf(),
+        xxh3,
+    })
 }
 
 /// `slots` parted: the summary, and the others.
@@ -715,13 +757,20 @@ impl<W: Write> Write for Hashing<W> {
 /// One file as a set of one, checked against `inputs` (the files the command reads), locked and
 /// staged now, before the command's work; [`OutputSet::commit_file`] writes and commits it.
 pub fn prepare_file(path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
-    prepare_file_as("file", path, inputs)
+    prepare_file_as("file", path, inputs, None)
 }
 
-/// [`prepare_file`] of a file that is output `role` of a run (`report`: `neardup report` writes
-/// again the page a run wrote), which may replace that output and no other.
-pub fn prepare_file_as(role: &str, path: &Path, inputs: &[PathBuf]) -> Result<OutputSet> {
-    OutputSet::prepare(&[(role.into(), path.to_path_buf())], inputs)
+/// [`prepare_file`] of a file that is output `role` of the run whose summary is `summary`
+/// (`report`: `neardup report` writes again the page a run wrote), which may replace that output
+/// and no other.
+pub fn prepare_file_as(
+    role: &str,
+    path: &Path,
+    inputs: &[PathBuf],
+    summary: Option<&Path>,
+) -> Result<OutputSet> {
+    let set = summary.and_then(|s| s.canonicalize().ok());
+    OutputSet::prepare_of(&[(role.into(), path.to_path_buf())], inputs, set)
 }
 
 impl OutputSet {
@@ -819,7 +868,7 @@ mod tests {
     fn a_set_dropped_before_commit_leaves_the_old_outputs_and_no_staged_file() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let old = prepare_file_as("pairs", &d.join("pairs.tsv"), &[]).unwrap();
+        let old = prepare_file_as("pairs", &d.join("pairs.tsv"), &[], None).unwrap();
         old.commit_file(|w| w.write_all(b"old\n")).unwrap();
         let outs = vec![("pairs".to_string(), d.join("pairs.tsv"))];
         let set = OutputSet::prepare(&outs, &[]).unwrap();

@@ -143,6 +143,21 @@ pub struct Record {
     /// not put a page in place of a run's pairs. Records written before it have none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, String>,
+    /// The set that wrote each output, by file name, for the outputs of a set that has a summary
+    /// file: another set may not replace an output while that summary is still the one its set
+    /// committed with it (see [`verdict`]). Records written before it have none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sets: BTreeMap<String, SetMark>,
+}
+
+/// The set an output was committed in: its summary file, as that commit wrote it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetMark {
+    /// The real path of the set's summary.
+    pub summary: PathBuf,
+    /// The summary's xxh3-64 (16 hex digits) when the output was committed: while the file at
+    /// `summary` has it, that summary lists the output.
+    pub xxh3: String,
 }
 
 impl Record {
@@ -173,17 +188,28 @@ impl Record {
         Ok(record)
     }
 
-    /// The record with `entries` put in (replacing entries of the same names) and the entries of
-    /// other files that are gone left out.
-    pub fn updated(mut self, dir: &Path, entries: BTreeMap<String, (Entry, String)>) -> Record {
+    /// The record with `entries` put in (replacing entries of the same names), each an output
+    /// of the set `set` (`None`: a set without a summary file), and the entries of other files
+    /// that are gone left out.
+    pub fn updated(
+        mut self,
+        dir: &Path,
+        entries: BTreeMap<String, (Entry, String)>,
+        set: Option<&SetMark>,
+    ) -> Record {
         self.version = RECORD_VERSION;
         self.outputs.retain(|name, _| {
             entries.contains_key(name) || std::fs::symlink_metadata(dir.join(name)).is_ok()
         });
         let outputs = &self.outputs;
         self.roles.retain(|name, _| outputs.contains_key(name));
+        self.sets.retain(|name, _| outputs.contains_key(name));
         for (name, (entry, role)) in entries {
             self.outputs.insert(name.clone(), entry);
+            match set {
+                Some(mark) => self.sets.insert(name.clone(), mark.clone()),
+                None => self.sets.remove(&name),
+            };
             self.roles.insert(name, role);
         }
         self
@@ -288,10 +314,20 @@ pub enum Verdict {
     Foreign(String),
 }
 
+/// The set an output path is checked for: which output of it (`pairs`, `report`, `file` for a
+/// single-file command's), and the real path of its summary file, if it has one.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim<'a> {
+    /// What the output is.
+    pub role: &'a str,
+    /// The set's summary file.
+    pub summary: Option<&'a Path>,
+}
+
 /// Whether the file or directory at `real` (an output's resolved path, in directory `dir` whose
-/// record is `record`) may be replaced by this run's output `role`: one neardup wrote as another
-/// kind of output may not.
-pub fn verdict(record: &Record, dir: &Path, real: &Path, role: &str) -> Verdict {
+/// record is `record`) may be replaced by this run's output `claim`: one neardup wrote as another
+/// kind of output may not, nor one that another set's summary still lists.
+pub fn verdict(record: &Record, dir: &Path, real: &Path, claim: Claim) -> Verdict {
     let Ok(meta) = std::fs::symlink_metadata(real) else {
         return Verdict::Absent;
     };
@@ -299,6 +335,7 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path, role: &str) -> Verdict 
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let role = claim.role;
     if let Some(was) = record.roles.get(&name).filter(|was| *was != role) {
         return Verdict::Foreign(format!(
             "neardup wrote it as the {was} output, and this is the {role} output (see {})",
@@ -306,6 +343,13 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path, role: &str) -> Verdict 
         ));
     }
     let entry = record.outputs.get(&name);
+    if let Some(other) = other_set_listing(record, &name, claim) {
+        return Verdict::Foreign(format!(
+            "it is the {role} output of another set, whose summary {} still lists it; \
+             replacing it would leave that summary describing a file that is gone",
+            other.display()
+        ));
+    }
     if meta.is_dir() {
         return dir_verdict(entry, real);
     }
@@ -389,6 +433,17 @@ fn hollow_dir_below(root: &Path) -> Option<PathBuf> {
     hollow
 }
 
+/// The summary of the set that committed output `name`, when that is not `claim`'s set and the
+/// summary is still the one that commit wrote (so it lists the output). A summary that is gone or
+/// was written again since (its set committed anew, with or without this output: with it, that
+/// commit marked the output again) no longer holds it.
+fn other_set_listing<'r>(record: &'r Record, name: &str, claim: Claim) -> Option<&'r Path> {
+    let mark = record.sets.get(name)?;
+    let other = mark.summary.as_path();
+    let held = claim.summary != Some(other) && checksum(other).is_ok_and(|c| c == mark.xxh3);
+    held.then_some(other)
+}
+
 /// Sets written before the record existed: the directory's `summary.json` names each output with
 /// its size and checksum. A file that still has both is neardup's. (A corpus directory is not: the
 /// summary gives only its total size, [`dir_verdict`].)
@@ -432,7 +487,7 @@ pub(crate) fn record_of(dir: &Path, names: &[&str]) -> Record {
             (n.to_string(), (entry, "pairs".to_string()))
         })
         .collect();
-    Record::default().updated(dir, entries)
+    Record::default().updated(dir, entries, None)
 }
 
 #[cfg(test)]
@@ -440,7 +495,11 @@ mod tests {
     use super::*;
 
     fn verdict_of(r: &Record, d: &Path, real: &Path) -> Verdict {
-        verdict(r, d, real, "pairs")
+        let claim = Claim {
+            role: "pairs",
+            summary: None,
+        };
+        verdict(r, d, real, claim)
     }
 
     #[test]
@@ -461,6 +520,49 @@ mod tests {
             verdict_of(&r, d, &d.join("pairs.tsv")),
             Verdict::Foreign(why) if why.contains("changed since")
         ));
+    }
+
+    /// Probe 15a D3: an output that another set's summary still lists is that set's.
+    #[test]
+    fn an_output_of_another_set_is_foreign_while_its_summary_is_unchanged() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
+        let theirs = d.join("summary-a.json");
+        std::fs::write(&theirs, "{}").unwrap();
+        let mark = SetMark {
+            summary: theirs.clone(),
+            xxh3: checksum(&theirs).unwrap(),
+        };
+        let entries = [(
+            "pairs.tsv".to_string(),
+            (
+                Entry::File(Stamp::of(&d.join("pairs.tsv")).unwrap()),
+                "pairs".to_string(),
+            ),
+        )];
+        let r = Record::default().updated(d, entries.into_iter().collect(), Some(&mark));
+        fn claim(summary: Option<&Path>) -> Claim<'_> {
+            Claim {
+                role: "pairs",
+                summary,
+            }
+        }
+        let ours = d.join("summary-b.json");
+        let pairs = d.join("pairs.tsv");
+        assert!(matches!(
+            verdict(&r, d, &pairs, claim(Some(&ours))),
+            Verdict::Foreign(why) if why.contains("summary-a.json")
+        ));
+        assert!(matches!(
+            verdict(&r, d, &pairs, claim(None)),
+            Verdict::Foreign(_)
+        ));
+        assert_eq!(verdict(&r, d, &pairs, claim(Some(&theirs))), Verdict::Ours);
+        std::fs::write(&theirs, "{\"written\": \"again\"}").unwrap();
+        assert_eq!(verdict(&r, d, &pairs, claim(Some(&ours))), Verdict::Ours);
+        std::fs::remove_file(&theirs).unwrap();
+        assert_eq!(verdict(&r, d, &pairs, claim(None)), Verdict::Ours);
     }
 
     #[test]
