@@ -240,6 +240,33 @@ fn an_output_another_sets_summary_lists_is_not_replaced() {
         std::fs::read(d.join("out/summary.json")).unwrap(),
         summary_a
     );
+    // Moved whole (probe 16: the record named the summary by its old path, and the set was taken
+    // for gone), it is still A's set.
+    std::fs::rename(d.join("out"), d.join("moved")).unwrap();
+    let moved = neardup()
+        .arg("run")
+        .arg(job("m.toml", "moved/sub", "pairs.tsv"))
+        .output()
+        .unwrap();
+    assert_eq!(moved.status.code(), Some(1), "{}", stderr(&moved));
+    assert!(
+        stderr(&moved).contains("moved/summary.json"),
+        "{}",
+        stderr(&moved)
+    );
+    std::fs::rename(d.join("moved"), d.join("out")).unwrap();
+    // A report of A written into another directory is not A's report there (probe 16: the
+    // directory's own job was then refused its report).
+    std::fs::create_dir(d.join("d")).unwrap();
+    let elsewhere = neardup()
+        .arg("report")
+        .arg(d.join("out"))
+        .arg("--out")
+        .arg(d.join("d/report.html"))
+        .output()
+        .unwrap();
+    assert!(elsewhere.status.success(), "{}", stderr(&elsewhere));
+    run_ok(&job("d.toml", "d", "pairs.tsv"));
     // The same set writes its outputs again, and its report is written again by `report`.
     run_ok(&a);
     let report = neardup().arg("report").arg(d.join("out")).output().unwrap();
@@ -248,6 +275,99 @@ fn an_output_another_sets_summary_lists_is_not_replaced() {
     run_ok(&job("a.toml", "out", "pairs.tsv"));
     run_ok(&job("b.toml", "out/sub", "pairs.tsv"));
     assert!(d.join("out/sub/summary.json").exists());
+}
+
+/// Probe 16: a user's copy of an output of a folder below (`out/sub/pairs.tsv` copied to
+/// `out/pairs.tsv`) has the name, size and checksum `out/summary.json` gives that output, and the
+/// check meant for sets written before the record took it for neardup's and replaced it.
+#[test]
+fn a_users_copy_of_an_output_from_a_folder_below_is_not_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    let job = |name: &str, pairs: &str| {
+        let path = d.join(name);
+        let text = format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
+             pairs = {pairs:?}\nsummary = \"summary.json\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    run_ok(&job("a.toml", "sub/pairs.tsv"));
+    let copy = std::fs::read(d.join("out/sub/pairs.tsv")).unwrap();
+    std::fs::write(d.join("out/pairs.tsv"), &copy).unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(job("b.toml", "pairs.tsv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not written by neardup"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(d.join("out/pairs.tsv")).unwrap(), copy);
+}
+
+/// Probe 16: an output named like neardup's own files in its directory was accepted: a summary
+/// named `.neardup-outputs.json` was overwritten by the record (the run said it had written it),
+/// and one named `.neardup-commit.json` failed the commit and jammed the directory.
+#[test]
+fn an_output_named_like_neardups_own_files_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    for name in [
+        ".neardup-outputs.json",
+        ".neardup-commit.json",
+        ".neardup.lock",
+        ".neardup-store.lock",
+        "x.neardup-tmp-1",
+    ] {
+        let job = d.join("job.toml");
+        let text = format!(
+            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
+             pairs = \"pairs.tsv\"\nsummary = {name:?}\n"
+        );
+        std::fs::write(&job, text).unwrap();
+        let out = neardup().arg("run").arg(&job).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("neardup keeps for itself"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!d.join("out").exists(), "{name}");
+    }
+}
+
+/// Probe 16: a job whose output directory was another run's corpus directory wrote its pairs,
+/// summary and record into it, and that run was then refused its own corpus.
+#[test]
+fn an_output_inside_an_earlier_runs_corpus_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    let job = sample_job(&d, "summary.json");
+    run_ok(&job);
+    let corpus = files_below(&d.join("out/corpus"), false);
+    let inside = d.join("inside.toml");
+    std::fs::write(
+        &inside,
+        "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
+         dir = \"out/corpus/more\"\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n",
+    )
+    .unwrap();
+    let out = neardup().arg("run").arg(&inside).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the corpus directory of an earlier run"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files_below(&d.join("out/corpus"), false), corpus);
+    run_ok(&job);
 }
 
 /// The paths through which an output reaches an input file: (input spec, output path) — a glob,

@@ -33,7 +33,7 @@ use crate::summary::Written;
 use crate::{bail, ensure};
 
 use super::journal::{self, Journal, Move, Recovery};
-use super::owned::{self, Entry, Record, SetMark, Stamp, Verdict};
+use super::owned::{self, Entry, Marking, Record, SetMark, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
 use super::paths::{follow, parent_of, Inputs, Target};
 use super::{cleanup, fault, lock, RowFormat};
@@ -508,8 +508,13 @@ impl OutputSet {
         for s in slots.iter() {
             s.check_ownership(self.summary.as_deref())?;
         }
-        let set = set_mark(slots, self.summary.as_deref());
-        match journal_of(slots, set.as_ref())? {
+        let own = own_mark(slots);
+        let set = match (&own, self.summary.as_deref()) {
+            (Some(mark), _) => Marking::Own(mark),
+            (None, Some(summary)) => Marking::Borrowed(summary),
+            (None, None) => Marking::Unmarked,
+        };
+        match journal_of(slots, set)? {
             Some(mut journal) => {
                 journal.moves.splice(0..0, joined);
                 commit_journal(&journal, slots, &mut self.journaled, decided)?;
@@ -577,6 +582,8 @@ fn resolve(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<Vec<Slot
     let mut seen: Vec<(String, PathBuf, Target)> = Vec::new();
     for (name, path) in outputs {
         let target = super::paths::classify(name, path)?;
+        check_not_reserved(name, path, &target)?;
+        check_not_in_a_corpus(name, path, &target)?;
         inputs.check(name, path, &target)?;
         super::paths::check_overlap(name, path, &target, &seen)?;
         seen.push((name.clone(), path.clone(), target));
@@ -591,6 +598,64 @@ fn resolve(outputs: &[(String, PathBuf)], inputs: &[PathBuf]) -> Result<Vec<Slot
             written: None,
         })
         .collect())
+}
+
+/// The names neardup keeps for its own files in an output directory.
+const RESERVED: [&str; 4] = [
+    owned::RECORD_FILE,
+    journal::JOURNAL_FILE,
+    LOCK_FILE,
+    super::lock::STORE_LOCK,
+];
+
+/// Refuses output `name` at `path` whose file name is one neardup keeps for its own files in the
+/// directory (its record, journal or locks) or marks a staged file: an output there was
+/// overwritten by the record (a summary named `.neardup-outputs.json` was lost) or jammed the
+/// directory's commits.
+fn check_not_reserved(name: &str, path: &Path, target: &Target) -> Result<()> {
+    let Some(file) = target.real().and_then(Path::file_name) else {
+        return Ok(());
+    };
+    let file = file.to_string_lossy();
+    ensure!(
+        !RESERVED.contains(&file.as_ref()) && !file.contains(STAGED_MARK),
+        Output,
+        "output {name}: {} is named like a file neardup keeps for itself in an output directory \
+         ({}, or a name holding {STAGED_MARK}); choose another name",
+        path.display(),
+        RESERVED.join(", ")
+    );
+    Ok(())
+}
+
+/// Refuses output `name` at `path` that lies inside a corpus directory an earlier run wrote (one
+/// its parent's record lists): its files and record there made the corpus one neardup no longer
+/// took for its own, and that run was refused its own corpus (probe 16).
+fn check_not_in_a_corpus(name: &str, path: &Path, target: &Target) -> Result<()> {
+    let Some(real) = target.real() else {
+        return Ok(());
+    };
+    for folder in real.ancestors().skip(1) {
+        let (Some(parent), Some(base)) = (folder.parent(), folder.file_name()) else {
+            break;
+        };
+        if !parent.join(owned::RECORD_FILE).is_file() {
+            continue;
+        }
+        let record = Record::load(parent)?;
+        let base = base.to_string_lossy();
+        if matches!(record.outputs.get(base.as_ref()), Some(Entry::Dir { .. })) {
+            bail!(
+                Output,
+                "output {name}: {} lies inside {}, the corpus directory of an earlier run (see \
+                 {}); choose a path outside it",
+                path.display(),
+                folder.display(),
+                parent.join(owned::RECORD_FILE).display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Creates the directories of the file and directory outputs (`locks` remembers those it made);
@@ -618,7 +683,7 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
 
 /// The journal of committing `slots`: their renames (directories moved aside, the summary last)
 /// and each directory's record afterwards. `None` when nothing is staged.
-fn journal_of(slots: &[Slot], set: Option<&SetMark>) -> Result<Option<Journal>> {
+fn journal_of(slots: &[Slot], set: Marking) -> Result<Option<Journal>> {
     let (summary, rest) = summary_last(slots);
     let mut moves = Vec::new();
     let mut entries: BTreeMap<PathBuf, BTreeMap<String, (Entry, String)>> = BTreeMap::new();
@@ -671,18 +736,12 @@ fn summary_file(slots: &[Slot]) -> Option<&Path> {
     slots.iter().find(|s| s.name == "summary")?.target.real()
 }
 
-/// The mark of the set `slots` commit in, whose summary is `summary`: the checksum of the summary
-/// staged among them, or (`neardup report` writing a run's page again) of the run's summary now.
-fn set_mark(slots: &[Slot], summary: Option<&Path>) -> Option<SetMark> {
-    let summary = summary?;
-    let own = slots.iter().find(|s| s.name == "summary");
-    let xxh3 = match own.and_then(|s| s.written.as_ref()) {
-        Some(w) => w.xxh3.clone(),
-        None => owned::checksum(summary).ok()?,
-    };
+/// The mark of the set `slots` commit in, from the summary file staged among them (if any).
+fn own_mark(slots: &[Slot]) -> Option<SetMark> {
+    let own = slots.iter().find(|s| s.name == "summary")?;
     Some(SetMark {
-        summary: summary.to_path_buf(),
-        xxh3,
+        summary: own.target.real()?.to_path_buf(),
+        xxh3: own.written.as_ref()?.xxh3.clone(),
     })
 }
 

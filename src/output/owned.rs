@@ -153,7 +153,9 @@ pub struct Record {
 /// The set an output was committed in: its summary file, as that commit wrote it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetMark {
-    /// The real path of the set's summary.
+    /// The set's summary: its real path when made; in a record, relative to the record's
+    /// directory (`../summary.json`), so that a set moved or copied whole (`mv`, `cp -rp`) still
+    /// names its own summary.
     pub summary: PathBuf,
     /// The summary's xxh3-64 (16 hex digits) when the output was committed: while the file at
     /// `summary` has it, that summary lists the output.
@@ -189,13 +191,12 @@ impl Record {
     }
 
     /// The record with `entries` put in (replacing entries of the same names), each an output
-    /// of the set `set` (`None`: a set without a summary file), and the entries of other files
-    /// that are gone left out.
+    /// of the set `set` (see [`Marking`]), and the entries of other files that are gone left out.
     pub fn updated(
         mut self,
         dir: &Path,
         entries: BTreeMap<String, (Entry, String)>,
-        set: Option<&SetMark>,
+        set: Marking,
     ) -> Record {
         self.version = RECORD_VERSION;
         self.outputs.retain(|name, _| {
@@ -206,8 +207,19 @@ impl Record {
         self.sets.retain(|name, _| outputs.contains_key(name));
         for (name, (entry, role)) in entries {
             self.outputs.insert(name.clone(), entry);
-            match set {
-                Some(mark) => self.sets.insert(name.clone(), mark.clone()),
+            let mark = match set {
+                Marking::Own(mark) => Some(SetMark {
+                    summary: relative_to(&mark.summary, dir),
+                    xxh3: mark.xxh3.clone(),
+                }),
+                Marking::Borrowed(summary) => self
+                    .sets
+                    .remove(&name)
+                    .filter(|m| resolved(dir, &m.summary) == summary),
+                Marking::Unmarked => None,
+            };
+            match mark {
+                Some(mark) => self.sets.insert(name.clone(), mark),
                 None => self.sets.remove(&name),
             };
             self.roles.insert(name, role);
@@ -314,6 +326,45 @@ pub enum Verdict {
     Foreign(String),
 }
 
+/// Which set a commit's entries are marked with in their record.
+#[derive(Clone, Copy, Debug)]
+pub enum Marking<'a> {
+    /// The set's own, whose summary the commit writes.
+    Own(&'a SetMark),
+    /// A file written again for the set whose summary is at this real path (`neardup report`
+    /// writing a run's page again): an entry keeps its mark when that mark names this summary
+    /// (the page is the run's report, which its summary lists), and has none otherwise.
+    Borrowed(&'a Path),
+    /// A set without a summary file.
+    Unmarked,
+}
+
+/// `path` (real) relative to directory `dir` (real): `..` for each folder of `dir` below their
+/// common ancestor, then the rest of `path`.
+fn relative_to(path: &Path, dir: &Path) -> PathBuf {
+    let (p, d): (Vec<_>, Vec<_>) = (path.components().collect(), dir.components().collect());
+    let common = p.iter().zip(&d).take_while(|(a, b)| a == b).count();
+    let mut rel: PathBuf = d[common..].iter().map(|_| "..").collect();
+    rel.extend(&p[common..]);
+    rel
+}
+
+/// `rel` (a mark's summary) resolved from directory `dir` (real), its `..` taken lexically: `dir`
+/// holds no symlink, so that is where it leads.
+fn resolved(dir: &Path, rel: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in dir.join(rel).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The set an output path is checked for: which output of it (`pairs`, `report`, `file` for a
 /// single-file command's), and the real path of its summary file, if it has one.
 #[derive(Clone, Copy, Debug)]
@@ -343,10 +394,11 @@ pub fn verdict(record: &Record, dir: &Path, real: &Path, claim: Claim) -> Verdic
         ));
     }
     let entry = record.outputs.get(&name);
-    if let Some(other) = other_set_listing(record, &name, claim) {
+    if let Some(other) = other_set_listing(record, dir, &name, claim) {
         return Verdict::Foreign(format!(
-            "it is the {role} output of another set, whose summary {} still lists it; \
-             replacing it would leave that summary describing a file that is gone",
+            "it is the {role} output of another set, whose summary {} lists it; replacing it \
+             would leave that summary describing a file that is gone (if that set is no longer \
+             wanted, move its summary away)",
             other.display()
         ));
     }
@@ -433,21 +485,28 @@ fn hollow_dir_below(root: &Path) -> Option<PathBuf> {
     hollow
 }
 
-/// The summary of the set that committed output `name`, when that is not `claim`'s set and the
-/// summary is still the one that commit wrote (so it lists the output). A summary that is gone or
-/// was written again since (its set committed anew, with or without this output: with it, that
-/// commit marked the output again) no longer holds it.
-fn other_set_listing<'r>(record: &'r Record, name: &str, claim: Claim) -> Option<&'r Path> {
+/// The summary of the set that committed output `name` of `dir`, when that is not `claim`'s set
+/// and the summary is still the one that commit wrote (so it lists the output). A summary that is
+/// gone or was written again since (its set committed anew, with or without this output: with
+/// it, that commit marked the output again) no longer holds it.
+fn other_set_listing(record: &Record, dir: &Path, name: &str, claim: Claim) -> Option<PathBuf> {
     let mark = record.sets.get(name)?;
-    let other = mark.summary.as_path();
-    let held = claim.summary != Some(other) && checksum(other).is_ok_and(|c| c == mark.xxh3);
+    let other = resolved(dir, &mark.summary);
+    let held =
+        claim.summary != Some(other.as_path()) && checksum(&other).is_ok_and(|c| c == mark.xxh3);
     held.then_some(other)
 }
 
 /// Sets written before the record existed: the directory's `summary.json` names each output with
 /// its size and checksum. A file that still has both is neardup's. (A corpus directory is not: the
-/// summary gives only its total size, [`dir_verdict`].)
+/// summary gives only its total size, [`dir_verdict`].) Only in a directory without a record: one
+/// with a record lists every file neardup put there, and a user's copy of an output in a folder
+/// below (`out/sub/pairs.tsv` copied to `out/pairs.tsv`) has the name, size and checksum the
+/// summary gives that output (probe 16: it was replaced).
 fn old_summary_lists(dir: &Path, name: &str, real: &Path) -> bool {
+    if dir.join(RECORD_FILE).exists() {
+        return false;
+    }
     #[derive(Deserialize)]
     struct OldSummary {
         outputs: BTreeMap<String, super::Written>,
@@ -462,11 +521,19 @@ fn old_summary_lists(dir: &Path, name: &str, real: &Path) -> bool {
         return false;
     };
     summary.outputs.iter().any(|(output, w)| {
-        Path::new(&w.path).file_name().is_some_and(|n| n == name)
+        names_a_file_of(Path::new(&w.path), dir, name)
             && w.bytes == bytes
             && output != "corpus"
             && checksum(real).is_ok_and(|c| c == w.xxh3)
     })
+}
+
+/// True if `written` (an output's path as a summary gives it: as given to that run) names file
+/// `name` of directory `dir`: the same file name, in a folder of `dir`'s name, or with no folder.
+fn names_a_file_of(written: &Path, dir: &Path, name: &str) -> bool {
+    let folder = written.parent().and_then(Path::file_name);
+    written.file_name().is_some_and(|n| n == name)
+        && folder.is_none_or(|f| dir.file_name() == Some(f))
 }
 
 /// The record of the outputs `names` in `dir` as they are now, each of kind `pairs` (for the
@@ -487,7 +554,7 @@ pub(crate) fn record_of(dir: &Path, names: &[&str]) -> Record {
             (n.to_string(), (entry, "pairs".to_string()))
         })
         .collect();
-    Record::default().updated(dir, entries, None)
+    Record::default().updated(dir, entries, Marking::Unmarked)
 }
 
 #[cfg(test)]
@@ -541,7 +608,8 @@ mod tests {
                 "pairs".to_string(),
             ),
         )];
-        let r = Record::default().updated(d, entries.into_iter().collect(), Some(&mark));
+        let r = Record::default().updated(d, entries.into_iter().collect(), Marking::Own(&mark));
+        assert_eq!(r.sets["pairs.tsv"].summary, Path::new("summary-a.json"));
         fn claim(summary: Option<&Path>) -> Claim<'_> {
             Claim {
                 role: "pairs",
@@ -603,14 +671,35 @@ mod tests {
         std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
         std::fs::create_dir(d.join("corpus")).unwrap();
         std::fs::write(d.join("corpus/a.jsonl"), "{}\n").unwrap();
-        let summary = serde_json::json!({"outputs": {
-            "pairs": {"path": "out/pairs.tsv", "bytes": 4,
-                      "xxh3": checksum(&d.join("pairs.tsv")).unwrap()},
-            "corpus": {"path": "out/corpus", "bytes": 3, "xxh3": "0"},
-        }});
-        std::fs::write(d.join("summary.json"), summary.to_string()).unwrap();
+        let out = d.file_name().unwrap().to_string_lossy();
+        let summary = |pairs: &str| {
+            serde_json::json!({"outputs": {
+                "pairs": {"path": pairs, "bytes": 4,
+                          "xxh3": checksum(&d.join("pairs.tsv")).unwrap()},
+                "corpus": {"path": format!("{out}/corpus"), "bytes": 3, "xxh3": "0"},
+            }})
+            .to_string()
+        };
         let none = Record::default();
+        // An output of a folder below (probe 16: a user's copy of it here was replaced).
+        std::fs::write(
+            d.join("summary.json"),
+            summary(&format!("{out}/sub/pairs.tsv")),
+        )
+        .unwrap();
+        assert!(matches!(
+            verdict_of(&none, d, &d.join("pairs.tsv")),
+            Verdict::Foreign(_)
+        ));
+        std::fs::write(d.join("summary.json"), summary(&format!("{out}/pairs.tsv"))).unwrap();
         assert_eq!(verdict_of(&none, d, &d.join("pairs.tsv")), Verdict::Ours);
+        // A directory with a record: only what the record lists.
+        std::fs::write(d.join(RECORD_FILE), "{\"version\": 1, \"outputs\": {}}").unwrap();
+        assert!(matches!(
+            verdict_of(&none, d, &d.join("pairs.tsv")),
+            Verdict::Foreign(_)
+        ));
+        std::fs::remove_file(d.join(RECORD_FILE)).unwrap();
         assert!(matches!(
             verdict_of(&none, d, &d.join("corpus")),
             Verdict::Foreign(_)
