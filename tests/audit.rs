@@ -1215,6 +1215,91 @@ fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compac
     );
 }
 
+/// Probe 17: a stored document alone in its run has no label of its own; an append that joined a
+/// new document to it gave that document the stored one's id hash as its label but recorded no
+/// merge, so the next audit, meeting only the stored document, did not look for other members of
+/// its cluster: it lost the appended one, and kept a near copy of it, or the wrong document. Each
+/// group here is a stored text, an appended edit of its first half and a next crawl's edit of its
+/// second half (near the stored text, not near the appended one, and mostly not a candidate of
+/// it), with `keep = "longest"` ranking the appended edit first; before and after compaction.
+#[test]
+fn an_append_joined_to_a_document_alone_in_its_run_is_found_by_the_next_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = Rng::new(0x17a1);
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..40 {
+        let base: String = (0..200)
+            .map(|_| format!("w{}", rng.below(5000)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        b.push(changed(&base, &[10, 40, 70, 95], &mut rng) + " longer longest");
+        c.push(changed(&base, &[110, 140, 165, 190], &mut rng) + " longer");
+        a.push(base);
+    }
+    a.extend(texts(&mut rng, 40, &[]));
+    for (name, docs) in [("a", &a), ("b", &b), ("c", &c)] {
+        write_docs(&d.join(format!("{name}.jsonl")), name, docs);
+    }
+    let job = job(
+        d,
+        "alone",
+        "method = \"minhash\"\n[clusters]\nkeep = \"longest\"\n",
+    );
+    let text = std::fs::read_to_string(&job).unwrap() + "clusters = \"clusters.tsv\"\n";
+    std::fs::write(&job, text).unwrap();
+    let job = job.to_str().unwrap();
+    neardup(d, &store_run(job, "st", "a.jsonl", "run-a"));
+    let append = [
+        "audit",
+        job,
+        "--store",
+        "st",
+        "--input",
+        "b.jsonl",
+        "--append",
+        "all",
+        "--out-dir",
+        "audit-b",
+    ];
+    neardup(d, &append);
+    let all = [
+        "run",
+        job,
+        "--input",
+        "a.jsonl",
+        "b.jsonl",
+        "c.jsonl",
+        "--out-dir",
+        "bulk",
+    ];
+    neardup(d, &all);
+    let want = clusters_with(&d.join("bulk/clusters.tsv"), "c");
+    let threes = want.iter().filter(|r| r[3] == "3").count();
+    assert!(threes >= 90, "groups of three planted ({threes} rows)");
+    for (i, compact) in [false, true].into_iter().enumerate() {
+        if compact {
+            neardup(d, &["store", "compact", "st"]);
+        }
+        let out = format!("audit-c{i}");
+        neardup(
+            d,
+            &[
+                "audit",
+                job,
+                "--store",
+                "st",
+                "--input",
+                "c.jsonl",
+                "--out-dir",
+                &out,
+            ],
+        );
+        let got = clusters_with(&d.join(&out).join("clusters.tsv"), "c");
+        assert_eq!(got, want, "the next audit's clusters are the bulk run's");
+    }
+}
+
 /// Issue 20 (the star split streams its pairs, where the cluster graph held them): an audit's
 /// stars are brute force's greedy stars over its own pairs (matches and batch pairs), every
 /// stored document before every new one in keep order (the new ids sort first here, so the

@@ -5,7 +5,9 @@
 //! audit, the smallest resolved label of the stored documents in its cluster; else the hash of
 //! the id of the cluster's first document by rank among those the segment holds. Where an
 //! audit's cluster joins stored clusters of several labels and the segment holds a document of
-//! it, the segment records the merges (each other label to the smallest).
+//! it, the segment records the merges (each other label to the smallest), and the smallest to
+//! itself: a stored document that was alone when stored has no label of its own, and the merge
+//! names its id's hash as a cluster with other members.
 
 use timely::worker::Worker;
 
@@ -74,6 +76,12 @@ pub fn labels(
         labels.dedup();
         let label = labels.first().copied().unwrap_or(new[0].2);
         merges.extend(labels.iter().skip(1).map(|&l| (l, label)));
+        if !old.is_empty() {
+            // The label may be a stored document's own id's (one that was alone when stored):
+            // the merge to itself tells a later audit that its cluster has other members now
+            // (`Labels::clustered`), where it looked for none and lost them (probe 17).
+            merges.push((label, label));
+        }
         replies.extend(new.iter().map(|f| (f.1, label)));
     }
     let owners = ranked.owners();
@@ -81,6 +89,7 @@ pub fn labels(
     labels.sort_unstable();
     let mut merges = gather(worker, merges);
     merges.sort_unstable();
+    merges.dedup();
     SegmentLabels { labels, merges }
 }
 
