@@ -1532,6 +1532,31 @@ fn store_info_names_the_run_writing_the_store_not_leftovers() {
         !info.contains("in_progress") && noted.is_empty(),
         "{info}{noted}"
     );
+    // A first run making a store (probe 16: "there is no store in first (MANIFEST.json is
+    // missing)").
+    let mut first = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(store_run(job, "first", "a1.jsonl", "o1"))
+        .current_dir(d)
+        .env("NEARDUP_FAULT_PAUSE", "store: manifest written")
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !pause.exists() && first.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "never paused");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        pause.exists(),
+        "the first run ended before writing its manifest"
+    );
+    let info = killed_at(d, &["store", "info", "first"], None);
+    let said = String::from_utf8_lossy(&info.stderr);
+    let making = format!("being made by a neardup run (pid {})", first.id());
+    assert!(said.contains(&making), "{said}");
+    std::fs::remove_file(&pause).unwrap();
+    assert!(first.wait().unwrap().success());
 }
 
 /// A store `st-NAME` and outputs `o-NAME` of `a1.jsonl`, then the run adding `a2.jsonl` killed

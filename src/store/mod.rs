@@ -774,8 +774,8 @@ fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(segments)
 }
 
-/// Takes the lock of the store in `dir`.
-/// Whether `dir` holds a store (its manifest), or what it is instead.
+/// Whether `dir` holds a store (its manifest), or what it is instead (a store a run is making
+/// now, named by the run's pid: probe 16).
 fn is_store(dir: &Path) -> Result<()> {
     let make = "`neardup run JOB --store DIR` makes one";
     match fs::metadata(dir) {
@@ -793,15 +793,25 @@ fn is_store(dir: &Path) -> Result<()> {
         }
         Ok(_) => {}
     }
-    ensure!(
-        dir.join(MANIFEST).exists(),
+    if dir.join(MANIFEST).exists() {
+        return Ok(());
+    }
+    if let Some(pid) = crate::output::lock::holder(&dir.join(LOCK)) {
+        bail!(
+            Input,
+            "the store in {} is being made by a neardup run (pid {pid}) that has not committed \
+             its first segment yet; wait for it to finish",
+            dir.display()
+        );
+    }
+    bail!(
         Input,
         "there is no store in {} ({MANIFEST} is missing): {make}",
         dir.display()
-    );
-    Ok(())
+    )
 }
 
+/// Takes the lock of the store in `dir`.
 fn lock(dir: &Path) -> Result<Arc<fs::File>> {
     let what = format!("the store {}", dir.display());
     let (file, _) = crate::output::lock::take(&dir.join(LOCK), &what, "")?;
