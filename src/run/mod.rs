@@ -230,8 +230,9 @@ fn commit(
     if !earlier.is_empty() {
         let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
         crate::say!(
-            "neardup: note: {} output(s) of an earlier run are still beside this run's, which \
-             did not write them (its summary lists what it wrote): {}",
+            "neardup: note: {} output(s) of an earlier run stay in the directories this run \
+             wrote into (through their real paths), and this run did not write them (its summary \
+             lists what it wrote): {}",
             names.len(),
             names.join(", ")
         );
