@@ -255,6 +255,14 @@ fn an_output_another_sets_summary_lists_is_not_replaced() {
         stderr(&moved)
     );
     std::fs::rename(d.join("moved"), d.join("out")).unwrap();
+    // A folder of it moved away and linked back (probe 18: its mark, relative to the record, led
+    // elsewhere, and the set was taken for gone).
+    std::fs::create_dir(d.join("disk2")).unwrap();
+    std::fs::rename(d.join("out/sub"), d.join("disk2/sub")).unwrap();
+    std::os::unix::fs::symlink(d.join("disk2/sub"), d.join("out/sub")).unwrap();
+    refused(&job("b.toml", "out/sub", "pairs.tsv"));
+    std::fs::remove_file(d.join("out/sub")).unwrap();
+    std::fs::rename(d.join("disk2/sub"), d.join("out/sub")).unwrap();
     // A report of A written into another directory is not A's report there (probe 16: the
     // directory's own job was then refused its report).
     std::fs::create_dir(d.join("d")).unwrap();
@@ -325,6 +333,7 @@ fn an_output_named_like_neardups_own_files_is_refused() {
         ".neardup.lock",
         ".neardup-store.lock",
         "x.neardup-tmp-1",
+        ".pairs.tsv.neardup-tmp-1/summary.json",
     ] {
         let job = d.join("job.toml");
         let text = format!(

@@ -609,7 +609,8 @@ const RESERVED: [&str; 4] = [
 ];
 
 /// Refuses output `name` at `path` whose file name is one neardup keeps for its own files in the
-/// directory (its record, journal or locks) or marks a staged file: an output there was
+/// directory (its record, journal or locks), or with a file or folder name that marks a staged
+/// one: an output there was
 /// overwritten by the record (a summary named `.neardup-outputs.json` was lost) or jammed the
 /// directory's commits.
 fn check_not_reserved(name: &str, path: &Path, target: &Target) -> Result<()> {
@@ -617,11 +618,17 @@ fn check_not_reserved(name: &str, path: &Path, target: &Target) -> Result<()> {
         return Ok(());
     };
     let file = file.to_string_lossy();
+    // A folder of the path too: a run into the directory above removes one under a staged name
+    // of one of its outputs as an interrupted run's, with all it holds (probe 18).
+    let staged = target.real().into_iter().flat_map(Path::components);
+    let staged = staged
+        .map(|c| c.as_os_str().to_string_lossy())
+        .any(|c| c.contains(STAGED_MARK));
     ensure!(
-        !RESERVED.contains(&file.as_ref()) && !file.contains(STAGED_MARK),
+        !RESERVED.contains(&file.as_ref()) && !staged,
         Output,
         "output {name}: {} is named like a file neardup keeps for itself in an output directory \
-         ({}, or a name holding {STAGED_MARK}); choose another name",
+         ({}, or a file or folder name holding {STAGED_MARK}); choose another name",
         path.display(),
         RESERVED.join(", ")
     );
@@ -742,6 +749,7 @@ fn own_mark(slots: &[Slot]) -> Option<SetMark> {
     Some(SetMark {
         summary: own.target.real()?.to_path_buf(),
         xxh3: own.written.as_ref()?.xxh3.clone(),
+        real: None,
     })
 }
 

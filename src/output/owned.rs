@@ -160,6 +160,11 @@ pub struct SetMark {
     /// The summary's xxh3-64 (16 hex digits) when the output was committed: while the file at
     /// `summary` has it, that summary lists the output.
     pub xxh3: String,
+    /// The summary's real path when the output was committed: a folder of the set moved away and
+    /// linked back (`mv top/a disk2/a; ln -s`) leads `summary` elsewhere, and the set is found
+    /// there (probe 18). Records written before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real: Option<PathBuf>,
 }
 
 impl Record {
@@ -211,6 +216,7 @@ impl Record {
                 Marking::Own(mark) => Some(SetMark {
                     summary: relative_to(&mark.summary, dir),
                     xxh3: mark.xxh3.clone(),
+                    real: Some(mark.summary.clone()),
                 }),
                 Marking::Borrowed(summary) => self
                     .sets
@@ -491,10 +497,14 @@ fn hollow_dir_below(root: &Path) -> Option<PathBuf> {
 /// it, that commit marked the output again) no longer holds it.
 fn other_set_listing(record: &Record, dir: &Path, name: &str, claim: Claim) -> Option<PathBuf> {
     let mark = record.sets.get(name)?;
-    let other = resolved(dir, &mark.summary);
-    let held =
-        claim.summary != Some(other.as_path()) && checksum(&other).is_ok_and(|c| c == mark.xxh3);
-    held.then_some(other)
+    // Where the summary is from here (the set moved or copied whole), and where it was.
+    let places = [Some(resolved(dir, &mark.summary)), mark.real.clone()];
+    let places: Vec<PathBuf> = places.into_iter().flatten().collect();
+    if places.iter().any(|p| claim.summary == Some(p.as_path())) {
+        return None;
+    }
+    let held = |p: &&PathBuf| checksum(p).is_ok_and(|c| c == mark.xxh3);
+    places.iter().find(held).cloned()
 }
 
 /// Sets written before the record existed: the directory's `summary.json` names each output with
@@ -528,12 +538,27 @@ fn old_summary_lists(dir: &Path, name: &str, real: &Path) -> bool {
     })
 }
 
-/// True if `written` (an output's path as a summary gives it: as given to that run) names file
-/// `name` of directory `dir`: the same file name, in a folder of `dir`'s name, or with no folder.
+/// True if `written` (an output's path as a summary gives it: as given to that run, relative to
+/// where it ran) names file `name` of directory `dir` (real): the same file name, and its folders
+/// the last folders of `dir` (`dir` itself, if absolute; none with `..`: probe 18 had `out/out/`
+/// taken for `out/`).
 fn names_a_file_of(written: &Path, dir: &Path, name: &str) -> bool {
-    let folder = written.parent().and_then(Path::file_name);
-    written.file_name().is_some_and(|n| n == name)
-        && folder.is_none_or(|f| dir.file_name() == Some(f))
+    use std::path::Component;
+    if written.file_name().is_none_or(|n| n != name) {
+        return false;
+    }
+    let parent = written.parent().unwrap_or(Path::new(""));
+    if written.is_absolute() {
+        return parent == dir;
+    }
+    let folders: Vec<Component> = parent
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect();
+    let ours: Vec<Component> = dir.components().collect();
+    !folders.contains(&Component::ParentDir)
+        && folders.len() <= ours.len()
+        && ours[ours.len() - folders.len()..] == folders[..]
 }
 
 /// The record of the outputs `names` in `dir` as they are now, each of kind `pairs` (for the
@@ -600,6 +625,7 @@ mod tests {
         let mark = SetMark {
             summary: theirs.clone(),
             xxh3: checksum(&theirs).unwrap(),
+            real: None,
         };
         let entries = [(
             "pairs.tsv".to_string(),
@@ -681,16 +707,18 @@ mod tests {
             .to_string()
         };
         let none = Record::default();
-        // An output of a folder below (probe 16: a user's copy of it here was replaced).
-        std::fs::write(
-            d.join("summary.json"),
-            summary(&format!("{out}/sub/pairs.tsv")),
-        )
-        .unwrap();
-        assert!(matches!(
-            verdict_of(&none, d, &d.join("pairs.tsv")),
-            Verdict::Foreign(_)
-        ));
+        // An output of a folder below (probe 16: a user's copy of it here was replaced), or of a
+        // folder of the same name below (probe 18).
+        for below in [
+            format!("{out}/sub/pairs.tsv"),
+            format!("{out}/{out}/pairs.tsv"),
+        ] {
+            std::fs::write(d.join("summary.json"), summary(&below)).unwrap();
+            assert!(matches!(
+                verdict_of(&none, d, &d.join("pairs.tsv")),
+                Verdict::Foreign(_)
+            ));
+        }
         std::fs::write(d.join("summary.json"), summary(&format!("{out}/pairs.tsv"))).unwrap();
         assert_eq!(verdict_of(&none, d, &d.join("pairs.tsv")), Verdict::Ours);
         // A directory with a record: only what the record lists.
