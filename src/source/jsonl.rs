@@ -334,6 +334,7 @@ fn id_of<'a>(id: Option<Scalar<'a>>, fields: &Fields) -> Result<Option<Cow<'a, s
 /// The document of a record's wanted fields, or why it is skipped.
 fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
     let html_field = fields.html.as_deref().unwrap_or_default();
+    let html_null = matches!(wanted.html, Some(Scalar::Null));
     let (field, value, is_html) = match (wanted.html, wanted.text) {
         (Some(Scalar::Text(html)), _) => (html_field, Some(Scalar::Text(html)), true),
         // Without a text field, what the HTML field holds is what the message names.
@@ -360,10 +361,17 @@ fn doc_of<'a>(wanted: Wanted<'a>, fields: &Fields) -> Result<RawDoc<'a>, Skip> {
             return Err(Skip::new(
                 SkipReason::MissingText,
                 match &fields.html {
+                    // Probe 17: a null HTML field was said to be missing.
+                    Some(html) if html_null => {
+                        format!(
+                            "field {html:?} is null, and there is no field {:?}",
+                            fields.text
+                        )
+                    }
                     Some(html) => format!("no field {:?} or {html:?}", fields.text),
                     None => format!("no field {:?}", fields.text),
                 },
-            ))
+            ));
         }
         Some(Scalar::Null) => {
             return Err(Skip::new(
@@ -647,6 +655,10 @@ mod tests {
             "field \"html\" is an array, not a string"
         );
         assert_eq!(message(br#"{"id":1}"#), "no field \"text\" or \"html\"");
+        assert_eq!(
+            message(br#"{"id":1,"html":null}"#),
+            "field \"html\" is null, and there is no field \"text\""
+        );
         let d = parse_jsonl_doc(br#"{"id":1,"html":42,"text":"t"}"#, &f).unwrap();
         assert_eq!((&*d.text, d.is_html), ("t", false));
     }
