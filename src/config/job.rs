@@ -20,6 +20,7 @@ use super::{
 };
 use crate::error::{Error, IoContext, Result};
 use crate::method::{self, Method, DEFAULT_THRESHOLD};
+use crate::output::paths::lexical_join;
 use crate::source::html::Boilerplate;
 use crate::source::{self, discover, Fields, InputFile, RecordFields, SkipReason, Source};
 use crate::spill::SpillMode;
@@ -480,32 +481,6 @@ pub fn memory_budget(mib: u64) -> Result<u64> {
     Ok(bytes)
 }
 
-/// `base.join(p)` with `.` and `name/..` removed lexically, so messages show `out/x`, not `jobs/../out/x`.
-fn resolve(base: &Path, p: &Path) -> PathBuf {
-    use std::path::Component;
-    let joined = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base.join(p)
-    };
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
-
 /// The verification `[verify]` asks for (`None`: none), with MinHash's default of exact.
 fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>> {
     let mode = match v.mode.as_deref() {
@@ -616,7 +591,7 @@ impl JobSpec {
         let dir = o
             .out_dir
             .clone()
-            .unwrap_or_else(|| resolve(base, &self.output.dir));
+            .unwrap_or_else(|| lexical_join(base, &self.output.dir));
         let outputs = outputs(self.output, &dir)?;
         if o.out_dir.is_some() {
             check_outputs_in(&outputs, &dir)?;
@@ -682,7 +657,7 @@ impl JobSpec {
             exec,
             store: o
                 .store
-                .or_else(|| self.store.dir.map(|d| resolve(base, &d))),
+                .or_else(|| self.store.dir.map(|d| lexical_join(base, &d))),
             audit: None,
         };
         plan.fit_store();
@@ -697,10 +672,10 @@ fn input_paths(
     o: &Overrides,
 ) -> Result<(Vec<PathBuf>, &'static str)> {
     let (paths, given_by): (Vec<PathBuf>, _) = if o.inputs.is_empty() {
-        let paths = inp.paths.iter().map(|p| resolve(base, p)).collect();
+        let paths = inp.paths.iter().map(|p| lexical_join(base, p)).collect();
         (paths, inp.given_by.unwrap_or("the job's [input] paths"))
     } else {
-        let paths = o.inputs.iter().map(|p| resolve(Path::new("."), p));
+        let paths = o.inputs.iter().map(|p| lexical_join(Path::new("."), p));
         (paths.collect(), "--input")
     };
     ensure!(!paths.is_empty(), Config, "[input] paths is empty");
@@ -1018,7 +993,7 @@ fn exec(o: &Overrides, run: &RunSpec, base: &Path) -> Result<Exec> {
         processes: o.processes.max(1),
         process: o.process,
         hostfile: o.hostfile.clone(),
-        scratch: run.scratch.as_ref().map(|p| resolve(base, p)),
+        scratch: run.scratch.as_ref().map(|p| lexical_join(base, p)),
         spill,
         ..Exec::default()
     };

@@ -33,7 +33,7 @@ use crate::summary::Written;
 use crate::{bail, ensure};
 
 use super::journal::{self, Journal, Move, Recovery};
-use super::owned::{self, Entry, Marking, Record, SetMark, Stamp, Verdict};
+use super::owned::{self, Entry, Marking, Record, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
 use super::paths::{follow, parent_of, Inputs, Target};
 use super::{cleanup, fault, lock, RowFormat};
@@ -508,9 +508,9 @@ impl OutputSet {
         for s in slots.iter() {
             s.check_ownership(self.summary.as_deref())?;
         }
-        let own = own_mark(slots);
-        let set = match (&own, self.summary.as_deref()) {
-            (Some(mark), _) => Marking::Own(mark),
+        let own = summary_slot(slots).and_then(|s| Some((s.target.real()?, s.written.as_ref()?)));
+        let set = match (own, self.summary.as_deref()) {
+            (Some((summary, written)), _) => Marking::Own(summary, &written.xxh3),
             (None, Some(summary)) => Marking::Borrowed(summary),
             (None, None) => Marking::Unmarked,
         };
@@ -610,9 +610,8 @@ const RESERVED: [&str; 4] = [
 
 /// Refuses output `name` at `path` whose file name is one neardup keeps for its own files in the
 /// directory (its record, journal or locks), or with a file or folder name that marks a staged
-/// one: an output there was
-/// overwritten by the record (a summary named `.neardup-outputs.json` was lost) or jammed the
-/// directory's commits.
+/// one: an output there was overwritten by the record (a summary named `.neardup-outputs.json`
+/// was lost) or jammed the directory's commits.
 fn check_not_reserved(name: &str, path: &Path, target: &Target) -> Result<()> {
     let Some(file) = target.real().and_then(Path::file_name) else {
         return Ok(());
@@ -737,20 +736,15 @@ fn journal_of(slots: &[Slot], set: Marking) -> Result<Option<Journal>> {
     }))
 }
 
+/// The summary output among `slots`, if the set has one.
+fn summary_slot(slots: &[Slot]) -> Option<&Slot> {
+    slots.iter().find(|s| s.name == "summary")
+}
+
 /// The real path of the summary file among `slots`, if the set writes one (not to standard
 /// output or a device).
 fn summary_file(slots: &[Slot]) -> Option<&Path> {
-    slots.iter().find(|s| s.name == "summary")?.target.real()
-}
-
-/// The mark of the set `slots` commit in, from the summary file staged among them (if any).
-fn own_mark(slots: &[Slot]) -> Option<SetMark> {
-    let own = slots.iter().find(|s| s.name == "summary")?;
-    Some(SetMark {
-        summary: own.target.real()?.to_path_buf(),
-        xxh3: own.written.as_ref()?.xxh3.clone(),
-        real: None,
-    })
+    summary_slot(slots)?.target.real()
 }
 
 /// `slots` parted: the summary, and the others.

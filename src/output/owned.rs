@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 
+use super::paths::lexical_join;
+
 /// Marker in the names of staged files and directories.
 pub const STAGED_MARK: &str = ".neardup-tmp-";
 
@@ -153,9 +155,8 @@ pub struct Record {
 /// The set an output was committed in: its summary file, as that commit wrote it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetMark {
-    /// The set's summary: its real path when made; in a record, relative to the record's
-    /// directory (`../summary.json`), so that a set moved or copied whole (`mv`, `cp -rp`) still
-    /// names its own summary.
+    /// The set's summary, relative to the record's directory (`../summary.json`), so that a set
+    /// moved or copied whole (`mv`, `cp -rp`) still names its own summary.
     pub summary: PathBuf,
     /// The summary's xxh3-64 (16 hex digits) when the output was committed: while the file at
     /// `summary` has it, that summary lists the output.
@@ -213,15 +214,15 @@ impl Record {
         for (name, (entry, role)) in entries {
             self.outputs.insert(name.clone(), entry);
             let mark = match set {
-                Marking::Own(mark) => Some(SetMark {
-                    summary: relative_to(&mark.summary, dir),
-                    xxh3: mark.xxh3.clone(),
-                    real: Some(mark.summary.clone()),
+                Marking::Own(summary, xxh3) => Some(SetMark {
+                    summary: relative_to(summary, dir),
+                    xxh3: xxh3.to_string(),
+                    real: Some(summary.to_path_buf()),
                 }),
                 Marking::Borrowed(summary) => self
                     .sets
                     .remove(&name)
-                    .filter(|m| resolved(dir, &m.summary) == summary),
+                    .filter(|m| lexical_join(dir, &m.summary) == summary),
                 Marking::Unmarked => None,
             };
             match mark {
@@ -335,8 +336,8 @@ pub enum Verdict {
 /// Which set a commit's entries are marked with in their record.
 #[derive(Clone, Copy, Debug)]
 pub enum Marking<'a> {
-    /// The set's own, whose summary the commit writes.
-    Own(&'a SetMark),
+    /// The set's own, whose summary the commit writes: its real path and its xxh3-64.
+    Own(&'a Path, &'a str),
     /// A file written again for the set whose summary is at this real path (`neardup report`
     /// writing a run's page again): an entry keeps its mark when that mark names this summary
     /// (the page is the run's report, which its summary lists), and has none otherwise.
@@ -353,22 +354,6 @@ fn relative_to(path: &Path, dir: &Path) -> PathBuf {
     let mut rel: PathBuf = d[common..].iter().map(|_| "..").collect();
     rel.extend(&p[common..]);
     rel
-}
-
-/// `rel` (a mark's summary) resolved from directory `dir` (real), its `..` taken lexically: `dir`
-/// holds no symlink, so that is where it leads.
-fn resolved(dir: &Path, rel: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in dir.join(rel).components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The set an output path is checked for: which output of it (`pairs`, `report`, `file` for a
@@ -498,7 +483,7 @@ fn hollow_dir_below(root: &Path) -> Option<PathBuf> {
 fn other_set_listing(record: &Record, dir: &Path, name: &str, claim: Claim) -> Option<PathBuf> {
     let mark = record.sets.get(name)?;
     // Where the summary is from here (the set moved or copied whole), and where it was.
-    let places = [Some(resolved(dir, &mark.summary)), mark.real.clone()];
+    let places = [Some(lexical_join(dir, &mark.summary)), mark.real.clone()];
     let places: Vec<PathBuf> = places.into_iter().flatten().collect();
     if places.iter().any(|p| claim.summary == Some(p.as_path())) {
         return None;
@@ -622,11 +607,7 @@ mod tests {
         std::fs::write(d.join("pairs.tsv"), "a\tb\n").unwrap();
         let theirs = d.join("summary-a.json");
         std::fs::write(&theirs, "{}").unwrap();
-        let mark = SetMark {
-            summary: theirs.clone(),
-            xxh3: checksum(&theirs).unwrap(),
-            real: None,
-        };
+        let xxh3 = checksum(&theirs).unwrap();
         let entries = [(
             "pairs.tsv".to_string(),
             (
@@ -634,7 +615,11 @@ mod tests {
                 "pairs".to_string(),
             ),
         )];
-        let r = Record::default().updated(d, entries.into_iter().collect(), Marking::Own(&mark));
+        let r = Record::default().updated(
+            d,
+            entries.into_iter().collect(),
+            Marking::Own(&theirs, &xxh3),
+        );
         assert_eq!(r.sets["pairs.tsv"].summary, Path::new("summary-a.json"));
         fn claim(summary: Option<&Path>) -> Claim<'_> {
             Claim {

@@ -95,6 +95,33 @@ pub fn real_path(path: &Path) -> io::Result<PathBuf> {
     }
 }
 
+/// `base.join(p)` with `.` and `name/..` removed lexically (without looking at the disk), so
+/// messages show `out/x`, not `jobs/../out/x`, and a record's `../summary.json` leads from its
+/// real directory to the summary.
+pub fn lexical_join(base: &Path, p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
 /// The directory a file path lives in (`.` for a bare name).
 pub fn parent_of(path: &Path) -> PathBuf {
     match path.parent() {
