@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{neardup_ok as neardup, run_cluster, step_in_log};
+use common::{neardup_ok as neardup, run_cluster, spawn_paused, step_in_log};
 use neardup::tools::gen::Rng;
 
 /// `n` texts of 60-90 words: fresh ones, and near-copies (a few words replaced) of earlier ones.
@@ -1130,6 +1130,50 @@ fn changed(text: &str, at: &[usize], rng: &mut Rng) -> String {
     words.join(" ")
 }
 
+/// 200 words of a vocabulary of 5,000: a text whose few edits stay near it.
+fn long_text(rng: &mut Rng) -> String {
+    (0..200)
+        .map(|_| format!("w{}", rng.below(5000)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The crawls `a`, `b` and `c` written to `a.jsonl`, `b.jsonl` and `c.jsonl` in `d`; a job `name`
+/// (`method` its settings) writing pairs and clusters; the store `st` of crawl a, crawl b
+/// appended to it by an audit (`--append all`, into `audit-b`), and a bulk run over all three
+/// into `bulk`. Returns the job's path.
+fn stored_appended_and_bulk(
+    d: &Path,
+    [a, b, c]: [&[String]; 3],
+    name: &str,
+    method: &str,
+) -> String {
+    for (prefix, docs) in [("a", a), ("b", b), ("c", c)] {
+        write_docs(&d.join(format!("{prefix}.jsonl")), prefix, docs);
+    }
+    let job = job(d, name, method);
+    let text = std::fs::read_to_string(&job).unwrap() + "clusters = \"clusters.tsv\"\n";
+    std::fs::write(&job, text).unwrap();
+    let job = job.to_str().unwrap().to_string();
+    neardup(d, &store_run(&job, "st", "a.jsonl", "run-a"));
+    let append = [
+        "audit", &job, "--store", "st", "--input", "b.jsonl", "--append", "all",
+    ];
+    neardup(d, &[&append[..], &["--out-dir", "audit-b"]].concat());
+    let all = [
+        "run",
+        &job,
+        "--input",
+        "a.jsonl",
+        "b.jsonl",
+        "c.jsonl",
+        "--out-dir",
+        "bulk",
+    ];
+    neardup(d, &all);
+    job
+}
+
 #[test]
 fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compaction_keeps_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -1139,10 +1183,7 @@ fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compac
     // (near both), and in the next crawl a near-copy of the far edit.
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..12 {
-        let base: String = (0..200)
-            .map(|_| format!("w{}", rng.below(5000)))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let base = long_text(&mut rng);
         let between = changed(&base, &[20, 80, 140], &mut rng);
         let far = changed(&between, &[50, 110, 170], &mut rng);
         c.push(changed(&far, &[100], &mut rng));
@@ -1152,29 +1193,8 @@ fn an_append_that_joins_stored_clusters_records_it_for_the_next_audit_and_compac
     a.extend(texts(&mut rng, 60, &[]));
     b.extend(texts(&mut rng, 30, &a[24..]));
     c.extend(texts(&mut rng, 20, &[]));
-    for (name, docs) in [("a", &a), ("b", &b), ("c", &c)] {
-        write_docs(&d.join(format!("{name}.jsonl")), name, docs);
-    }
-    let job = job(d, "merge", "method = \"minhash\"\n");
-    let text = std::fs::read_to_string(&job).unwrap() + "clusters = \"clusters.tsv\"\n";
-    std::fs::write(&job, text).unwrap();
-    let job = job.to_str().unwrap();
-    neardup(d, &store_run(job, "st", "a.jsonl", "run-a"));
-    let args = [
-        "audit", job, "--store", "st", "--input", "b.jsonl", "--append", "all",
-    ];
-    neardup(d, &[&args[..], &["--out-dir", "audit-b"]].concat());
-    let all = [
-        "run",
-        job,
-        "--input",
-        "a.jsonl",
-        "b.jsonl",
-        "c.jsonl",
-        "--out-dir",
-        "bulk",
-    ];
-    neardup(d, &all);
+    let job = stored_appended_and_bulk(d, [&a, &b, &c], "merge", "method = \"minhash\"\n");
+    let job = job.as_str();
     let want = clusters_with(&d.join("bulk/clusters.tsv"), "c");
     let bridged = want
         .iter()
@@ -1229,51 +1249,15 @@ fn an_append_joined_to_a_document_alone_in_its_run_is_found_by_the_next_audit() 
     let mut rng = Rng::new(0x17a1);
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..40 {
-        let base: String = (0..200)
-            .map(|_| format!("w{}", rng.below(5000)))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let base = long_text(&mut rng);
         b.push(changed(&base, &[10, 40, 70, 95], &mut rng) + " longer longest");
         c.push(changed(&base, &[110, 140, 165, 190], &mut rng) + " longer");
         a.push(base);
     }
     a.extend(texts(&mut rng, 40, &[]));
-    for (name, docs) in [("a", &a), ("b", &b), ("c", &c)] {
-        write_docs(&d.join(format!("{name}.jsonl")), name, docs);
-    }
-    let job = job(
-        d,
-        "alone",
-        "method = \"minhash\"\n[clusters]\nkeep = \"longest\"\n",
-    );
-    let text = std::fs::read_to_string(&job).unwrap() + "clusters = \"clusters.tsv\"\n";
-    std::fs::write(&job, text).unwrap();
-    let job = job.to_str().unwrap();
-    neardup(d, &store_run(job, "st", "a.jsonl", "run-a"));
-    let append = [
-        "audit",
-        job,
-        "--store",
-        "st",
-        "--input",
-        "b.jsonl",
-        "--append",
-        "all",
-        "--out-dir",
-        "audit-b",
-    ];
-    neardup(d, &append);
-    let all = [
-        "run",
-        job,
-        "--input",
-        "a.jsonl",
-        "b.jsonl",
-        "c.jsonl",
-        "--out-dir",
-        "bulk",
-    ];
-    neardup(d, &all);
+    let method = "method = \"minhash\"\n[clusters]\nkeep = \"longest\"\n";
+    let job = stored_appended_and_bulk(d, [&a, &b, &c], "alone", method);
+    let job = job.as_str();
     let want = clusters_with(&d.join("bulk/clusters.tsv"), "c");
     let threes = want.iter().filter(|r| r[3] == "3").count();
     assert!(threes >= 90, "groups of three planted ({threes} rows)");
@@ -1484,27 +1468,13 @@ fn store_info_names_the_run_writing_the_store_not_leftovers() {
     let (d, job) = (dir.path(), job.as_str());
     neardup(d, &store_run(job, "st", "a1.jsonl", "o"));
     let pause = d.join("paused");
-    let mut writer = Command::new(env!("CARGO_BIN_EXE_neardup"))
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    writer
         .args(store_run(job, "st", "a2.jsonl", "o"))
         .current_dir(d)
-        .env(
-            "NEARDUP_FAULT_PAUSE",
-            "store: manifest staged for the commit",
-        )
-        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !pause.exists() && writer.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "never paused");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert!(
-        pause.exists(),
-        "the writer ended before staging its manifest"
-    );
+        .stderr(std::process::Stdio::piped());
+    let writer = spawn_paused(&mut writer, "store: manifest staged for the commit", &pause);
     let store = |what: &str| {
         let out = killed_at(d, &["store", what, "st"], None);
         assert!(out.status.success(), "{out:?}");
@@ -1534,23 +1504,13 @@ fn store_info_names_the_run_writing_the_store_not_leftovers() {
     );
     // A first run making a store (probe 16: "there is no store in first (MANIFEST.json is
     // missing)").
-    let mut first = Command::new(env!("CARGO_BIN_EXE_neardup"))
+    let mut first = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    first
         .args(store_run(job, "first", "a1.jsonl", "o1"))
         .current_dir(d)
-        .env("NEARDUP_FAULT_PAUSE", "store: manifest written")
-        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    while !pause.exists() && first.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "never paused");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert!(
-        pause.exists(),
-        "the first run ended before writing its manifest"
-    );
+        .stderr(std::process::Stdio::piped());
+    let mut first = spawn_paused(&mut first, "store: manifest written", &pause);
     let info = killed_at(d, &["store", "info", "first"], None);
     let said = String::from_utf8_lossy(&info.stderr);
     let making = format!("being made by a neardup run (pid {})", first.id());

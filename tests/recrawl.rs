@@ -16,7 +16,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::{neardup_in, neardup_ok as neardup, run_cluster};
+use common::{neardup_in, neardup_ok as neardup, run_cluster, spawn_paused};
 use neardup::tools::gen::Rng;
 
 /// A document of a crawl.
@@ -645,24 +645,13 @@ fn a_compaction_between_a_readers_manifest_and_its_segments_leaves_them() {
     let job = job(d, "simhash", "method = \"simhash\"\n[simhash]\nk = 3\n");
     store_of_a(d, &job, "held");
     let pause = d.join("paused");
-    let mut reader = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+    let mut reader = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"));
+    reader
         .args(["store", "verify", "held"])
         .current_dir(d)
-        .env("NEARDUP_FAULT_PAUSE", "a store's manifest read")
-        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !pause.exists() && reader.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "never paused");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    assert!(
-        pause.exists(),
-        "the reader ended before reading the manifest"
-    );
+        .stdout(std::process::Stdio::piped());
+    let reader = spawn_paused(&mut reader, "a store's manifest read", &pause);
     let compact = neardup_in(d, ["store", "compact", "held"]);
     assert!(
         compact.status.success(),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{hostfile, root, step_in_log};
+use common::{hostfile, root, spawn_paused, step_in_log};
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -209,13 +209,9 @@ fn an_output_another_sets_summary_lists_is_not_replaced() {
     let d = tmp.path().canonicalize().unwrap();
     std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
     let job = |name: &str, dir: &str, pairs: &str| {
-        let path = d.join(name);
-        let text = format!(
-            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = {dir:?}\n\
-             pairs = {pairs:?}\nreport = \"report.html\"\nsummary = \"summary.json\"\n"
-        );
-        std::fs::write(&path, text).unwrap();
-        path
+        let outputs =
+            format!("pairs = {pairs:?}\nreport = \"report.html\"\nsummary = \"summary.json\"\n");
+        minhash_job(&d, name, dir, &outputs)
     };
     let a = job("a.toml", "out", "sub/pairs.tsv");
     run_ok(&a);
@@ -243,16 +239,9 @@ fn an_output_another_sets_summary_lists_is_not_replaced() {
     // Moved whole (probe 16: the record named the summary by its old path, and the set was taken
     // for gone), it is still A's set.
     std::fs::rename(d.join("out"), d.join("moved")).unwrap();
-    let moved = neardup()
-        .arg("run")
-        .arg(job("m.toml", "moved/sub", "pairs.tsv"))
-        .output()
-        .unwrap();
-    assert_eq!(moved.status.code(), Some(1), "{}", stderr(&moved));
-    assert!(
-        stderr(&moved).contains("moved/summary.json"),
-        "{}",
-        stderr(&moved)
+    run_refused(
+        &job("m.toml", "moved/sub", "pairs.tsv"),
+        "moved/summary.json",
     );
     std::fs::rename(d.join("moved"), d.join("out")).unwrap();
     // A folder of it moved away and linked back (probe 18: its mark, relative to the record, led
@@ -294,28 +283,13 @@ fn a_users_copy_of_an_output_from_a_folder_below_is_not_replaced() {
     let d = tmp.path().canonicalize().unwrap();
     std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
     let job = |name: &str, pairs: &str| {
-        let path = d.join(name);
-        let text = format!(
-            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
-             pairs = {pairs:?}\nsummary = \"summary.json\"\n"
-        );
-        std::fs::write(&path, text).unwrap();
-        path
+        let outputs = format!("pairs = {pairs:?}\nsummary = \"summary.json\"\n");
+        minhash_job(&d, name, "out", &outputs)
     };
     run_ok(&job("a.toml", "sub/pairs.tsv"));
     let copy = std::fs::read(d.join("out/sub/pairs.tsv")).unwrap();
     std::fs::write(d.join("out/pairs.tsv"), &copy).unwrap();
-    let out = neardup()
-        .arg("run")
-        .arg(job("b.toml", "pairs.tsv"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("not written by neardup"),
-        "{}",
-        stderr(&out)
-    );
+    run_refused(&job("b.toml", "pairs.tsv"), "not written by neardup");
     assert_eq!(std::fs::read(d.join("out/pairs.tsv")).unwrap(), copy);
 }
 
@@ -335,18 +309,10 @@ fn an_output_named_like_neardups_own_files_is_refused() {
         "x.neardup-tmp-1",
         ".pairs.tsv.neardup-tmp-1/summary.json",
     ] {
-        let job = d.join("job.toml");
-        let text = format!(
-            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
-             pairs = \"pairs.tsv\"\nsummary = {name:?}\n"
-        );
-        std::fs::write(&job, text).unwrap();
-        let out = neardup().arg("run").arg(&job).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains("neardup keeps for itself"),
-            "{}",
-            stderr(&out)
+        let outputs = format!("pairs = \"pairs.tsv\"\nsummary = {name:?}\n");
+        run_refused(
+            &minhash_job(&d, "job.toml", "out", &outputs),
+            "neardup keeps for itself",
         );
         assert!(!d.join("out").exists(), "{name}");
     }
@@ -361,20 +327,9 @@ fn an_output_inside_an_earlier_runs_corpus_is_refused() {
     let job = sample_job(&d, "summary.json");
     run_ok(&job);
     let corpus = files_below(&d.join("out/corpus"), false);
-    let inside = d.join("inside.toml");
-    std::fs::write(
-        &inside,
-        "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\n\
-         dir = \"out/corpus/more\"\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n",
-    )
-    .unwrap();
-    let out = neardup().arg("run").arg(&inside).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the corpus directory of an earlier run"),
-        "{}",
-        stderr(&out)
-    );
+    let outputs = "pairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n";
+    let inside = minhash_job(&d, "inside.toml", "out/corpus/more", outputs);
+    run_refused(&inside, "the corpus directory of an earlier run");
     assert_eq!(files_below(&d.join("out/corpus"), false), corpus);
     run_ok(&job);
 }
@@ -1034,17 +989,29 @@ fn a_commit_over_two_directories_killed_at_every_step_is_settled_from_either() {
 /// the summary into `out/`; `summary` names the summary file.
 fn sample_job(d: &Path, summary: &str) -> PathBuf {
     std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
-    let job = d.join(format!("job-{summary}.toml"));
-    std::fs::write(
-        &job,
-        format!(
-            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
-             pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\ncorpus = \"corpus\"\n\
-             summary = {summary:?}\n"
-        ),
-    )
-    .unwrap();
-    job
+    let outputs = format!(
+        "pairs = \"pairs.tsv\"\nclusters = \"clusters.tsv\"\ncorpus = \"corpus\"\n\
+         summary = {summary:?}\n"
+    );
+    minhash_job(d, &format!("job-{summary}.toml"), "out", &outputs)
+}
+
+/// Writes the job file `file` in `d`: MinHash over `in.jsonl`, into `dir`, with `outputs` (the
+/// `[output]` lines after `dir`).
+fn minhash_job(d: &Path, file: &str, dir: &str, outputs: &str) -> PathBuf {
+    let path = d.join(file);
+    let text = format!(
+        "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = {dir:?}\n{outputs}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `job` and checks that it was refused (exit 1) with a message holding `named`.
+fn run_refused(job: &Path, named: &str) {
+    let out = neardup().arg("run").arg(job).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(named), "{}", stderr(&out));
 }
 
 /// Runs `job` held at its last step before the commit (fault point "outputs staged") while
@@ -1056,24 +1023,12 @@ fn run_meddled(job: &Path, meddle: impl FnOnce()) -> Output {
 /// [`run_meddled`], held at the fault point `at`.
 fn run_meddled_at(job: &Path, at: &str, meddle: impl FnOnce()) -> Output {
     let pause = job.with_extension("paused");
-    let mut child = neardup()
-        .arg("run")
+    let mut run = neardup();
+    run.arg("run")
         .arg(job)
-        .env("NEARDUP_FAULT_PAUSE", at)
-        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !pause.exists() && child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the run never reached its commit"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    assert!(pause.exists(), "the run ended before its commit");
+        .stderr(Stdio::piped());
+    let child = spawn_paused(&mut run, at, &pause);
     meddle();
     std::fs::remove_file(&pause).unwrap();
     child.wait_with_output().unwrap()
@@ -1333,23 +1288,10 @@ fn finishing_a_commit_leaves_the_record_of_a_directory_it_had_finished() {
     std::fs::write(d.join("in.jsonl"), &sample).unwrap();
     let half: String = sample.lines().take(150).map(|l| format!("{l}\n")).collect();
     std::fs::write(d.join("x.jsonl"), half).unwrap();
-    let both = d.join("both.toml");
     let pairs = d.join("other/pairs.tsv");
-    std::fs::write(
-        &both,
-        format!(
-            "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"out\"\n\
-             pairs = {pairs:?}\nsummary = \"summary.json\"\n"
-        ),
-    )
-    .unwrap();
-    let other = d.join("other.toml");
-    std::fs::write(
-        &other,
-        "method = \"minhash\"\n[input]\npaths = [\"in.jsonl\"]\n[output]\ndir = \"other\"\n\
-         pairs = \"mine.tsv\"\n",
-    )
-    .unwrap();
+    let outputs = format!("pairs = {pairs:?}\nsummary = \"summary.json\"\n");
+    let both = minhash_job(&d, "both.toml", "out", &outputs);
+    let other = minhash_job(&d, "other.toml", "other", "pairs = \"mine.tsv\"\n");
     let run = |job: &Path, input: &str, env: Option<(&str, String)>| {
         let mut cmd = neardup();
         cmd.arg("run")

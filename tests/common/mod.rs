@@ -313,3 +313,28 @@ pub fn step_in_log(log: &str, label: &str) -> usize {
     step.and_then(|s| s.split(':').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no fault point {label}:\n{log}"))
 }
+
+/// Spawns `cmd` (a neardup command, its output streams already chosen) held at the first fault
+/// point whose label begins with `label` (`NEARDUP_FAULT_PAUSE`), and returns once it is held
+/// there: removing `pause` lets it go on. Fails if it ends first, or is not held within 120 s.
+pub fn spawn_paused(
+    cmd: &mut std::process::Command,
+    label: &str,
+    pause: &Path,
+) -> std::process::Child {
+    let mut child = cmd
+        .env("NEARDUP_FAULT_PAUSE", label)
+        .env("NEARDUP_FAULT_PAUSE_FILE", pause)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !pause.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never held at {label:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(pause.exists(), "it ended before {label:?}");
+    child
+}
