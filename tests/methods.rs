@@ -1583,6 +1583,81 @@ fn the_exact_prepass_sketches_each_body_once_and_changes_no_output_at_1_2_and_4_
     }
 }
 
+/// A WARC response record of `body` served as `content_type`.
+fn warc_response(id: usize, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut http = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    http.extend_from_slice(body);
+    let mut record = format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{id:08}>\r\n\
+         WARC-Date: 2024-01-02T03:04:05Z\r\nWARC-Target-URI: https://example.org/{id}\r\n\
+         Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+        http.len()
+    )
+    .into_bytes();
+    record.extend(http);
+    record.extend_from_slice(b"\r\n\r\n");
+    record
+}
+
+/// Probe 21: with the pre-pass, a record whose body had the bytes of an earlier one took its
+/// sketch and shingle set even when the two read as other texts (a page under two charsets,
+/// one string as an HTML field and as a text field), and verification called them `1.0000
+/// exact` (true Jaccard 0 and 0.44); without it, the second was still `exact` by its bytes.
+#[test]
+fn equal_bytes_read_as_other_texts_are_neither_a_prepass_copy_nor_an_exact_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let words = |w: &str| (0..60).map(|i| format!("{w}{i}")).collect::<Vec<_>>();
+    let (menu, story) = (words("menu").join(" "), words("story").join(" "));
+    let page = format!("<html><body><nav>{menu}</nav><main><p>{story}</p></main></body></html>");
+    let lines = [("as-html", "html"), ("as-text", "text")]
+        .map(|(id, field)| serde_json::json!({"id": id, field: page}).to_string() + "\n");
+    std::fs::write(d.join("fields.jsonl"), lines.concat()).unwrap();
+    // Latin-1 letters, which windows-1252 and koi8-r read as other words.
+    let latin: String = (0..120u32)
+        .map(|i| {
+            char::from_u32(0xC0 + (i * 7) % 64)
+                .unwrap()
+                .to_string()
+                .repeat(3)
+                + " "
+        })
+        .collect();
+    let body = format!("<html><body><main><p>{latin}</p></main></body></html>");
+    let body: Vec<u8> = body.chars().map(|c| c as u32 as u8).collect();
+    let mut warc = warc_response(1, "text/html; charset=windows-1252", &body);
+    warc.extend(warc_response(2, "text/html; charset=koi8-r", &body));
+    std::fs::write(d.join("charsets.warc"), warc).unwrap();
+    for (input, extra) in [
+        ("fields.jsonl", "html_field = \"html\"\n"),
+        ("charsets.warc", "format = \"warc\"\n"),
+    ] {
+        let pairs = |prepass: bool| {
+            let out = d.join(format!("out-{input}-{prepass}"));
+            let job = format!(
+                "method = \"minhash\"\n[input]\npaths = [{input:?}]\n{extra}[content]\n\
+                 min_tokens = 1\nexact_prepass = {prepass}\n[minhash]\nthreshold = 0.3\n\
+                 [verify]\nmode = \"exact\"\nthreshold = 0.3\n[output]\ndir = {out:?}\n"
+            );
+            execute(plan_of(d, &job, 1)).unwrap().unwrap();
+            std::fs::read_to_string(out.join("pairs.tsv")).unwrap()
+        };
+        let held = pairs(false);
+        assert_eq!(pairs(true), held, "{input}: the pre-pass changes nothing");
+        if input == "fields.jsonl" {
+            let row: Vec<&str> = held.trim_end().split('\t').collect();
+            assert_eq!(row[..2], ["as-html", "as-text"], "{held}");
+            assert!(row[2] < "1" && row[3] == "near", "{held}");
+        } else {
+            assert_eq!(held, "", "two charsets read the bytes as other words");
+        }
+    }
+}
+
 /// Issue 20: verification's shingle sets spilled to the scratch directory at every chunk (`spill =
 /// "always"`, the least budget) give the true pairs among MinHash's candidates at 1, 2 and 4
 /// workers and two processes, as a run that holds them; the scratch directory is gone after.

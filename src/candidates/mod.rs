@@ -109,10 +109,10 @@ impl Kind {
         }
     }
 
-    /// The kind of a verified pair: equal bytes, else equal shingle sets (`jaccard` 1), else
-    /// near at `threshold`, else partial.
+    /// The kind of a verified pair: equal bytes (read the same way) and equal shingle sets,
+    /// else equal shingle sets (`jaccard` 1), else near at `threshold`, else partial.
     pub fn of(same_bytes: bool, jaccard: f64, threshold: f64) -> Kind {
-        if same_bytes {
+        if same_bytes && jaccard >= 1.0 {
             Kind::Exact
         } else if jaccard >= 1.0 {
             Kind::SameContent

@@ -66,7 +66,24 @@ impl Body<'_> {
             Body::Simhash(_) => None,
         }
     }
+
+    /// What turns the body's bytes into text, as a hash: a plain text's bytes are its text, an
+    /// HTML page's go through its declared charset and extraction. Two bodies of equal bytes
+    /// and equal `decoding` are one text; equal bytes alone are not (a page under another
+    /// charset, or the same string as HTML and as text, reads otherwise).
+    pub fn decoding(&self) -> u64 {
+        match self {
+            Body::Text(_) | Body::Simhash(_) => 0,
+            Body::Html { charset, .. } => {
+                let charset = charset.as_deref().unwrap_or_default();
+                xxhash_rust::xxh3::xxh3_64_with_seed(charset.as_bytes(), HTML_DECODING)
+            }
+        }
+    }
 }
+
+/// The seed of an HTML body's [`Body::decoding`].
+const HTML_DECODING: u64 = 0x4854_4d4c_2d42_4f44; // "HTML-BOD"
 
 /// Facts about a record that later stages may choose by.
 #[derive(Clone, Debug, Default)]

@@ -11,13 +11,18 @@
 
 use std::collections::HashMap;
 
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::source::{Document, Location};
 
-/// The hash of a document's bytes as read: a text field's, or an HTML page's before decoding.
+/// The hash of a document's bytes as read (a text field's, or an HTML page's before decoding)
+/// and of how they are decoded ([`crate::source::Body::decoding`]): equal for two records of
+/// one text.
 pub fn raw_hash(doc: &Document<'_>) -> u64 {
-    doc.body.bytes().map_or(0, xxh3_64)
+    let decoding = doc.body.decoding();
+    doc.body
+        .bytes()
+        .map_or(0, |b| xxh3_64_with_seed(b, decoding))
 }
 
 /// One document's kept hashes: where they start in [`KeptSets::hashes`], how many, and the hash

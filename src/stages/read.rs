@@ -501,7 +501,8 @@ impl Reader {
             return (self.acceptor.accept(doc), None);
         };
         let lang = doc.lang.as_deref().unwrap_or_default();
-        let digest = xxh3_128_with_seed(body, xxh3_64(lang.as_bytes()));
+        let seed = xxh3_64(lang.as_bytes()) ^ doc.body.decoding();
+        let digest = xxh3_128_with_seed(body, seed);
         if let Some(&(key, tokens, i)) = seen.get(&digest) {
             self.counters.prepass_copies += 1;
             return (Ok((key, tokens)), Some(i));
