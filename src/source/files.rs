@@ -372,6 +372,12 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
+/// True if `spec` is read as a glob pattern: it holds a wildcard and names no file as it is (a
+/// file named `part[1].jsonl` is that file, not `part1.jsonl`).
+fn is_pattern(spec: &Path) -> bool {
+    is_glob(&spec.to_string_lossy()) && spec.symlink_metadata().is_err()
+}
+
 /// What a walk found: the files to read, and the entries it passed over, each with why.
 #[derive(Default)]
 struct Walked {
@@ -538,7 +544,7 @@ pub fn discover(
                 None => paths.push(p),
             }
         }
-        let what = if is_glob(&s) {
+        let what = if is_pattern(spec) {
             format!("input pattern {s:?} matches no file")
         } else {
             format!(
@@ -674,9 +680,8 @@ fn expand(
     dir_exts: &[&str],
     passed: &mut Passed,
 ) -> Result<Option<(Vec<PathBuf>, PathBuf)>> {
-    let s = spec.to_string_lossy();
-    if is_glob(&s) {
-        let files = glob_files(&s, &mut passed.not_files)?;
+    if is_pattern(spec) {
+        let files = glob_files(&spec.to_string_lossy(), &mut passed.not_files)?;
         return Ok(Some((files, literal_root(spec))));
     }
     match std::fs::metadata(spec) {
@@ -715,9 +720,11 @@ fn glob_files(pattern: &str, not_files: &mut Vec<(PathBuf, String)>) -> Result<V
     // names with a dot (`hd/.d*` matched nothing).
     let options = glob::MatchOptions::default();
     let mut found = Vec::new();
-    for entry in glob::glob_with(pattern, options)
-        .map_err(|e| Error::Config(format!("bad glob pattern {pattern:?}: {e}")))?
-    {
+    for entry in glob::glob_with(pattern, options).map_err(|e| {
+        Error::Input(format!(
+            "input pattern {pattern:?} is not a glob pattern: {e}"
+        ))
+    })? {
         let p = entry.map_err(|e| Error::Input(format!("reading a match of {pattern:?}: {e}")))?;
         if !dots_named(pattern, &p) {
             continue;
@@ -1157,6 +1164,36 @@ mod tests {
             &mut PassOverNothing,
         );
         assert_eq!(files.unwrap()[0].path, d.join("a-link.jsonl"));
+    }
+
+    /// Defect (probe 19): `part[1].jsonl` was read as a glob pattern, so with `part1.jsonl`
+    /// beside it the run read `part1.jsonl` instead, and a directory `crawl [2024]` could not be
+    /// read at all. A name that exists is taken as it is; a bad pattern is the input's fault,
+    /// not the job file's.
+    #[test]
+    fn an_input_named_like_a_pattern_that_exists_is_read_as_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in ["part[1].jsonl", "part1.jsonl", "crawl [2024]/a.jsonl"] {
+            let path = d.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, b"{}\n").unwrap();
+        }
+        let paths = |spec: &str| -> Vec<PathBuf> {
+            let files = discover(&[d.join(spec)], DOCUMENT_EXTENSIONS, &mut PassOverNothing);
+            files.unwrap().into_iter().map(|f| f.path).collect()
+        };
+        assert_eq!(paths("part[1].jsonl"), [d.join("part[1].jsonl")]);
+        assert_eq!(paths("crawl [2024]"), [d.join("crawl [2024]/a.jsonl")]);
+        assert_eq!(paths("part?.jsonl"), [d.join("part1.jsonl")]);
+        let bad = discover(
+            &[d.join("part[.jsonl")],
+            DOCUMENT_EXTENSIONS,
+            &mut PassOverNothing,
+        );
+        let said = bad.unwrap_err();
+        assert!(matches!(said, Error::Input(_)), "{said}");
+        assert!(said.to_string().contains("is not a glob pattern"), "{said}");
     }
 
     /// Defect (probe 12): a walk dropped the files whose names no format takes without a word, so
