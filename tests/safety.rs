@@ -318,6 +318,26 @@ fn an_output_named_like_neardups_own_files_is_refused() {
     }
 }
 
+/// Note 20: an output directory below a symbolic link to nothing was refused with "cannot
+/// create directory out/sub: File exists", which does not say that `out` is a broken link.
+#[test]
+fn an_output_below_a_broken_symlink_names_the_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().canonicalize().unwrap();
+    std::fs::copy(root().join("data-samples/docs.jsonl"), d.join("in.jsonl")).unwrap();
+    std::os::unix::fs::symlink(d.join("gone"), d.join("out")).unwrap();
+    let outputs = "pairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n";
+    let said = format!(
+        "{} is a symbolic link to {}, which does not exist",
+        d.join("out").display(),
+        d.join("gone").display()
+    );
+    for dir in ["out", "out/sub"] {
+        run_refused(&minhash_job(&d, "job.toml", dir, outputs), &said);
+        assert!(!d.join("gone").exists(), "{dir}");
+    }
+}
+
 /// Probe 16: a job whose output directory was another run's corpus directory wrote its pairs,
 /// summary and record into it, and that run was then refused its own corpus.
 #[test]

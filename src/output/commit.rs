@@ -675,9 +675,10 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
         let dir = parent_of(real);
         locks.create_dir(&dir).io_context(|| {
             format!(
-                "output {}: cannot create directory {}",
+                "output {}: cannot create directory {}{}",
                 s.name,
-                dir.display()
+                dir.display(),
+                dangling_link_in(&dir)
             )
         })?;
         if !dirs.contains(&dir) {
@@ -685,6 +686,24 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(dirs)
+}
+
+/// Why a directory cannot be made when a folder of its path is a symbolic link to nothing
+/// ("File exists" alone does not say which): that folder and where it points, or nothing.
+fn dangling_link_in(dir: &Path) -> String {
+    let dangling = dir.ancestors().find(|a| {
+        std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink())
+            && std::fs::metadata(a).is_err()
+    });
+    let Some(link) = dangling else {
+        return String::new();
+    };
+    let to = std::fs::read_link(link).unwrap_or_default();
+    format!(
+        " ({} is a symbolic link to {}, which does not exist)",
+        link.display(),
+        to.display()
+    )
 }
 
 /// The journal of committing `slots`: their renames (directories moved aside, the summary last)
