@@ -840,7 +840,15 @@ fn a_compacted_store_answers_as_before_and_a_kill_at_any_step_of_compaction_chan
             want,
             "step {step}: {said}"
         );
+        // Regression (the staged manifest, note 20): a compaction killed with its manifest
+        // staged left MANIFEST.json.staged, which `store info` did not list and nothing removed.
+        let staged = d.join(&store).join("MANIFEST.json.staged");
+        let info = killed_at(d, &["store", "info", &store], None);
+        let listed =
+            String::from_utf8_lossy(&info.stdout).contains("leftover MANIFEST.json.staged");
+        assert_eq!(listed, staged.exists(), "step {step}");
         neardup(d, &["store", "compact", &store]);
+        assert!(!staged.exists(), "step {step}: the staged manifest is gone");
         assert_eq!(segments(d, &store), 1);
         let files = std::fs::read_dir(d.join(&store).join("segments"))
             .unwrap()

@@ -603,7 +603,17 @@ impl Store {
             .collect();
         segments.sort();
         left.extend(segments);
+        left.extend(self.staged_manifest().map(|_| format!("{MANIFEST}.staged")));
         left
+    }
+
+    /// The manifest a run killed while replacing it left staged (a compaction's, or a first
+    /// run's settings), if it is there.
+    fn staged_manifest(&self) -> Option<PathBuf> {
+        let path = self.dir.join(format!("{MANIFEST}.staged"));
+        fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_file())
+            .then_some(path)
     }
 
     /// The regular files in `segments/`: a user's directory there, whatever its name, is no
@@ -690,6 +700,10 @@ impl Store {
                 fs::remove_file(entry.path())
                     .io_context(|| format!("removing the leftover {}", entry.path().display()))?;
             }
+        }
+        if let Some(path) = self.staged_manifest() {
+            fs::remove_file(&path)
+                .io_context(|| format!("removing the leftover {}", path.display()))?;
         }
         Ok(())
     }
