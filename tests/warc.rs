@@ -704,6 +704,63 @@ fn records_sharing_a_gzip_member_are_skipped_not_paired_as_one() {
     assert!(ids[0].contains("00000003"), "{pairs}");
 }
 
+/// Probe 19: three WARC defects. Record ids that differ only in bytes that are not UTF-8 were
+/// read as one id (each such byte became U+FFFD), so all but one of the pages were skipped as
+/// duplicates; a byte-order mark before the first record was counted as a corrupt record (exit
+/// 3); a document skipped as too short was named by its offset alone, not its record id.
+#[test]
+fn warc_ids_apart_in_bytes_a_byte_order_mark_and_a_short_pages_record_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ids: [&[u8]; 3] = [b"<urn:id-\xff>", b"<urn:id-\xfe>", b"<urn:id-\xe9>"];
+    let mut file = b"\xEF\xBB\xBF".to_vec();
+    for (i, id) in ids.iter().enumerate() {
+        let page = format!(
+            "<html><body><main><p>{}</p></main></body></html>",
+            words(i as u64 + 30, 80)
+        );
+        let mut record = response(i, &page);
+        let at = record.windows(8).position(|w| w == b"<urn:uui").unwrap();
+        let end = at + record[at..].iter().position(|&b| b == b'>').unwrap() + 1;
+        record.splice(at..end, id.iter().copied());
+        file.extend(record);
+    }
+    file.extend(response(
+        9,
+        "<html><body><main><p>too short</p></main></body></html>",
+    ));
+    std::fs::write(d.join("crawl.warc"), file).unwrap();
+    std::fs::write(
+        d.join("job.toml"),
+        "method = \"minhash\"\n[input]\npaths = [\"crawl.warc\"]\nformat = \"warc\"\n\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\nsummary = \"summary.json\"\n",
+    )
+    .unwrap();
+    let out = neardup()
+        .arg("run")
+        .arg(d.join("job.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let s = summary(&d.join("out/summary.json"));
+    assert_eq!(s["documents"]["read"], 4, "{s}");
+    assert_eq!(s["documents"]["processed"], 3, "{s}");
+    assert_eq!(s["documents"]["skipped_by_reason"]["too_short"], 1, "{s}");
+    assert!(
+        err.contains("crawl.warc record <urn:uuid:00000009>: too_short"),
+        "{err}"
+    );
+    assert_eq!(
+        s["documents"]["skipped_by_reason"]["corrupt_record"], 0,
+        "{s}"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the short page alone was skipped: {err}"
+    );
+}
+
 /// Regression (found by a probe): a run writing the corpus of a `.warc.gz` with a damaged gzip
 /// member stopped with "kept record(s) were not found again". A split's reader reads past its end
 /// up to the next valid member, and a member followed by a damaged one is not valid, so the

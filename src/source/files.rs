@@ -99,10 +99,16 @@ impl InputFile {
 
 /// `path` as text: as it is, with each byte that is not UTF-8 written `%XX`.
 fn escaped(path: &Path) -> String {
-    use std::fmt::Write;
     use std::os::unix::ffi::OsStrExt;
+    escaped_bytes(path.as_os_str().as_bytes())
+}
+
+/// `bytes` as text: as they are, with each byte that is not UTF-8 written `%XX` (as an id or a
+/// path is written, so that two names that differ in such bytes stay two).
+pub fn escaped_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write;
     let mut out = String::new();
-    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+    for chunk in bytes.utf8_chunks() {
         out.push_str(chunk.valid());
         for b in chunk.invalid() {
             let _ = write!(out, "%{b:02X}");

@@ -88,6 +88,13 @@ pub trait Source: fmt::Debug + Send + Sync {
         Ok(piece.split.start)
     }
 
+    /// How a message names the record of a document whose id is `id`, where its place in the
+    /// file (a line) does not: a WARC record by its `WARC-Record-ID`. None by default.
+    fn record_name(&self, id: &str) -> Option<RecordName> {
+        let _ = id;
+        None
+    }
+
     /// Reads one split, calling `on` with each document, skip or blank line; returns
     /// the lines that start in the split (0 for formats that are not line-based).
     fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64;

@@ -25,7 +25,7 @@ use crate::sketch::Sketcher;
 use crate::source::document::generated_name;
 use crate::source::html::{self, Boilerplate};
 use crate::source::{Body, ContentHash, Document, Item, Location, Names, Skip, SkipReason};
-use crate::source::{KeepFacts, Skipped, Split};
+use crate::source::{KeepFacts, Skipped, Source, Split};
 use crate::spill::runs::Runs;
 use crate::spill::Scratch;
 use crate::summary::{Counters, SkipNote};
@@ -380,6 +380,8 @@ struct Reader {
     counters: Counters,
     /// Display form of each input file, for generated ids.
     paths: Vec<String>,
+    /// What the records are read by, which names a skipped document's record.
+    source: Arc<dyn Source>,
     /// Where signatures are spilled in runs, if they are.
     runs: Option<RunSpill>,
     /// Rows of signatures written to runs so far.
@@ -419,6 +421,7 @@ impl Reader {
                 .iter()
                 .map(crate::source::InputFile::name)
                 .collect(),
+            source: inputs.source.clone(),
             runs: extras.runs.clone(),
             flushed: 0,
         }
@@ -543,7 +546,7 @@ impl Reader {
                         at: doc.location,
                         reason: skip.reason,
                         id: doc.id.as_deref().unwrap_or_default().to_owned(),
-                        record: None,
+                        record: doc.id.as_deref().and_then(|id| self.source.record_name(id)),
                         message: skip.message,
                         first: None,
                     }),

@@ -513,6 +513,11 @@ impl<R: Read + Seek> Stream<R> {
 
     /// Skips blank lines; the position of the next non-blank byte, or None at end of stream.
     fn skip_blank(&mut self) -> Result<Option<u64>, Fail> {
+        // A UTF-8 byte-order mark before the first record is no record (it was read as a
+        // corrupt one).
+        if self.pos == 0 && self.fill(3)? >= 3 && self.data().starts_with(b"\xEF\xBB\xBF") {
+            self.consume(3);
+        }
         loop {
             self.fill(2)?;
             match self.data() {
@@ -651,7 +656,8 @@ fn header_end(d: &[u8]) -> Option<usize> {
 
 /// Parses a complete WARC header section.
 fn parse_header(h: &[u8]) -> Result<RecordHeader, String> {
-    let text = String::from_utf8_lossy(h);
+    // Not lossy: record ids that differ in bytes that are not UTF-8 must stay apart.
+    let text = crate::source::files::escaped_bytes(h);
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
     let version = lines.next().unwrap_or_default().trim().to_string();
     let number = &version["WARC/".len().min(version.len())..];

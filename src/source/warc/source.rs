@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::super::files::{Compression, Split, SplitMode, WARC_EXTENSIONS};
-use super::super::{Copied, Entry, Item, Piece, RecordFields, Source};
+use super::super::{Copied, Entry, Item, Piece, RecordFields, RecordName, Source};
 use super::{read_pages, Begin, WarcCompression, WarcItem, WarcReader};
 
 /// WARC files (`.warc`, `.warc.gz`): `response` and `resource` records holding HTML or text.
@@ -27,6 +27,10 @@ pub static ENTRY: Entry = Entry {
 impl Source for Warc {
     fn entry(&self) -> &'static Entry {
         &ENTRY
+    }
+
+    fn record_name(&self, id: &str) -> Option<RecordName> {
+        Some(RecordName::Warc(id.to_owned()))
     }
 
     fn read_split(&self, piece: &Piece<'_>, on: &mut dyn FnMut(Item<'_>)) -> u64 {
