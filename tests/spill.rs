@@ -239,6 +239,48 @@ fn a_scratch_path_that_is_a_file_is_refused_before_work() {
         "mine"
     );
     assert!(!d.join("out").exists(), "no work done");
+    // Probe 20: a folder below a file, below a symbolic link to nothing, or TMPDIR naming a
+    // file passed this check and failed at the first spill, after the band rounds.
+    std::os::unix::fs::symlink(d.join("gone"), d.join("lnk")).unwrap();
+    let notes = d.join("notes.txt");
+    for (scratch, tmpdir, said) in [
+        (
+            Some(notes.join("sub")),
+            None,
+            format!("{} is not a directory", notes.display()),
+        ),
+        (
+            Some(d.join("lnk/sub")),
+            None,
+            "lnk is a symbolic link to".into(),
+        ),
+        (
+            None,
+            Some(&notes),
+            format!("{} is not a directory", notes.display()),
+        ),
+    ] {
+        let job = spilling_job(d, scratch.as_deref().unwrap_or(d));
+        let text = std::fs::read_to_string(&job).unwrap();
+        let text = match scratch {
+            Some(_) => text,
+            None => text
+                .lines()
+                .filter(|l| !l.starts_with("scratch"))
+                .map(|l| l.to_owned() + "\n")
+                .collect(),
+        };
+        std::fs::write(&job, text).unwrap();
+        let env: Vec<(&str, &str)> = tmpdir
+            .map(|t| ("TMPDIR", t.to_str().unwrap()))
+            .into_iter()
+            .collect();
+        let out = run(&job, &env);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        assert!(e.contains("cannot be made") && e.contains(&said), "{e}");
+        assert!(!d.join("out").exists(), "no work done: {e}");
+    }
 }
 
 /// Defect (probe 9): a scratch inside the corpus directory, left there by a killed run, was taken

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::exchange::processes;
 use crate::spill::SpillMode;
 use crate::{bail, ensure};
@@ -119,11 +119,18 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// An error if the scratch folder `parent` lies in (or is) a directory that a commit replaces or
-/// that holds one thing alone: the corpus directory (`dirs` names each, as `("corpus", path)`) or
+/// An error if the scratch folder `parent` cannot be made (unless nothing spills), or lies in
+/// (or is) a directory that a commit replaces or that holds one thing alone: the corpus directory (`dirs` names each, as `("corpus", path)`) or
 /// the store. A scratch left there by a killed run would be taken for a file this run did not
 /// write, and the directory refused on every later run.
-pub fn check_scratch(parent: &std::path::Path, dirs: &[(&str, &std::path::Path)]) -> Result<()> {
+pub fn check_scratch(
+    parent: &std::path::Path,
+    dirs: &[(&str, &std::path::Path)],
+    spill: SpillMode,
+) -> Result<()> {
+    if spill != SpillMode::Never {
+        check_scratch_can_be_made(parent)?;
+    }
     let real = crate::output::paths::resolved;
     let scratch = real(parent)?;
     for (name, dir) in dirs {
@@ -135,6 +142,36 @@ pub fn check_scratch(parent: &std::path::Path, dirs: &[(&str, &std::path::Path)]
             parent.display(),
             dir.display()
         );
+    }
+    Ok(())
+}
+
+/// An error if the scratch folder `parent` could not be made when a stage first spills, late in
+/// the run: the nearest of its folders that is there is not a directory (a file, or a symbolic
+/// link to nothing).
+fn check_scratch_can_be_made(parent: &std::path::Path) -> Result<()> {
+    let named = |why: String| {
+        Error::Config(format!(
+            "the scratch directory {} cannot be made: {why}; set [run] scratch (or TMPDIR) to a              directory, made if missing, where a run short of memory writes its spill files",
+            parent.display()
+        ))
+    };
+    for folder in parent.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+        if std::fs::symlink_metadata(folder).is_err() {
+            continue; // missing: made
+        }
+        return match std::fs::metadata(folder) {
+            Ok(m) if m.is_dir() => Ok(()),
+            Ok(_) => Err(named(format!("{} is not a directory", folder.display()))),
+            Err(_) => {
+                let to = std::fs::read_link(folder).unwrap_or_default();
+                let link = folder.display();
+                Err(named(format!(
+                    "{link} is a symbolic link to {}, which does not exist",
+                    to.display()
+                )))
+            }
+        };
     }
     Ok(())
 }

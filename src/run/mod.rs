@@ -123,7 +123,8 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
         let dirs: Vec<_> = corpus
             .chain(plan.store.iter().map(|d| ("store", d.as_path())))
             .collect();
-        crate::config::exec::check_scratch(&plan.exec.scratch_parent(), &dirs)?;
+        let (parent, spill) = (plan.exec.scratch_parent(), plan.exec.spill);
+        crate::config::exec::check_scratch(&parent, &dirs, spill)?;
         if plan.exec.process == 0 {
             plan.check_store_apart()?;
             if plan.outputs.corpus.is_some() {

@@ -4,9 +4,10 @@
 //!
 //! Each run makes its own directory `neardup-scratch.<host>.<pid>.<n>` under `[run] scratch`
 //! (default: the system's temporary directory), marked by a `.neardup-scratch` file naming its
-//! host and process, and removes it when the run ends. A run killed with SIGKILL leaves it; the
-//! next run with the same scratch on that host removes every marked directory whose process is
-//! gone, and nothing else.
+//! host and process and locked (`flock`) while the run lives, and removes it when the run ends. A
+//! run killed with SIGKILL leaves it; the next run with the same scratch on that host removes
+//! every marked directory whose process is gone and whose marker no process holds locked (a run
+//! in another pid namespace has a pid this one cannot see), and nothing else.
 
 pub mod columns;
 pub mod runs;
@@ -155,6 +156,9 @@ pub struct Spill {
     make_dir: MakeDir,
     /// Files made so far (for unique names).
     files: AtomicU64,
+    /// The marker, open and locked while the run lives: a run that cannot see this process (in
+    /// another pid namespace, or on another machine of the same name) sees its lock.
+    _marker: Option<File>,
 }
 
 impl Spill {
@@ -166,22 +170,40 @@ impl Spill {
         remove_stale(parent, &host);
         // Unique among this process's runs (a library may run several at once); one left by an
         // earlier process that had this pid is gone.
-        let n = RUNS.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("{DIR_PREFIX}{host}.{}.{n}", std::process::id()));
+        let dir = loop {
+            let n = RUNS.fetch_add(1, Ordering::Relaxed);
+            let dir = parent.join(format!("{DIR_PREFIX}{host}.{}.{n}", std::process::id()));
+            // One of this name is an earlier process's that had this pid, gone unless its
+            // marker is locked: then a process of another pid namespace holds it.
+            if !dir.exists() || !marker_locked(&dir) {
+                break dir;
+            }
+        };
         if dir.exists() {
             remove_marked(&dir);
         }
-        let spill = Spill {
+        let mut spill = Spill {
             dir,
             made,
             make_dir,
             files: AtomicU64::new(0),
+            _marker: None,
         };
         make_dir(&spill.dir, Folder::Scratch)
             .map_err(|e| spill.refused(parent, e, "creating the scratch directory"))?;
         let marker = format!("{host} {}\n", std::process::id());
-        std::fs::write(spill.dir.join(MARKER), marker)
+        let path = spill.dir.join(MARKER);
+        let written = std::fs::write(&path, marker).and_then(|()| File::open(&path));
+        let file = written
             .map_err(|e| spill.refused(parent, e, "writing the marker of the scratch directory"))?;
+        // SAFETY: flock on an open descriptor; it goes with the file.
+        unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        };
+        spill._marker = Some(file);
         Ok(Arc::new(spill))
     }
 
@@ -515,10 +537,28 @@ fn remove_stale(parent: &Path, host: &str) {
         let Ok(pid) = pid.parse::<i32>() else {
             continue;
         };
-        if h == host && pid != std::process::id() as i32 && !alive(pid) {
-            remove_marked(&entry.path());
+        let path = entry.path();
+        if h == host && pid != std::process::id() as i32 && !alive(pid) && !marker_locked(&path) {
+            remove_marked(&path);
         }
     }
+}
+
+/// Whether the marker of the scratch directory `dir` is locked: its run lives, wherever its pid
+/// is seen (a process of another pid namespace is not seen by its pid). Taking the lock here
+/// releases it at once.
+fn marker_locked(dir: &Path) -> bool {
+    let Ok(file) = File::open(dir.join(MARKER)) else {
+        return false;
+    };
+    // SAFETY: flock on an open descriptor, released when it closes.
+    let r = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
 /// Whether process `pid` runs. A zombie does not: a run killed outright stays one until its
@@ -646,6 +686,53 @@ mod tests {
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
         drop(spill);
+    }
+
+    /// Probe 20: a run in another pid namespace (a container with the host's name) has a pid
+    /// this process cannot see, so its live scratch directory was taken for a killed run's and
+    /// removed, and the run failed at its next spill file. A run's marker is locked while it
+    /// lives; a directory whose marker is locked stays, whatever its pid, and so does one of
+    /// this process's own name.
+    #[test]
+    fn a_scratch_directory_whose_marker_is_locked_is_kept_whatever_its_pid() {
+        let parent = tempfile::tempdir().unwrap();
+        let host = hostname();
+        let unseen = |name: String| {
+            let dir = parent.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join(MARKER), "x").unwrap();
+            std::fs::write(dir.join("verify-0.spill"), "data").unwrap();
+            let held = File::open(dir.join(MARKER)).unwrap();
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&held);
+            assert_eq!(unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) }, 0);
+            (dir, held)
+        };
+        // A pid far beyond pid_max, and this process's own pid with the next run number.
+        let (far, far_lock) = unseen(format!("{DIR_PREFIX}{host}.2147483000.0"));
+        let next = RUNS.load(Ordering::Relaxed);
+        let own = format!("{DIR_PREFIX}{host}.{}.{next}", std::process::id());
+        let (own, own_lock) = unseen(own);
+        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        assert!(
+            far.join("verify-0.spill").exists(),
+            "a locked marker's run lives"
+        );
+        assert!(
+            own.join("verify-0.spill").exists(),
+            "not taken for this run's"
+        );
+        assert_ne!(spill.dir(), own);
+        drop((spill, far_lock, own_lock));
+        // Unlocked (its run gone), the next run removes it. (A process another test spawns
+        // holds a copy of the descriptor until it execs: a run then leaves it to the next.)
+        for _ in 0..100 {
+            drop(Spill::open(parent.path(), plain_dir).unwrap());
+            if !far.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!far.exists());
     }
 
     /// Defect: a killed run's scratch directory was removed only by a later run that spilled.
