@@ -224,6 +224,14 @@ impl Spill {
         }
     }
 
+    /// The error of a spill file that could not be made: out of inodes (space is checked before
+    /// each write) said as a full scratch directory, naming `[run] scratch`, where it was the
+    /// bare "No space left on device".
+    fn not_created(&self, e: std::io::Error) -> Error {
+        let parent = self.dir.parent().unwrap_or(&self.dir);
+        self.refused(parent, e, "creating a spill file in")
+    }
+
     /// This process's scratch directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -248,7 +256,7 @@ impl Spill {
             .write(true)
             .create_new(true)
             .open(&path)
-            .io_context(|| format!("creating the spill file {}", path.display()))?;
+            .map_err(|e| self.not_created(e))?;
         Ok(SpillFile {
             out: BufWriter::with_capacity(1 << 20, file),
             path,
@@ -686,6 +694,21 @@ mod tests {
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
         drop(spill);
+    }
+
+    /// Probe 20: a spill file that could not be made for want of inodes was "creating the spill
+    /// file ...: No space left on device", not a full scratch directory named as such.
+    #[test]
+    fn a_spill_file_refused_for_want_of_inodes_is_a_full_scratch_directory() {
+        let parent = tempfile::tempdir().unwrap();
+        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        let full = spill.not_created(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert!(matches!(full, Error::Resource(_)), "{full}");
+        let said = full.to_string();
+        let named = format!("the scratch directory {} is full", parent.path().display());
+        assert!(said.contains(&named) && said.contains("inodes"), "{said}");
+        let other = spill.not_created(std::io::Error::from_raw_os_error(libc::EACCES));
+        assert!(matches!(other, Error::Io { .. }), "{other}");
     }
 
     /// Probe 20: a run in another pid namespace (a container with the host's name) has a pid
