@@ -91,6 +91,9 @@ impl Method for Layout {
             .map(|l| l.replacen("simhash.", "layout.", 1))
             .collect();
         lines.push(format!("layout.shingle = {}", self.shingle));
+        // 2: comments are skipped whole and `data-class` is no class ([`tag_hashes`]); a store
+        // of version 1's fingerprints would not meet these.
+        lines.push(format!("layout.tags = {LAYOUT_TAGS_VERSION}"));
         lines
     }
 
@@ -127,6 +130,9 @@ impl Method for Layout {
     }
 }
 
+/// The version of [`tag_hashes`], pinned in a store.
+const LAYOUT_TAGS_VERSION: u32 = 2;
+
 /// Fingerprints a page's markup.
 pub struct Templater {
     shingle: usize,
@@ -141,6 +147,12 @@ pub fn tag_hashes(page: &[u8], out: &mut Vec<u64>) {
     let mut i = 0;
     while let Some(at) = page[i..].iter().position(|&b| b == b'<') {
         let start = i + at + 1;
+        if page[start..].starts_with(b"!--") {
+            // A comment runs to its `-->`, whatever `>` and markup it holds.
+            let from = start + 3;
+            i = memchr::memmem::find(&page[from..], b"-->").map_or(page.len(), |e| from + e + 3);
+            continue;
+        }
         let end = page[start..]
             .iter()
             .position(|&b| b == b'>')
@@ -167,12 +179,12 @@ pub fn tag_hashes(page: &[u8], out: &mut Vec<u64>) {
     }
 }
 
-/// The value of a tag's `class` attribute, if it has one.
+/// The value of a tag's `class` attribute, if it has one (not another attribute whose name ends
+/// in `class`, such as `data-class`).
 fn class_of(tag: &[u8]) -> Option<&[u8]> {
-    let at = tag
-        .windows(6)
-        .position(|w| w.eq_ignore_ascii_case(b"class="))?
-        + 6;
+    let at = (1..tag.len().saturating_sub(5)).find(|&p| {
+        tag[p - 1].is_ascii_whitespace() && tag[p..p + 6].eq_ignore_ascii_case(b"class=")
+    })? + 6;
     let rest = &tag[at..];
     let quote = *rest.first()?;
     if quote == b'"' || quote == b'\'' {
@@ -242,5 +254,27 @@ mod tests {
             &mut c,
         );
         assert_ne!(a, c);
+    }
+
+    /// Probe 21: a comment holding `>` and then markup (a template block commented out) gave
+    /// its markup as tags, and `data-class` was read as `class`.
+    #[test]
+    fn a_comments_markup_and_a_data_class_are_no_tags_and_no_class() {
+        let tags = |page: &str| {
+            let mut out = Vec::new();
+            tag_hashes(page.as_bytes(), &mut out);
+            out
+        };
+        let page = "<html><body><div class=\"nav\"><a>Home</a></div></body></html>";
+        let old = "<!-- old (a > b): <div class=\"side\"><ul><li>x</li></ul></div> -->";
+        let commented = page.replace("<body>", &format!("<body>{old}"));
+        assert_eq!(tags(&commented), tags(page));
+        assert_eq!(tags("<p>a<!-- never closed <div>"), tags("<p>a"));
+        let data = page.replace("class=\"nav\"", "data-class=\"x\" class=\"nav\"");
+        assert_eq!(tags(&data), tags(page));
+        assert_ne!(
+            tags(&page.replace("class=\"nav\"", "data-class=\"nav\"")),
+            tags(page)
+        );
     }
 }
