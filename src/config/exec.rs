@@ -120,9 +120,10 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
 }
 
 /// An error if the scratch folder `parent` cannot be made (unless nothing spills), or lies in
-/// (or is) a directory that a commit replaces or that holds one thing alone: the corpus directory (`dirs` names each, as `("corpus", path)`) or
-/// the store. A scratch left there by a killed run would be taken for a file this run did not
-/// write, and the directory refused on every later run.
+/// (or is) a directory that a commit replaces or that holds one thing alone: the corpus
+/// directory (`dirs` names each, as `("corpus", path)`) or the store. A scratch left there by a
+/// killed run would be taken for a file this run did not write, and the directory refused on
+/// every later run.
 pub fn check_scratch(
     parent: &std::path::Path,
     dirs: &[(&str, &std::path::Path)],
@@ -152,7 +153,8 @@ pub fn check_scratch(
 fn check_scratch_can_be_made(parent: &std::path::Path) -> Result<()> {
     let named = |why: String| {
         Error::Config(format!(
-            "the scratch directory {} cannot be made: {why}; set [run] scratch (or TMPDIR) to a              directory, made if missing, where a run short of memory writes its spill files",
+            "the scratch directory {} cannot be made: {why}; set [run] scratch (or TMPDIR) to \
+             a directory, made if missing, where a run short of memory writes its spill files",
             parent.display()
         ))
     };
@@ -167,7 +169,7 @@ fn check_scratch_can_be_made(parent: &std::path::Path) -> Result<()> {
                 let to = std::fs::read_link(folder).unwrap_or_default();
                 let link = folder.display();
                 Err(named(format!(
-                    "{link} is a symbolic link to {}, which does not exist",
+                    "{link} is a symbolic link to {}, which leads nowhere",
                     to.display()
                 )))
             }
