@@ -49,6 +49,7 @@ static GLOBAL: Allocator = Allocator;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    neardup::output::cleanup::one_arena_under_an_address_space_limit();
     if let Err(e) = neardup::output::cleanup::install() {
         neardup::say!("neardup: warning: cannot install the interrupt handler: {e}");
     }

@@ -1108,6 +1108,44 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
     }
 }
 
+/// Probe 20: under an address-space limit a run derives its budget from it (half the limit),
+/// yet glibc's arenas, 64 MiB of address space a thread, took most of the limit, and the run
+/// died "out of memory" before anything spilled (250 MB and 200k documents; here 20k documents
+/// under 80 MiB). One arena serves every thread under a limit, and the runs complete with the
+/// pairs of a run without one.
+#[test]
+fn a_run_under_an_address_space_limit_completes_with_the_budget_it_derives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    big_corpus(d, 20_000);
+    let job = job(
+        d,
+        "job.toml",
+        "method = \"minhash\"\n[input]\npaths = [\"big.jsonl\"]\n[run]\nworkers = 2\n\
+         [output]\ndir = \"out\"\npairs = \"pairs.tsv\"\n",
+    );
+    let run = |limit_mib: Option<u64>| {
+        let _ = std::fs::remove_dir_all(d.join("out"));
+        let mut cmd = neardup();
+        cmd.arg("run").arg(&job).current_dir(d);
+        if let Some(mib) = limit_mib {
+            limit_address_space(&mut cmd, mib << 20);
+        }
+        let out = cmd.output().unwrap();
+        // 3: the generated corpus has records too short to sketch.
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{limit_mib:?} MiB: {}",
+            stderr(&out)
+        );
+        std::fs::read(d.join("out/pairs.tsv")).unwrap()
+    };
+    let free = run(None);
+    for mib in [80, 130] {
+        assert!(run(Some(mib)) == free, "{mib} MiB: other pairs");
+    }
+}
+
 #[test]
 fn running_out_of_memory_is_a_clear_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
