@@ -238,6 +238,14 @@ pub fn parse_jsonl_doc<'a>(line: &'a [u8], fields: &Fields) -> Result<RawDoc<'a>
     doc_of(wanted, fields)
 }
 
+/// The id of the record `line`, when it has a good one (for a record skipped before its id was
+/// read).
+fn id_in(line: &[u8], fields: &Fields) -> Option<String> {
+    let text = std::str::from_utf8(line).ok()?;
+    let wanted = fast::wanted(text, fields).or_else(|| serde_wanted(text, fields).ok())?;
+    id_of(wanted.id, fields).ok().flatten().map(Cow::into_owned)
+}
+
 /// The wanted fields of a record, read by serde_json (every record the fast reader leaves).
 fn serde_wanted<'a>(text: &'a str, fields: &Fields) -> Result<Wanted<'a>, Skip> {
     let mut de = serde_json::Deserializer::from_str(text);
@@ -475,9 +483,13 @@ pub fn record(
             let mut skipped = Skipped::at(at, skip, bytes);
             // The fields of the first records without the text field, for the hint when no
             // record has it.
-            if skipped.skip.reason == SkipReason::MissingText && *noted < 10 {
-                *noted += 1;
-                skipped.fields = field_names(line);
+            if skipped.skip.reason == SkipReason::MissingText {
+                // Its id, for the skipped list (probe 19: its column was empty).
+                skipped.id = id_in(line, fields);
+                if *noted < 10 {
+                    *noted += 1;
+                    skipped.fields = field_names(line);
+                }
             }
             on(Item::Skipped(skipped))
         }
@@ -568,6 +580,29 @@ mod tests {
         );
         assert_eq!(id(r#"{"id":"a\u0062","text":"x"}"#).as_deref(), Some("ab"));
         assert_eq!(id(r#"{"text":"x"}"#), None);
+    }
+
+    /// Probe 19: a record skipped for want of its text field had an empty id in the skipped
+    /// list, though its id was there to read.
+    #[test]
+    fn a_record_without_its_text_field_is_skipped_with_its_id() {
+        let f = Fields::default();
+        let skipped_id = |line: &str| {
+            let mut id = None;
+            let at = Location::at(0, 0);
+            record(line.as_bytes(), at, &f, &mut 0, &mut |item| {
+                if let Item::Skipped(s) = item {
+                    id = Some(s.id.clone());
+                }
+            });
+            id.expect("skipped")
+        };
+        assert_eq!(
+            skipped_id(r#"{"id":"a1","body":"x"}"#).as_deref(),
+            Some("a1")
+        );
+        assert_eq!(skipped_id(r#"{"body":"x","id":7}"#).as_deref(), Some("7"));
+        assert_eq!(skipped_id(r#"{"id":null,"body":"x"}"#), None);
     }
 
     #[test]
