@@ -165,14 +165,10 @@ fn check_scratch_can_be_made(parent: &std::path::Path) -> Result<()> {
         return match std::fs::metadata(folder) {
             Ok(m) if m.is_dir() => Ok(()),
             Ok(_) => Err(named(format!("{} is not a directory", folder.display()))),
-            Err(_) => {
-                let to = std::fs::read_link(folder).unwrap_or_default();
-                let link = folder.display();
-                Err(named(format!(
-                    "{link} is a symbolic link to {}, which leads nowhere",
-                    to.display()
-                )))
-            }
+            Err(e) => Err(named(
+                crate::output::paths::broken_link_in(folder)
+                    .unwrap_or_else(|| format!("{}: {e}", folder.display())),
+            )),
         };
     }
     Ok(())

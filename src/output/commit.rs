@@ -35,7 +35,7 @@ use crate::{bail, ensure};
 use super::journal::{self, Journal, Move, Recovery};
 use super::owned::{self, Entry, Marking, Record, Stamp, Verdict};
 pub use super::paths::DIRECTORY_OUTPUTS;
-use super::paths::{follow, parent_of, Inputs, Target};
+use super::paths::{broken_link_in, follow, parent_of, Inputs, Target};
 use super::{cleanup, fault, lock, RowFormat};
 
 /// Name of the lock file in every output directory.
@@ -678,7 +678,7 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
                 "output {}: cannot create directory {}{}",
                 s.name,
                 dir.display(),
-                dangling_link_in(&dir)
+                broken_link_in(&dir).map_or_else(String::new, |link| format!(" ({link})"))
             )
         })?;
         if !dirs.contains(&dir) {
@@ -686,24 +686,6 @@ fn create_dirs(slots: &[Slot], locks: &mut Locks) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(dirs)
-}
-
-/// Why a directory cannot be made when a folder of its path is a symbolic link to nothing
-/// ("File exists" alone does not say which): that folder and where it points, or nothing.
-fn dangling_link_in(dir: &Path) -> String {
-    let dangling = dir.ancestors().find(|a| {
-        std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink())
-            && std::fs::metadata(a).is_err()
-    });
-    let Some(link) = dangling else {
-        return String::new();
-    };
-    let to = std::fs::read_link(link).unwrap_or_default();
-    format!(
-        " ({} is a symbolic link to {}, which does not exist)",
-        link.display(),
-        to.display()
-    )
 }
 
 /// The journal of committing `slots`: their renames (directories moved aside, the summary last)

@@ -122,6 +122,22 @@ pub fn lexical_join(base: &Path, p: &Path) -> PathBuf {
     out
 }
 
+/// The first folder of `path` (itself first) that is a symbolic link that cannot be followed,
+/// said with where it points; messages add it where "File exists" or "not found" alone does not
+/// say which folder is at fault.
+pub fn broken_link_in(path: &Path) -> Option<String> {
+    let link = path.ancestors().find(|a| {
+        std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink())
+            && std::fs::metadata(a).is_err()
+    })?;
+    let to = std::fs::read_link(link).unwrap_or_default();
+    Some(format!(
+        "{} is a symbolic link to {}, which does not exist",
+        link.display(),
+        to.display()
+    ))
+}
+
 /// The directory a file path lives in (`.` for a bare name).
 pub fn parent_of(path: &Path) -> PathBuf {
     match path.parent() {

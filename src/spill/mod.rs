@@ -196,13 +196,7 @@ impl Spill {
         let written = std::fs::write(&path, marker).and_then(|()| File::open(&path));
         let file = written
             .map_err(|e| spill.refused(parent, e, "writing the marker of the scratch directory"))?;
-        // SAFETY: flock on an open descriptor; it goes with the file.
-        unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        };
+        lock_now(&file);
         spill._marker = Some(file);
         Ok(Arc::new(spill))
     }
@@ -556,17 +550,21 @@ fn remove_stale(parent: &Path, host: &str) {
 /// is seen (a process of another pid namespace is not seen by its pid). Taking the lock here
 /// releases it at once.
 fn marker_locked(dir: &Path) -> bool {
-    let Ok(file) = File::open(dir.join(MARKER)) else {
-        return false;
-    };
-    // SAFETY: flock on an open descriptor, released when it closes.
+    File::open(dir.join(MARKER)).is_ok_and(|file| !lock_now(&file))
+}
+
+/// Takes the exclusive lock of `file` without waiting; false if another holds it (a filesystem
+/// that cannot lock counts as taken: then only pids tell). The twin of `output::lock`'s
+/// `try_exclusive`, which this layer cannot import.
+fn lock_now(file: &File) -> bool {
+    // SAFETY: flock on an open descriptor; the lock goes with the file.
     let r = unsafe {
         libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&file),
+            std::os::fd::AsRawFd::as_raw_fd(file),
             libc::LOCK_EX | libc::LOCK_NB,
         )
     };
-    r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EWOULDBLOCK)
 }
 
 /// Whether process `pid` runs. A zombie does not: a run killed outright stays one until its
@@ -726,8 +724,7 @@ mod tests {
             std::fs::write(dir.join(MARKER), "x").unwrap();
             std::fs::write(dir.join("verify-0.spill"), "data").unwrap();
             let held = File::open(dir.join(MARKER)).unwrap();
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&held);
-            assert_eq!(unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) }, 0);
+            assert!(lock_now(&held));
             (dir, held)
         };
         // A pid far beyond pid_max, and this process's own pid with the next run number.

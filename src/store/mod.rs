@@ -36,6 +36,8 @@ use crate::{bail, ensure};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "MANIFEST.json";
+/// The manifest while it is written, before it is renamed into place.
+const STAGED_MANIFEST: &str = "MANIFEST.json.staged";
 /// The segments' folder.
 pub const SEGMENTS: &str = "segments";
 /// The store format this version writes and reads.
@@ -603,14 +605,14 @@ impl Store {
             .collect();
         segments.sort();
         left.extend(segments);
-        left.extend(self.staged_manifest().map(|_| format!("{MANIFEST}.staged")));
+        left.extend(self.staged_manifest().map(|_| STAGED_MANIFEST.to_string()));
         left
     }
 
     /// The manifest a run killed while replacing it left staged (a compaction's, or a first
     /// run's settings), if it is there.
     fn staged_manifest(&self) -> Option<PathBuf> {
-        let path = self.dir.join(format!("{MANIFEST}.staged"));
+        let path = self.dir.join(STAGED_MANIFEST);
         fs::symlink_metadata(&path)
             .is_ok_and(|m| m.is_file())
             .then_some(path)
@@ -711,7 +713,7 @@ impl Store {
     /// Replaces the manifest with `m` atomically.
     fn write_manifest(&self, m: &Manifest) -> Result<()> {
         let path = self.dir.join(MANIFEST);
-        let staged = self.dir.join(format!("{MANIFEST}.staged"));
+        let staged = self.dir.join(STAGED_MANIFEST);
         let text = m.text()?;
         let points = [
             "store: manifest written and synced",
@@ -764,7 +766,6 @@ fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(Vec::new());
     };
-    let staged = format!("{MANIFEST}.staged");
     let mut segments = Vec::new();
     for entry in entries {
         let entry = entry.io_context(|| format!("listing {}", dir.display()))?;
@@ -775,7 +776,7 @@ fn begun_store(dir: &Path) -> Result<Vec<PathBuf>> {
             segments.push(path);
             empty
         } else {
-            name == LOCK || name == READERS || name == staged.as_str()
+            name == LOCK || name == READERS || name == STAGED_MANIFEST
         };
         ensure!(
             ours,
@@ -963,7 +964,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let at = dir.path().join("store");
         fs::create_dir_all(at.join(SEGMENTS)).unwrap();
-        for name in [LOCK, READERS, &format!("{MANIFEST}.staged")] {
+        for name in [LOCK, READERS, STAGED_MANIFEST] {
             fs::write(at.join(name), "").unwrap();
         }
         let store = Store::open_or_create(&at, &params(3)).unwrap();
