@@ -374,6 +374,51 @@ fn an_interrupted_run_removes_the_folders_it_made_for_its_scratch() {
     );
 }
 
+/// Regression (probe 20 t17): an interrupt removed the scratch directory whole, with a file the
+/// user had put in it while the run worked. It removes the files the run made there (spill files,
+/// the marker) and leaves the directory to the user's files.
+#[test]
+fn an_interrupt_keeps_a_file_the_user_put_in_the_scratch_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scratch = d.join("scratch");
+    let job = spilling_job(d, &scratch);
+    let pause = d.join("paused");
+    let child = neardup()
+        .arg("run")
+        .arg(&job)
+        .args(["-w", "2"])
+        .env("NEARDUP_FAULT_PAUSE", "spill: a spill file begun")
+        .env("NEARDUP_FAULT_PAUSE_FILE", &pause)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !pause.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(pause.exists(), "the run never spilled");
+    let [ours] = &scratch_dirs(&scratch)[..] else {
+        panic!("{:?}", scratch_dirs(&scratch))
+    };
+    let ours = scratch.join(ours);
+    let made = scratch_dirs(&ours);
+    assert!(made.iter().any(|f| f.ends_with(".spill")), "{made:?}");
+    std::fs::write(ours.join("notes.txt"), "mine").unwrap();
+    std::fs::write(ours.join("mine.spill"), "mine too").unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let message = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{message}");
+    let mut left = scratch_dirs(&ours);
+    left.sort();
+    assert_eq!(left, ["mine.spill", "notes.txt"], "{message}");
+}
+
 /// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the
 /// rank stage is done, and that no later stage of a run without a store or an audit reads, are
 /// freed there, not spilled (with `spill = "always"` the names still are); the output is the one a

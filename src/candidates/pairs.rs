@@ -722,7 +722,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Auto,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         for (records, batch) in [(1000, 1), (1000, 7), (1000, 300), (4097, 1), (4097, 1000)] {
             let room = PairRoom {
@@ -760,7 +760,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Auto,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         for (n, records) in [
             (0, 10),
@@ -809,7 +809,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Auto,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         // Odd first sides go first, turned round.
         let side = |p: &mut Pair| {

@@ -67,7 +67,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let file = scratch.file("cold-w0", 0, "names").unwrap();
         let (mut n, mut k) = (names.clone(), keys.to_vec());
@@ -108,7 +108,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let (mut names, mut keys) = (Names::default(), vec![1, 2, 3]);
         names.push("a");

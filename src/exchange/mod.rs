@@ -350,7 +350,7 @@ mod tests {
         let scratch = crate::spill::Scratch::new(
             parent.path().into(),
             Default::default(),
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         for workers in [1, 2, 4] {
             let scratch = std::sync::Arc::clone(&scratch);

@@ -187,7 +187,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         // Two whole blocks and part of a third.
         let n = 2 * BLOCK + 123;
@@ -225,7 +225,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let mut o = Origins::Held(origins(10));
         o.spill(scratch.file("origins-w0", 0, "the origins").unwrap())

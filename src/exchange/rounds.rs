@@ -429,7 +429,7 @@ mod tests {
         let scratch = crate::spill::Scratch::new(
             parent.path().into(),
             Default::default(),
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let runs = [(1, 1, false), (2, 1, false), (4, 1, false), (2, 3, false)];
         let spilled = [(1, 1, true), (2, 1, true), (4, 2, true)];

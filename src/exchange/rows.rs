@@ -192,7 +192,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let want = rows(3 * BLOCK + 17);
         let mut r = Rows::Held(want.clone());
@@ -228,7 +228,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let mut r = Rows::default();
         let bytes = r

@@ -435,7 +435,7 @@ mod tests {
         let scratch = crate::spill::Scratch::new(
             parent.path().into(),
             Default::default(),
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         // Held, and spilled past 512 pairs (the large groups' pairs, made apart, merged with
         // the others' runs).

@@ -215,14 +215,31 @@ pub fn remove_new_store_now(made: &[PathBuf]) {
     remove_now(&NEW_STORE, made);
 }
 
-/// The missing folders of `[run] scratch` that the run made for its scratch directory, parents
-/// first; removed while empty on an interrupt, after the scratch directory, committed or not.
-static SCRATCH_PARENTS: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+/// The folders the run made for its scratch: the missing folders of `[run] scratch`, parents
+/// first, then the scratch directory. Removed on an interrupt, newest first, while empty (after
+/// [`SCRATCH_FILES`]), committed or not.
+static SCRATCH: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
-/// Makes the missing folder `dir` of the scratch path and registers it to be removed while empty
-/// on an interrupt, unless an interrupt has begun (an error then, and nothing made).
-pub fn create_scratch_parent(dir: &Path) -> std::io::Result<()> {
-    let mut made = SCRATCH_PARENTS.lock().unwrap_or_else(|p| p.into_inner());
+/// The files the run made in its scratch directory (spill files, the marker) and has not removed.
+static SCRATCH_FILES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
+
+/// Makes the empty file `path` in the scratch directory (it must not exist) and registers it to be
+/// removed on an interrupt, unless an interrupt has begun (an error then, and nothing made).
+pub fn create_scratch_file(path: &Path) -> std::io::Result<()> {
+    let mut made = SCRATCH_FILES.lock().unwrap_or_else(|p| p.into_inner());
+    refuse_if_interrupted()?;
+    std::fs::File::create_new(path)?;
+    if let Some(c) = c_path(path) {
+        made.push(c);
+    }
+    Ok(())
+}
+
+/// Makes the folder `dir` of the scratch (a missing folder of its path, or the scratch directory)
+/// and registers it to be removed while empty on an interrupt, unless an interrupt has begun (an
+/// error then, and nothing made).
+pub fn create_scratch_folder(dir: &Path) -> std::io::Result<()> {
+    let mut made = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
     refuse_if_interrupted()?;
     std::fs::create_dir(dir)?;
     if let Some(c) = c_path(dir) {
@@ -231,9 +248,27 @@ pub fn create_scratch_parent(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Forgets a folder [`create_scratch_parent`] made (removed, or left to another run).
-pub fn forget_scratch_parent(dir: &Path) {
-    forget(&SCRATCH_PARENTS, dir);
+/// Forgets a path of the scratch the run made (by [`create_scratch_folder`] or
+/// [`create_scratch_file`]): removed, or left to another run.
+pub fn forget_scratch_path(path: &Path) {
+    forget(&SCRATCH, path);
+    forget(&SCRATCH_FILES, path);
+}
+
+/// Removes the files the run made in its scratch directory, then the scratch folders it made,
+/// newest first, while they are empty: a file it did not make keeps its folder. Allocates nothing.
+fn remove_scratch(hold: Hold) {
+    if let Some(files) = hold(&SCRATCH_FILES) {
+        unlink_all(&files);
+    }
+    if let Some(made) = hold(&SCRATCH) {
+        for path in made.iter().rev() {
+            // SAFETY: a NUL-terminated path; only an empty directory is removed.
+            if unsafe { libc::rmdir(path.as_ptr()) } != 0 {
+                break;
+            }
+        }
+    }
 }
 
 /// Removes what the run made, newest first: the folders made for the scratch directory and a new
@@ -247,14 +282,7 @@ fn remove_made() {
 /// another thread holds (the run removing a new store itself, path by path), where memory's
 /// exhaustion gives up.
 fn remove_made_holding(hold: Hold) {
-    if let Some(made) = hold(&SCRATCH_PARENTS) {
-        for path in made.iter().rev() {
-            // SAFETY: a NUL-terminated path; only an empty directory is removed.
-            if unsafe { libc::rmdir(path.as_ptr()) } != 0 {
-                break;
-            }
-        }
-    }
+    remove_scratch(hold);
     if let Some(made) = hold(&NEW_STORE) {
         made.iter().rev().for_each(|path| unmake(path));
     }
@@ -559,6 +587,7 @@ fn install_panic_hook() {
         }
         remove_all();
         remove_dirs(false);
+        remove_scratch(try_hold);
         let message = panic_message(info);
         // A timely worker thread whose peers the system refused to start: the run says so.
         if message.starts_with("Failed to send buzzer")

@@ -153,7 +153,7 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
     let _bars = bars.then(|| Reporter::start(Arc::clone(&progress), total_bytes));
     let (p, o, s) = (Arc::clone(&plan), outputs.clone(), Arc::clone(&segment));
     let parent = plan.exec.scratch_parent();
-    let scratch = Scratch::new(parent, plan.exec.spill, scratch_dir);
+    let scratch = Scratch::new(parent, plan.exec.spill, scratch_maker);
     let guards = timely::execute::execute_from(
         builders,
         others,
@@ -331,16 +331,17 @@ fn note_held() {
     );
 }
 
-/// Makes a run's scratch directory, and the missing folders of its path, registered to be removed
-/// on an interrupt, and none once one has begun ([`crate::output::cleanup::create_staged`]).
-fn scratch_dir(dir: &std::path::Path, folder: crate::spill::Folder) -> std::io::Result<()> {
+/// Makes a run's scratch directory, the missing folders of its path and its files, each registered
+/// to be removed on an interrupt, and none once one has begun: an interrupt removes what the run
+/// made there and nothing else ([`crate::output::cleanup::create_scratch_folder`]).
+fn scratch_maker(path: &std::path::Path, make: crate::spill::Make) -> std::io::Result<()> {
     use crate::output::cleanup;
-    use crate::spill::Folder;
-    match folder {
-        Folder::Scratch => cleanup::create_staged(dir, true, |d| std::fs::create_dir(d)),
-        Folder::Parent => cleanup::create_scratch_parent(dir),
-        Folder::ParentGone => {
-            cleanup::forget_scratch_parent(dir);
+    use crate::spill::Make;
+    match make {
+        Make::Scratch | Make::Parent => cleanup::create_scratch_folder(path),
+        Make::File => cleanup::create_scratch_file(path),
+        Make::Gone => {
+            cleanup::forget_scratch_path(path);
             Ok(())
         }
     }

@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn every_group_reads_back_as_it_was_pushed_whatever_the_blocks() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), crate::spill::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), crate::spill::plain_maker).unwrap();
         for (m, width) in [(42, 2), (128, 6), (7, 3), (5, 1)] {
             let rows = 1000;
             let values: Vec<u32> = (0..rows * m)

@@ -7,7 +7,9 @@
 //! host and process and locked (`flock`) while the run lives, and removes it when the run ends. A
 //! run killed with SIGKILL leaves it; the next run with the same scratch on that host removes
 //! every marked directory whose process is gone and whose marker no process holds locked (a run
-//! in another pid namespace has a pid this one cannot see), and nothing else.
+//! in another pid namespace has a pid this one cannot see), and nothing else. Each path a run
+//! makes there goes through its [`Maker`], which registers it so that an interrupt removes what
+//! the run made and nothing another put there.
 
 pub mod columns;
 pub mod runs;
@@ -69,22 +71,22 @@ impl SpillMode {
 pub struct Scratch {
     parent: PathBuf,
     mode: SpillMode,
-    make_dir: MakeDir,
+    maker: Maker,
     opened: std::sync::Mutex<Option<Arc<Spill>>>,
 }
 
 impl Scratch {
-    /// A scratch directory to be made under `parent` if a stage spills, by `make_dir` (the
+    /// A scratch directory to be made under `parent` if a stage spills, by `maker` (the
     /// binary's registers it, to be removed on an interrupt, and makes none once one has begun;
-    /// a library's or a test's: [`plain_dir`]). What this host's killed runs left under
+    /// a library's or a test's: [`plain_maker`]). What this host's killed runs left under
     /// `parent` is removed now, whether or not this run spills (only a run that spilled did, so
     /// runs that never spill left a killed run's files in place for good).
-    pub fn new(parent: PathBuf, mode: SpillMode, make_dir: MakeDir) -> Arc<Scratch> {
+    pub fn new(parent: PathBuf, mode: SpillMode, maker: Maker) -> Arc<Scratch> {
         remove_stale(&parent, &hostname());
         Arc::new(Scratch {
             parent,
             mode,
-            make_dir,
+            maker,
             opened: Default::default(),
         })
     }
@@ -117,33 +119,38 @@ impl Scratch {
         if let Some(s) = opened.as_ref() {
             return Ok(Arc::clone(s));
         }
-        let s = Spill::open(&self.parent, self.make_dir)?;
+        let s = Spill::open(&self.parent, self.maker)?;
         *opened = Some(Arc::clone(&s));
         Ok(s)
     }
 }
 
-/// Makes one folder of a scratch directory (its parent there), or is told that a missing folder
-/// of the scratch path it made is gone again.
-pub type MakeDir = fn(&Path, Folder) -> std::io::Result<()>;
+/// Makes one path of a scratch directory (a folder of its path, the directory, a file in it), or
+/// is told that one it made is gone again. The run's registers each to be removed on an
+/// interrupt, so that an interrupt removes exactly what the run made.
+pub type Maker = fn(&Path, Make) -> std::io::Result<()>;
 
-/// What a [`MakeDir`] is asked to do with a folder.
+/// What a [`Maker`] is asked to do with a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Folder {
-    /// Make the process's scratch directory (removed with its spill files on an interrupt).
+pub enum Make {
+    /// Make the process's scratch directory (removed on an interrupt once its files are).
     Scratch,
     /// Make a missing folder of `[run] scratch`, parents first (removed on an interrupt while it
     /// is empty, after the scratch directory).
     Parent,
-    /// A parent it made was removed (or left to another run) when the scratch directory went.
-    ParentGone,
+    /// Make an empty file in the scratch directory (a spill file, the marker), which must not
+    /// exist; removed on an interrupt.
+    File,
+    /// A path it made was removed, or left to another run.
+    Gone,
 }
 
-/// Makes the folder `dir`, and nothing else: a [`MakeDir`] that registers nothing.
-pub fn plain_dir(dir: &Path, folder: Folder) -> std::io::Result<()> {
-    match folder {
-        Folder::Scratch | Folder::Parent => std::fs::create_dir(dir),
-        Folder::ParentGone => Ok(()),
+/// Makes the folder or file at `path`, and nothing else: a [`Maker`] that registers nothing.
+pub fn plain_maker(path: &Path, make: Make) -> std::io::Result<()> {
+    match make {
+        Make::Scratch | Make::Parent => std::fs::create_dir(path),
+        Make::File => File::create_new(path).map(drop),
+        Make::Gone => Ok(()),
     }
 }
 
@@ -153,7 +160,7 @@ pub struct Spill {
     /// The missing folders of the scratch path that it made, deepest first.
     made: Vec<PathBuf>,
     /// How it made them (and is told they are gone).
-    make_dir: MakeDir,
+    maker: Maker,
     /// Files made so far (for unique names).
     files: AtomicU64,
     /// The marker, open and locked while the run lives: a run that cannot see this process (in
@@ -164,8 +171,8 @@ pub struct Spill {
 impl Spill {
     /// Makes this process's scratch directory under `parent` (created if missing), after removing
     /// the directories of this host's runs that were killed.
-    pub fn open(parent: &Path, make_dir: MakeDir) -> Result<Arc<Spill>> {
-        let made = make_parents(parent, make_dir)?;
+    pub fn open(parent: &Path, maker: Maker) -> Result<Arc<Spill>> {
+        let made = make_parents(parent, maker)?;
         let host = hostname();
         remove_stale(parent, &host);
         // Unique among this process's runs (a library may run several at once); one left by an
@@ -180,20 +187,20 @@ impl Spill {
             }
         };
         if dir.exists() {
-            remove_marked(&dir);
+            remove_marked(&dir, &marker_of(&host, std::process::id()));
         }
         let mut spill = Spill {
             dir,
             made,
-            make_dir,
+            maker,
             files: AtomicU64::new(0),
             _marker: None,
         };
-        make_dir(&spill.dir, Folder::Scratch)
+        maker(&spill.dir, Make::Scratch)
             .map_err(|e| spill.refused(parent, e, "creating the scratch directory"))?;
-        let marker = format!("{host} {}\n", std::process::id());
+        let marker = marker_of(&host, std::process::id());
         let path = spill.dir.join(MARKER);
-        let written = std::fs::write(&path, marker).and_then(|()| File::open(&path));
+        let written = maker(&path, Make::File).and_then(|()| write_marker(&path, &marker));
         let file = written
             .map_err(|e| spill.refused(parent, e, "writing the marker of the scratch directory"))?;
         lock_now(&file);
@@ -245,12 +252,12 @@ impl Spill {
     pub fn file(self: &Arc<Spill>, what: &str) -> Result<SpillFile> {
         let n = self.files.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{what}-{n}{FILE_ENDING}"));
+        (self.maker)(&path, Make::File).map_err(|e| self.not_created(e))?;
         let file = File::options()
             .read(true)
             .write(true)
-            .create_new(true)
             .open(&path)
-            .map_err(|e| self.not_created(e))?;
+            .io_context(|| format!("opening the spill file {}", path.display()))?;
         Ok(SpillFile {
             out: BufWriter::with_capacity(1 << 20, file),
             path,
@@ -262,17 +269,30 @@ impl Spill {
 }
 
 impl Drop for Spill {
+    /// Removes the marker and the directory, which its spill files (each holding the `Spill`)
+    /// have left: a file it did not make keeps the directory and the folders above it.
     fn drop(&mut self) {
-        remove_marked(&self.dir);
+        let marker = self.dir.join(MARKER);
+        let _ = std::fs::remove_file(&marker);
+        let _ = (self.maker)(&marker, Make::Gone);
+        let _ = std::fs::remove_dir(&self.dir);
+        let _ = (self.maker)(&self.dir, Make::Gone);
         // Only while empty: another run may have put its own directory there meanwhile.
-        remove_parents(&self.made, self.make_dir);
+        remove_parents(&self.made, self.maker);
     }
 }
 
-/// Makes the missing folders of the scratch path `parent` with `make_dir`, parents first, and
+/// Writes the marker `text` into the empty file at `path`; the file, open.
+fn write_marker(path: &Path, text: &str) -> std::io::Result<File> {
+    let mut file = File::options().read(true).write(true).open(path)?;
+    file.write_all(text.as_bytes())?;
+    Ok(file)
+}
+
+/// Makes the missing folders of the scratch path `parent` with `maker`, parents first, and
 /// returns them deepest first (removed with the scratch directory while they are empty). One
 /// that another run makes meanwhile is not counted as made; on an error, those made are removed.
-fn make_parents(parent: &Path, make_dir: MakeDir) -> Result<Vec<PathBuf>> {
+fn make_parents(parent: &Path, maker: Maker) -> Result<Vec<PathBuf>> {
     let mut missing: Vec<PathBuf> = parent
         .ancestors()
         .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
@@ -280,11 +300,11 @@ fn make_parents(parent: &Path, make_dir: MakeDir) -> Result<Vec<PathBuf>> {
         .collect();
     let mut made = Vec::new();
     while let Some(folder) = missing.pop() {
-        match make_dir(&folder, Folder::Parent) {
+        match maker(&folder, Make::Parent) {
             Ok(()) => made.insert(0, folder),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && folder.is_dir() => {}
             Err(e) => {
-                remove_parents(&made, make_dir);
+                remove_parents(&made, maker);
                 return Err(e)
                     .io_context(|| format!("creating the scratch directory {}", parent.display()));
             }
@@ -294,12 +314,12 @@ fn make_parents(parent: &Path, make_dir: MakeDir) -> Result<Vec<PathBuf>> {
 }
 
 /// Removes the folders `made` (deepest first) while they are empty (one that is not keeps its
-/// parents), telling `make_dir` that each is no longer this run's.
-fn remove_parents(made: &[PathBuf], make_dir: MakeDir) {
+/// parents), telling `maker` that each is no longer this run's.
+fn remove_parents(made: &[PathBuf], maker: Maker) {
     let mut removing = true;
     for folder in made {
         removing = removing && std::fs::remove_dir(folder).is_ok();
-        let _ = make_dir(folder, Folder::ParentGone);
+        let _ = maker(folder, Make::Gone);
     }
 }
 
@@ -432,6 +452,7 @@ impl SpillFile {
 impl Drop for SpillFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        let _ = (self.spill.maker)(&self.path, Make::Gone);
     }
 }
 
@@ -541,7 +562,7 @@ fn remove_stale(parent: &Path, host: &str) {
         };
         let path = entry.path();
         if h == host && pid != std::process::id() as i32 && !alive(pid) && !marker_locked(&path) {
-            remove_marked(&path);
+            remove_marked(&path, &marker_of(h, pid));
         }
     }
 }
@@ -584,13 +605,18 @@ fn alive(pid: i32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Removes a scratch directory if it holds the marker: its spill files and marker, then the
-/// directory (left in place if anything else is in it: nothing a run did not write is removed).
-/// One without the marker (a run killed, or out of inodes, between making it and marking it) is
-/// removed only while empty.
-fn remove_marked(dir: &Path) {
-    if !dir.join(MARKER).is_file() {
+/// Removes the scratch directory `dir` of a run that is gone if it holds that run's marker
+/// (`marker`, as [`marker_of`] writes it): its spill files and marker, then the directory (left in
+/// place if anything else is in it: nothing a run did not write is removed). One without a marker
+/// (a run killed, or out of inodes, between making it and marking it) is removed only while empty;
+/// one whose marker says something else is not neardup's and is left alone.
+fn remove_marked(dir: &Path, marker: &str) {
+    let path = dir.join(MARKER);
+    if !path.is_file() {
         let _ = std::fs::remove_dir(dir);
+        return;
+    }
+    if std::fs::read(&path).ok().as_deref() != Some(marker.as_bytes()) {
         return;
     }
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -601,8 +627,13 @@ fn remove_marked(dir: &Path) {
             }
         }
     }
-    let _ = std::fs::remove_file(dir.join(MARKER));
+    let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_dir(dir);
+}
+
+/// The marker of the scratch directory of process `pid` on `host`.
+fn marker_of(host: &str, pid: impl std::fmt::Display) -> String {
+    format!("{host} {pid}\n")
 }
 
 #[cfg(test)]
@@ -629,7 +660,7 @@ mod tests {
     #[test]
     fn words_read_back_at_their_offsets_and_the_directory_goes_with_the_spill() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_maker).unwrap();
         let dir = spill.dir().to_path_buf();
         let mut f = spill.file("test").unwrap();
         let a = f.append(&[1, 2, 3]).unwrap();
@@ -650,8 +681,8 @@ mod tests {
     fn two_runs_of_one_process_spill_into_directories_of_their_own() {
         let parent = tempfile::tempdir().unwrap();
         let (a, b) = (
-            Spill::open(parent.path(), plain_dir).unwrap(),
-            Spill::open(parent.path(), plain_dir).unwrap(),
+            Spill::open(parent.path(), plain_maker).unwrap(),
+            Spill::open(parent.path(), plain_maker).unwrap(),
         );
         assert_ne!(a.dir(), b.dir());
         let mut f = b.file("x").unwrap();
@@ -672,25 +703,34 @@ mod tests {
             .path()
             .join(format!("{DIR_PREFIX}{host}.2147483000.0"));
         std::fs::create_dir(&dead).unwrap();
-        std::fs::write(dead.join(MARKER), "x").unwrap();
+        std::fs::write(dead.join(MARKER), marker_of(&host, 2147483000)).unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
         // Another dead one holding a file neardup did not write.
         let foreign = parent
             .path()
             .join(format!("{DIR_PREFIX}{host}.2147483001.3"));
         std::fs::create_dir(&foreign).unwrap();
-        std::fs::write(foreign.join(MARKER), "x").unwrap();
+        std::fs::write(foreign.join(MARKER), marker_of(&host, 2147483001)).unwrap();
         std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
         // Another host's: left alone.
         let other = parent
             .path()
             .join(format!("{DIR_PREFIX}elsewhere.2147483000.0"));
         std::fs::create_dir(&other).unwrap();
-        std::fs::write(other.join(MARKER), "x").unwrap();
-        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        std::fs::write(other.join(MARKER), marker_of("elsewhere", 2147483000)).unwrap();
+        // Probe 20 t22: a directory of that name whose marker is not a run's: not neardup's.
+        let impostor = parent
+            .path()
+            .join(format!("{DIR_PREFIX}{host}.2147483005.0"));
+        std::fs::create_dir(&impostor).unwrap();
+        std::fs::write(impostor.join(MARKER), "my own marker").unwrap();
+        std::fs::write(impostor.join("verify-0.spill"), "mine").unwrap();
+        let spill = Spill::open(parent.path(), plain_maker).unwrap();
         assert!(!dead.exists());
         assert!(foreign.join("notes.txt").exists());
         assert!(other.exists());
+        assert!(impostor.join("verify-0.spill").exists());
+        assert!(impostor.join(MARKER).exists());
         drop(spill);
     }
 
@@ -699,7 +739,7 @@ mod tests {
     #[test]
     fn a_spill_file_refused_for_want_of_inodes_is_a_full_scratch_directory() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_maker).unwrap();
         let full = spill.not_created(std::io::Error::from_raw_os_error(libc::ENOSPC));
         assert!(matches!(full, Error::Resource(_)), "{full}");
         let said = full.to_string();
@@ -718,21 +758,20 @@ mod tests {
     fn a_scratch_directory_whose_marker_is_locked_is_kept_whatever_its_pid() {
         let parent = tempfile::tempdir().unwrap();
         let host = hostname();
-        let unseen = |name: String| {
-            let dir = parent.path().join(name);
+        let unseen = |pid: u32, n: u64| {
+            let dir = parent.path().join(format!("{DIR_PREFIX}{host}.{pid}.{n}"));
             std::fs::create_dir(&dir).unwrap();
-            std::fs::write(dir.join(MARKER), "x").unwrap();
+            std::fs::write(dir.join(MARKER), marker_of(&host, pid)).unwrap();
             std::fs::write(dir.join("verify-0.spill"), "data").unwrap();
             let held = File::open(dir.join(MARKER)).unwrap();
             assert!(lock_now(&held));
             (dir, held)
         };
         // A pid far beyond pid_max, and this process's own pid with the next run number.
-        let (far, far_lock) = unseen(format!("{DIR_PREFIX}{host}.2147483000.0"));
+        let (far, far_lock) = unseen(2147483000, 0);
         let next = RUNS.load(Ordering::Relaxed);
-        let own = format!("{DIR_PREFIX}{host}.{}.{next}", std::process::id());
-        let (own, own_lock) = unseen(own);
-        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        let (own, own_lock) = unseen(std::process::id(), next);
+        let spill = Spill::open(parent.path(), plain_maker).unwrap();
         assert!(
             far.join("verify-0.spill").exists(),
             "a locked marker's run lives"
@@ -746,7 +785,7 @@ mod tests {
         // Unlocked (its run gone), the next run removes it. (A process another test spawns
         // holds a copy of the descriptor until it execs: a run then leaves it to the next.)
         for _ in 0..100 {
-            drop(Spill::open(parent.path(), plain_dir).unwrap());
+            drop(Spill::open(parent.path(), plain_maker).unwrap());
             if !far.exists() {
                 break;
             }
@@ -763,14 +802,14 @@ mod tests {
             .path()
             .join(format!("{DIR_PREFIX}{}.2147483002.0", hostname()));
         std::fs::create_dir(&dead).unwrap();
-        std::fs::write(dead.join(MARKER), "x").unwrap();
+        std::fs::write(dead.join(MARKER), marker_of(&hostname(), 2147483002)).unwrap();
         std::fs::write(dead.join("verify-0.spill"), "data").unwrap();
-        let scratch = Scratch::new(parent.path().to_path_buf(), SpillMode::Never, plain_dir);
+        let scratch = Scratch::new(parent.path().to_path_buf(), SpillMode::Never, plain_maker);
         assert!(!dead.exists());
         assert!(scratch.opened.lock().unwrap().is_none(), "nothing opened");
         // A scratch path that does not exist is not made by a run that does not spill.
         let missing = parent.path().join("not/yet");
-        Scratch::new(missing.clone(), SpillMode::Auto, plain_dir);
+        Scratch::new(missing.clone(), SpillMode::Auto, plain_maker);
         assert!(!missing.exists());
     }
 
@@ -786,15 +825,15 @@ mod tests {
         std::fs::create_dir(&unmarked).unwrap();
         std::fs::create_dir(&holding).unwrap();
         std::fs::write(holding.join("notes.txt"), "mine").unwrap();
-        drop(Spill::open(parent.path(), plain_dir).unwrap());
+        drop(Spill::open(parent.path(), plain_maker).unwrap());
         assert!(!unmarked.exists(), "a killed run's empty directory goes");
         assert!(
             holding.join("notes.txt").exists(),
             "a file it did not write stays"
         );
-        fn full(dir: &Path, folder: Folder) -> std::io::Result<()> {
-            plain_dir(dir, folder)?;
-            if folder != Folder::Scratch {
+        fn full(dir: &Path, folder: Make) -> std::io::Result<()> {
+            plain_maker(dir, folder)?;
+            if folder != Make::Scratch {
                 return Ok(());
             }
             Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
@@ -809,7 +848,7 @@ mod tests {
     #[test]
     fn a_full_scratch_disk_is_refused_naming_the_directory_and_the_bytes() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), plain_maker).unwrap();
         assert!(spill.reserve(1 << 20, "verification").is_ok());
         let err = spill
             .reserve(1 << 60, "verification")
@@ -818,7 +857,7 @@ mod tests {
         let scratch = format!("directory {} is full", parent.path().display());
         assert!(err.contains(&scratch), "{err}");
         assert!(err.contains("MiB") && err.contains("verification"), "{err}");
-        let auto = Scratch::new(parent.path().into(), SpillMode::Auto, plain_dir);
+        let auto = Scratch::new(parent.path().into(), SpillMode::Auto, plain_maker);
         assert!(auto.wanted(11, 10) && !auto.wanted(10, 10));
         // Nothing spilled: no directory made.
         let made: Vec<_> = std::fs::read_dir(parent.path()).unwrap().collect();

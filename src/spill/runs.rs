@@ -189,7 +189,7 @@ mod tests {
     #[test]
     fn merged_runs_are_every_key_once_in_order_with_its_values() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), crate::spill::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), crate::spill::plain_maker).unwrap();
         for (m, runs, per_run) in [(42, 5, 700), (7, 1, 10), (3, 9, 5000), (128, 2, 0)] {
             let new = |name: &str| spill.file(name).unwrap();
             let (mut a, mut b) = (Runs::new(new("a"), m), Runs::new(new("b"), m));

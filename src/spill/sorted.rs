@@ -234,7 +234,7 @@ mod tests {
     #[test]
     fn merged_runs_are_every_record_in_order_repeats_included() {
         let parent = tempfile::tempdir().unwrap();
-        let spill = Spill::open(parent.path(), crate::spill::plain_dir).unwrap();
+        let spill = Spill::open(parent.path(), crate::spill::plain_maker).unwrap();
         for (runs, per_run, room) in [
             (1, 10, 1 << 20),
             (5, 700, 0),

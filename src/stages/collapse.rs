@@ -291,7 +291,7 @@ mod tests {
         let scratch = Scratch::new(
             parent.path().into(),
             SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         let file = scratch.file("groups-w0", 0, "members").unwrap();
         let spilled = g.spill_members(file).unwrap();

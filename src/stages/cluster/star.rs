@@ -244,7 +244,7 @@ mod tests {
         let scratch = crate::spill::Scratch::new(
             scratch_dir.path().to_path_buf(),
             crate::spill::SpillMode::Always,
-            crate::spill::plain_dir,
+            crate::spill::plain_maker,
         );
         for seed in 0..40u64 {
             // Components of random sizes; their ranks shuffled, so keep order is not rank order.

@@ -515,7 +515,7 @@ mod tests {
             let scratch = ScratchDir::new(
                 parent.clone(),
                 crate::spill::SpillMode::Never,
-                crate::spill::plain_dir,
+                crate::spill::plain_maker,
             );
             let mut held = Sets::new(scratch, u64::MAX >> 8, worker.index());
             let mine = sets.iter().filter(|(r, _)| owner(*r) == me);
@@ -620,7 +620,7 @@ mod tests {
                 let scratch = crate::spill::Scratch::new(
                     dir.path().into(),
                     Default::default(),
-                    crate::spill::plain_dir,
+                    crate::spill::plain_maker,
                 );
                 let owner = |r: u64| u64::from(r >= 100);
                 // 1,000 pairs a worker: `firsts` of them of first documents below 100.

@@ -262,7 +262,7 @@ mod tests {
     fn sets(mode: SpillMode, parent: &std::path::Path) -> Sets {
         // 1,001 bytes for sets, an eighth for the windows.
         Sets::new(
-            Scratch::new(parent.into(), mode, crate::spill::plain_dir),
+            Scratch::new(parent.into(), mode, crate::spill::plain_maker),
             1144,
             0,
         )
