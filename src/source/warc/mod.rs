@@ -988,12 +988,42 @@ fn line_at(b: &[u8], i: usize) -> Option<(&[u8], usize)> {
     Some((line.strip_suffix(b"\r").unwrap_or(line), next))
 }
 
+/// Why an HTTP response gives no page: it is malformed, or its body (decoded) is past the limit.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HttpError {
+    /// Not a well-formed response (or a coding that does not decode).
+    Malformed(String),
+    /// Its body, decoded, is past the size limit.
+    TooLarge(String),
+}
+
+impl HttpError {
+    /// What is wrong, in words.
+    pub fn message(&self) -> &str {
+        match self {
+            HttpError::Malformed(m) | HttpError::TooLarge(m) => m,
+        }
+    }
+}
+
+impl From<String> for HttpError {
+    fn from(message: String) -> HttpError {
+        HttpError::Malformed(message)
+    }
+}
+
+impl From<&str> for HttpError {
+    fn from(message: &str) -> HttpError {
+        HttpError::Malformed(message.to_string())
+    }
+}
+
 /// Parses the HTTP/1.x status line and headers (lenient: LF or CRLF line ends, case-insensitive
 /// header names, obsolete folded lines, header lines without a colon ignored), then the body
 /// (everything after the blank line; `Content-Length` is not used): de-chunks
 /// `Transfer-Encoding: chunked` and decodes `Content-Encoding: gzip` / `deflate` / `x-gzip`.
 /// The decoded body is capped at `max_body` bytes. Errors describe what was malformed.
-pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, String> {
+pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, HttpError> {
     let mut i = 0;
     let status_line = loop {
         let (line, next) = line_at(block, i).ok_or("no HTTP status line (empty block)")?;
@@ -1003,10 +1033,7 @@ pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, 
         }
     };
     if !status_line.starts_with(b"HTTP/") {
-        return Err(format!(
-            "no HTTP status line (found {:?})",
-            clip(status_line)
-        ));
+        return Err(format!("no HTTP status line (found {:?})", clip(status_line)).into());
     }
     let status = String::from_utf8_lossy(status_line)
         .split_whitespace()
@@ -1040,7 +1067,7 @@ pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, 
         body = match dechunk(&body) {
             Ok(b) => b,
             Err(_) if stored_decoded(&body, "chunked") => body,
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         };
     }
     for enc in tokens(header("content-encoding").unwrap_or_default())
@@ -1052,10 +1079,10 @@ pub fn parse_http_response(block: &[u8], max_body: u64) -> Result<HttpResponse, 
         }
     }
     if body.len() as u64 > max_body {
-        return Err(format!(
+        return Err(HttpError::TooLarge(format!(
             "body of {} bytes exceeds the {max_body}-byte limit",
             body.len()
-        ));
+        )));
     }
     let content_type = header("content-type").map(str::to_string);
     Ok(HttpResponse {
@@ -1106,14 +1133,15 @@ fn stored_decoded(body: &[u8], enc: &str) -> bool {
 }
 
 /// Undoes one content coding, capping the output at `max` bytes.
-fn decode(body: Vec<u8>, enc: &str, max: u64) -> Result<Vec<u8>, String> {
+fn decode(body: Vec<u8>, enc: &str, max: u64) -> Result<Vec<u8>, HttpError> {
     let capped = |r: &mut dyn Read| {
         let mut out = Vec::new();
         r.take(max.saturating_add(1))
             .read_to_end(&mut out)
             .map_err(|e| format!("{enc} body does not decode: {e}"))?;
         if out.len() as u64 > max {
-            return Err(format!("decoded body exceeds the {max}-byte limit"));
+            let says = format!("decoded body exceeds the {max}-byte limit");
+            return Err(HttpError::TooLarge(says));
         }
         Ok(out)
     };
@@ -1130,7 +1158,7 @@ fn decode(body: Vec<u8>, enc: &str, max: u64) -> Result<Vec<u8>, String> {
             capped(&mut flate2::read::ZlibDecoder::new(&body[..]))
         }
         "deflate" => capped(&mut flate2::read::DeflateDecoder::new(&body[..])),
-        _ => Err(format!("unsupported Content-Encoding {enc:?}")),
+        _ => Err(format!("unsupported Content-Encoding {enc:?}").into()),
     }
 }
 
@@ -1190,7 +1218,12 @@ fn page_body(body: Vec<u8>, content_type: Option<&str>) -> Result<Body<'static>,
 fn record_body(h: &RecordHeader, block: Vec<u8>, max_body: u64) -> Result<Body<'static>, Skip> {
     match h.warc_type.as_str() {
         "response" => parse_http_response(&block, max_body)
-            .map_err(|m| Skip::new(SkipReason::CorruptRecord, format!("bad HTTP response: {m}")))
+            .map_err(|e| match e {
+                HttpError::TooLarge(m) => Skip::new(SkipReason::TooLarge, m),
+                HttpError::Malformed(m) => {
+                    Skip::new(SkipReason::CorruptRecord, format!("bad HTTP response: {m}"))
+                }
+            })
             .and_then(|resp| {
                 if !(200..300).contains(&resp.status) {
                     return Err(Skip::new(
@@ -2140,7 +2173,10 @@ mod tests {
             .unwrap();
         assert_eq!((r.status, r.body.len(), r.content_type), (304, 0, None));
         // Errors.
-        let err = |block: &[u8], max: u64| parse_http_response(block, max).unwrap_err();
+        let err = |block: &[u8], max: u64| {
+            let e = parse_http_response(block, max).unwrap_err();
+            e.message().to_string()
+        };
         assert_eq!(err(b"", MAX), "no HTTP status line (empty block)");
         assert_eq!(
             err(b"<html>not http</html>", MAX),
@@ -2164,6 +2200,9 @@ mod tests {
             .starts_with("gzip body does not decode"));
         let bomb = [gzipped.as_bytes(), &gz(&[0; 10000])].concat();
         assert_eq!(err(&bomb, 100), "decoded body exceeds the 100-byte limit");
+        // Probe 19 d8: a body past the limit was a corrupt record, not a record too large.
+        let too_large = parse_http_response(&bomb, 100).unwrap_err();
+        assert!(matches!(too_large, HttpError::TooLarge(_)), "{too_large:?}");
         assert_eq!(
             err(&http(&"x".repeat(200)), 100),
             "body of 200 bytes exceeds the 100-byte limit"
