@@ -912,6 +912,76 @@ fn store_commands_on_what_is_not_a_store_say_so_and_leave_it_as_it_was() {
         );
         assert!(!d.join("gone").exists());
     }
+    // Probe 22a D1: a directory whose MANIFEST.json is not a store's was refused, but after each
+    // command had made the store's lock files in it.
+    std::fs::write(d.join("mine/MANIFEST.json"), r#"{"name": "my-web-app"}"#).unwrap();
+    write_crawls(d, 0x22a);
+    let job = job(d, "j", "method = \"minhash\"\n");
+    let runs: [&[&str]; 5] = [
+        &["store", "info", "mine"],
+        &["store", "verify", "mine"],
+        &["store", "compact", "mine"],
+        &["run", &job, "--store", "mine", "--out-dir", "o1"],
+        &["audit", &job, "--store", "mine", "--out-dir", "o2"],
+    ];
+    for args in runs {
+        let out = neardup_in(d, args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("is not a store manifest"), "{args:?}: {e}");
+        let mut names: Vec<_> = std::fs::read_dir(d.join("mine"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["MANIFEST.json", "notes.txt"], "{args:?}");
+    }
+}
+
+/// Probe 22a D2: a store that holds no segment and lost its empty `segments/` folder (git and
+/// object-store copies drop empty folders) passed `store info` and `store verify`, and every run
+/// that wrote it then failed at "listing .../segments". A writer makes the folder again; a store
+/// whose manifest names segments and that lost the folder is refused saying so, by `store info`
+/// too, which listed the segments it no longer had.
+#[test]
+fn a_store_that_lost_its_segments_folder_is_written_again_if_empty_and_else_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0x5e6);
+    let job = job(d, "j", "method = \"minhash\"\n");
+    let first = ["run", &job, "--store", "st", "--input", "a0.jsonl"];
+    let killed = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(first)
+        .args(["--out-dir", "o0"])
+        .env("NEARDUP_FAULT_AT", "3")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    assert!(d.join("st/MANIFEST.json").exists(), "killed too early");
+    std::fs::remove_dir(d.join("st/segments")).unwrap();
+    neardup(d, &[&first[..], &["--out-dir", "o1"]].concat());
+    assert!(stored_documents(d, "st") > 0);
+    std::fs::rename(d.join("st/segments"), d.join("elsewhere")).unwrap();
+    for args in [
+        &["store", "info", "st"][..],
+        &[
+            "run",
+            &job,
+            "--store",
+            "st",
+            "--input",
+            "a1.jsonl",
+            "--out-dir",
+            "o2",
+        ],
+    ] {
+        let out = neardup_in(d, args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
+        assert!(e.contains("has no segments/ folder"), "{args:?}: {e}");
+    }
+    assert!(!d.join("st/segments").exists());
 }
 
 #[test]
@@ -1224,4 +1294,17 @@ fn an_estimating_audit_of_a_store_of_band_keys_is_told_what_to_do() {
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("no signature to estimate from"), "{said}");
     assert!(said.contains("mode = \"exact\""), "{said}");
+    // Probe 22a D4: a run that verifies exactly and keeps whole signatures for another reason
+    // (containment) was told to verify exactly; the setting that differs is named instead.
+    let containment = job(
+        d,
+        "containment",
+        "method = \"minhash\"\n[minhash]\ncontainment = 0.8\n[verify]\nmode = \"exact\"\n",
+    );
+    let args = ["audit", &containment, "--store", "st", "--input", "b.jsonl"];
+    let out = neardup_in(d, [&args[..], &["--out-dir", "o3"]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("this run \"minhash.containment = 0.8\""), "{said}");
+    assert!(!said.contains("estimate"), "{said}");
 }

@@ -310,6 +310,7 @@ impl Store {
             None => (None, read_manifest(dir, &path)?),
         };
         crate::fault::point("a store's manifest read");
+        segments_folder(dir, &manifest, writer.is_some())?;
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest,
@@ -383,7 +384,7 @@ impl Store {
             }
             return Ok(());
         };
-        let hint = match has.contains("minhash.values = band keys") {
+        let hint = match has.contains(BAND_KEYS) {
             true => {
                 ": it keeps band keys (made by a run that verifies exactly), which hold no \
                  signature to estimate from; audit it with [verify] mode = \"exact\", or make \
@@ -405,33 +406,54 @@ impl Store {
     /// after it out of step, and the message compared two unrelated settings.
     fn first_difference(&self, parameters: &[String]) -> Option<(String, String)> {
         let (stored, _) = as_this_version(&self.manifest.parameters);
-        let stored = &stored[..];
-        if stored == parameters {
-            return None;
+        let difference = first_difference(&stored, parameters)?;
+        if !difference.0.contains(BAND_KEYS) {
+            return Some(difference);
         }
-        fn key(line: &str) -> &str {
-            line.split(" = ").next().unwrap_or(line)
-        }
-        fn find<'a>(lines: &'a [String], k: &str) -> Option<&'a String> {
-            lines.iter().find(|l| key(l) == k)
-        }
-        let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
-        let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
-        let ours = stored.iter().find(|l| differs(l, parameters));
-        let theirs = || parameters.iter().find(|l| differs(l, stored));
-        let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
-            (Some(line), _) => (Some(line), find(parameters, key(line))),
-            (None, Some(line)) => (find(stored, key(line)), Some(line)),
-            // The same lines in another order (or a key written twice): by place, as before.
-            (None, None) => {
-                let i = (0..stored.len().max(parameters.len()))
-                    .find(|&i| stored.get(i) != parameters.get(i))?;
-                (stored.get(i), parameters.get(i))
-            }
+        // A run whose settings keep whole signatures has no `minhash.values` line: another
+        // setting that differs is the one to name (probe 22a: containment was taken for an
+        // estimating run).
+        let other = |lines: &[String]| -> Vec<String> {
+            let values = |l: &&String| l.starts_with("minhash.values = ");
+            lines.iter().filter(|l| !values(l)).cloned().collect()
         };
-        Some((show(has), show(this_run)))
+        first_difference(&other(&stored), &other(parameters)).or(Some(difference))
     }
+}
 
+/// What a store of MinHash's band keys says it keeps.
+const BAND_KEYS: &str = "minhash.values = band keys";
+
+/// The first setting in which a store's `stored` parameters and a run's differ: see
+/// [`Store::first_difference`].
+fn first_difference(stored: &[String], parameters: &[String]) -> Option<(String, String)> {
+    if stored == parameters {
+        return None;
+    }
+    fn key(line: &str) -> &str {
+        line.split(" = ").next().unwrap_or(line)
+    }
+    fn find<'a>(lines: &'a [String], k: &str) -> Option<&'a String> {
+        lines.iter().find(|l| key(l) == k)
+    }
+    let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
+    let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+    let ours = stored.iter().find(|l| differs(l, parameters));
+    let theirs = || parameters.iter().find(|l| differs(l, stored));
+    let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
+        (Some(line), _) => (Some(line), find(parameters, key(line))),
+        (None, Some(line)) => (find(stored, key(line)), Some(line)),
+        // The same lines in another order (or a key written twice): by place, as before.
+        (None, None) => {
+            let i = (0..stored.len().max(parameters.len()))
+                .find(|&i| stored.get(i) != parameters.get(i))?;
+            (stored.get(i), parameters.get(i))
+        }
+    };
+    Some((show(has), show(this_run)))
+}
+
+impl Store {
     /// True if a segment of the store has these bytes, or had them before a compaction merged
     /// it into another.
     pub fn holds(&self, bytes: &[u8]) -> bool {
@@ -724,6 +746,32 @@ impl Store {
     }
 }
 
+/// Checks the `segments/` folder of the store in `dir`, whose manifest is `manifest`. A store
+/// with no segment may have lost its empty folder (git and object-store copies drop empty
+/// folders): a writer makes it again. One whose manifest names segments has lost them, an error
+/// that says so where a writer failed at `listing segments/` and `store info` listed them.
+fn segments_folder(dir: &Path, manifest: &Manifest, writer: bool) -> Result<()> {
+    let folder = dir.join(SEGMENTS);
+    match fs::symlink_metadata(&folder) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).io_context(|| format!("reading {}", folder.display()))
+        }
+        Err(_) if !manifest.segments.is_empty() => bail!(
+            Input,
+            "the store {} has no {SEGMENTS}/ folder, where its manifest names {} segment(s) \
+             ({} ...): it was copied or moved without them; restore the folder",
+            dir.display(),
+            manifest.segments.len(),
+            manifest.segments[0].name
+        ),
+        Err(_) if writer => {
+            fs::create_dir(&folder).io_context(|| format!("creating {}", folder.display()))
+        }
+        Err(_) => Ok(()),
+    }
+}
+
 /// Reads the manifest at `path` of the store in `dir`: one of a newer format, or not a manifest,
 /// is an error that says so.
 fn read_manifest(dir: &Path, path: &Path) -> Result<Manifest> {
@@ -809,7 +857,9 @@ fn is_store(dir: &Path) -> Result<()> {
         Ok(_) => {}
     }
     if dir.join(MANIFEST).exists() {
-        return Ok(());
+        // Read before any lock file is made: a user's `MANIFEST.json` is no store, and its
+        // directory is left as it was (probe 22a).
+        return read_manifest(dir, &dir.join(MANIFEST)).map(drop);
     }
     if let Some(pid) = crate::output::lock::holder(&dir.join(LOCK)) {
         bail!(
