@@ -54,6 +54,11 @@ fn main() -> ExitCode {
         neardup::say!("neardup: warning: cannot install the interrupt handler: {e}");
     }
     match cli::run(cli) {
+        // A signal that came as the run ended: its handler ends the process (128 + the signal,
+        // saying whether the outputs are whole), not this exit code.
+        Ok(_) if neardup::output::cleanup::interrupted() => {
+            neardup::output::cleanup::await_interrupt_exit()
+        }
         Ok(code) => code,
         Err(e) => {
             if neardup::output::cleanup::interrupted() {

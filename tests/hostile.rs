@@ -1096,13 +1096,11 @@ fn an_interrupted_run_removes_its_staged_corpus_directory_and_keeps_the_old_corp
             assert_eq!(listing(&out_dir.join("corpus")), ["old.jsonl"]);
             assert_eq!(std::fs::read(out_dir.join("pairs.tsv")).unwrap(), old_pairs);
         } else {
-            // Interrupted once the outputs were in place, or finished first (exit 3: the
-            // corpus has one record too short).
-            let code = out.status.code();
-            assert!(
-                matches!(code, Some(3 | 130)),
-                "at {step}: {code:?} {message}"
-            );
+            // Interrupted once the outputs were in place. Probe 22b: the run often ended first
+            // and exited 3 (the corpus has one record too short), or 0, saying nothing of the
+            // signal; a signal that came exits 130 whatever the run had left to do.
+            assert_eq!(out.status.code(), Some(130), "at {step}: {message}");
+            assert!(message.contains("they are whole"), "at {step}: {message}");
             assert_eq!(listing(&out_dir.join("corpus")), ["big.jsonl"]);
         }
     }

@@ -14,11 +14,18 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 /// Set when an interrupt arrives, before the staged outputs are removed.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Whether an interrupt is being handled. An error met meanwhile (a staged file that vanished
-/// under a worker) is a consequence of the interrupt, not a failure of its own: the caller should
-/// leave the report and the exit code to the interrupt handler (see [`await_interrupt_exit`]).
+/// Set by the signal itself (in the signal handler proper), before the handler thread wakes:
+/// a run that ends in between must not exit as if no signal had come (probe 22b: exit 0 after a
+/// SIGINT during the commit), and no commit starts after it.
+static SIGNALLED: std::sync::LazyLock<std::sync::Arc<AtomicBool>> =
+    std::sync::LazyLock::new(|| std::sync::Arc::new(AtomicBool::new(false)));
+
+/// Whether an interrupt has come (its handler is about to run or runs). An error met meanwhile (a
+/// staged file that vanished under a worker) is a consequence of the interrupt, not a failure of
+/// its own, and a run that ends meanwhile has not ended on its own: the caller should leave the
+/// report and the exit code to the interrupt handler (see [`await_interrupt_exit`]).
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    INTERRUPTED.load(Ordering::SeqCst) || SIGNALLED.load(Ordering::SeqCst)
 }
 
 /// Held while staged outputs are renamed into place, and by the interrupt handler before it
@@ -494,6 +501,9 @@ fn panic_message(info: &std::panic::PanicHookInfo<'_>) -> String {
 /// Call once, from the binary.
 pub fn install() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&SIGNALLED))?;
+    }
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("neardup:signals".into())
