@@ -1305,6 +1305,9 @@ fn an_estimating_audit_of_a_store_of_band_keys_is_told_what_to_do() {
     let out = neardup_in(d, [&args[..], &["--out-dir", "o3"]].concat());
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
-    assert!(said.contains("this run \"minhash.containment = 0.8\""), "{said}");
+    assert!(
+        said.contains("this run \"minhash.containment = 0.8\""),
+        "{said}"
+    );
     assert!(!said.contains("estimate"), "{said}");
 }

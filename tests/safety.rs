@@ -633,6 +633,63 @@ fn an_earlier_corpus_of_ours_is_replaced_whole_and_one_with_a_foreign_file_is_re
     assert!(s.path("o/corpus/b.jsonl").exists());
 }
 
+/// Probe 22b: a file someone put into the old corpus while the commit had it moved aside (a shell
+/// whose working directory it was) was kept with a note, under the staged name, and the next run
+/// removed it as a killed run's leftover. It is kept as `corpus.kept-1`, which no run removes.
+/// And an old corpus holding a name that is not UTF-8 left its own file behind so, every run,
+/// with the same note.
+#[test]
+fn a_file_put_into_the_old_corpus_during_the_commit_outlives_the_next_run() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.path("pages")).unwrap();
+    let page = |text: &str| format!("<html><body><main><p>{text}</p></main></body></html>");
+    let latin = s
+        .path("pages")
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9.html"));
+    std::fs::write(&latin, page(&"un caf\u{e9} noir et sucr\u{e9} ".repeat(20))).unwrap();
+    std::fs::write(
+        s.path("pages/b.html"),
+        page(&"another page of words ".repeat(20)),
+    )
+    .unwrap();
+    let job = s.file(
+        "o/job.toml",
+        &format!(
+            "[input]\npaths = [{:?}]\nformat = \"html\"\n[output]\ndir = \".\"\n\
+             pairs = \"pairs.tsv\"\ncorpus = \"corpus\"\n",
+            s.path("pages")
+        ),
+    );
+    run_ok(&job);
+    let out = neardup().arg("run").arg(&job).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("did not write"), "{}", stderr(&out));
+    let names: Vec<String> = std::fs::read_dir(s.path("o"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("corpus"))
+        .collect();
+    assert_eq!(names, ["corpus"], "the old corpus is gone whole");
+    let pause = s.path("pause");
+    let mut cmd = neardup();
+    cmd.arg("run").arg(&job).stderr(Stdio::piped());
+    let child = spawn_paused(&mut cmd, "old directory moved aside", &pause);
+    let aside = std::fs::read_dir(s.path("o"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("neardup-tmp-old"))
+        .expect("the old corpus moved aside");
+    std::fs::write(aside.join("notes.txt"), "mine").unwrap();
+    std::fs::remove_file(&pause).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kept = s.path("o/corpus.kept-1/notes.txt");
+    assert!(stderr(&out).contains("corpus.kept-1"), "{}", stderr(&out));
+    run_ok(&job);
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "mine");
+}
+
 #[test]
 fn a_users_empty_folder_inside_an_earlier_corpus_is_not_removed() {
     // Regression: a corpus directory whose files were all neardup's was replaced whole, and an

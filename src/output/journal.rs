@@ -142,7 +142,7 @@ impl Journal {
             let Some(aside) = m.aside.as_ref().filter(|a| a.exists()) else {
                 continue;
             };
-            remove_aside(aside, m.before.as_ref())?;
+            remove_aside(aside, &m.to, m.before.as_ref())?;
             fault::point("old directory removed");
         }
         self.remove_copies(false)
@@ -268,29 +268,50 @@ fn rename_new(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
-/// Removes the old corpus directory moved aside to `aside`: the files its record listed
+/// Removes the old corpus directory moved aside to `aside` from `to`: the files its record listed
 /// (`before`) that are still as listed, then its folders while empty. A file someone put into
-/// it while the run committed stays, and so does the directory, with a note (probe 15a: it was
-/// removed whole). A journal that did not list the old directory's files removes it whole.
-fn remove_aside(aside: &Path, before: Option<&Entry>) -> io::Result<()> {
+/// it while the run committed stays (probe 15a: it was removed whole), and so does the directory,
+/// renamed from its staged name, which the next run would remove as a killed run's, to one beside
+/// `to` that no run removes, with a note naming it (probe 22b). A journal that did not list the
+/// old directory's files removes it whole.
+fn remove_aside(aside: &Path, to: &Path, before: Option<&Entry>) -> io::Result<()> {
     let Some(Entry::Dir { files }) = before else {
         return std::fs::remove_dir_all(aside);
     };
-    for (rel, stamp) in files {
-        let path = aside.join(rel);
-        if stamp.matches(&path) {
+    // Found by their real names: a name that is not UTF-8 is listed lossily (probe 22b: such a
+    // file was taken for someone else's and kept).
+    for (rel, path) in super::owned::files_below(aside)? {
+        if files.get(&rel).is_some_and(|stamp| stamp.matches(&path)) {
             remove_if_there(&path)?;
             super::paths::remove_empty_parents(&path, aside);
         }
     }
-    if std::fs::remove_dir(aside).is_err() && aside.exists() {
-        crate::say!(
-            "neardup: note: files neardup did not write were put into the earlier corpus \
-             while the outputs were committed; they were kept in {}",
-            aside.display()
-        );
+    if std::fs::remove_dir(aside).is_ok() || !aside.exists() {
+        return Ok(());
     }
+    let kept = keep_aside(aside, to);
+    crate::say!(
+        "neardup: note: files neardup did not write were put into the earlier corpus while the \
+         outputs were committed; they were kept in {}",
+        kept.display()
+    );
     Ok(())
+}
+
+/// Renames the directory `aside` (an earlier output moved aside, holding someone's files) to
+/// `TO.kept-N` beside the output `to`, the first such name that is free; where it is, if it
+/// cannot be renamed.
+fn keep_aside(aside: &Path, to: &Path) -> PathBuf {
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    for n in 1..1000 {
+        let kept = to.with_file_name(format!("{name}.kept-{n}"));
+        match rename_new(aside, &kept) {
+            Ok(()) => return kept,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(_) => break,
+        }
+    }
+    aside.to_path_buf()
 }
 
 /// Removes a file if it is there.
@@ -383,7 +404,8 @@ mod tests {
         let before = Entry::Dir {
             files: stamps_below(&aside).unwrap(),
         };
-        remove_aside(&aside, Some(&before)).unwrap();
+        let to = dir.path().join("corpus");
+        remove_aside(&aside, &to, Some(&before)).unwrap();
         assert!(!aside.exists(), "what the record listed goes, folders too");
         std::fs::create_dir_all(aside.join("deep")).unwrap();
         std::fs::write(aside.join("a.jsonl"), "a").unwrap();
@@ -392,9 +414,22 @@ mod tests {
             files: stamps_below(&aside).unwrap(),
         };
         std::fs::write(aside.join("deep/notes.txt"), "mine").unwrap();
-        remove_aside(&aside, Some(&before)).unwrap();
-        let left: Vec<String> = stamps_below(&aside).unwrap().into_keys().collect();
+        remove_aside(&aside, &to, Some(&before)).unwrap();
+        // Probe 22b: kept under its staged name, the next run removed it as a killed run's.
+        assert!(!aside.exists());
+        let kept = dir.path().join("corpus.kept-1");
+        let left: Vec<String> = stamps_below(&kept).unwrap().into_keys().collect();
         assert_eq!(left, ["deep/notes.txt"]);
+        // Probe 22b: a file of a name that is not UTF-8 was not found by its recorded name.
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::create_dir(&aside).unwrap();
+        let latin = aside.join(std::ffi::OsStr::from_bytes(b"caf\xe9.html"));
+        std::fs::write(&latin, "page").unwrap();
+        let before = Entry::Dir {
+            files: stamps_below(&aside).unwrap(),
+        };
+        remove_aside(&aside, &to, Some(&before)).unwrap();
+        assert!(!aside.exists() && !dir.path().join("corpus.kept-2").exists());
     }
 
     #[test]

@@ -300,6 +300,17 @@ pub fn checksum(path: &Path) -> io::Result<String> {
 /// or another special file inside is an error: neardup writes none.
 pub fn stamps_below(root: &Path) -> io::Result<BTreeMap<String, Stamp>> {
     let mut out = BTreeMap::new();
+    for (rel, path) in files_below(root)? {
+        out.insert(rel, Stamp::of(&path)?);
+    }
+    Ok(out)
+}
+
+/// Every file below the directory `root`, as a record names it (its path relative to `root`; a
+/// name that is not UTF-8 is read lossily) and at its real path: an error for anything that is
+/// neither a file nor a folder.
+pub fn files_below(root: &Path) -> io::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(dir) = todo.pop() {
         for e in std::fs::read_dir(&dir)? {
@@ -310,7 +321,7 @@ pub fn stamps_below(root: &Path) -> io::Result<BTreeMap<String, Stamp>> {
                 todo.push(path);
             } else if t.is_file() {
                 let rel = path.strip_prefix(root).unwrap_or(&path);
-                out.insert(rel.to_string_lossy().into_owned(), Stamp::of(&path)?);
+                out.push((rel.to_string_lossy().into_owned(), path));
             } else {
                 return Err(io::Error::other(format!(
                     "{} is not a regular file",
