@@ -498,6 +498,15 @@ fn an_audit_refuses_a_stored_document_whose_source_no_longer_has_its_text() {
         "{e}"
     );
     assert!(!d.join("second/matches.tsv").exists());
+    // Probe 22a D3: a source cut short (or whose records moved) lost the stored record; the
+    // error said only "N record(s) sketched by this run could not be read again", naming no file
+    // and blaming this run, where the store's run sketched them.
+    std::fs::write(d.join("a.jsonl"), format!("{}\n", head.join("\n"))).unwrap();
+    let e = refused(d, &args);
+    let last_at = a.len() - a.lines().last().unwrap().len() - 1;
+    let said = format!("a.jsonl changed after its documents were sketched (by this run, or by the run that stored them): no record starts at byte {last_at} any more");
+    assert!(e.contains(&said), "{e}");
+    assert!(!d.join("second/matches.tsv").exists());
 }
 
 /// The audit's stored documents and those it held (the rest streamed past), from its summary.

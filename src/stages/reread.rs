@@ -82,9 +82,14 @@ pub fn read_again(
 ) -> Result<()> {
     let mut found = Found::new(inputs);
     by_file(inputs, &mut requests, |file, piece, offsets, rank_at| {
+        let mut got = Vec::new();
         inputs.source.read_at(piece, offsets, &mut |item| {
-            found.item(file, item, |doc| on(rank_at(doc.location.offset), doc))
+            found.item(file, item, |doc| {
+                got.push(doc.location.offset);
+                on(rank_at(doc.location.offset), doc)
+            })
         });
+        found.note_missing(file, offsets, got);
     });
     found.finish(requests.len())
 }
@@ -98,15 +103,17 @@ pub fn lines_again(
 ) -> Result<()> {
     let mut found = Found::new(inputs);
     by_file(inputs, &mut requests, |file, piece, offsets, rank_at| {
-        let lines = std::cell::Cell::new(0);
+        let got = std::cell::RefCell::new(Vec::new());
         let on_line = std::cell::RefCell::new(|at: Location, line: &[u8]| {
-            lines.set(lines.get() + 1);
+            got.borrow_mut().push(at.offset);
             on(rank_at(at.offset), at, line);
         });
         crate::source::lines::read_at(piece, offsets, &Capture(&on_line), &mut |item| {
             found.item(file, item, |_| Ok(()))
         });
-        found.records += lines.get();
+        let got = got.into_inner();
+        found.records += got.len();
+        found.note_missing(file, offsets, got);
     });
     found.finish(requests.len())
 }
@@ -159,11 +166,13 @@ fn by_file(
     }
 }
 
-/// What reading records again has found: how many were handed on, and the first failure.
+/// What reading records again has found: how many were handed on, the first failure, and the
+/// first record asked for that was not found (its file and offset).
 struct Found<'i> {
     inputs: &'i Inputs,
     records: usize,
     failure: Option<Error>,
+    missing: Option<(usize, u64)>,
 }
 
 impl<'i> Found<'i> {
@@ -172,7 +181,19 @@ impl<'i> Found<'i> {
             inputs,
             records: 0,
             failure: None,
+            missing: None,
         }
+    }
+
+    /// Notes the first of `offsets` (of file `file`) at which no record was read again (`got`:
+    /// where those read start), unless one was noted already.
+    fn note_missing(&mut self, file: usize, offsets: &[u64], mut got: Vec<u64>) {
+        if self.missing.is_some() {
+            return;
+        }
+        got.sort_unstable();
+        let first = offsets.iter().find(|o| got.binary_search(o).is_err());
+        self.missing = first.map(|&offset| (file, offset));
     }
 
     /// A document of file `file` read again goes to `on` (whose error is kept); a skip is the
@@ -197,16 +218,25 @@ impl<'i> Found<'i> {
         }
     }
 
-    /// The first failure, or else an error if fewer than `wanted` records were found.
+    /// The first failure, or else an error if fewer than `wanted` records were found, naming
+    /// the first one missing where it is known.
     fn finish(self, wanted: usize) -> Result<()> {
         let missing = wanted.saturating_sub(self.records);
-        match self.failure {
-            Some(e) => Err(e),
-            None if missing > 0 => Err(Error::Input(format!(
-                "{missing} record(s) sketched by this run could not be read again: did an input \
-                 change?"
+        let sketched = "sketched (by this run, or by the run that stored them)";
+        match (self.failure, self.missing) {
+            (Some(e), _) => Err(e),
+            (None, _) if missing == 0 => Ok(()),
+            (None, Some((file, offset))) => Err(Error::Input(format!(
+                "{} changed after its documents were {sketched}: no record starts at byte \
+                 {offset} any more, where one was sketched ({missing} record(s) of the run's \
+                 inputs could not be read again). Verification reads records again; an audit reads a \
+                 store's documents again from the files they came from, which must stay as they \
+                 were when stored (put the file back as it was)",
+                self.inputs.files[file].path.display()
             ))),
-            None => Ok(()),
+            (None, None) => Err(Error::Input(format!(
+                "{missing} record(s) {sketched} could not be read again: did an input change?"
+            ))),
         }
     }
 }
