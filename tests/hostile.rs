@@ -38,16 +38,6 @@ fn fingerprint_sample(out: impl AsRef<std::ffi::OsStr>, more: &[&str]) -> Output
         .unwrap()
 }
 
-/// Files in `dir`, hidden ones included, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 /// The contents of every visible file in `dir`.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     listing(dir)

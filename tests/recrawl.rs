@@ -16,7 +16,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::{neardup_in, neardup_ok as neardup, run_cluster, spawn_paused};
+use common::{listing, neardup_in, neardup_ok as neardup, run_cluster, spawn_paused};
 use neardup::tools::gen::Rng;
 
 /// A document of a crawl.
@@ -929,12 +929,11 @@ fn store_commands_on_what_is_not_a_store_say_so_and_leave_it_as_it_was() {
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {e}");
         assert!(e.contains("is not a store manifest"), "{args:?}: {e}");
-        let mut names: Vec<_> = std::fs::read_dir(d.join("mine"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        names.sort();
-        assert_eq!(names, ["MANIFEST.json", "notes.txt"], "{args:?}");
+        assert_eq!(
+            listing(&d.join("mine")),
+            ["MANIFEST.json", "notes.txt"],
+            "{args:?}"
+        );
     }
 }
 

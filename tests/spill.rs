@@ -414,9 +414,7 @@ fn an_interrupt_keeps_a_file_the_user_put_in_the_scratch_directory() {
     let out = child.wait_with_output().unwrap();
     let message = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{message}");
-    let mut left = scratch_dirs(&ours);
-    left.sort();
-    assert_eq!(left, ["mine.spill", "notes.txt"], "{message}");
+    assert_eq!(listing(&ours), ["mine.spill", "notes.txt"], "{message}");
 }
 
 /// Issue 20: the documents' rows (URLs, content hashes) that the documents output lists once the

@@ -233,23 +233,30 @@ static SCRATCH_FILES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 /// Makes the empty file `path` in the scratch directory (it must not exist) and registers it to be
 /// removed on an interrupt, unless an interrupt has begun (an error then, and nothing made).
 pub fn create_scratch_file(path: &Path) -> std::io::Result<()> {
-    let mut made = SCRATCH_FILES.lock().unwrap_or_else(|p| p.into_inner());
-    refuse_if_interrupted()?;
-    std::fs::File::create_new(path)?;
-    if let Some(c) = c_path(path) {
-        made.push(c);
-    }
-    Ok(())
+    create_registered(&SCRATCH_FILES, path, |p| {
+        std::fs::File::create_new(p).map(drop)
+    })
 }
 
 /// Makes the folder `dir` of the scratch (a missing folder of its path, or the scratch directory)
 /// and registers it to be removed while empty on an interrupt, unless an interrupt has begun (an
 /// error then, and nothing made).
 pub fn create_scratch_folder(dir: &Path) -> std::io::Result<()> {
-    let mut made = SCRATCH.lock().unwrap_or_else(|p| p.into_inner());
+    create_registered(&SCRATCH, dir, |d| std::fs::create_dir(d))
+}
+
+/// Makes `path` with `make` and adds it to `registry`, holding the registry throughout, unless an
+/// interrupt has begun (an error then, and nothing made): the handler marks the run interrupted
+/// before it holds the registry, so a path is either made and then removed by it, or never made.
+fn create_registered(
+    registry: &Mutex<Vec<CString>>,
+    path: &Path,
+    make: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut made = registry.lock().unwrap_or_else(|p| p.into_inner());
     refuse_if_interrupted()?;
-    std::fs::create_dir(dir)?;
-    if let Some(c) = c_path(dir) {
+    make(path)?;
+    if let Some(c) = c_path(path) {
         made.push(c);
     }
     Ok(())

@@ -174,6 +174,7 @@ impl Spill {
     pub fn open(parent: &Path, maker: Maker) -> Result<Arc<Spill>> {
         let made = make_parents(parent, maker)?;
         let host = hostname();
+        let marker = marker_of(&host, std::process::id());
         remove_stale(parent, &host);
         // Unique among this process's runs (a library may run several at once); one left by an
         // earlier process that had this pid is gone.
@@ -187,7 +188,7 @@ impl Spill {
             }
         };
         if dir.exists() {
-            remove_marked(&dir, &marker_of(&host, std::process::id()));
+            remove_marked(&dir, &marker);
         }
         let mut spill = Spill {
             dir,
@@ -198,9 +199,11 @@ impl Spill {
         };
         maker(&spill.dir, Make::Scratch)
             .map_err(|e| spill.refused(parent, e, "creating the scratch directory"))?;
-        let marker = marker_of(&host, std::process::id());
         let path = spill.dir.join(MARKER);
-        let written = maker(&path, Make::File).and_then(|()| write_marker(&path, &marker));
+        let written = spill.new_file(&path).and_then(|mut file| {
+            file.write_all(marker.as_bytes())?;
+            Ok(file)
+        });
         let file = written
             .map_err(|e| spill.refused(parent, e, "writing the marker of the scratch directory"))?;
         lock_now(&file);
@@ -233,6 +236,13 @@ impl Spill {
         self.refused(parent, e, "creating a spill file in")
     }
 
+    /// The file `path` of the scratch directory, made (it must not exist) by its maker, and
+    /// opened to write and read.
+    fn new_file(&self, path: &Path) -> std::io::Result<File> {
+        (self.maker)(path, Make::File)?;
+        File::options().read(true).write(true).open(path)
+    }
+
     /// This process's scratch directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -252,12 +262,7 @@ impl Spill {
     pub fn file(self: &Arc<Spill>, what: &str) -> Result<SpillFile> {
         let n = self.files.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{what}-{n}{FILE_ENDING}"));
-        (self.maker)(&path, Make::File).map_err(|e| self.not_created(e))?;
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .io_context(|| format!("opening the spill file {}", path.display()))?;
+        let file = self.new_file(&path).map_err(|e| self.not_created(e))?;
         Ok(SpillFile {
             out: BufWriter::with_capacity(1 << 20, file),
             path,
@@ -280,13 +285,6 @@ impl Drop for Spill {
         // Only while empty: another run may have put its own directory there meanwhile.
         remove_parents(&self.made, self.maker);
     }
-}
-
-/// Writes the marker `text` into the empty file at `path`; the file, open.
-fn write_marker(path: &Path, text: &str) -> std::io::Result<File> {
-    let mut file = File::options().read(true).write(true).open(path)?;
-    file.write_all(text.as_bytes())?;
-    Ok(file)
 }
 
 /// Makes the missing folders of the scratch path `parent` with `maker`, parents first, and

@@ -166,6 +166,14 @@ fn by_file(
     }
 }
 
+/// Who sketched the records read again, as the errors say it.
+const SKETCHED: &str = "sketched (by this run, or by the run that stored them)";
+
+/// What an input that changed under a run must do, as the errors say it.
+pub const KEEP_SOURCES: &str = "Verification reads records again; an audit reads a store's \
+    documents again from the files they came from, which must stay as they were when stored (put \
+    the file back as it was)";
+
 /// What reading records again has found: how many were handed on, the first failure, and the
 /// first record asked for that was not found (its file and offset).
 struct Found<'i> {
@@ -205,8 +213,8 @@ impl<'i> Found<'i> {
                 on(&doc).err()
             }
             Item::Skipped(s) => Some(Error::Input(format!(
-                "{} changed after its documents were sketched (by this run, or by the run that \
-                 stored them): the record at byte {} was sketched, and now reads as {}",
+                "{} changed after its documents were {SKETCHED}: the record at byte {} was \
+                 sketched, and now reads as {}",
                 self.inputs.files[file].path.display(),
                 s.at.offset,
                 s.skip
@@ -222,20 +230,17 @@ impl<'i> Found<'i> {
     /// the first one missing where it is known.
     fn finish(self, wanted: usize) -> Result<()> {
         let missing = wanted.saturating_sub(self.records);
-        let sketched = "sketched (by this run, or by the run that stored them)";
         match (self.failure, self.missing) {
             (Some(e), _) => Err(e),
             (None, _) if missing == 0 => Ok(()),
             (None, Some((file, offset))) => Err(Error::Input(format!(
-                "{} changed after its documents were {sketched}: no record starts at byte \
+                "{} changed after its documents were {SKETCHED}: no record starts at byte \
                  {offset} any more, where one was sketched ({missing} record(s) of the run's \
-                 inputs could not be read again). Verification reads records again; an audit reads a \
-                 store's documents again from the files they came from, which must stay as they \
-                 were when stored (put the file back as it was)",
+                 inputs could not be read again). {KEEP_SOURCES}",
                 self.inputs.files[file].path.display()
             ))),
             (None, None) => Err(Error::Input(format!(
-                "{missing} record(s) {sketched} could not be read again: did an input change?"
+                "{missing} record(s) {SKETCHED} could not be read again: did an input change?"
             ))),
         }
     }

@@ -419,41 +419,7 @@ impl Store {
         };
         first_difference(&other(&stored), &other(parameters)).or(Some(difference))
     }
-}
 
-/// What a store of MinHash's band keys says it keeps.
-const BAND_KEYS: &str = "minhash.values = band keys";
-
-/// The first setting in which a store's `stored` parameters and a run's differ: see
-/// [`Store::first_difference`].
-fn first_difference(stored: &[String], parameters: &[String]) -> Option<(String, String)> {
-    if stored == parameters {
-        return None;
-    }
-    fn key(line: &str) -> &str {
-        line.split(" = ").next().unwrap_or(line)
-    }
-    fn find<'a>(lines: &'a [String], k: &str) -> Option<&'a String> {
-        lines.iter().find(|l| key(l) == k)
-    }
-    let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
-    let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
-    let ours = stored.iter().find(|l| differs(l, parameters));
-    let theirs = || parameters.iter().find(|l| differs(l, stored));
-    let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
-        (Some(line), _) => (Some(line), find(parameters, key(line))),
-        (None, Some(line)) => (find(stored, key(line)), Some(line)),
-        // The same lines in another order (or a key written twice): by place, as before.
-        (None, None) => {
-            let i = (0..stored.len().max(parameters.len()))
-                .find(|&i| stored.get(i) != parameters.get(i))?;
-            (stored.get(i), parameters.get(i))
-        }
-    };
-    Some((show(has), show(this_run)))
-}
-
-impl Store {
     /// True if a segment of the store has these bytes, or had them before a compaction merged
     /// it into another.
     pub fn holds(&self, bytes: &[u8]) -> bool {
@@ -744,6 +710,38 @@ impl Store {
         replace_file(&staged, &path, &text, Some(points))
             .io_context(|| format!("writing {}", path.display()))
     }
+}
+
+/// What a store of MinHash's band keys says it keeps.
+const BAND_KEYS: &str = "minhash.values = band keys";
+
+/// The first setting in which a store's `stored` parameters and a run's differ: see
+/// [`Store::first_difference`].
+fn first_difference(stored: &[String], parameters: &[String]) -> Option<(String, String)> {
+    if stored == parameters {
+        return None;
+    }
+    fn key(line: &str) -> &str {
+        line.split(" = ").next().unwrap_or(line)
+    }
+    fn find<'a>(lines: &'a [String], k: &str) -> Option<&'a String> {
+        lines.iter().find(|l| key(l) == k)
+    }
+    let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
+    let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
+    let ours = stored.iter().find(|l| differs(l, parameters));
+    let theirs = || parameters.iter().find(|l| differs(l, stored));
+    let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
+        (Some(line), _) => (Some(line), find(parameters, key(line))),
+        (None, Some(line)) => (find(stored, key(line)), Some(line)),
+        // The same lines in another order (or a key written twice): by place, as before.
+        (None, None) => {
+            let i = (0..stored.len().max(parameters.len()))
+                .find(|&i| stored.get(i) != parameters.get(i))?;
+            (stored.get(i), parameters.get(i))
+        }
+    };
+    Some((show(has), show(this_run)))
 }
 
 /// Checks the `segments/` folder of the store in `dir`, whose manifest is `manifest`. A store

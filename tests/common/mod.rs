@@ -338,3 +338,13 @@ pub fn spawn_paused(
     assert!(pause.exists(), "it ended before {label:?}");
     child
 }
+
+/// Files in `dir`, hidden ones included, sorted.
+pub fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}

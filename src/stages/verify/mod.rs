@@ -166,12 +166,11 @@ fn same_text(inputs: &Inputs, doc: &Document<'_>, text: &str, sketched: u128) ->
     let at = doc.location;
     Err(crate::error::Error::Input(format!(
         "{} changed after its documents were sketched: the record at byte {} (id {}) no longer \
-         has the text it had. Verification reads records again; an audit reads a store's \
-         documents again from the files they came from, which must stay as they were when \
-         stored (put the file back as it was)",
+         has the text it had. {}",
         inputs.files[at.file as usize].name(),
         at.offset,
         doc.id.as_deref().unwrap_or("none"),
+        reread::KEEP_SOURCES,
     )))
 }
 
