@@ -1598,6 +1598,34 @@ fn a_commit_whose_outputs_or_store_were_moved_away_waits_until_they_are_back() {
     assert_eq!(segment(&o), "000002.seg");
 }
 
+/// Probe 22a D5: after a run was killed past its commit point, `store info` called the file that
+/// named the commit's journal a manifest of a "commit never made"; with the outputs' directory
+/// moved away it said the next writer removes what every writer refuses. Each is now said as it is.
+#[test]
+fn store_info_says_what_a_kill_past_the_commit_point_left() {
+    let (dir, job) = crawls_and_job(29, "sim", "method = \"simhash\"\n[simhash]\nk = 3\n");
+    let (d, job) = (dir.path(), job.as_str());
+    let noted = |st: &str| {
+        let out = killed_at(d, &["store", "info", st], None);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let (st, _) = killed_at_the_commit_point(d, job, "made");
+    let said = noted(&st);
+    assert_eq!(stored_documents(d, &st), 120, "the commit was made");
+    assert!(!said.contains("never made"), "{said}");
+    assert!(said.contains("commit no longer pending"), "{said}");
+    let (st, o) = killed_at_the_commit_point(d, job, "away");
+    std::fs::rename(d.join(&o), d.join("moved")).unwrap();
+    let said = noted(&st);
+    assert!(
+        said.contains("cannot tell whether that commit was made") && !said.contains("removes them"),
+        "{said}"
+    );
+    let refused = killed_at(d, &["store", "compact", &st], None);
+    assert_eq!(refused.status.code(), Some(1), "as the note says");
+}
+
 /// A probe's defect: a summary written to standard output was written before the commit point,
 /// so a run killed before it said it had added a segment that the next writer then removed. Now
 /// a summary on standard output is written once the store holds the segment.

@@ -207,10 +207,11 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Says on standard error what killed runs left in the store `dir` (`left`: pending manifests of
-/// commits never made, segments no manifest names): not part of the store, and removed by its
-/// next writer.
+/// Says on standard error what killed runs left in the store `dir` (`left`: pending manifests,
+/// the files naming their journals, segments no manifest names): not part of the store, and
+/// removed by its next writer, unless neardup cannot tell whether a commit was made.
 fn note_leftovers(left: &[String], dir: &std::path::Path, writer: Option<u32>) {
+    use neardup::store::joined::{leftover, Leftover};
     if left.is_empty() {
         return;
     }
@@ -225,14 +226,48 @@ fn note_leftovers(left: &[String], dir: &std::path::Path, writer: Option<u32>) {
         );
         return;
     }
+    let kinds: Vec<(&String, Leftover)> = left.iter().map(|n| (n, leftover(dir, n))).collect();
+    let of = |want: fn(&Leftover) -> bool| -> Vec<&str> {
+        let named = kinds.iter().filter(|(_, k)| want(k));
+        named.map(|(n, _)| n.as_str()).collect()
+    };
+    let undecidable = of(|k| matches!(k, Leftover::Undecidable(_)));
+    let why = kinds.iter().find_map(|(_, k)| match k {
+        Leftover::Undecidable(why) => Some(why),
+        _ => None,
+    });
+    if let Some(why) = why {
+        note_undecidable(dir, &undecidable, why);
+    }
+    let removable = of(|k| *k == Leftover::Removable);
+    let unpended = of(|k| *k == Leftover::Unpended);
+    let said = [
+        (removable, "manifests of commits never made, or segments no manifest names"),
+        (unpended, "files that named the journal of a commit no longer pending: its manifest was renamed into place, or never written"),
+    ];
+    for (names, what) in said.iter().filter(|(names, _)| !names.is_empty()) {
+        neardup::say!(
+            "neardup: note: the store {} holds {} file(s) that killed runs or compactions left \
+             ({}: {what}); they are not part of the store, and the next run that writes it (or \
+             `neardup store compact`) removes them",
+            dir.display(),
+            names.len(),
+            names.join(", ")
+        );
+    }
+}
+
+/// Says that the store `dir` holds a pending manifest (with its segment and the file naming its
+/// journal: `names`) whose journal neardup cannot look at (`why`), so writers refuse the store.
+fn note_undecidable(dir: &std::path::Path, names: &[&str], why: &str) {
     neardup::say!(
-        "neardup: note: the store {} holds {} file(s) that killed runs or compactions left \
-         ({}: manifests of commits never made, or segments no manifest names); they are not \
-         part of the store, and the next run that writes it (or `neardup store compact`) \
-         removes them",
+        "neardup: note: the store {} holds the new manifest of a run killed while it committed \
+         ({}), and {why}, so neardup cannot tell whether that commit was made: every run that \
+         writes the store (and `neardup store compact`) refuses it until that directory is back \
+         (opening the store then finishes the commit), or until the pending manifest is removed \
+         to give the commit up; readers use the store as it was before that commit",
         dir.display(),
-        left.len(),
-        left.join(", ")
+        names.join(", ")
     );
 }
 

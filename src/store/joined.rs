@@ -266,6 +266,58 @@ pub fn pending_of(name: &str) -> &str {
     name.strip_suffix(".journal").unwrap_or(name)
 }
 
+/// What a file a killed run left beside the store's manifest is, for saying so.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Leftover {
+    /// The pending manifest of a commit whose journal cannot be looked at (why), or the file
+    /// naming that journal: no writer opens the store until neardup can tell.
+    Undecidable(String),
+    /// The file that named the journal of a commit no longer pending: its manifest was renamed
+    /// into place, or never written.
+    Unpended,
+    /// A pending manifest whose journal never landed, or any other file a writer removes.
+    Removable,
+}
+
+/// What the file `name` of [`pending_names`] in the store `dir` is.
+pub fn leftover(dir: &Path, name: &str) -> Leftover {
+    let pending = pending_of(name);
+    if let Some(segment) = name
+        .strip_prefix(SEGMENTS)
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        return undecidable_naming(dir, segment).map_or(Leftover::Removable, Leftover::Undecidable);
+    }
+    if !is_pending_name(pending) {
+        return Leftover::Removable; // a staged manifest
+    }
+    let path = dir.join(pending);
+    if pending != name && fs::symlink_metadata(&path).is_err() {
+        return Leftover::Unpended;
+    }
+    match verdict(&path) {
+        Verdict::Unknown(why) => Leftover::Undecidable(why),
+        _ => Leftover::Removable,
+    }
+}
+
+/// Why neardup cannot tell whether the commit of a pending manifest in the store `dir` that
+/// names the segment `segment` was made, if one does and cannot be told.
+fn undecidable_naming(dir: &Path, segment: &str) -> Option<String> {
+    let manifests = pending_names(dir)
+        .into_iter()
+        .filter(|n| pending_of(n) == n);
+    manifests.map(|n| dir.join(n)).find_map(|path| {
+        let text = fs::read(&path).ok()?;
+        let m = serde_json::from_slice::<Manifest>(&text).ok()?;
+        m.segments.iter().any(|s| s.name == segment).then_some(())?;
+        match verdict(&path) {
+            Verdict::Unknown(why) => Some(why),
+            _ => None,
+        }
+    })
+}
+
 /// True for a name neardup gives a pending manifest: [`PENDING`], a pid, `-`, a clock reading.
 fn is_pending_name(name: &str) -> bool {
     let Some((pid, clock)) = name.strip_prefix(PENDING).and_then(|r| r.split_once('-')) else {
