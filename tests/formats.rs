@@ -176,6 +176,28 @@ fn pages_whose_names_differ_only_in_bytes_that_are_not_utf8_keep_their_own_ids()
     );
 }
 
+/// Probe 22b: `caf\xE9.html` and a page really named `caf%E9.html` had one id, `caf%E9.html`,
+/// and the second was skipped as a duplicate id and lost from the corpus. A `%` that reads as an
+/// escape is now `%25`; one that does not stays as it was.
+#[test]
+fn a_page_named_with_a_percent_escape_and_one_with_that_byte_keep_their_own_ids() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let names = [&b"caf\xe9.html"[..], b"caf%E9.html", b"caf%20.html"];
+    let rows = pairs_of_one_page_named(dir.path(), &names.map(std::ffi::OsStr::from_bytes));
+    let mut ids: Vec<&str> = rows.iter().flat_map(|r| [&r[0][..], &r[1][..]]).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(
+        ids,
+        [
+            "pages/caf%20.html",
+            "pages/caf%25E9.html",
+            "pages/caf%E9.html"
+        ]
+    );
+}
+
 #[test]
 fn tsv_escapes_html_page_names_and_eval_reads_them_back() {
     let dir = tempfile::tempdir().unwrap();

@@ -121,7 +121,7 @@ impl<'a> Pass<'a> {
         docs.shrink_to_fit();
         self.kept = docs.kept.take();
         let files = plan.inputs.files.iter();
-        let files = files.map(|f| f.path.display().to_string()).collect();
+        let files = files.map(crate::source::InputFile::name).collect();
         let mut shown = Vec::new();
         let unit = plan.inputs.source.entry().split.offset_unit();
         let notes = &counters.notes;

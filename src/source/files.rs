@@ -80,7 +80,8 @@ impl InputFile {
     /// pages whose names differed only there had one id, and the second was skipped as a
     /// duplicate.
     pub fn name(&self) -> String {
-        escaped(&self.path)
+        use std::os::unix::ffi::OsStrExt;
+        unambiguous(self.path.as_os_str().as_bytes())
     }
 
     /// Its canonical path written as [`InputFile::name`] writes a path: what the documents output
@@ -115,6 +116,37 @@ pub fn escaped_bytes(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// `bytes` as [`escaped_bytes`] writes them, and a `%` that could be read as the start of such an
+/// escape (`%` and two hex digits from `80` to `FF`) or of this one (`%25`) written `%25`, so
+/// that two names give two texts: `caf%E9.html` and `caf\xE9.html` were both `caf%E9.html`
+/// (probe 22b). Any other `%` stays, so the names of most files are as they were.
+pub fn unambiguous(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        let mut rest = chunk.valid();
+        while let Some(at) = rest.find('%') {
+            out.push_str(&rest[..at]);
+            rest = &rest[at + 1..];
+            out.push_str(if reads_as_escape(rest) { "%25" } else { "%" });
+        }
+        out.push_str(rest);
+        for b in chunk.invalid() {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// True when a `%` followed by `after` would read as an escape of [`unambiguous`].
+fn reads_as_escape(after: &str) -> bool {
+    let Some(hex) = after.get(..2) else {
+        return false;
+    };
+    let digits = hex.bytes().all(|b| b.is_ascii_hexdigit());
+    digits && (hex == "25" || u8::from_str_radix(hex, 16).is_ok_and(|b| b >= 0x80))
 }
 
 /// A piece of one file: the lines that start at byte offsets in `start..end`.
@@ -1038,6 +1070,49 @@ pub(crate) fn plain_file(dir: &Path, name: &str, content: &[u8]) -> InputFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes [`unambiguous`] wrote `text` from.
+    fn decoded(text: &str) -> Vec<u8> {
+        let (b, mut out, mut i) = (text.as_bytes(), Vec::new(), 0);
+        while i < b.len() {
+            let hex = text
+                .get(i + 1..i + 3)
+                .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()));
+            match hex.map(|h| u8::from_str_radix(h, 16).unwrap()) {
+                Some(v) if b[i] == b'%' && (v >= 0x80 || v == 0x25) => {
+                    out.push(v);
+                    i += 3;
+                }
+                _ => {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Probe 22b: `caf%E9.html` and `caf\xE9.html` were both named `caf%E9.html`, and the
+        /// second page was skipped as a duplicate id. A name is now written so that it can be read
+        /// back, so two names are two texts.
+        #[test]
+        fn two_file_names_are_never_one_id(
+            bytes in proptest::collection::vec(proptest::sample::select(b"%25E9e8Aa\xe9\xc3\xa9/".to_vec()), 0..12)
+        ) {
+            proptest::prop_assert_eq!(decoded(&unambiguous(&bytes)), bytes);
+        }
+    }
+
+    #[test]
+    fn a_name_with_a_percent_sign_is_as_it_was_unless_it_reads_as_an_escape() {
+        assert_eq!(unambiguous(b"caf\xe9.html"), "caf%E9.html");
+        assert_eq!(unambiguous(b"caf%E9.html"), "caf%25E9.html");
+        assert_eq!(unambiguous(b"100%.html"), "100%.html");
+        assert_eq!(unambiguous(b"a%20b.html"), "a%20b.html");
+        assert_eq!(unambiguous(b"a%2520b.html"), "a%252520b.html");
+        assert_eq!(unambiguous("café.html".as_bytes()), "café.html");
+    }
 
     #[test]
     fn plans_cover_files_and_balance() {

@@ -61,7 +61,7 @@ pub fn file_counts(
         .iter()
         .zip(total)
         .map(|(f, (kept, dropped))| FileCounts {
-            file: f.path.display().to_string(),
+            file: f.name(),
             kept,
             dropped,
         })
