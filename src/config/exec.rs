@@ -90,6 +90,15 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
         }
         // A host is a name or address without spaces; port 0 would be any port, which no peer
         // could find.
+        let bracketed = line.starts_with('[') && line.contains("]:");
+        ensure!(
+            bracketed || line.matches(':').count() < 2 || line.contains(char::is_whitespace),
+            Config,
+            "{}:{}: {line:?} holds an IPv6 address without brackets, which cannot be told from \
+             its port: write [ADDRESS]:PORT, for example [::1]:2101",
+            path.display(),
+            i + 1
+        );
         let address = line.rsplit_once(':').and_then(|(host, port)| {
             let host_ok = !host.is_empty() && !host.contains(char::is_whitespace);
             let port = port.parse::<u16>().ok().filter(|&p| p > 0)?;

@@ -126,6 +126,48 @@ impl Environment {
 /// The place `launcher` gives this process; `Auto` with no launcher found is one process
 /// (`launcher: "none"`).
 pub fn place(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> Result<Place> {
+    if let Some(empty) = LAUNCH_VARIABLES
+        .iter()
+        .find(|v| env.is_set(v) && env.var(v).is_none())
+    {
+        bail!(
+            Config,
+            "{empty} is set but empty: give it a value, or unset it (docs/CLUSTER.md)"
+        )
+    }
+    let place = place_of(launcher, hostfile, env)?;
+    let named = env.number("NEARDUP_PROCESS")?;
+    match named {
+        Some(n) if n != place.process && matches!(place.launcher, "slurm" | "kubernetes") => bail!(
+            Config,
+            "NEARDUP_PROCESS={n}, but {} makes this process {}: unset NEARDUP_PROCESS, which \
+             names a line of a --hostfile",
+            place.launcher,
+            place.process
+        ),
+        _ => Ok(place),
+    }
+}
+
+/// Every variable a launcher is read from.
+const LAUNCH_VARIABLES: [&str; 13] = [
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "NEARDUP_PORT",
+    "NEARDUP_PROCESS",
+    "NEARDUP_PROCESSES",
+    "NEARDUP_SERVICE",
+    "NEARDUP_POD_NAME",
+    "NEARDUP_NAMESPACE",
+];
+
+/// [`place`], its variables checked.
+fn place_of(launcher: Launcher, hostfile: Option<&Path>, env: &Environment) -> Result<Place> {
     match launcher {
         Launcher::Slurm => slurm(env),
         Launcher::Kubernetes => kubernetes(env),
@@ -194,10 +236,9 @@ fn auto_launcher(env: &Environment) -> Option<(&'static str, String)> {
 /// on consecutive ports from `NEARDUP_PORT`.
 fn slurm(env: &Environment) -> Result<Place> {
     let need = |name: &str, n: Option<usize>| -> Result<usize> {
-        let unset = if env.is_set(name) { "empty" } else { "not set" };
         n.ok_or_else(|| {
             crate::error::Error::Config(format!(
-                "--cluster slurm: {name} is {unset} (run under srun)"
+                "--cluster slurm: {name} is not set (run under srun)"
             ))
         })
     };
@@ -228,7 +269,7 @@ fn slurm(env: &Environment) -> Result<Place> {
 }
 
 /// The step's variable `step`, else the job's `job`, with its name; an error naming both when
-/// neither is set, or saying that one is set but empty.
+/// neither is set ([`place`] refuses one set but empty).
 fn slurm_variable<'a>(
     env: &'a Environment,
     step: &'static str,
@@ -239,17 +280,10 @@ fn slurm_variable<'a>(
             return Ok((name, v));
         }
     }
-    match [step, job].into_iter().find(|n| env.is_set(n)) {
-        Some(empty) => bail!(
-            Config,
-            "--cluster slurm: {empty} is set but empty (and {} is not set)",
-            if empty == step { job } else { step }
-        ),
-        None => bail!(
-            Config,
-            "--cluster slurm: {job} is not set (nor {step}): run under srun"
-        ),
-    }
+    bail!(
+        Config,
+        "--cluster slurm: {job} is not set (nor {step}): run under srun"
+    )
 }
 
 /// A setting's error, said of what it was read from (`SLURM_JOB_NODELIST: ...`).
@@ -320,9 +354,17 @@ fn check_slurm_node(env: &Environment, address: &str, process: usize) -> Result<
 /// Brackets may appear several times in one name (`rack[1-2]-n[1-2]`); zero padding is kept.
 pub fn expand_nodelist(list: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
+    let said = |e| said_of(e, &format!("Slurm node list {list:?}"));
     for item in split_top_level(list) {
-        expand_name(item, &mut out)
-            .map_err(|e| said_of(e, &format!("Slurm node list {list:?}")))?;
+        if item.trim().is_empty() {
+            return Err(said(crate::error::Error::Config("an empty name".into())));
+        }
+        expand_name(item, &mut out).map_err(said)?;
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = out.iter().find(|n| !seen.insert(n.as_str())) {
+        let e = format!("names {twice} twice: each node runs its tasks on ports of its own");
+        return Err(said(crate::error::Error::Config(e)));
     }
     Ok(out)
 }
@@ -342,7 +384,7 @@ fn split_top_level(list: &str) -> Vec<&str> {
         }
     }
     items.push(&list[start..]);
-    items.into_iter().filter(|s| !s.trim().is_empty()).collect()
+    items
 }
 
 /// The most names a node list may expand to (Slurm's largest clusters have tens of thousands).
@@ -439,13 +481,14 @@ fn kubernetes(env: &Environment) -> Result<Place> {
             "--cluster kubernetes: no pod name (set NEARDUP_POD_NAME from metadata.name)"
         )
     };
+    // A StatefulSet numbers its pods 0, 1, ...: no sign, no leading zero, a set's name first.
     let ordinal_of = |o: &str| {
-        o.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| o.parse().ok())?
+        let canonical = !o.is_empty() && (o == "0" || !o.starts_with('0'));
+        (canonical && o.bytes().all(|b| b.is_ascii_digit())).then(|| o.parse().ok())?
     };
     let Some((set, ordinal)) = pod
         .rsplit_once('-')
+        .filter(|(s, _)| !s.is_empty())
         .and_then(|(s, o)| Some((s, ordinal_of(o)?)))
     else {
         let from = match env.var("NEARDUP_POD_NAME") {
@@ -722,6 +765,86 @@ mod tests {
     /// Defects (probe 13b): a count of 0 processes was said to put task 0 out of range; an empty
     /// node list was "not set"; a bad node list or tasks per node did not name its variable;
     /// `--hostfile` under `--cluster auto` was passed over when Slurm's variables were set.
+    /// Probe 23 (1, 5, 6, 7, 9): a launcher variable set but empty was taken for unset, so
+    /// `--cluster auto` with `SLURM_PROCID=` ran the whole job alone and `NEARDUP_PORT=` moved to
+    /// 2101; `NEARDUP_PROCESS` was passed over under Slurm; a node list naming a node twice gave two
+    /// tasks one address, and a trailing comma passed; pods `-1` and `dedup-01` were taken; a
+    /// hostfile's bare IPv6 address lost its last group to the port. Each is refused, named.
+    #[test]
+    fn empty_variables_conflicting_indexes_and_unreadable_addresses_are_refused_before_work() {
+        let slurm = [
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "n[1-2]"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut vars = slurm.to_vec();
+            vars.retain(|(k, _)| extra.iter().all(|(e, _)| e != k));
+            vars.extend_from_slice(extra);
+            vars
+        };
+        let refused = |launcher, vars: &[(&str, &str)]| {
+            place(launcher, None, &env(vars, Some("n2")))
+                .map_err(|e| e.to_string())
+                .unwrap_err()
+        };
+        assert!(place(Launcher::Auto, None, &env(&slurm, Some("n2"))).is_ok());
+        for (extra, says) in [
+            (("SLURM_PROCID", ""), "SLURM_PROCID is set but empty"),
+            (("SLURM_NTASKS", " "), "SLURM_NTASKS is set but empty"),
+            (("NEARDUP_PORT", ""), "NEARDUP_PORT is set but empty"),
+            (
+                ("SLURM_STEP_NODELIST", ""),
+                "SLURM_STEP_NODELIST is set but empty",
+            ),
+            (
+                ("NEARDUP_NAMESPACE", ""),
+                "NEARDUP_NAMESPACE is set but empty",
+            ),
+            (
+                ("NEARDUP_PROCESS", "0"),
+                "NEARDUP_PROCESS=0, but slurm makes this process 1",
+            ),
+            (("SLURM_JOB_NODELIST", "n1,n1"), "names n1 twice"),
+            (("SLURM_JOB_NODELIST", "n[1-2],"), "an empty name"),
+        ] {
+            let err = refused(Launcher::Auto, &with(&[extra]));
+            assert!(err.contains(says), "{extra:?}: {err}");
+        }
+        assert!(place(
+            Launcher::Auto,
+            None,
+            &env(&with(&[("NEARDUP_PROCESS", "1")]), None)
+        )
+        .is_ok());
+        let pod = |name: &'static str| {
+            let vars = [
+                ("NEARDUP_SERVICE", "svc"),
+                ("NEARDUP_PROCESSES", "3"),
+                ("NEARDUP_POD_NAME", name),
+            ];
+            place(Launcher::Kubernetes, None, &env(&vars, None)).map_err(|e| e.to_string())
+        };
+        assert_eq!(pod("dedup-1").unwrap().process, 1);
+        for name in ["-1", "dedup-01", "dedup-+1"] {
+            let err = pod(name).unwrap_err();
+            assert!(
+                err.contains("is not <statefulset>-<ordinal>"),
+                "{name}: {err}"
+            );
+        }
+        for text in ["127.0.0.1:23540\nfd00::2\n", "::1:23210\n[::1]:23211\n"] {
+            let (_dir, path) = hosts(text);
+            let err = crate::config::exec::read_hostfile(&path)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("without brackets") && err.contains(":1:") == text.starts_with(':'),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn launcher_variables_that_cannot_make_a_cluster_are_named() {
         let slurm = |extra: &[(&'static str, &'static str)]| {
