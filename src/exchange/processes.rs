@@ -123,8 +123,15 @@ fn read_hello(s: &mut TcpStream, peer: &str, first_word: Option<Duration>) -> Re
         .map_err(|e| Error::Cluster(format!("bad handshake from {peer}: {e}")))
 }
 
-/// Why a process that connected is not one this process `me` of `n` expects.
-fn unexpected(peer: &Hello, from: std::net::SocketAddr, me: usize, n: usize) -> String {
+/// Why a process that connected from `from` is not one this process `me` of `n` expects;
+/// `earlier`: where the process of its index connected from before, if one did.
+fn unexpected(
+    peer: &Hello,
+    from: std::net::SocketAddr,
+    me: usize,
+    n: usize,
+    earlier: Option<std::net::SocketAddr>,
+) -> String {
     let p = peer.process;
     if peer.processes != n {
         return format!(
@@ -133,8 +140,16 @@ fn unexpected(peer: &Hello, from: std::net::SocketAddr, me: usize, n: usize) -> 
             peer.processes
         );
     }
+    if let Some(earlier) = earlier {
+        return format!(
+            "two processes say they are process {p}, one connected from {earlier} and one from \
+             {from}: give each process its own index (--process, NEARDUP_PROCESS, or its own \
+             line of the hostfile)"
+        );
+    }
     format!(
-        "a process from {from} says it is process {p}, which is not a peer this process expects"
+        "a process from {from} says it is process {p}, which is not one this process ({me} of \
+         {n}) waits for: only processes after {me} connect to it; are the processes placed alike?"
     )
 }
 
@@ -354,6 +369,7 @@ pub fn form(
         deadline,
         secs: timeout.as_secs_f64(),
         sockets: (0..n).map(|_| None).collect(),
+        early: (0..n).map(|_| None).collect(),
         problems: Vec::new(),
         hellos: vec![hello.clone()],
         hello,
@@ -417,6 +433,8 @@ struct Forming<'a> {
     secs: f64,
     /// One socket per peer (`None` at `me` and for peers not yet connected).
     sockets: Vec<Option<TcpStream>>,
+    /// The verdicts read while this process still waited for others ([`Forming::read_early_verdicts`]).
+    early: Vec<Option<Vec<u8>>>,
     /// What is wrong, first first: every process says the first it found.
     problems: Vec<String>,
     /// Every process's hello, to name the one that differs the same way in every process.
@@ -503,9 +521,18 @@ impl Forming<'_> {
                     };
                     send_hello(&mut s, &self.hello).map_err(net)?;
                     let p = peer.process;
+                    waiting += usize::from(self.forget_if_closed(p, from));
                     if p <= me || p >= n || self.sockets[p].is_some() {
-                        self.problems.push(unexpected(&peer, from, me, n));
-                        continue;
+                        // Said at once, to it too: waiting on would end in a timeout that
+                        // names only the process still missing.
+                        let earlier = self
+                            .sockets
+                            .get(p)
+                            .and_then(|s| s.as_ref()?.peer_addr().ok());
+                        let problem = unexpected(&peer, from, me, n, earlier);
+                        let _ = write_frame(&mut s, problem.as_bytes());
+                        self.problems.push(problem);
+                        return Ok(());
                     }
                     waiting -= 1;
                     if self.joined(p, peer, s) {
@@ -516,12 +543,68 @@ impl Forming<'_> {
                     if Instant::now() >= self.deadline {
                         return Err(self.not_connected());
                     }
+                    self.read_early_verdicts()?;
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
             }
         }
         Ok(())
+    }
+
+    /// Reads the verdicts that peers already formed have sent while this process still waits
+    /// for others: a refusal stops it at once (it used to wait out its deadline and name only
+    /// the process still missing), as does a lower process that left.
+    fn read_early_verdicts(&mut self) -> Result<()> {
+        for p in 0..self.sockets.len() {
+            let (Some(s), None) = (&mut self.sockets[p], &self.early[p]) else {
+                continue;
+            };
+            s.set_nonblocking(true).map_err(net)?;
+            let waiting = s.peek(&mut [0u8; 1]);
+            s.set_nonblocking(false).map_err(net)?;
+            match waiting {
+                Ok(0) if p < self.me => bail!(
+                    Cluster,
+                    "process {p} left during start-up (its connection closed)"
+                ),
+                Ok(0) => {} // a higher process that may connect again
+                Ok(_) => {
+                    let v =
+                        read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
+                    refused(&[(p, &v)])?;
+                    self.early[p] = Some(v);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e).io_context(|| format!("process {p} left during start-up")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets process `p`'s connection if it has closed (the process died during start-up and
+    /// is connecting again, from `from`, as a restarted pod does); true if it did.
+    fn forget_if_closed(&mut self, p: usize, from: std::net::SocketAddr) -> bool {
+        let Some(Some(s)) = self.sockets.get(p) else {
+            return false;
+        };
+        let _ = s.set_nonblocking(true);
+        let closed = match s.peek(&mut [0u8; 1]) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+        };
+        let _ = s.set_nonblocking(false);
+        if closed {
+            crate::say!(
+                "neardup: process {p} connected again from {from}: its earlier connection had \
+                 closed, so the new one is taken"
+            );
+            self.sockets[p] = None;
+            self.early[p] = None;
+            self.hellos.retain(|h| h.process != p);
+        }
+        closed
     }
 
     /// The higher-numbered processes that did not connect in time.
@@ -562,24 +645,38 @@ impl Forming<'_> {
             }
             bail!(Cluster, "{verdict}");
         }
-        let mut refusals = Vec::new();
+        let mut theirs = Vec::new();
         for (p, s) in self.sockets.iter_mut().enumerate() {
             if let Some(s) = s {
-                let v = read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
-                if !v.is_empty() {
-                    refusals.push(format!("process {p}: {}", String::from_utf8_lossy(&v)));
-                }
+                let v = match self.early[p].take() {
+                    Some(v) => v,
+                    None => {
+                        read_frame(s).io_context(|| format!("process {p} left during start-up"))?
+                    }
+                };
+                theirs.push((p, v));
             }
         }
-        if !refusals.is_empty() {
-            bail!(
-                Cluster,
-                "another process refused to start, so this one stops too: {}",
-                refusals.join("; ")
-            );
-        }
-        Ok(())
+        let theirs: Vec<(usize, &[u8])> = theirs.iter().map(|(p, v)| (*p, &v[..])).collect();
+        refused(&theirs)
     }
+}
+
+/// An error naming every refusal among the peers' verdicts (`(process, verdict)`; empty: agreed).
+fn refused(verdicts: &[(usize, &[u8])]) -> Result<()> {
+    let refusals: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(p, v)| format!("process {p}: {}", String::from_utf8_lossy(v)))
+        .collect();
+    if !refusals.is_empty() {
+        bail!(
+            Cluster,
+            "another process refused to start, so this one stops too: {}",
+            refusals.join("; ")
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -802,6 +899,82 @@ mod tests {
             assert!(formed.is_ok(), "process {p}: {:#}", formed.unwrap_err());
         }
         drop(silent);
+    }
+
+    /// Three free loopback addresses.
+    fn three_addresses() -> Vec<String> {
+        let listeners: Vec<_> = (0..3)
+            .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let ports = listeners.iter().map(|l| l.local_addr().unwrap().port());
+        ports.map(|p| format!("127.0.0.1:{p}")).collect()
+    }
+
+    /// Probe 23 (3): two processes started with index 1 both connected to process 0, and every
+    /// process waited out its deadline to name only the missing process 2. Process 0 names both at
+    /// once, and the others stop on its verdict, before their deadline.
+    #[test]
+    fn two_processes_of_one_index_are_named_at_once_by_all() {
+        let (first, other) = (three_addresses(), three_addresses());
+        let mut second = first.clone();
+        second[1] = other[1].clone(); // its own listening address, the same index
+        let start = |addresses: Vec<String>, me: usize| {
+            std::thread::spawn(move || {
+                let wait = Duration::from_secs(30);
+                form(&addresses, me, 1, "p", wait, || Ok(())).map(|s| s.len())
+            })
+        };
+        let started = Instant::now();
+        let zero = start(first.clone(), 0);
+        let one = start(first, 1);
+        std::thread::sleep(Duration::from_millis(300));
+        let again = start(second, 1);
+        for h in [zero, one, again] {
+            let err = format!("{:#}", h.join().unwrap().unwrap_err());
+            assert!(
+                err.contains("two processes say they are process 1"),
+                "{err}"
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "not at the deadline"
+        );
+    }
+
+    /// Probe 23 (2): a process that connected and died during start-up could not join again when
+    /// restarted (a pod restarted by its StatefulSet): process 0 kept its closed connection and
+    /// refused the new one. The new one is taken.
+    #[test]
+    fn a_process_that_died_during_start_up_joins_when_started_again() {
+        let addresses = three_addresses();
+        let start = |me: usize| {
+            let addresses = addresses.clone();
+            std::thread::spawn(move || {
+                let wait = Duration::from_secs(30);
+                form(&addresses, me, 1, "p", wait, || Ok(())).map(|s| s.len())
+            })
+        };
+        let zero = start(0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut dying = connect(&addresses[0], deadline).unwrap();
+        let version = env!("CARGO_PKG_VERSION").to_string();
+        send_hello(
+            &mut dying,
+            &Hello {
+                version,
+                ..hello(1, 1, "p")
+            },
+        )
+        .unwrap();
+        read_hello(&mut dying, "process 0", None).unwrap();
+        drop(dying);
+        std::thread::sleep(Duration::from_millis(100));
+        let (one, two) = (start(1), start(2));
+        for (p, h) in [zero, one, two].into_iter().enumerate() {
+            let formed = h.join().unwrap();
+            assert!(formed.is_ok(), "process {p}: {:#}", formed.unwrap_err());
+        }
     }
 
     #[test]
