@@ -167,35 +167,105 @@ fn net(e: io::Error) -> Error {
     Error::Cluster(format!("network error while forming the cluster: {e}"))
 }
 
-/// The first line where two plans differ, for the message: `` `k = 5` in process 2, `k = 3` in
-/// processes 0, 1 ``.
+/// The first setting where two plans differ, for the message: `` `k = 5` in process 2, `k = 3`
+/// in processes 0, 1 ``. Settings are matched by key (one plan may have a line the other lacks:
+/// a setting of another method, an output more), and a value written as a struct is narrowed to
+/// its first field that differs (`fields.id = "idx"`).
 ///
 /// A count of input files that differs is followed by the first file that differs, so the file
 /// one process has and another lacks is named.
 fn first_difference(odd: &str, reference: &str, who: &str, others: &str) -> String {
-    let (a, b): (Vec<&str>, Vec<&str>) = (odd.lines().collect(), reference.lines().collect());
-    let mut differing = (0..a.len().max(b.len())).filter(|&i| a.get(i) != b.get(i));
-    let say = |i: usize| {
-        format!(
-            "`{}` in {who}, `{}` in {others}",
-            a.get(i).copied().unwrap_or("(nothing)"),
-            b.get(i).copied().unwrap_or("(nothing)")
-        )
+    let (a, b) = (keyed(odd), keyed(reference));
+    let mut keys: Vec<&str> = a.iter().chain(&b).map(|(k, _)| *k).collect();
+    let mut seen = std::collections::HashSet::new();
+    keys.retain(|k| seen.insert(*k));
+    let of = values;
+    let say = |k: &str| {
+        let (va, vb) = (of(&a, k), of(&b, k));
+        let i = (0..va.len().max(vb.len()))
+            .find(|&i| va.get(i) != vb.get(i))
+            .unwrap_or(0);
+        let (key, x, y) = narrowed(k, va.get(i).copied(), vb.get(i).copied());
+        let line = |v: Option<String>| match v {
+            None => "(nothing)".into(),
+            Some(v) if key.is_empty() => format!("`{v}`"),
+            Some(v) => format!("`{key} = {v}`"),
+        };
+        format!("{} in {who}, {} in {others}", line(x), line(y))
     };
+    let mut differing = keys.iter().filter(|k| of(&a, k) != of(&b, k));
     let Some(first) = differing.next() else {
         return "the plans differ".into();
     };
-    let is_count = |i: usize| a.get(i).is_some_and(|l| l.starts_with("input files = "));
-    let file = |i: &usize| {
-        [a.get(*i), b.get(*i)]
-            .into_iter()
-            .flatten()
-            .any(|l| l.starts_with("input"))
-    };
-    match differing.find(file).filter(|_| is_count(first)) {
-        Some(next) => format!("{}; the first file that differs: {}", say(first), say(next)),
+    match differing
+        .find(|k| **k == "input")
+        .filter(|_| *first == "input files")
+    {
+        Some(files) => format!(
+            "{}; the first file that differs: {}",
+            say(first),
+            say(files)
+        ),
         None => say(first),
     }
+}
+
+/// A plan's lines as (key, value); a line without ` = ` is all value, of the key "".
+fn keyed(plan: &str) -> Vec<(&str, &str)> {
+    plan.lines()
+        .map(|l| l.split_once(" = ").unwrap_or(("", l)))
+        .collect()
+}
+
+/// The values of key `k` in `plan`, in order.
+fn values<'a>(plan: &[(&'a str, &'a str)], k: &str) -> Vec<&'a str> {
+    plan.iter()
+        .filter(|(key, _)| *key == k)
+        .map(|(_, v)| *v)
+        .collect()
+}
+
+/// The key `k` and values `a`, `b` to name: narrowed to the first field that differs where both
+/// are written as one struct (`Fields { id: "idx", .. }`), as `k.field`.
+fn narrowed(k: &str, a: Option<&str>, b: Option<&str>) -> (String, Option<String>, Option<String>) {
+    let fields = |v: &str| -> Option<Vec<(String, String)>> {
+        let inner = v.split_once(" { ")?.1.strip_suffix(" }")?;
+        let parts = top_level_parts(inner);
+        let pairs = parts.iter().map(|p| {
+            p.split_once(": ")
+                .map(|(f, v)| (f.to_string(), v.to_string()))
+        });
+        pairs.collect()
+    };
+    if let (Some(fa), Some(fb)) = (a.and_then(fields), b.and_then(fields)) {
+        if let Some(((f, x), (_, y))) = fa.iter().zip(&fb).find(|((f, x), (g, y))| f == g && x != y)
+        {
+            return (format!("{k}.{f}"), Some(x.clone()), Some(y.clone()));
+        }
+    }
+    (k.to_string(), a.map(str::to_string), b.map(str::to_string))
+}
+
+/// `text` split at its commas outside brackets, braces, parentheses and quotes.
+fn top_level_parts(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut quoted, mut start) = (Vec::new(), 0i32, false, 0);
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '{' | '[' | '(' if !quoted => depth += 1,
+            '}' | ']' | ')' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(text[start..].trim());
+    parts
 }
 
 /// Process indices as a phrase: `process 0`, `processes 0, 1`.
@@ -505,7 +575,14 @@ impl Forming<'_> {
     fn accept_higher(&mut self, listener: &TcpListener) -> Result<()> {
         let (me, n) = (self.me, self.addresses.len());
         let mut waiting = n - me - 1;
-        while waiting > 0 {
+        loop {
+            if waiting == 0 {
+                // A peer counted may have died since: its place is open again.
+                waiting += self.read_early_verdicts()?;
+                if waiting == 0 {
+                    return Ok(());
+                }
+            }
             match listener.accept() {
                 Ok((mut s, from)) => {
                     s.set_nonblocking(false).map_err(net)?;
@@ -521,7 +598,10 @@ impl Forming<'_> {
                     };
                     send_hello(&mut s, &self.hello).map_err(net)?;
                     let p = peer.process;
-                    waiting += usize::from(self.forget_if_closed(p, from));
+                    if p > me && p < n && self.sockets[p].as_ref().is_some_and(closed) {
+                        self.forget(p);
+                        waiting += 1;
+                    }
                     if p <= me || p >= n || self.sockets[p].is_some() {
                         // Said at once, to it too: waiting on would end in a timeout that
                         // names only the process still missing.
@@ -543,32 +623,34 @@ impl Forming<'_> {
                     if Instant::now() >= self.deadline {
                         return Err(self.not_connected());
                     }
-                    self.read_early_verdicts()?;
+                    waiting += self.read_early_verdicts()?;
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(e) => return Err(e).io_context(|| "accepting a connection".into()),
             }
         }
-        Ok(())
     }
 
     /// Reads the verdicts that peers already formed have sent while this process still waits
     /// for others: a refusal stops it at once (it used to wait out its deadline and name only
-    /// the process still missing), as does a lower process that left.
-    fn read_early_verdicts(&mut self) -> Result<()> {
+    /// the process still missing), as does a lower process that left. A higher process that
+    /// left is forgotten, to connect again (a pod restarted by its StatefulSet): the answer is
+    /// how many were.
+    fn read_early_verdicts(&mut self) -> Result<usize> {
+        let mut forgotten = 0;
         for p in 0..self.sockets.len() {
             let (Some(s), None) = (&mut self.sockets[p], &self.early[p]) else {
                 continue;
             };
-            s.set_nonblocking(true).map_err(net)?;
-            let waiting = s.peek(&mut [0u8; 1]);
-            s.set_nonblocking(false).map_err(net)?;
-            match waiting {
+            match peeked(s) {
                 Ok(0) if p < self.me => bail!(
                     Cluster,
                     "process {p} left during start-up (its connection closed)"
                 ),
-                Ok(0) => {} // a higher process that may connect again
+                Ok(0) => {
+                    self.forget(p);
+                    forgotten += 1;
+                }
                 Ok(_) => {
                     let v =
                         read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
@@ -579,32 +661,18 @@ impl Forming<'_> {
                 Err(e) => return Err(e).io_context(|| format!("process {p} left during start-up")),
             }
         }
-        Ok(())
+        Ok(forgotten)
     }
 
-    /// Forgets process `p`'s connection if it has closed (the process died during start-up and
-    /// is connecting again, from `from`, as a restarted pod does); true if it did.
-    fn forget_if_closed(&mut self, p: usize, from: std::net::SocketAddr) -> bool {
-        let Some(Some(s)) = self.sockets.get(p) else {
-            return false;
-        };
-        let _ = s.set_nonblocking(true);
-        let closed = match s.peek(&mut [0u8; 1]) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-        };
-        let _ = s.set_nonblocking(false);
-        if closed {
-            crate::say!(
-                "neardup: process {p} connected again from {from}: its earlier connection had \
-                 closed, so the new one is taken"
-            );
-            self.sockets[p] = None;
-            self.early[p] = None;
-            self.hellos.retain(|h| h.process != p);
-        }
-        closed
+    /// Forgets higher process `p`, whose connection closed during start-up: it may connect again.
+    fn forget(&mut self, p: usize) {
+        crate::say!(
+            "neardup: process {p} left during start-up (its connection closed); waiting for it \
+             to connect again"
+        );
+        self.sockets[p] = None;
+        self.early[p] = None;
+        self.hellos.retain(|h| h.process != p);
     }
 
     /// The higher-numbered processes that did not connect in time.
@@ -660,6 +728,23 @@ impl Forming<'_> {
         let theirs: Vec<(usize, &[u8])> = theirs.iter().map(|(p, v)| (*p, &v[..])).collect();
         refused(&theirs)
     }
+}
+
+/// True if the peer of `s` has closed it (or it broke).
+fn closed(s: &TcpStream) -> bool {
+    match peeked(s) {
+        Ok(n) => n == 0,
+        Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+    }
+}
+
+/// Looks, without waiting, at what `s` has to read: 0 bytes at its end, `WouldBlock` if nothing
+/// has come yet.
+fn peeked(s: &TcpStream) -> io::Result<usize> {
+    s.set_nonblocking(true)?;
+    let seen = s.peek(&mut [0u8; 1]);
+    s.set_nonblocking(false)?;
+    seen
 }
 
 /// An error naming every refusal among the peers' verdicts (`(process, verdict)`; empty: agreed).
@@ -750,6 +835,31 @@ mod tests {
         let m = mismatch(&a, &[0], &other).unwrap();
         assert!(
             m.contains("`shingle = 2` in process 1, `shingle = 3` in process 0"),
+            "{m}"
+        );
+        // Probe 23 (8): plans of unlike length were compared line by line, which paired
+        // `max_record_bytes` with `minhash.values`, and a struct was named whole, in Rust's words.
+        let exact = hello(
+            0,
+            2,
+            "k = 3\nminhash.values = band keys\nverify.mode = exact\n",
+        );
+        let estimate = hello(1, 2, "k = 3\nverify.mode = estimate\n");
+        let m = mismatch(&exact, &[0], &estimate).unwrap();
+        assert!(
+            m.contains("`verify.mode = estimate` in process 1, `verify.mode = exact` in process 0"),
+            "{m}"
+        );
+        let fields =
+            |id: &str| format!("fields = Fields {{ id: \"{id}\", text: \"t, u\", url: None }}\n");
+        let m = mismatch(
+            &hello(0, 2, &fields("id")),
+            &[0],
+            &hello(1, 2, &fields("idx")),
+        )
+        .unwrap();
+        assert!(
+            m.contains("`fields.id = \"idx\"` in process 1, `fields.id = \"id\"` in process 0"),
             "{m}"
         );
     }
