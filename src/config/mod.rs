@@ -341,8 +341,13 @@ impl Plan {
             .collect();
         lines.push(format!("outputs = {}", names.join(", ")));
         // Every process writes its part of the corpus into the corpus directory.
+        // By its real path too (probe 23): processes that do not share it (another machine's
+        // disk, another working directory) failed after all the work, 'No such file or directory'.
         if let Some(corpus) = &self.outputs.corpus {
             lines.push(format!("corpus = {}", corpus.display()));
+            let real = crate::output::paths::real_path(corpus);
+            let real = real.map_or_else(|e| format!("unknown ({e})"), |r| r.display().to_string());
+            lines.push(format!("corpus real path = {real}"));
         }
         // Every worker copies its own skipped records into the corpus, by its process's list.
         lines.push(format!(
