@@ -91,6 +91,15 @@ fn output_paths_that_are_not_regular_files_are_written_through_or_refused() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(reader.join().unwrap().lines().count(), 348);
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    // Probe 22b: reached through a folder not made yet, it was taken for a file someone else
+    // wrote, and refused.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = fingerprint_sample(&d.join("not-yet/../fifo"), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(reader.join().unwrap().lines().count(), 348);
     // A symlink to /dev/stdout writes to standard output and stays a symlink.
     let link = d.join("so");
     std::os::unix::fs::symlink("/dev/stdout", &link).unwrap();

@@ -202,9 +202,15 @@ pub fn classify(name: &str, path: &Path) -> Result<Target> {
     // The kernel follows links (also /proc's, such as /dev/stdout) to classify.
     let t = match std::fs::metadata(path) {
         Ok(m) => m.file_type(),
-        // A new file, or a dangling symlink to one: created where the link points.
+        // A new file, or a dangling symlink to one: created where the link points. A path
+        // through a folder not made yet (`out/../fifo`, probe 22b) is taken as it will read.
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Ok(Target::File(real_path(path).io_context(resolving)?))
+            let real = real_path(path).io_context(resolving)?;
+            let t = std::fs::metadata(&real).map(|m| m.file_type());
+            if t.is_ok_and(|t| t.is_char_device() || t.is_fifo()) {
+                return Ok(Target::Stream(real));
+            }
+            return Ok(Target::File(real));
         }
         Err(e) => {
             return Err(e)
