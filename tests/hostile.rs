@@ -97,7 +97,7 @@ fn output_paths_that_are_not_regular_files_are_written_through_or_refused() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
     };
-    let out = fingerprint_sample(&d.join("not-yet/../fifo"), &[]);
+    let out = fingerprint_sample(d.join("not-yet/../fifo"), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(reader.join().unwrap().lines().count(), 348);
     // A symlink to /dev/stdout writes to standard output and stays a symlink.
