@@ -399,7 +399,8 @@ fn cluster_processes_with_different_settings_refuse_to_start() {
     for (code, err) in [finish(p0, 60), finish(p1, 60)] {
         assert_eq!(code, Some(1), "{err}");
         assert!(
-            err.contains("shingle: 3") && err.contains("shingle: 2"),
+            err.contains("`simhash.features.shingle = 2` in process 1")
+                && err.contains("`simhash.features.shingle = 3` in process 0"),
             "{err}"
         );
     }
