@@ -862,6 +862,68 @@ fn containment_pairs_are_the_true_partial_copies_among_candidates_at_1_2_4_worke
     assert_runs_report((dir.path(), &job, &out), &want, "containment", containment);
 }
 
+/// Probe 23b: `[containment] max_ratio` chose the partitions searched, which hold pages up to
+/// twice the ratio apart, so at `max_ratio = 2` most pages 3.2 times their quote's size were
+/// reported, and which depended on a band meeting. Every pair reported is now within the ratio,
+/// in distinct shingles, and the pairs within it are found as before.
+#[test]
+fn containment_reports_no_pair_whose_larger_page_is_past_max_ratio() {
+    use neardup::text::{shingle_set_of, Scratch};
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(77);
+    let mut words = |n: usize| {
+        (0..n)
+            .map(|_| format!("w{}", rng.below(100_000)))
+            .collect::<Vec<_>>()
+    };
+    let mut docs = Vec::new();
+    for i in 0..120 {
+        // 33 shingles, low in their partition (32 to 63), and pages 1.5, 3.2 and 12 times
+        // that, in turn: the last two in partitions a gap of 1 and of 3 above, which ratios of
+        // 2 and 8 search.
+        let base = words(37);
+        let extra = [17, 73, 363][i % 3];
+        let page = [base.clone(), words(extra)].concat();
+        docs.push((format!("b{i:03}"), base.join(" ")));
+        docs.push((format!("p{i:03}"), page.join(" ")));
+    }
+    let input = dir.path().join("docs.jsonl");
+    write_docs(&input, &docs);
+    let mut scratch = Scratch::default();
+    let size: BTreeMap<&str, usize> = docs
+        .iter()
+        .map(|(id, t)| (id.as_str(), shingle_set_of(t, 5, &mut scratch).len()))
+        .collect();
+    for max_ratio in [2, 8] {
+        let out = dir.path().join(format!("pairs-{max_ratio}.tsv"));
+        let job = format!(
+            "method = \"containment\"\n[containment]\nmax_ratio = {max_ratio}\n[input]\n\
+             paths = [{input:?}]\n[output]\ndir = \"\"\npairs = {out:?}\nsummary = \"\"\n"
+        );
+        let done = common::run_job(dir.path(), &job);
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let rows = common::pair_rows(&out);
+        let ratio = |(a, b, _): &(String, String, String)| {
+            let (x, y) = (size[a.as_str()], size[b.as_str()]);
+            x.max(y) as f64 / x.min(y) as f64
+        };
+        assert!(
+            rows.iter().all(|r| ratio(r) <= max_ratio as f64),
+            "{max_ratio}: {rows:?}"
+        );
+        let within = docs.len() / 2 / 3 * if max_ratio == 2 { 1 } else { 2 };
+        assert!(
+            rows.len() as f64 >= 0.9 * within as f64,
+            "{max_ratio}: {} of {within}",
+            rows.len()
+        );
+    }
+}
+
 /// `n` base texts of 100 words, and for each a page quoting it inside 100 to 300 other words,
 /// with `i % 10` of the quote's words changed: containments from 1 down to about 0.6.
 fn graded_quotes(seed: u64, n: usize) -> Vec<(String, String)> {

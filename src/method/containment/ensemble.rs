@@ -154,12 +154,18 @@ impl Ensemble {
         }
     }
 
-    /// True if the pair's estimate, three standard deviations up, can reach the threshold.
+    /// True if the larger page is at most `max_ratio` times the smaller and the pair's
+    /// estimate, three standard deviations up, can reach the threshold. Partitions a gap apart
+    /// hold pages up to twice the ratio apart (probe 23b: at `max_ratio = 2`, pages 3.2 times
+    /// apart were reported), so the sizes are compared here too.
     pub fn may_reach(&self, a: &[u32], b: &[u32]) -> bool {
         let m = self.hashes;
+        let (sa, sb) = (f64::from(self.size(a)), f64::from(self.size(b)));
+        if sa.max(sb) > f64::from(self.max_ratio) * sa.min(sb).max(1.0) {
+            return false;
+        }
         let j = estimate(&a[..m], &b[..m]);
         let high = (j + 3.0 * (j * (1.0 - j) / m as f64).sqrt() + 1.0 / m as f64).min(1.0);
-        let (sa, sb) = (f64::from(self.size(a)), f64::from(self.size(b)));
         let common = high * (sa + sb) / (1.0 + high);
         common / sa.min(sb) >= self.threshold
     }
