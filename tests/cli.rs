@@ -1596,3 +1596,56 @@ fn an_id_field_that_no_record_has_is_an_error_not_ids_made_up() {
         347
     );
 }
+
+/// Probe 23b: a negative number after a flag (`--threshold -0.1`) was taken for a flag, and clap
+/// said "unexpected argument '-0' found" where the range check has a message of its own.
+#[test]
+fn a_negative_number_after_a_flag_gets_the_ranges_message() {
+    let docs = "data-samples/docs.jsonl";
+    for (args, says) in [
+        (
+            &[
+                "truth",
+                "--input",
+                docs,
+                "--out",
+                "/dev/null",
+                "--threshold",
+                "-0.1",
+            ][..],
+            "threshold must be in (0, 1]",
+        ),
+        (
+            &[
+                "gen",
+                "docs",
+                "--n",
+                "5",
+                "--out",
+                "/dev/null",
+                "--edit-rate",
+                "-0.5",
+            ],
+            "--edit-rate must be in 0..=1",
+        ),
+        (
+            &[
+                "eval",
+                "--pairs",
+                "p",
+                "--truth",
+                "t",
+                "--threshold",
+                "-0.5",
+            ],
+            "is not a similarity in 0..=1",
+        ),
+    ] {
+        let done = neardup().args(args).current_dir(root()).output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert!(
+            !done.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -1194,6 +1194,18 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     assert!(e.contains("[verify] shingle does not apply"), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
     assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
+    // Probe 23b: a shingle out of range did not say whose it was.
+    for (section, method) in [
+        ("minhash", "minhash"),
+        ("verify", "minhash"),
+        ("features", "simhash"),
+    ] {
+        let e = job_error(&format!("method = \"{method}\"\n[{section}]\nshingle = 0"));
+        assert!(
+            e.contains(&format!("[{section}] shingle must be between 1 and")),
+            "{e}"
+        );
+    }
     // Regression (probe 8): unverified, a quote and the page quoting it were a cluster, and the
     // page left the corpus. Unverified candidates are still listed as pairs (the oracle above).
     let e =

@@ -652,7 +652,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "lang")]
     group_field: String,
     /// The truth's threshold (where the recall bands start).
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.8)]
     threshold: f64,
     /// Also write the report as JSON here.
     #[arg(long)]

@@ -47,16 +47,16 @@ pub struct DocsArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Fraction of documents that are edited copies of an earlier one.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.1)]
     near_fraction: f64,
     /// Per-token edit probability of a near copy.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.02)]
     edit_rate: f64,
     /// Fraction of documents that are exact copies of an earlier one.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.02)]
     exact_fraction: f64,
     /// Median length in tokens.
-    #[arg(long, default_value_t = 230.0)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 230.0)]
     median_tokens: f64,
 }
 

@@ -177,7 +177,7 @@ pub struct PairsArgs {
     memory_budget_mib: u64,
     /// Most comparisons per fingerprint the tables may leave; a looser k is refused (unless the
     /// run makes at most 10^9 comparisons in all).
-    #[arg(long, default_value_t = DEFAULT_MAX_CANDIDATES)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = DEFAULT_MAX_CANDIDATES)]
     max_candidates: f64,
     /// Output: id_a<TAB>id_b<TAB>distance (JSON Lines for a .jsonl path).
     #[arg(long)]

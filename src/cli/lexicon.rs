@@ -28,7 +28,7 @@ pub struct LexiconArgs {
     #[arg(long, default_value_t = 2)]
     min_df: u64,
     /// Largest fraction of the documents a term of the lexicon occurs in.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.1)]
     max_df: f64,
 }
 

@@ -276,7 +276,7 @@ pub struct TruthArgs {
     #[arg(long)]
     out: PathBuf,
     /// Smallest value reported.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(allow_negative_numbers = true, long, default_value_t = 0.8)]
     threshold: f64,
     /// jaccard (near-duplicates) or containment (partial copies: the shared shingles over the
     /// smaller document's).

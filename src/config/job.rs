@@ -507,7 +507,7 @@ fn verification(v: &VerifySpec, by_default: bool) -> Result<Option<Verification>
         "[verify] threshold must be in (0, 1], got {threshold}"
     );
     let shingle = v.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
-    FeatureConfig::shingles(shingle).validate()?;
+    FeatureConfig::shingles(shingle).validate("verify")?;
     ensure!(
         mode == VerifyMode::Exact || v.shingle.is_none(),
         Config,
@@ -695,7 +695,7 @@ fn features(f: &FeaturesSpec) -> Result<Option<FeatureConfig>> {
             })?,
         },
     };
-    features.validate()?;
+    features.validate("features")?;
     Ok((f.shingle.is_some() || f.kind.is_some()).then_some(features))
 }
 

@@ -131,7 +131,7 @@ fn build(section: &Section<'_>) -> Result<Arc<dyn Method>> {
         "[minhash] hashes must be between 1 and {MAX_HASHES}, got {hashes}"
     );
     let shingle = m.shingle.unwrap_or(crate::text::TRUTH_SHINGLE);
-    FeatureConfig::shingles(shingle).validate()?;
+    FeatureConfig::shingles(shingle).validate("minhash")?;
     let scheme = match m.scheme.as_deref() {
         None => Scheme::default(),
         Some(s) => Scheme::parse(s).ok_or_else(|| {

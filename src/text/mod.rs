@@ -80,11 +80,11 @@ impl FeatureConfig {
         }
     }
 
-    /// Checks the options, naming the bad value.
-    pub fn validate(&self) -> crate::error::Result<()> {
+    /// Checks the options of the job's `[section]`, naming it and the bad value.
+    pub fn validate(&self, section: &str) -> crate::error::Result<()> {
         if !(1..=MAX_SHINGLE).contains(&self.shingle) {
             return Err(crate::error::Error::Config(format!(
-                "shingle must be between 1 and {MAX_SHINGLE}, got {}",
+                "[{section}] shingle must be between 1 and {MAX_SHINGLE}, got {}",
                 self.shingle
             )));
         }
