@@ -1194,6 +1194,9 @@ fn a_containment_section_that_cannot_work_is_refused_with_what_to_write() {
     assert!(e.contains("[verify] shingle does not apply"), "{e}");
     let e = job_error("method = \"containment\"\n[containment]\nhashes = 8");
     assert!(e.contains("hashes must be between 16 and 1024"), "{e}");
+    // Probe 23b: min_tokens = 0 was taken and acted as 1.
+    let e = job_error("method = \"containment\"\n[content]\nmin_tokens = 0");
+    assert!(e.contains("[content] min_tokens must be at least 1"), "{e}");
     // Probe 23b: a shingle out of range did not say whose it was.
     for (section, method) in [
         ("minhash", "minhash"),

@@ -701,6 +701,13 @@ fn features(f: &FeaturesSpec) -> Result<Option<FeatureConfig>> {
 
 /// `[content]`: what a document's text must be, and how HTML becomes text.
 fn content(c: ContentSpec) -> Result<ContentOptions> {
+    // A document with no token has no text to pair: 0 acted as 1 (probe 23b).
+    ensure!(
+        c.min_tokens != Some(0),
+        Config,
+        "[content] min_tokens must be at least 1 (a document with no token is always skipped as \
+         too_short), got 0"
+    );
     Ok(ContentOptions {
         boilerplate: match c.boilerplate.as_deref() {
             None => Boilerplate::default(),
