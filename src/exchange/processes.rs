@@ -678,10 +678,17 @@ impl Forming<'_> {
     /// The higher-numbered processes that did not connect in time.
     fn not_connected(&self) -> Error {
         let (me, n) = (self.me, self.addresses.len());
-        let missing: Vec<String> = (me + 1..n)
+        let mut missing: Vec<String> = (me + 1..n)
             .filter(|&p| self.sockets[p].is_none())
             .map(|p| format!("{p} ({})", self.addresses[p]))
             .collect();
+        // Named up to a few: a 300-line hostfile made a line of 7 KB (probe 23).
+        const NAMED: usize = 8;
+        if missing.len() > NAMED {
+            let more = missing.len() - NAMED;
+            missing.truncate(NAMED);
+            missing.push(format!("and {more} more"));
+        }
         Error::Cluster(format!(
             "process {me} waited {} s for process(es) {} to connect; are they running, placed \
              alike (the same hostfile, or the same launcher's step)? (--connect-timeout sets the \
@@ -1085,6 +1092,20 @@ mod tests {
             let formed = h.join().unwrap();
             assert!(formed.is_ok(), "process {p}: {:#}", formed.unwrap_err());
         }
+    }
+
+    /// Probe 23: a cluster of 300 whose others never came named all 299 on one line.
+    #[test]
+    fn a_timeout_names_a_few_missing_processes_and_counts_the_rest() {
+        let mut addresses = vec![three_addresses().remove(0)];
+        addresses.extend((1..12).map(|i| format!("127.0.0.1:{}", 9 + i)));
+        let wait = Duration::from_millis(300);
+        let err = format!(
+            "{:#}",
+            form(&addresses, 0, 1, "p", wait, || Ok(())).unwrap_err()
+        );
+        assert!(err.contains("8 (127.0.0.1:17), and 3 more"), "{err}");
+        assert!(!err.contains("127.0.0.1:18"), "{err}");
     }
 
     #[test]
