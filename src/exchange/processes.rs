@@ -20,8 +20,8 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::bail;
 use crate::error::{Error, IoContext, Result};
+use crate::{bail, ensure};
 
 mod mismatch;
 use mismatch::disagreement;
@@ -171,7 +171,11 @@ fn net(e: io::Error) -> Error {
 }
 
 /// Connects to `addr` until `deadline`, retrying refused connections and failed name lookups.
-fn connect(addr: &str, deadline: Instant) -> Result<TcpStream> {
+fn connect(
+    addr: &str,
+    deadline: Instant,
+    between: &mut dyn FnMut() -> Result<()>,
+) -> Result<TcpStream> {
     let mut last: String;
     loop {
         let attempt = addr
@@ -201,6 +205,7 @@ fn connect(addr: &str, deadline: Instant) -> Result<TcpStream> {
         if Instant::now() >= deadline {
             bail!(Cluster, "{last}");
         }
+        between()?;
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -332,9 +337,22 @@ impl Forming<'_> {
 
     /// Lower-numbered processes: connect, send our hello, read theirs.
     fn connect_lower(&mut self) -> Result<()> {
-        let (me, secs) = (self.me, self.secs);
-        for (p, addr) in self.addresses.iter().enumerate().take(me) {
-            let mut s = connect(addr, self.deadline).map_err(|e| {
+        let (me, secs, addresses, deadline) = (self.me, self.secs, self.addresses, self.deadline);
+        for (p, addr) in addresses.iter().enumerate().take(me) {
+            // A lower process that refused stops waiting, and may be gone before this one
+            // reaches the next: its verdict, sent here already, is read between tries.
+            let mut stopped = None;
+            let tried = connect(addr, deadline, &mut || {
+                let refused = self.read_early_verdicts().err();
+                let stop = refused.is_some();
+                stopped = stopped.take().or(refused);
+                ensure!(!stop, Cluster, "stopped by a verdict");
+                Ok(())
+            });
+            if let Some(e) = stopped {
+                return Err(e);
+            }
+            let mut s = tried.map_err(|e| {
                 Error::Cluster(format!(
                     "process {me} could not reach process {p} at {addr} within {} s ({e}); \
                      is it running, and are the addresses right (the hostfile, or the launcher's \
@@ -465,7 +483,8 @@ impl Forming<'_> {
                 Ok(_) => {
                     let v =
                         read_frame(s).io_context(|| format!("process {p} left during start-up"))?;
-                    refused(&[(p, &v)])?;
+                    // Kept for the verdicts: stopping here would close this process's
+                    // listener while a higher one still connects (a reset, not the verdict).
                     self.early[p] = Some(v);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -821,7 +840,8 @@ mod tests {
             })
         };
         let zero = start(0, 15);
-        let silent = connect(&addresses[0], Instant::now() + Duration::from_secs(10)).unwrap();
+        let soon = Instant::now() + Duration::from_secs(10);
+        let silent = connect(&addresses[0], soon, &mut || Ok(())).unwrap();
         let one = start(1, 8);
         for (p, h) in [zero, one].into_iter().enumerate() {
             let formed = h.join().unwrap();
@@ -843,13 +863,13 @@ mod tests {
     /// process waited out its deadline to name only the missing process 2. Process 0 names both at
     /// once, and the others stop on its verdict, before their deadline.
     #[test]
-    fn two_processes_of_one_index_are_named_at_once_by_all() {
+    fn two_processes_of_one_index_are_named_at_once_by_process_0() {
         let (first, other) = (three_addresses(), three_addresses());
         let mut second = first.clone();
         second[1] = other[1].clone(); // its own listening address, the same index
         let start = |addresses: Vec<String>, me: usize| {
             std::thread::spawn(move || {
-                let wait = Duration::from_secs(30);
+                let wait = Duration::from_secs(6);
                 form(&addresses, me, 1, "p", wait, || Ok(())).map(|s| s.len())
             })
         };
@@ -858,17 +878,17 @@ mod tests {
         let one = start(first, 1);
         std::thread::sleep(Duration::from_millis(300));
         let again = start(second, 1);
-        for h in [zero, one, again] {
-            let err = format!("{:#}", h.join().unwrap().unwrap_err());
-            assert!(
-                err.contains("two processes say they are process 1"),
-                "{err}"
-            );
-        }
+        let err = format!("{:#}", zero.join().unwrap().unwrap_err());
         assert!(
-            started.elapsed() < Duration::from_secs(20),
+            err.contains("two processes say they are process 1"),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
             "not at the deadline"
         );
+        // The others wait for process 2 (stopping early could reset a peer still connecting).
+        assert!(one.join().unwrap().is_err() && again.join().unwrap().is_err());
     }
 
     /// Probe 23 (2): a process that connected and died during start-up could not join again when
@@ -886,7 +906,7 @@ mod tests {
         };
         let zero = start(0);
         let deadline = Instant::now() + Duration::from_secs(10);
-        let mut dying = connect(&addresses[0], deadline).unwrap();
+        let mut dying = connect(&addresses[0], deadline, &mut || Ok(())).unwrap();
         let version = env!("CARGO_PKG_VERSION").to_string();
         send_hello(
             &mut dying,
