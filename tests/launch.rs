@@ -309,64 +309,49 @@ fn processes_that_find_other_files_at_one_path_refuse_to_start() {
         std::fs::create_dir(place).unwrap();
         std::fs::write(place.join("d.jsonl"), text(word)).unwrap();
     }
-    let hosts = hostfile(dir.path(), 2);
+    // Both processes of the sample job in their own working directory, over `input` into `out`:
+    // each must refuse before work, saying `says`.
+    let refused = |input: &Path, out: &Path, says: &str| {
+        let hosts = hostfile(dir.path(), 2);
+        let children: Vec<_> = places
+            .iter()
+            .enumerate()
+            .map(|(i, place)| {
+                neardup()
+                    .arg("run")
+                    .arg(root().join("jobs/sample.toml"))
+                    .arg("--input")
+                    .arg(input)
+                    .arg("--out-dir")
+                    .arg(out)
+                    .args(["--cluster", "auto", "-w", "1", "--connect-timeout", "30"])
+                    .arg("--hostfile")
+                    .arg(&hosts)
+                    .env("NEARDUP_PROCESS", i.to_string())
+                    .current_dir(place)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let (code, err) = finish(c, 60);
+            assert_eq!(code, Some(1), "{err}");
+            assert!(err.contains(says), "{err}");
+        }
+    };
     let out = dir.path().join("out");
-    let children: Vec<_> = places
-        .iter()
-        .enumerate()
-        .map(|(i, place)| {
-            neardup()
-                .arg("run")
-                .arg(root().join("jobs/sample.toml"))
-                .args(["--input", "d.jsonl", "--out-dir"])
-                .arg(&out)
-                .args(["--cluster", "auto", "-w", "1", "--connect-timeout", "30"])
-                .arg("--hostfile")
-                .arg(&hosts)
-                .env("NEARDUP_PROCESS", i.to_string())
-                .current_dir(place)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let (code, err) = finish(c, 60);
-        assert_eq!(code, Some(1), "{err}");
-        assert!(err.contains("`input file = "), "{err}");
-    }
+    refused(Path::new("d.jsonl"), &out, "`input file = ");
     assert!(!out.join("pairs.tsv").exists(), "nothing written");
     // Probe 23 (4): one input, but an output directory named alike in two working directories
     // (as on machines that do not share it): every process did the whole run, then failed
     // writing the corpus ('No such file or directory'). Refused before work, by the real path.
-    let hosts = hostfile(dir.path(), 2);
-    let input = places[0].join("d.jsonl");
-    let children: Vec<_> = places
-        .iter()
-        .enumerate()
-        .map(|(i, place)| {
-            neardup()
-                .arg("run")
-                .arg(root().join("jobs/sample.toml"))
-                .arg("--input")
-                .arg(&input)
-                .args(["--out-dir", "out", "--cluster", "auto", "-w", "1"])
-                .args(["--connect-timeout", "30", "--hostfile"])
-                .arg(&hosts)
-                .env("NEARDUP_PROCESS", i.to_string())
-                .current_dir(place)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for c in children {
-        let (code, err) = finish(c, 60);
-        assert_eq!(code, Some(1), "{err}");
-        assert!(err.contains("`corpus real path = "), "{err}");
-    }
+    refused(
+        &places[0].join("d.jsonl"),
+        Path::new("out"),
+        "`corpus real path = ",
+    );
     for place in &places {
         assert!(!place.join("out/pairs.tsv").exists(), "nothing written");
     }

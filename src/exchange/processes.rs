@@ -339,8 +339,8 @@ impl Forming<'_> {
     fn connect_lower(&mut self) -> Result<()> {
         let (me, secs, addresses, deadline) = (self.me, self.secs, self.addresses, self.deadline);
         for (p, addr) in addresses.iter().enumerate().take(me) {
-            // A lower process that refused stops waiting, and may be gone before this one
-            // reaches the next: its verdict, sent here already, is read between tries.
+            // Between tries, the verdicts lower processes sent already are read, and one that
+            // left stops this process (said as itself, not as the next one unreached).
             let mut stopped = None;
             let tried = connect(addr, deadline, &mut || {
                 let refused = self.read_early_verdicts().err();
@@ -461,10 +461,10 @@ impl Forming<'_> {
     }
 
     /// Reads the verdicts that peers already formed have sent while this process still waits
-    /// for others: a refusal stops it at once (it used to wait out its deadline and name only
-    /// the process still missing), as does a lower process that left. A higher process that
-    /// left is forgotten, to connect again (a pod restarted by its StatefulSet): the answer is
-    /// how many were.
+    /// for others, keeping them for [`Forming::verdicts`] (acting on a refusal here would close
+    /// this process's listener while a higher one still connects). A lower process that left
+    /// stops this one; a higher process that left is forgotten, to connect again (a pod
+    /// restarted by its StatefulSet): the answer is how many were.
     fn read_early_verdicts(&mut self) -> Result<usize> {
         let mut forgotten = 0;
         for p in 0..self.sockets.len() {
