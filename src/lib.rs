@@ -56,6 +56,7 @@ pub mod method;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod settings;
 pub mod sketch;
 pub mod source;
 pub mod spill;

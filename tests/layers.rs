@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first: a module may import its own layer's modules and lower layers' only.
 const LAYERS: &[&[&str]] = &[
-    &["error", "fault", "hashing", "progress"],
+    &["error", "fault", "hashing", "progress", "settings"],
     &["text", "spill"],
     &["sketch"],
     &["source", "candidates"],

@@ -1305,8 +1305,58 @@ fn an_estimating_audit_of_a_store_of_band_keys_is_told_what_to_do() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(
-        said.contains("this run \"minhash.containment = 0.8\""),
+        said.contains("this run `minhash.containment = 0.8`"),
         "{said}"
     );
     assert!(!said.contains("estimate"), "{said}");
+}
+
+#[test]
+fn a_store_refusal_names_the_field_of_a_struct_setting_that_differs_and_info_lists_it_a_field_a_line(
+) {
+    // Probe 24b 3: the refusal quoted both `fields = Fields { .. }` lines whole, with escaped
+    // quotes, and `store info` printed Rust's Debug form.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_crawls(d, 0xf1e);
+    let made = job(d, "made", "method = \"minhash\"\n");
+    neardup(d, &["run", &made, "--store", "st", "--out-dir", "o1"]);
+    let no_url = d.join("no-url.toml");
+    let text = std::fs::read_to_string(&made).unwrap();
+    std::fs::write(
+        &no_url,
+        text.replace("url_field = \"url\"", "url_field = \"\""),
+    )
+    .unwrap();
+    let args = [
+        "audit",
+        no_url.to_str().unwrap(),
+        "--store",
+        "st",
+        "--input",
+        "b.jsonl",
+    ];
+    let out = neardup_in(d, [&args[..], &["--out-dir", "o2"]].concat());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("it has `fields.url = Some(\"url\")`, this run `fields.url = None`"),
+        "{said}"
+    );
+    assert!(said.contains("[input] url_field"), "{said}");
+    let info = neardup_in(d, ["store", "info", "st"].to_vec());
+    let info = String::from_utf8_lossy(&info.stdout);
+    let lines: Vec<&str> = info
+        .lines()
+        .filter(|l| l.starts_with("parameter "))
+        .collect();
+    assert!(
+        lines.contains(&"parameter fields.url = Some(\"url\")"),
+        "{info}"
+    );
+    assert!(
+        lines.contains(&"parameter minhash.bands.bands = 21"),
+        "{info}"
+    );
+    assert!(!info.contains(" { "), "{info}");
 }

@@ -160,7 +160,12 @@ pub fn command(c: StoreCommand) -> anyhow::Result<ExitCode> {
                     s.name, s.documents, s.bytes, s.checksum
                 );
             }
-            for p in &m.parameters {
+            // A setting written as a struct is listed a field a line (`fields.url = Some("url")`).
+            for p in m
+                .parameters
+                .iter()
+                .flat_map(|p| neardup::settings::flattened(p))
+            {
                 println!("parameter {p}");
             }
             let left = store.leftovers();

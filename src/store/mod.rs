@@ -384,7 +384,14 @@ impl Store {
             }
             return Ok(());
         };
+        let field = has
+            .split_once("`fields.")
+            .and_then(|(_, f)| f.split_once(' '));
         let hint = match has.contains(BAND_KEYS) {
+            false if field.is_some() => &*format!(
+                " (the job's [input] {}_field)",
+                field.map_or("", |(f, _)| f)
+            ),
             true => {
                 ": it keeps band keys (made by a run that verifies exactly), which hold no \
                  signature to estimate from; audit it with [verify] mode = \"exact\", or make \
@@ -728,7 +735,6 @@ fn first_difference(stored: &[String], parameters: &[String]) -> Option<(String,
         lines.iter().find(|l| key(l) == k)
     }
     let differs = |line: &String, other: &[String]| find(other, key(line)) != Some(line);
-    let show = |p: Option<&String>| p.map_or("(nothing)".to_string(), |s| format!("{s:?}"));
     let ours = stored.iter().find(|l| differs(l, parameters));
     let theirs = || parameters.iter().find(|l| differs(l, stored));
     let (has, this_run) = match (ours, ours.is_none().then(theirs).flatten()) {
@@ -741,7 +747,33 @@ fn first_difference(stored: &[String], parameters: &[String]) -> Option<(String,
             (stored.get(i), parameters.get(i))
         }
     };
-    Some((show(has), show(this_run)))
+    Some(shown(has, this_run))
+}
+
+/// Two settings of one key as the refusal quotes them, narrowed to the first field that differs
+/// where both are structs (`` `fields.url = Some("url")` ``, not the whole struct twice).
+fn shown(has: Option<&String>, this_run: Option<&String>) -> (String, String) {
+    fn split(l: Option<&String>) -> Option<(&str, &str)> {
+        l.map(|l| l.split_once(" = ").unwrap_or(("", l)))
+    }
+    let (a, b) = (split(has), split(this_run));
+    if let (Some((ka, _)), Some((kb, _))) = (a, b) {
+        if ka != kb {
+            // Lines matched by place (the same lines in another order): each whole.
+            return (
+                format!("`{}`", has.unwrap()),
+                format!("`{}`", this_run.unwrap()),
+            );
+        }
+    }
+    let k = a.or(b).map_or("", |(k, _)| k);
+    let (key, x, y) = crate::settings::narrowed(k, a.map(|(_, v)| v), b.map(|(_, v)| v));
+    let show = |v: Option<String>| match v {
+        None => "(nothing)".to_string(),
+        Some(v) if key.is_empty() => format!("`{v}`"),
+        Some(v) => format!("`{key} = {v}`"),
+    };
+    (show(x), show(y))
 }
 
 /// Checks the `segments/` folder of the store in `dir`, whose manifest is `manifest`. A store
@@ -949,7 +981,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("\"simhash.k = 3\"") && e.contains("\"simhash.k = 4\""),
+            e.contains("`simhash.k = 3`") && e.contains("`simhash.k = 4`"),
             "{e}"
         );
         // Compared by key: a setting one side lacks names itself, not the line after it.
@@ -957,7 +989,7 @@ mod tests {
         let e = Store::open(&at).unwrap().check_parameters(&lacking);
         let e = e.unwrap_err().to_string();
         assert!(
-            e.contains("\"method = simhash\"") && e.contains("(nothing)"),
+            e.contains("`method = simhash`") && e.contains("(nothing)"),
             "{e}"
         );
         // The same lines in another order are still other settings.

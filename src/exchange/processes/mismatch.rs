@@ -2,6 +2,7 @@
 //! process count, the worker threads, or the first setting of their plans, with both values.
 
 use super::Hello;
+use crate::settings::narrowed;
 
 /// The first setting where two plans differ, for the message: `` `k = 5` in process 2, `k = 3`
 /// in processes 0, 1 ``. Settings are matched by key (one plan may have a line the other lacks:
@@ -59,49 +60,6 @@ fn values<'a>(plan: &[(&'a str, &'a str)], k: &str) -> Vec<&'a str> {
         .filter(|(key, _)| *key == k)
         .map(|(_, v)| *v)
         .collect()
-}
-
-/// The key `k` and values `a`, `b` to name: narrowed to the first field that differs where both
-/// are written as one struct (`Fields { id: "idx", .. }`), as `k.field`.
-fn narrowed(k: &str, a: Option<&str>, b: Option<&str>) -> (String, Option<String>, Option<String>) {
-    let fields = |v: &str| -> Option<Vec<(String, String)>> {
-        let inner = v.split_once(" { ")?.1.strip_suffix(" }")?;
-        let parts = top_level_parts(inner);
-        let pairs = parts.iter().map(|p| {
-            p.split_once(": ")
-                .map(|(f, v)| (f.to_string(), v.to_string()))
-        });
-        pairs.collect()
-    };
-    if let (Some(fa), Some(fb)) = (a.and_then(fields), b.and_then(fields)) {
-        if let Some(((f, x), (_, y))) = fa.iter().zip(&fb).find(|((f, x), (g, y))| f == g && x != y)
-        {
-            return (format!("{k}.{f}"), Some(x.clone()), Some(y.clone()));
-        }
-    }
-    (k.to_string(), a.map(str::to_string), b.map(str::to_string))
-}
-
-/// `text` split at its commas outside brackets, braces, parentheses and quotes.
-fn top_level_parts(text: &str) -> Vec<&str> {
-    let (mut parts, mut depth, mut quoted, mut start) = (Vec::new(), 0i32, false, 0);
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            '{' | '[' | '(' if !quoted => depth += 1,
-            '}' | ']' | ')' if !quoted => depth -= 1,
-            ',' if !quoted && depth == 0 => {
-                parts.push(text[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(text[start..].trim());
-    parts
 }
 
 /// Process indices as a phrase: `process 0`, `processes 0, 1`.
