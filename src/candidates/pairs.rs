@@ -27,6 +27,10 @@ pub struct PairRoom {
     pub written: Arc<AtomicU64>,
 }
 
+/// The fewest pairs [`PairRoom::at_a_time`] sends at a time: below it the rounds' own cost (every
+/// worker meets every other for each) outweighs the memory.
+pub const LEAST_AT_A_TIME: usize = 1 << 14;
+
 impl Default for PairRoom {
     fn default() -> PairRoom {
         PairRoom::held()
@@ -42,6 +46,15 @@ impl PairRoom {
             name: String::new(),
             written: Default::default(),
         }
+    }
+
+    /// How many of `most` pairs to send at a time into this room: a quarter of what it holds
+    /// before it spills (at least [`LEAST_AT_A_TIME`]), so a batch in flight, sent and received,
+    /// stays within the budget the room was sized by (probe 24a: a dense cluster's 4.5M pairs
+    /// peaked at 180 MiB under a 32 MiB budget and 205 MiB under 128 on 2 workers, a fixed
+    /// 32 MiB a batch a worker beside a full room).
+    pub fn at_a_time(&self, most: usize) -> usize {
+        most.min((self.records / 4).max(LEAST_AT_A_TIME))
     }
 
     /// Bytes the pairs of this room (and of its clones) wrote to the scratch directory.
@@ -752,6 +765,23 @@ mod tests {
             want.sort_unstable();
             assert_eq!(list.into_vec().unwrap(), want);
         }
+    }
+
+    /// Regression (probe 24a): the exchanges sent a million pairs (32 MiB) a worker at a time
+    /// whatever the room, so a dense cluster's 4.5M pairs peaked at 180 MiB under a 32 MiB
+    /// budget on 2 workers (225 MiB on 4). A batch is now a quarter of its room, never more
+    /// than asked, and never so small that the rounds cost more than the memory.
+    #[test]
+    fn a_batch_in_flight_is_a_quarter_of_its_room_at_most() {
+        let room = |records| PairRoom {
+            records,
+            ..PairRoom::held()
+        };
+        assert_eq!(room(4_000_000).at_a_time(1 << 20), 1_000_000);
+        assert_eq!(room(400_000).at_a_time(1 << 20), 100_000);
+        assert_eq!(room(100).at_a_time(1 << 20), LEAST_AT_A_TIME);
+        assert_eq!(room(100).at_a_time(10), 10);
+        assert_eq!(PairRoom::held().at_a_time(1 << 20), 1 << 20);
     }
 
     #[test]

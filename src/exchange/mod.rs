@@ -149,6 +149,7 @@ where
     R: ExchangeData + Record,
     F: Fn(&R) -> u64 + Clone + 'static,
 {
+    let at_a_time = room.at_a_time(at_a_time);
     let mut into = Pairs::new(room);
     let mut batches = Batches::of(pairs);
     loop {

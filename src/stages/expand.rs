@@ -36,10 +36,11 @@ pub fn expand(
     room: PairRoom,
 ) -> Result<PairList> {
     let peers = worker.peers();
+    let at_a_time = room.at_a_time(PAIRS_AT_A_TIME);
     let mut out = Pairs::new(room);
     let mut batches = Batches::of(pairs);
     loop {
-        let at_x = shuffle_vec(worker, batches.next_batch(PAIRS_AT_A_TIME), move |p| {
+        let at_x = shuffle_vec(worker, batches.next_batch(at_a_time), move |p| {
             owner(p.a, peers)
         });
         let mut half: Vec<(u64, u64, Score)> = Vec::new();

@@ -176,17 +176,22 @@ pub struct BandsSummary {
 }
 
 /// The summary's line of pairs: how many, and of which kinds. They are near-duplicate pairs
-/// unless some are partial copies or pages of one layout only, which are not.
+/// unless some are partial copies or pages of one layout only, which are not, or all are copies
+/// (the `exact` method's), which are duplicate pairs.
 fn pairs_line(p: &PairSummary) -> String {
     let kinds: Vec<String> = p.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    let not_near = ["partial", "layout_only"];
-    let what = match p
-        .by_kind
-        .iter()
-        .any(|(k, n)| *n > 0 && not_near.contains(&k.as_str()))
-    {
-        true => "pairs",
-        false => "near-duplicate pairs",
+    let found = || {
+        p.by_kind
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, _)| k.as_str())
+    };
+    let what = if found().any(|k| ["partial", "layout_only"].contains(&k)) {
+        "pairs"
+    } else if found().next().is_some() && found().all(|k| ["exact", "same_content"].contains(&k)) {
+        "duplicate pairs"
+    } else {
+        "near-duplicate pairs"
     };
     match kinds.is_empty() {
         true => format!("\n  {} {what}", p.total),
@@ -694,7 +699,20 @@ impl Summary {
             .iter()
             .max_by_key(|(_, b)| **b);
         let during = stage.map_or(String::new(), |(s, _)| format!(" during stage {s}"));
-        let held = held_during(stage.map_or("", |(s, _)| s.as_str()), self.store.is_some());
+        let name = stage.map_or("", |(s, _)| s.as_str());
+        let spilled = self
+            .spilled_bytes_by_stage
+            .get(name)
+            .is_some_and(|&b| b > 0);
+        let held = match spilled {
+            // Its pairs or sets past their room are on disk: do not blame them (probe 24a).
+            true => {
+                "the batches of pairs in flight between workers, the spilled runs being merged \
+                 and the process's own memory, about 20 MiB, while the stage's pairs past their \
+                 room were spilled"
+            }
+            false => held_during(name, self.store.is_some()),
+        };
         format!(
             "\n  warning: peak memory {} MiB passed the memory budget of {} MiB{during}: what \
              stays in memory (such as {held}) passed it; raise memory_budget_mib or add \
@@ -882,4 +900,31 @@ pub struct Written {
     pub bytes: u64,
     /// xxh3-64 of the bytes, 16 hex digits.
     pub xxh3: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (probe 23b): the `exact` method's copies were called near-duplicate pairs.
+    #[test]
+    fn the_pairs_line_names_copies_near_duplicates_and_partial_pairs_apart() {
+        let line = |kinds: &[(&str, u64)]| {
+            let by_kind = kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+            let total = kinds.iter().map(|(_, n)| n).sum();
+            pairs_line(&PairSummary {
+                total,
+                by_kind,
+                ..Default::default()
+            })
+        };
+        assert_eq!(line(&[("exact", 3)]), "\n  3 duplicate pairs (3 exact)");
+        let copies = line(&[("exact", 3), ("same_content", 1), ("near", 0)]);
+        assert!(copies.contains(" 4 duplicate pairs ("), "{copies}");
+        let near = line(&[("exact", 3), ("near", 2)]);
+        assert!(near.contains(" 5 near-duplicate pairs ("), "{near}");
+        let partial = line(&[("near", 2), ("partial", 1)]);
+        assert!(partial.contains(" 3 pairs ("), "{partial}");
+        assert_eq!(line(&[]), "\n  0 near-duplicate pairs");
+    }
 }
