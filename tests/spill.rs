@@ -319,6 +319,20 @@ fn a_scratch_inside_the_corpus_or_the_store_is_refused_before_work() {
     let out = run(&job("", ""), &[]);
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("[run] scratch is empty"), "{e}");
+    // Probe 24a: a job that names no scratch, whose TMPDIR lies in the corpus, was refused in the
+    // name of `[run] scratch`; the message names TMPDIR.
+    let corpus = job("", "corpus = \"corpus\"\n");
+    let text = std::fs::read_to_string(&corpus).unwrap();
+    std::fs::write(&corpus, text.replace("scratch = \"\"\n", "")).unwrap();
+    let tmp = d.join("out/corpus/tmp");
+    let out = run(&corpus, &[("TMPDIR", tmp.to_str().unwrap())]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("TMPDIR") && e.contains("inside the corpus directory"),
+        "{e}"
+    );
+    assert!(!e.contains("[run] scratch out"), "{e}");
 }
 
 /// Regression (found by a probe): a scratch path whose folders did not exist was made, and left

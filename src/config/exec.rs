@@ -134,7 +134,7 @@ pub fn read_hostfile(path: &std::path::Path) -> Result<Vec<String>> {
 /// killed run would be taken for a file this run did not write, and the directory refused on
 /// every later run.
 pub fn check_scratch(
-    parent: &std::path::Path,
+    (parent, named): (&std::path::Path, &str),
     dirs: &[(&str, &std::path::Path)],
     spill: SpillMode,
 ) -> Result<()> {
@@ -147,7 +147,7 @@ pub fn check_scratch(
         ensure!(
             !scratch.starts_with(real(dir)?),
             Config,
-            "[run] scratch {} lies inside the {name} directory {}, which holds what neardup \
+            "{named} {} lies inside the {name} directory {}, which holds what neardup \
              puts there alone: choose a scratch directory outside it",
             parent.display(),
             dir.display()
@@ -235,6 +235,16 @@ impl Exec {
     /// The folder this process's scratch directory is made in.
     pub fn scratch_parent(&self) -> PathBuf {
         self.scratch.clone().unwrap_or_else(std::env::temp_dir)
+    }
+
+    /// Where [`Exec::scratch_parent`] came from, for a message: `[run] scratch`, or the system's
+    /// temporary directory when the job names none (probe 24a: a TMPDIR inside the corpus was
+    /// refused in the name of a `[run] scratch` the job did not have).
+    pub fn scratch_named(&self) -> &'static str {
+        match self.scratch {
+            Some(_) => "[run] scratch",
+            None => "the scratch folder (TMPDIR, as [run] scratch is not set)",
+        }
     }
 
     /// The cluster's addresses, one per process.

@@ -124,7 +124,8 @@ pub fn execute_showing(plan: Plan, bars: bool) -> Result<Finished> {
             .chain(plan.store.iter().map(|d| ("store", d.as_path())))
             .collect();
         let (parent, spill) = (plan.exec.scratch_parent(), plan.exec.spill);
-        crate::config::exec::check_scratch(&parent, &dirs, spill)?;
+        let named = plan.exec.scratch_named();
+        crate::config::exec::check_scratch((&parent, named), &dirs, spill)?;
         if plan.exec.process == 0 {
             plan.check_store_apart()?;
             if plan.outputs.corpus.is_some() {
