@@ -626,7 +626,7 @@ impl Report {
 // The arguments of `neardup eval`.
 #[derive(Args)]
 pub struct EvalArgs {
-    /// Pairs found (TSV or JSON Lines, as `pairs` and `run` write them).
+    /// Pairs found (TSV, JSON Lines or Parquet, as `pairs` and `run` write them).
     #[arg(long)]
     pairs: PathBuf,
     /// The truth (`neardup truth`).

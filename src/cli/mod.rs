@@ -46,7 +46,7 @@ enum Command {
     /// Run a job file: its inputs, method (minhash, simhash or another of docs/METHODS.md) and
     /// settings, workers and outputs.
     Run(jobs::RunArgs),
-    /// Fingerprint documents (JSON Lines, WARC or HTML files): writes id<TAB>simhash (or JSON Lines
+    /// Fingerprint documents (JSON Lines, WARC, HTML or Parquet files): writes id<TAB>simhash (or JSON Lines
     /// for a .jsonl path).
     Fingerprint(jobs::FingerprintArgs),
     /// Ground truth: every document pair whose 5-token shingle sets have exact Jaccard (or, with
