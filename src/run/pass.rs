@@ -835,10 +835,8 @@ impl<'a> Pass<'a> {
     pub fn verify(&mut self, worker: &mut Worker, ranked: &Ranked, pairs: PairList) -> PairList {
         let plan = self.plan;
         let me = worker.index();
-        // The kept pairs grow as the candidates are taken (their room given back). Two rooms
-        // share what is left and what the candidates give back: each counted whole, verification
-        // planned for twice what there was (probe 24a: 1.7x a 128 MiB budget).
-        let taken = (self.budget_left() / 2, pairs.held_bytes() / 2);
+        // The kept pairs grow as the candidates are taken (their room given back).
+        let taken = (self.budget_left(), pairs.held_bytes());
         let rooms = [
             self.pair_room(me, "candidates", taken),
             self.pair_room(me, "kept", taken),
